@@ -1,0 +1,15 @@
+//! Pure building blocks that the store, the protocol and the client all need to agree on,
+//! byte for byte, with Apache RocketMQ: the message-properties string, the offset message id,
+//! Java's `String.hashCode` (used for tag codes and index keys), the body CRC and the
+//! system-flag bits. Nothing here does I/O.
+#![forbid(unsafe_code)]
+
+pub mod hash;
+pub mod message_id;
+pub mod properties;
+pub mod sys_flag;
+pub mod time;
+
+pub use hash::{body_crc, index_key_hash, java_string_hash, tags_hash_code};
+pub use message_id::{create_offset_msg_id, decode_offset_msg_id, MessageIdError};
+pub use properties::{Properties, PropertyKey};

@@ -1,0 +1,176 @@
+//! The message-properties string: `name\u{1}value\u{2}` repeated, RocketMQ's
+//! `messageProperties2String`. The broker stores it verbatim in the PROPERTIES field, so the
+//! encoding here must match the Java client's byte for byte.
+
+/// Separates a property name from its value.
+pub const NAME_VALUE_SEPARATOR: char = '\u{1}';
+/// Ends each name/value pair.
+pub const PROPERTY_SEPARATOR: char = '\u{2}';
+
+/// Names of the properties RocketMQ gives meaning to (`MessageConst`).
+pub struct PropertyKey;
+
+#[allow(missing_docs)]
+impl PropertyKey {
+    pub const KEYS: &'static str = "KEYS";
+    pub const TAGS: &'static str = "TAGS";
+    pub const WAIT_STORE_MSG_OK: &'static str = "WAIT";
+    pub const DELAY_TIME_LEVEL: &'static str = "DELAY";
+    pub const RETRY_TOPIC: &'static str = "RETRY_TOPIC";
+    pub const REAL_TOPIC: &'static str = "REAL_TOPIC";
+    pub const REAL_QUEUE_ID: &'static str = "REAL_QID";
+    pub const TRANSACTION_PREPARED: &'static str = "TRAN_MSG";
+    pub const PRODUCER_GROUP: &'static str = "PGROUP";
+    pub const MIN_OFFSET: &'static str = "MIN_OFFSET";
+    pub const MAX_OFFSET: &'static str = "MAX_OFFSET";
+    pub const ORIGIN_MESSAGE_ID: &'static str = "ORIGIN_MESSAGE_ID";
+    pub const RECONSUME_TIME: &'static str = "RECONSUME_TIME";
+    pub const UNIQ_CLIENT_MESSAGE_ID_KEYIDX: &'static str = "UNIQ_KEY";
+    pub const MAX_RECONSUME_TIMES: &'static str = "MAX_RECONSUME_TIMES";
+    pub const CONSUME_START_TIMESTAMP: &'static str = "CONSUME_START_TIME";
+    pub const SHARDING_KEY: &'static str = "__SHARDINGKEY";
+    pub const TRANSACTION_PREPARED_QUEUE_OFFSET: &'static str = "TRAN_PREPARED_QUEUE_OFFSET";
+    pub const TRANSACTION_CHECK_TIMES: &'static str = "TRANSACTION_CHECK_TIMES";
+    pub const CHECK_IMMUNITY_TIME_IN_SECONDS: &'static str = "CHECK_IMMUNITY_TIME_IN_SECONDS";
+}
+
+/// Separates several keys inside the KEYS property.
+pub const KEY_SEPARATOR: char = ' ';
+
+/// An ordered list of message properties. Order is kept so that encoding is deterministic.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Properties(Vec<(String, String)>);
+
+impl Properties {
+    /// An empty property list.
+    #[must_use]
+    pub fn new() -> Self {
+        Self(Vec::new())
+    }
+
+    /// Set `name` to `value`, replacing an earlier value.
+    pub fn put(&mut self, name: impl Into<String>, value: impl Into<String>) {
+        let (name, value) = (name.into(), value.into());
+        if let Some(slot) = self.0.iter_mut().find(|(n, _)| *n == name) {
+            slot.1 = value;
+        } else {
+            self.0.push((name, value));
+        }
+    }
+
+    /// The value of `name`, if set.
+    #[must_use]
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Remove `name`, returning its value.
+    pub fn remove(&mut self, name: &str) -> Option<String> {
+        let i = self.0.iter().position(|(n, _)| n == name)?;
+        Some(self.0.remove(i).1)
+    }
+
+    /// Iterate over (name, value) pairs in insertion order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(n, v)| (n.as_str(), v.as_str()))
+    }
+
+    /// Whether no property is set.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Encode as RocketMQ's properties string.
+    #[must_use]
+    pub fn encode(&self) -> String {
+        let mut s = String::with_capacity(self.0.iter().map(|(n, v)| n.len() + v.len() + 2).sum());
+        for (n, v) in &self.0 {
+            s.push_str(n);
+            s.push(NAME_VALUE_SEPARATOR);
+            s.push_str(v);
+            s.push(PROPERTY_SEPARATOR);
+        }
+        s
+    }
+
+    /// Decode a properties string. Pairs without a separator are skipped, as the Java decoder
+    /// does, so malformed input never fails.
+    #[must_use]
+    pub fn decode(s: &str) -> Self {
+        let mut out = Vec::new();
+        for pair in s.split(PROPERTY_SEPARATOR) {
+            if let Some((n, v)) = pair.split_once(NAME_VALUE_SEPARATOR) {
+                out.push((n.to_owned(), v.to_owned()));
+            }
+        }
+        Self(out)
+    }
+}
+
+impl FromIterator<(String, String)> for Properties {
+    fn from_iter<I: IntoIterator<Item = (String, String)>>(iter: I) -> Self {
+        let mut p = Self::new();
+        for (n, v) in iter {
+            p.put(n, v);
+        }
+        p
+    }
+}
+
+/// Find one property's value in an encoded properties string without decoding the rest.
+/// This is what dispatch uses on the hot path (TAGS, KEYS, UNIQ_KEY).
+#[must_use]
+pub fn find_property<'a>(encoded: &'a [u8], name: &str) -> Option<&'a [u8]> {
+    let name = name.as_bytes();
+    for pair in encoded.split(|&b| b == PROPERTY_SEPARATOR as u8) {
+        if pair.len() > name.len()
+            && pair.starts_with(name)
+            && pair[name.len()] == NAME_VALUE_SEPARATOR as u8
+        {
+            return Some(&pair[name.len() + 1..]);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encodes_like_java_client() {
+        let mut p = Properties::new();
+        p.put("TAGS", "TagA");
+        p.put("KEYS", "k1 k2");
+        assert_eq!(p.encode(), "TAGS\u{1}TagA\u{2}KEYS\u{1}k1 k2\u{2}");
+        assert_eq!(Properties::decode(&p.encode()), p);
+    }
+
+    #[test]
+    fn put_replaces_and_remove_works() {
+        let mut p = Properties::new();
+        p.put("A", "1");
+        p.put("A", "2");
+        assert_eq!(p.get("A"), Some("2"));
+        assert_eq!(p.remove("A").as_deref(), Some("2"));
+        assert!(p.is_empty());
+    }
+
+    #[test]
+    fn decode_tolerates_garbage() {
+        let p = Properties::decode("no-separator\u{2}\u{2}K\u{1}V\u{2}trailing");
+        assert_eq!(p.iter().collect::<Vec<_>>(), vec![("K", "V")]);
+    }
+
+    #[test]
+    fn find_property_matches_whole_names_only() {
+        let enc = "TAGSX\u{1}no\u{2}TAGS\u{1}yes\u{2}".as_bytes();
+        assert_eq!(find_property(enc, "TAGS"), Some(&b"yes"[..]));
+        assert_eq!(find_property(enc, "KEYS"), None);
+        assert_eq!(find_property(b"TAGS\x01\x02", "TAGS"), Some(&b""[..]));
+    }
+}

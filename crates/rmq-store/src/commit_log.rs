@@ -1,0 +1,296 @@
+//! The CommitLog: every message of every topic, appended to one [`MappedFileQueue`] in
+//! RocketMQ's record layout. The put lock covers only what must be serial (store timestamp,
+//! queue offset, the copy into the mapped tail); validation and the body CRC happen before
+//! it, flushing after it.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rmq_common::sys_flag::{self, TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE};
+
+use crate::error::{Result, StoreError};
+use crate::format::{
+    calc_msg_length, encode_blank, encode_record, MessageToStore, StoreFields, END_FILE_MIN_BLANK_LENGTH,
+    MAX_PROPERTIES_LEN,
+};
+use crate::mapped_file::{MappedFile, SelectMappedBufferResult};
+use crate::mapped_file_queue::MappedFileQueue;
+
+/// Where and how one message was stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AppendResult {
+    /// CommitLog offset of the record.
+    pub wrote_offset: i64,
+    /// Record length.
+    pub wrote_bytes: usize,
+    /// Logical offset in its ConsumeQueue.
+    pub queue_offset: i64,
+    /// Store time (ms).
+    pub store_timestamp: i64,
+}
+
+impl AppendResult {
+    /// RocketMQ's offset message id for this record.
+    #[must_use]
+    pub fn msg_id(&self, store_host: SocketAddr) -> String {
+        rmq_common::create_offset_msg_id(store_host, self.wrote_offset)
+    }
+
+    /// End of the record (what a SYNC_FLUSH put waits for).
+    #[must_use]
+    pub fn end_offset(&self) -> i64 {
+        self.wrote_offset + i64::try_from(self.wrote_bytes).unwrap_or(0)
+    }
+}
+
+struct PutState {
+    /// Next queue offset per topic, indexed by queue id.
+    topic_queue_table: HashMap<String, Vec<i64>>,
+    current: Option<Arc<MappedFile>>,
+    last_store_timestamp: i64,
+}
+
+impl PutState {
+    fn queue_offset_slot(&mut self, topic: &str, queue_id: usize) -> &mut i64 {
+        if !self.topic_queue_table.contains_key(topic) {
+            self.topic_queue_table.insert(topic.to_owned(), Vec::new());
+        }
+        let v = self.topic_queue_table.get_mut(topic).expect("inserted above");
+        if v.len() <= queue_id {
+            v.resize(queue_id + 1, 0);
+        }
+        &mut v[queue_id]
+    }
+}
+
+/// The CommitLog.
+pub struct CommitLog {
+    queue: MappedFileQueue,
+    put: Mutex<PutState>,
+    /// When the put lock was taken (0 while free): the OS_PAGECACHE_BUSY check.
+    begin_lock_timestamp: AtomicI64,
+    store_host: SocketAddr,
+    max_message_size: usize,
+}
+
+impl CommitLog {
+    /// A CommitLog over `queue`.
+    #[must_use]
+    pub fn new(queue: MappedFileQueue, store_host: SocketAddr, max_message_size: usize) -> Self {
+        Self {
+            queue,
+            put: Mutex::new(PutState {
+                topic_queue_table: HashMap::new(),
+                current: None,
+                last_store_timestamp: 0,
+            }),
+            begin_lock_timestamp: AtomicI64::new(0),
+            store_host,
+            max_message_size,
+        }
+    }
+
+    /// The files.
+    #[must_use]
+    pub fn queue(&self) -> &MappedFileQueue {
+        &self.queue
+    }
+
+    /// The broker address written into every record.
+    #[must_use]
+    pub fn store_host(&self) -> SocketAddr {
+        self.store_host
+    }
+
+    /// Check a message before taking the lock; returns its record length.
+    ///
+    /// # Errors
+    /// MessageIllegal / PropertiesSizeExceeded with the reason.
+    pub fn validate(&self, msg: &MessageToStore<'_>) -> Result<usize> {
+        if msg.topic.is_empty() {
+            return Err(StoreError::MessageIllegal("the topic is empty".into()));
+        }
+        if msg.topic.len() > i16::MAX as usize {
+            return Err(StoreError::MessageIllegal(format!(
+                "topic is {} bytes, the limit is 32767",
+                msg.topic.len()
+            )));
+        }
+        if msg.properties.len() > MAX_PROPERTIES_LEN {
+            return Err(StoreError::PropertiesSizeExceeded(msg.properties.len()));
+        }
+        if msg.queue_id < 0 || msg.queue_id > 65_535 {
+            return Err(StoreError::MessageIllegal(format!(
+                "queue id {} is outside 0..=65535",
+                msg.queue_id
+            )));
+        }
+        let len = calc_msg_length(
+            msg.effective_sys_flag(&self.store_host),
+            msg.body.len(),
+            msg.topic.len(),
+            msg.properties.len(),
+        );
+        if len > self.max_message_size {
+            return Err(StoreError::MessageIllegal(format!(
+                "message is {len} bytes stored (body {}), more than maxMessageSize {}",
+                msg.body.len(),
+                self.max_message_size
+            )));
+        }
+        Ok(len)
+    }
+
+    /// How long the put lock has been held now (0 when free).
+    #[must_use]
+    pub fn lock_time_millis(&self, now: i64) -> i64 {
+        let begin = self.begin_lock_timestamp.load(Ordering::Relaxed);
+        if begin > 0 {
+            now - begin
+        } else {
+            0
+        }
+    }
+
+    /// Append messages under one hold of the put lock. `lens` and `crcs` come from
+    /// [`validate`](Self::validate) and [`rmq_common::body_crc`], computed outside the lock.
+    ///
+    /// # Errors
+    /// When a new file cannot be created; messages appended before that stay stored and
+    /// are returned by nobody, exactly like RocketMQ (the caller reports the failure).
+    pub fn put_messages(
+        &self,
+        msgs: &[MessageToStore<'_>],
+        lens: &[usize],
+        crcs: &[i32],
+        now: i64,
+    ) -> Result<Vec<AppendResult>> {
+        let mut st = self.put.lock().unwrap_or_else(PoisonError::into_inner);
+        self.begin_lock_timestamp.store(now.max(1), Ordering::Relaxed);
+        let res = self.put_locked(&mut st, msgs, lens, crcs, now);
+        self.begin_lock_timestamp.store(0, Ordering::Relaxed);
+        res
+    }
+
+    fn put_locked(
+        &self,
+        st: &mut PutState,
+        msgs: &[MessageToStore<'_>],
+        lens: &[usize],
+        crcs: &[i32],
+        now: i64,
+    ) -> Result<Vec<AppendResult>> {
+        let store_ts = now.max(st.last_store_timestamp);
+        st.last_store_timestamp = store_ts;
+        let mut out = Vec::with_capacity(msgs.len());
+        for ((msg, &len), &crc) in msgs.iter().zip(lens).zip(crcs) {
+            let mut file = match &st.current {
+                Some(f) if !f.is_full() => Arc::clone(f),
+                _ => self.roll(st)?,
+            };
+            if file.file_size() - file.wrote_position() < len + END_FILE_MIN_BLANK_LENGTH {
+                // Pad the rest of the file with a BLANK record and go on in a new one.
+                file.append_with(|tail| {
+                    let n = tail.len();
+                    encode_blank(tail, n);
+                    n
+                });
+                file = self.roll(st)?;
+                if file.file_size() < len + END_FILE_MIN_BLANK_LENGTH {
+                    return Err(StoreError::MessageIllegal(format!(
+                        "message of {len} bytes does not fit a CommitLog file of {} bytes",
+                        file.file_size()
+                    )));
+                }
+            }
+            let tx = sys_flag::transaction_value(msg.sys_flag);
+            let queued = tx != TRANSACTION_PREPARED_TYPE && tx != TRANSACTION_ROLLBACK_TYPE;
+            let slot = st.queue_offset_slot(msg.topic, usize::try_from(msg.queue_id).unwrap_or(0));
+            let queue_offset = if queued { *slot } else { 0 };
+            let wrote_offset = file.file_from_offset() + i64::try_from(file.wrote_position()).unwrap_or(0);
+            let fields = StoreFields {
+                queue_offset,
+                physical_offset: wrote_offset,
+                store_timestamp: store_ts,
+                store_host: self.store_host,
+                body_crc: crc,
+                sys_flag: msg.effective_sys_flag(&self.store_host),
+            };
+            file.append_with(|tail| encode_record(&mut tail[..len], msg, &fields));
+            if queued {
+                *slot += 1;
+            }
+            file.set_store_timestamp(store_ts);
+            out.push(AppendResult {
+                wrote_offset,
+                wrote_bytes: len,
+                queue_offset,
+                store_timestamp: store_ts,
+            });
+        }
+        Ok(out)
+    }
+
+    fn roll(&self, st: &mut PutState) -> Result<Arc<MappedFile>> {
+        let f = self.queue.last_mapped_file_for_append(0)?;
+        st.current = Some(Arc::clone(&f));
+        Ok(f)
+    }
+
+    /// Readable bytes from `offset` to the end of its file's readable data.
+    #[must_use]
+    pub fn get_data(&self, offset: i64) -> Option<SelectMappedBufferResult> {
+        let file = self.queue.find_mapped_file_by_offset(offset, offset == 0)?;
+        let pos = usize::try_from(offset - file.file_from_offset()).ok()?;
+        let read = file.read_position();
+        if pos >= read {
+            return None;
+        }
+        SelectMappedBufferResult::new(file, pos, read - pos)
+    }
+
+    /// The `size` bytes of one record at `offset`.
+    #[must_use]
+    pub fn get_message(&self, offset: i64, size: usize) -> Option<SelectMappedBufferResult> {
+        let file = self.queue.find_mapped_file_by_offset(offset, false)?;
+        let pos = usize::try_from(offset - file.file_from_offset()).ok()?;
+        SelectMappedBufferResult::new(file, pos, size)
+    }
+
+    /// Offset of the oldest byte still stored.
+    #[must_use]
+    pub fn min_offset(&self) -> i64 {
+        self.queue.min_offset().max(0)
+    }
+
+    /// End of the readable data.
+    #[must_use]
+    pub fn max_offset(&self) -> i64 {
+        self.queue.max_offset()
+    }
+
+    /// Start of the file after the one holding `offset`.
+    #[must_use]
+    pub fn roll_next_file(&self, offset: i64) -> i64 {
+        self.queue.roll_next_file(offset)
+    }
+
+    /// Recovery: the next queue offset of each (topic, queue).
+    pub fn set_topic_queue_table(&self, table: HashMap<String, Vec<i64>>) {
+        let mut st = self.put.lock().unwrap_or_else(PoisonError::into_inner);
+        st.topic_queue_table = table;
+        st.current = self.queue.last_mapped_file();
+    }
+
+    /// The next queue offset of `(topic, queue_id)`.
+    #[must_use]
+    pub fn next_queue_offset(&self, topic: &str, queue_id: i32) -> i64 {
+        let st = self.put.lock().unwrap_or_else(PoisonError::into_inner);
+        st.topic_queue_table
+            .get(topic)
+            .and_then(|v| v.get(usize::try_from(queue_id).ok()?).copied())
+            .unwrap_or(0)
+    }
+}

@@ -1,0 +1,371 @@
+//! Store configuration under RocketMQ's `MessageStoreConfig` key names, so a `broker.conf`
+//! written for RocketMQ configures this store unchanged. `Default` is the single source of
+//! defaults; [`StoreConfig::set`] validates a value and names the key and its bounds when it
+//! refuses one.
+
+use crate::error::{Result, StoreError};
+
+/// How CommitLog writes are made durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlushDiskType {
+    /// A background thread flushes on an interval; a put returns after the append to memory.
+    AsyncFlush,
+    /// A put returns only after its bytes are on disk (group commit).
+    SyncFlush,
+}
+
+/// Role of the broker owning the store; a slave refuses puts from clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BrokerRole {
+    /// Master that replicates asynchronously.
+    AsyncMaster,
+    /// Master that acknowledges after the slave has the data.
+    SyncMaster,
+    /// Replica.
+    Slave,
+}
+
+macro_rules! store_config {
+    ($( $(#[$doc:meta])* $key:literal => $field:ident : $ty:ty = $default:expr, $check:expr; )*) => {
+        /// Every store setting, named as in RocketMQ's `MessageStoreConfig`.
+        #[derive(Debug, Clone)]
+        pub struct StoreConfig {
+            $( $(#[$doc])* pub $field: $ty, )*
+        }
+
+        impl Default for StoreConfig {
+            fn default() -> Self {
+                Self { $( $field: $default, )* }
+            }
+        }
+
+        impl StoreConfig {
+            /// The RocketMQ key names this store understands, in a stable order.
+            pub const KEYS: &'static [&'static str] = &[$( $key, )*];
+
+            /// Set one key from its string form, validating it.
+            ///
+            /// # Errors
+            /// [`StoreError::Config`] naming the key, the value and what is allowed, also
+            /// for a key this store does not know.
+            pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
+                let value = value.trim();
+                match key {
+                    $( $key => {
+                        let parsed: $ty = ConfigValue::parse(value).ok_or_else(|| {
+                            config_error(key, value, &format!("expected {}", <$ty as ConfigValue>::EXPECTED))
+                        })?;
+                        #[allow(clippy::redundant_closure_call)]
+                        ($check)(&parsed).map_err(|allowed: String| config_error(key, value, &allowed))?;
+                        self.$field = parsed;
+                        Ok(())
+                    } )*
+                    _ => Err(config_error(key, value, "this key is not a store key")),
+                }
+            }
+
+            /// Every key with its current value as a string.
+            #[must_use]
+            pub fn to_pairs(&self) -> Vec<(&'static str, String)> {
+                vec![$( ($key, ConfigValue::render(&self.$field)), )*]
+            }
+        }
+    };
+}
+
+fn config_error(key: &str, value: &str, allowed: &str) -> StoreError {
+    StoreError::Config {
+        key: key.to_owned(),
+        value: value.to_owned(),
+        allowed: allowed.to_owned(),
+    }
+}
+
+fn range<T: PartialOrd + std::fmt::Display + Copy>(lo: T, hi: T) -> impl Fn(&T) -> Result<(), String> {
+    move |v: &T| {
+        if *v >= lo && *v <= hi {
+            Ok(())
+        } else {
+            Err(format!("allowed range is {lo}..={hi}"))
+        }
+    }
+}
+
+fn any<T>(_: &T) -> Result<(), String> {
+    Ok(())
+}
+
+fn delay_levels(v: &String) -> Result<(), String> {
+    parse_delay_levels(v).map(|_| ())
+}
+
+/// Parse `messageDelayLevel` ("1s 5s 10s 30s 1m … 2h") into milliseconds per level.
+///
+/// # Errors
+/// A message naming the bad token when a level is not `<number><s|m|h|d>`.
+pub fn parse_delay_levels(s: &str) -> Result<Vec<i64>, String> {
+    let mut out = Vec::new();
+    for tok in s.split_whitespace() {
+        let (num, unit) = tok.split_at(tok.len().saturating_sub(1));
+        let mult = match unit {
+            "s" => 1_000,
+            "m" => 60_000,
+            "h" => 3_600_000,
+            "d" => 86_400_000,
+            _ => return Err(format!("level {tok:?} needs a unit s, m, h or d (e.g. \"1s 5s 10s\")")),
+        };
+        let n: i64 = num
+            .parse()
+            .map_err(|_| format!("level {tok:?} is not <number><s|m|h|d>"))?;
+        out.push(n * mult);
+    }
+    if out.is_empty() {
+        return Err("at least one level is needed, e.g. \"1s 5s 10s\"".into());
+    }
+    Ok(out)
+}
+
+/// Parsing and rendering of one config value type.
+pub trait ConfigValue: Sized {
+    /// What a valid value looks like, for error messages.
+    const EXPECTED: &'static str;
+    /// Parse the string form.
+    fn parse(s: &str) -> Option<Self>;
+    /// Render as the string form.
+    fn render(&self) -> String;
+}
+
+macro_rules! int_value {
+    ($($t:ty),*) => {$(
+        impl ConfigValue for $t {
+            const EXPECTED: &'static str = "an integer";
+            fn parse(s: &str) -> Option<Self> { s.parse().ok() }
+            fn render(&self) -> String { self.to_string() }
+        }
+    )*};
+}
+int_value!(i64, usize, u32);
+
+impl ConfigValue for bool {
+    const EXPECTED: &'static str = "true or false";
+    fn parse(s: &str) -> Option<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "true" => Some(true),
+            "false" => Some(false),
+            _ => None,
+        }
+    }
+    fn render(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl ConfigValue for String {
+    const EXPECTED: &'static str = "a string";
+    fn parse(s: &str) -> Option<Self> {
+        Some(s.to_owned())
+    }
+    fn render(&self) -> String {
+        self.clone()
+    }
+}
+
+impl ConfigValue for FlushDiskType {
+    const EXPECTED: &'static str = "ASYNC_FLUSH or SYNC_FLUSH";
+    fn parse(s: &str) -> Option<Self> {
+        match s {
+            "ASYNC_FLUSH" => Some(Self::AsyncFlush),
+            "SYNC_FLUSH" => Some(Self::SyncFlush),
+            _ => None,
+        }
+    }
+    fn render(&self) -> String {
+        match self {
+            Self::AsyncFlush => "ASYNC_FLUSH",
+            Self::SyncFlush => "SYNC_FLUSH",
+        }
+        .into()
+    }
+}
+
+impl ConfigValue for BrokerRole {
+    const EXPECTED: &'static str = "ASYNC_MASTER, SYNC_MASTER or SLAVE";
+    fn parse(s: &str) -> Option<Self> {
+        match s {
+            "ASYNC_MASTER" => Some(Self::AsyncMaster),
+            "SYNC_MASTER" => Some(Self::SyncMaster),
+            "SLAVE" => Some(Self::Slave),
+            _ => None,
+        }
+    }
+    fn render(&self) -> String {
+        match self {
+            Self::AsyncMaster => "ASYNC_MASTER",
+            Self::SyncMaster => "SYNC_MASTER",
+            Self::Slave => "SLAVE",
+        }
+        .into()
+    }
+}
+
+const GIB: usize = 1 << 30;
+
+store_config! {
+    /// Size of one CommitLog file (1 GiB); a record never spans two files.
+    "mappedFileSizeCommitLog" => mapped_file_size_commit_log: usize = GIB, range(64 * 1024, 2 * GIB);
+    /// Size of one ConsumeQueue file: 300 000 units of 20 bytes; must be a multiple of 20.
+    "mappedFileSizeConsumeQueue" => mapped_file_size_consume_queue: usize = 300_000 * 20,
+        |v: &usize| if *v >= 20 * 16 && *v % 20 == 0 && *v <= GIB { Ok(()) } else { Err("a multiple of 20 between 320 and 1073741824".to_string()) };
+    /// ASYNC_FLUSH or SYNC_FLUSH (group commit).
+    "flushDiskType" => flush_disk_type: FlushDiskType = FlushDiskType::AsyncFlush, any;
+    /// Role; a SLAVE refuses client puts.
+    "brokerRole" => broker_role: BrokerRole = BrokerRole::AsyncMaster, any;
+    /// Async flush period (ms).
+    "flushIntervalCommitLog" => flush_interval_commit_log: u32 = 500, range(1, 60_000);
+    /// Dirty 4 KiB pages needed before an async flush.
+    "flushCommitLogLeastPages" => flush_commit_log_least_pages: u32 = 4, range(0, 1 << 20);
+    /// Longest gap between two real async flushes (ms).
+    "flushCommitLogThoroughInterval" => flush_commit_log_thorough_interval: u32 = 10_000, range(0, 3_600_000);
+    /// Async flush thread sleeps a fixed interval (true) or can be woken by puts (false).
+    "flushCommitLogTimed" => flush_commit_log_timed: bool = false, any;
+    /// Transient-pool commit period (ms).
+    "commitIntervalCommitLog" => commit_interval_commit_log: u32 = 200, range(1, 60_000);
+    /// Dirty pages needed before a pool commit.
+    "commitCommitLogLeastPages" => commit_commit_log_least_pages: u32 = 4, range(0, 1 << 20);
+    /// Longest gap between two pool commits (ms).
+    "commitCommitLogThoroughInterval" => commit_commit_log_thorough_interval: u32 = 200, range(0, 3_600_000);
+    /// How long a SYNC_FLUSH put waits for the disk before FLUSH_DISK_TIMEOUT (ms).
+    "syncFlushTimeout" => sync_flush_timeout: u32 = 5_000, range(1, 600_000);
+    /// ConsumeQueue and checkpoint flush period (ms).
+    "flushIntervalConsumeQueue" => flush_interval_consume_queue: u32 = 1_000, range(1, 60_000);
+    /// Dirty pages needed before a ConsumeQueue flush.
+    "flushConsumeQueueLeastPages" => flush_consume_queue_least_pages: u32 = 2, range(0, 1 << 20);
+    /// Longest gap between two real ConsumeQueue flushes (ms).
+    "flushConsumeQueueThoroughInterval" => flush_consume_queue_thorough_interval: u32 = 60_000, range(0, 3_600_000);
+    /// Write through mlock'ed off-heap buffers and a commit thread (ASYNC_FLUSH masters only).
+    "transientStorePoolEnable" => transient_store_pool_enable: bool = false, any;
+    /// Number of pool buffers, each one CommitLog file in size.
+    "transientStorePoolSize" => transient_store_pool_size: usize = 5, range(1, 64);
+    /// Refuse a put at once when the pool has no free buffer (instead of waiting).
+    "fastFailIfNoBufferInStorePool" => fast_fail_if_no_buffer_in_store_pool: bool = false, any;
+    /// Pre-fault each new CommitLog file before it is written (off the hot path).
+    "warmMapedFileEnable" => warm_mapped_file_enable: bool = true, any;
+    /// Largest record accepted (bytes, whole record).
+    "maxMessageSize" => max_message_size: usize = 4 * 1024 * 1024, range(1024, 128 * 1024 * 1024);
+    /// Hours a CommitLog file is kept after its last write.
+    "fileReservedTime" => file_reserved_time: u32 = 72, range(0, 24 * 365 * 100);
+    /// Hours of the day (`04`, `04;16`) at which expired files are deleted (used by the scheduler).
+    "deleteWhen" => delete_when: String = "04".to_string(), |v: &String| {
+        if v.split(';').all(|h| h.trim().parse::<u8>().is_ok_and(|h| h < 24)) { Ok(()) } else { Err("hours 00..23 separated by ';', e.g. 04 or 04;16".to_string()) }
+    };
+    /// Disk usage (%) above which expired files are deleted at once.
+    "diskMaxUsedSpaceRatio" => disk_max_used_space_ratio: u32 = 75, range(10, 95);
+    /// Disk usage (%) above which even unexpired files are deleted, oldest first.
+    "diskSpaceCleanForciblyRatio" => disk_space_clean_forcibly_ratio: u32 = 85, range(10, 99);
+    /// Disk usage (%) above which writes are refused.
+    "diskSpaceWarningLevelRatio" => disk_space_warning_level_ratio: u32 = 90, range(10, 99);
+    /// Period of the disk check and space-driven cleanup (ms).
+    "cleanResourceInterval" => clean_resource_interval: u32 = 10_000, range(10, 3_600_000);
+    /// Pause between two CommitLog file deletions (ms).
+    "deleteCommitLogFilesInterval" => delete_commit_log_files_interval: u32 = 100, range(0, 60_000);
+    /// How long a file still being read may delay its deletion (ms).
+    "destroyMapedFileIntervalForcibly" => destroy_mapped_file_interval_forcibly: u32 = 120_000, range(0, 3_600_000);
+    /// Delete even unexpired files when the disk is over diskSpaceCleanForciblyRatio.
+    "cleanFileForciblyEnable" => clean_file_forcibly_enable: bool = true, any;
+    /// Verify body CRCs during recovery.
+    "checkCRCOnRecover" => check_crc_on_recover: bool = true, any;
+    /// Build the IndexFile (query by key).
+    "messageIndexEnable" => message_index_enable: bool = true, any;
+    /// Hash slots per IndexFile.
+    "maxHashSlotNum" => max_hash_slot_num: u32 = 5_000_000, range(16, 50_000_000);
+    /// Index entries per IndexFile.
+    "maxIndexNum" => max_index_num: u32 = 20_000_000, range(16, 100_000_000);
+    /// Most messages returned by one key query.
+    "defaultQueryMaxNum" => default_query_max_num: u32 = 32, range(1, 65_536);
+    /// Pull batch byte cap while the data is in memory.
+    "maxTransferBytesOnMessageInMemory" => max_transfer_bytes_on_message_in_memory: usize = 256 * 1024, range(1, 1 << 30);
+    /// Pull batch count cap while the data is in memory.
+    "maxTransferCountOnMessageInMemory" => max_transfer_count_on_message_in_memory: usize = 32, range(1, 1 << 20);
+    /// Pull batch byte cap when the data is cold (on disk).
+    "maxTransferBytesOnMessageInDisk" => max_transfer_bytes_on_message_in_disk: usize = 64 * 1024, range(1, 1 << 30);
+    /// Pull batch count cap when the data is cold.
+    "maxTransferCountOnMessageInDisk" => max_transfer_count_on_message_in_disk: usize = 8, range(1, 1 << 20);
+    /// Percent of RAM, counted back from the CommitLog tail, that counts as "in memory".
+    "accessMessageInMemoryMaxRatio" => access_message_in_memory_max_ratio: u32 = 40, range(0, 100);
+    /// Delay levels for SCHEDULE_TOPIC_XXXX (delivery time is stored as the tags code).
+    "messageDelayLevel" => message_delay_level: String = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h".to_string(), delay_levels;
+    /// A put lock held longer than this (ms) makes puts fail with OS_PAGECACHE_BUSY.
+    "osPageCacheBusyTimeOutMills" => os_page_cache_busy_timeout_mills: u32 = 1_000, range(100, 100_000);
+}
+
+impl StoreConfig {
+    /// Build from `(key, value)` pairs over the defaults.
+    ///
+    /// # Errors
+    /// The first key whose value is refused.
+    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Self> {
+        let mut c = Self::default();
+        for (k, v) in pairs {
+            c.set(k, v)?;
+        }
+        Ok(c)
+    }
+
+    /// Whether the transient store pool is in effect: enabled, ASYNC_FLUSH, not a slave.
+    #[must_use]
+    pub fn is_transient_store_pool_enable(&self) -> bool {
+        self.transient_store_pool_enable
+            && self.flush_disk_type == FlushDiskType::AsyncFlush
+            && self.broker_role != BrokerRole::Slave
+    }
+
+    /// Delay level table in milliseconds (level 1 is index 0).
+    #[must_use]
+    pub fn delay_levels_ms(&self) -> Vec<i64> {
+        parse_delay_levels(&self.message_delay_level).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_rocketmq() {
+        let c = StoreConfig::default();
+        assert_eq!(c.mapped_file_size_commit_log, 1_073_741_824);
+        assert_eq!(c.mapped_file_size_consume_queue, 6_000_000);
+        assert_eq!(c.flush_disk_type, FlushDiskType::AsyncFlush);
+        assert_eq!(c.sync_flush_timeout, 5000);
+        assert_eq!(c.max_message_size, 4_194_304);
+        assert_eq!(c.delay_levels_ms().len(), 18);
+        assert_eq!(c.delay_levels_ms()[17], 7_200_000);
+    }
+
+    #[test]
+    fn set_validates_and_names_the_key() {
+        let mut c = StoreConfig::default();
+        c.set("flushDiskType", "SYNC_FLUSH").unwrap();
+        assert_eq!(c.flush_disk_type, FlushDiskType::SyncFlush);
+        let e = c.set("flushDiskType", "FAST").unwrap_err().to_string();
+        assert!(e.contains("flushDiskType") && e.contains("ASYNC_FLUSH or SYNC_FLUSH"), "{e}");
+        let e = c.set("mappedFileSizeConsumeQueue", "1001").unwrap_err().to_string();
+        assert!(e.contains("multiple of 20"), "{e}");
+        let e = c.set("diskMaxUsedSpaceRatio", "99").unwrap_err().to_string();
+        assert!(e.contains("10..=95"), "{e}");
+        let e = c.set("nope", "1").unwrap_err().to_string();
+        assert!(e.contains("not a store key"), "{e}");
+        assert!(c.set("messageDelayLevel", "1s 5x").is_err());
+        assert!(c.set("deleteWhen", "04;25").is_err());
+        c.set("deleteWhen", "04;16").unwrap();
+    }
+
+    #[test]
+    fn pairs_round_trip() {
+        let c = StoreConfig::default();
+        let pairs = c.to_pairs();
+        assert_eq!(pairs.len(), StoreConfig::KEYS.len());
+        let again = StoreConfig::from_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str()))).unwrap();
+        assert_eq!(again.to_pairs(), pairs);
+    }
+}

@@ -1,0 +1,272 @@
+//! A ConsumeQueue: for one (topic, queue), 20-byte units pointing into the CommitLog, in
+//! `consumequeue/<topic>/<queueId>/`. Queue offset `n` lives at byte `n * 20`. Only the
+//! dispatch thread (and recovery, before sharing) writes; pullers read published units.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+
+use crate::error::Result;
+use crate::format::{CqUnit, CQ_STORE_UNIT_SIZE};
+use crate::mapped_file::MappedFile;
+use crate::mapped_file_queue::MappedFileQueue;
+
+const UNIT: i64 = CQ_STORE_UNIT_SIZE as i64;
+
+/// One topic-queue's index into the CommitLog.
+pub struct ConsumeQueue {
+    topic: String,
+    queue_id: i32,
+    queue: MappedFileQueue,
+    /// End (offset + size) of the last record indexed; units ending at or below it exist.
+    max_physic_offset: AtomicI64,
+    /// Byte position of the first valid unit.
+    min_logic_offset: AtomicI64,
+}
+
+impl ConsumeQueue {
+    /// The queue for `(topic, queue_id)` under `root` (`.../consumequeue`).
+    ///
+    /// # Errors
+    /// When the directory cannot be created.
+    pub fn new(root: &Path, topic: &str, queue_id: i32, file_size: usize) -> Result<Self> {
+        let dir = root.join(topic).join(queue_id.to_string());
+        Ok(Self {
+            topic: topic.to_owned(),
+            queue_id,
+            queue: MappedFileQueue::new(dir, file_size)?,
+            max_physic_offset: AtomicI64::new(-1),
+            min_logic_offset: AtomicI64::new(0),
+        })
+    }
+
+    /// Topic.
+    #[must_use]
+    pub fn topic(&self) -> &str {
+        &self.topic
+    }
+
+    /// Queue id.
+    #[must_use]
+    pub fn queue_id(&self) -> i32 {
+        self.queue_id
+    }
+
+    /// The files.
+    #[must_use]
+    pub fn queue(&self) -> &MappedFileQueue {
+        &self.queue
+    }
+
+    /// Open existing files.
+    ///
+    /// # Errors
+    /// A file of the wrong size or name.
+    pub fn load(&self) -> Result<()> {
+        self.queue.load()
+    }
+
+    /// Recovery: find the last valid unit (scanning from the third-to-last file), cut the
+    /// rest. Returns the end of the last CommitLog record referenced.
+    ///
+    /// # Errors
+    /// When a file cannot be cut.
+    pub fn recover(&self) -> Result<i64> {
+        let files = self.queue.files();
+        if files.is_empty() {
+            return Ok(-1);
+        }
+        let size = self.queue.file_size();
+        let mut idx = files.len().saturating_sub(3);
+        let mut max_phy = -1;
+        let process = loop {
+            let f = &files[idx];
+            let raw = f.raw_from(0);
+            let mut pos = 0;
+            while pos + CQ_STORE_UNIT_SIZE <= size {
+                match CqUnit::decode(&raw[pos..]) {
+                    Some(u) if u.offset >= 0 && u.size > 0 => {
+                        if u.size != i32::MAX {
+                            max_phy = u.offset + i64::from(u.size);
+                        }
+                        pos += CQ_STORE_UNIT_SIZE;
+                    }
+                    _ => break,
+                }
+            }
+            if pos == size && idx + 1 < files.len() {
+                idx += 1;
+                continue;
+            }
+            break f.file_from_offset() + i64::try_from(pos).unwrap_or(0);
+        };
+        self.queue.set_flushed_where(process);
+        self.queue.set_committed_where(process);
+        self.queue.truncate_dirty_files(process)?;
+        self.max_physic_offset.store(max_phy, Ordering::Release);
+        Ok(max_phy)
+    }
+
+    /// Append the unit for queue offset `cq_offset` (dispatch). Idempotent: a unit whose
+    /// record is already indexed is skipped, so re-dispatch after a crash is safe.
+    ///
+    /// # Errors
+    /// When a new file cannot be created.
+    pub fn put_message_position_info(&self, unit: CqUnit, cq_offset: i64) -> Result<()> {
+        if unit.offset + i64::from(unit.size) <= self.max_physic_offset.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let expect = cq_offset * UNIT;
+        let file = self.queue.last_mapped_file_for_append(expect)?;
+        let current = file.file_from_offset() + i64::try_from(file.wrote_position()).unwrap_or(0);
+        if file.wrote_position() == 0 && current < expect && self.queue.files().len() == 1 {
+            // A queue that starts above 0 (its head expired, or its files were lost): pad the
+            // first file with blank units up to `expect` and start reading there.
+            self.fill_pre_blank(&file, expect);
+            self.min_logic_offset.store(expect, Ordering::Release);
+        }
+        let current = file.file_from_offset() + i64::try_from(file.wrote_position()).unwrap_or(0);
+        if expect < current {
+            return Ok(()); // duplicate
+        }
+        if expect != current {
+            eprintln!(
+                "rmq-store WARN: consume queue {}/{} order looks wrong: expected unit at {expect}, \
+                 file is at {current}",
+                self.topic, self.queue_id
+            );
+        }
+        if file.append_bytes(&unit.encode()) {
+            self.max_physic_offset
+                .store(unit.offset + i64::from(unit.size), Ordering::Release);
+        }
+        Ok(())
+    }
+
+    fn fill_pre_blank(&self, file: &MappedFile, until: i64) {
+        let blank = CqUnit {
+            offset: 0,
+            size: i32::MAX,
+            tags_code: 0,
+        }
+        .encode();
+        let upto = until - file.file_from_offset();
+        while i64::try_from(file.wrote_position()).unwrap_or(i64::MAX) < upto {
+            if !file.append_bytes(&blank) {
+                break;
+            }
+        }
+        let at = file.file_from_offset() + i64::try_from(file.wrote_position()).unwrap_or(0);
+        self.queue.set_flushed_where(self.queue.flushed_where().max(file.file_from_offset()));
+        self.queue.set_committed_where(at);
+    }
+
+    /// The unit at queue offset `index`.
+    #[must_use]
+    pub fn get_unit(&self, index: i64) -> Option<CqUnit> {
+        let pos = index.checked_mul(UNIT)?;
+        if pos < self.min_logic_offset.load(Ordering::Acquire) {
+            return None;
+        }
+        let f = self.queue.find_mapped_file_by_offset(pos, false)?;
+        let p = usize::try_from(pos - f.file_from_offset()).ok()?;
+        CqUnit::decode(f.read(p, CQ_STORE_UNIT_SIZE)?)
+    }
+
+    /// Readable units from queue offset `index` to the end of their file.
+    #[must_use]
+    pub fn units_from(&self, index: i64) -> Option<(Arc<MappedFile>, usize)> {
+        let pos = index.checked_mul(UNIT)?;
+        if pos < self.min_logic_offset.load(Ordering::Acquire) {
+            return None;
+        }
+        let f = self.queue.find_mapped_file_by_offset(pos, false)?;
+        let p = usize::try_from(pos - f.file_from_offset()).ok()?;
+        (p < f.read_position()).then_some((f, p))
+    }
+
+    /// Next queue offset to be written.
+    #[must_use]
+    pub fn max_offset_in_queue(&self) -> i64 {
+        self.queue.max_offset().max(0) / UNIT
+    }
+
+    /// First valid queue offset.
+    #[must_use]
+    pub fn min_offset_in_queue(&self) -> i64 {
+        self.min_logic_offset.load(Ordering::Acquire) / UNIT
+    }
+
+    /// End of the last CommitLog record indexed (-1 when none).
+    #[must_use]
+    pub fn max_physic_offset(&self) -> i64 {
+        self.max_physic_offset.load(Ordering::Acquire)
+    }
+
+    /// Recovery: drop units whose record ends beyond `phy_offset`.
+    ///
+    /// # Errors
+    /// When a file cannot be cut.
+    pub fn truncate_dirty_logic_files(&self, phy_offset: i64) -> Result<()> {
+        let files = self.queue.files();
+        let mut cut_at: Option<i64> = None;
+        let mut max_phy = -1;
+        'files: for f in &files {
+            let raw = f.raw_from(0);
+            let mut pos = 0;
+            while pos + CQ_STORE_UNIT_SIZE <= f.wrote_position() {
+                let Some(u) = CqUnit::decode(&raw[pos..]) else { break };
+                if u.size != i32::MAX && u.offset + i64::from(u.size) > phy_offset {
+                    cut_at = Some(f.file_from_offset() + i64::try_from(pos).unwrap_or(0));
+                    break 'files;
+                }
+                if u.size != i32::MAX {
+                    max_phy = u.offset + i64::from(u.size);
+                }
+                pos += CQ_STORE_UNIT_SIZE;
+            }
+        }
+        if let Some(at) = cut_at {
+            self.queue.truncate_dirty_files(at)?;
+            self.queue.set_committed_where(at);
+            self.queue.set_flushed_where(self.queue.flushed_where().min(at));
+            self.max_physic_offset.store(max_phy, Ordering::Release);
+        }
+        Ok(())
+    }
+
+    /// Move the min offset to the first unit whose record is still in the CommitLog.
+    pub fn correct_min_offset(&self, phy_min: i64) {
+        let Some(first) = self.queue.first_mapped_file() else { return };
+        let mut pos = usize::try_from(
+            (self.min_logic_offset.load(Ordering::Acquire) - first.file_from_offset()).max(0),
+        )
+        .unwrap_or(0);
+        while let Some(b) = first.read(pos, CQ_STORE_UNIT_SIZE) {
+            let Some(u) = CqUnit::decode(b) else { break };
+            if u.size != i32::MAX && u.offset >= phy_min {
+                break;
+            }
+            pos += CQ_STORE_UNIT_SIZE;
+        }
+        let at = first.file_from_offset() + i64::try_from(pos).unwrap_or(0);
+        self.min_logic_offset.fetch_max(at, Ordering::AcqRel);
+    }
+
+    /// Delete files wholly below CommitLog offset `phy_min`; fix the min offset.
+    pub fn delete_expired_file(&self, phy_min: i64) -> usize {
+        let n = self.queue.delete_expired_by_offset(CQ_STORE_UNIT_SIZE, phy_min, |b| {
+            CqUnit::decode(b).map_or(i64::MAX, |u| u.offset)
+        });
+        self.correct_min_offset(phy_min);
+        n
+    }
+
+    /// Flush units to disk.
+    ///
+    /// # Errors
+    /// When the sync fails.
+    pub fn flush(&self, least_pages: usize) -> Result<bool> {
+        self.queue.flush(least_pages)
+    }
+}

@@ -1,0 +1,545 @@
+//! IndexFile: a hash index from `topic#key` to CommitLog offsets, for query by key (KEYS and
+//! UNIQ_KEY) within a time range. Layout as RocketMQ's `IndexFile`/`IndexHeader`:
+//!
+//! ```text
+//! header 40 B: beginTimestamp i64 | endTimestamp i64 | beginPhyOffset i64 | endPhyOffset i64
+//!              | hashSlotCount i32 | indexCount i32
+//! slots:  hashSlotNum × 4 B  (number of the newest entry of the bucket, 0 = empty)
+//! entries: indexNum × 20 B   keyHash i32 | phyOffset i64 | timeDiff(s) i32 | prevIndex i32
+//! ```
+//!
+//! Entry 0 is never used, so a zero slot means "empty". Keys are not stored: a hit is a
+//! candidate that the caller confirms against the message. Slots are overwritten in place,
+//! so every access goes through one `RwLock` per file (the dispatch thread writes, queries
+//! read).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, PoisonError, RwLock};
+
+use rmq_common::index_key_hash;
+
+use crate::error::{IoContext, Result};
+use crate::mmap::MmapFile;
+
+/// Size of the header.
+pub const INDEX_HEADER_SIZE: usize = 40;
+const HASH_SLOT_SIZE: usize = 4;
+const INDEX_SIZE: usize = 20;
+
+#[derive(Debug, Clone, Copy, Default)]
+struct IndexHeader {
+    begin_timestamp: i64,
+    end_timestamp: i64,
+    begin_phy_offset: i64,
+    end_phy_offset: i64,
+    hash_slot_count: i32,
+    index_count: i32,
+}
+
+impl IndexHeader {
+    fn encode(&self) -> [u8; INDEX_HEADER_SIZE] {
+        let mut b = [0u8; INDEX_HEADER_SIZE];
+        b[0..8].copy_from_slice(&self.begin_timestamp.to_be_bytes());
+        b[8..16].copy_from_slice(&self.end_timestamp.to_be_bytes());
+        b[16..24].copy_from_slice(&self.begin_phy_offset.to_be_bytes());
+        b[24..32].copy_from_slice(&self.end_phy_offset.to_be_bytes());
+        b[32..36].copy_from_slice(&self.hash_slot_count.to_be_bytes());
+        b[36..40].copy_from_slice(&self.index_count.to_be_bytes());
+        b
+    }
+
+    fn decode(b: &[u8]) -> Self {
+        let l = |p: usize| i64::from_be_bytes(b[p..p + 8].try_into().unwrap_or([0; 8]));
+        let i = |p: usize| i32::from_be_bytes(b[p..p + 4].try_into().unwrap_or([0; 4]));
+        Self {
+            begin_timestamp: l(0),
+            end_timestamp: l(8),
+            begin_phy_offset: l(16),
+            end_phy_offset: l(24),
+            hash_slot_count: i(32),
+            index_count: i(36).max(1),
+        }
+    }
+}
+
+/// One index file.
+pub struct IndexFile {
+    path: PathBuf,
+    mmap: MmapFile,
+    hash_slot_num: u32,
+    index_num: u32,
+    header: RwLock<IndexHeader>,
+}
+
+fn file_len(slots: u32, num: u32) -> usize {
+    INDEX_HEADER_SIZE + slots as usize * HASH_SLOT_SIZE + num as usize * INDEX_SIZE
+}
+
+impl IndexFile {
+    /// Create a new, empty index file.
+    ///
+    /// # Errors
+    /// When the file cannot be allocated.
+    pub fn create(path: &Path, hash_slot_num: u32, index_num: u32) -> Result<Self> {
+        let mmap = MmapFile::create(path, file_len(hash_slot_num, index_num))
+            .ctx(|| format!("creating index file {}", path.display()))?;
+        let header = IndexHeader {
+            index_count: 1,
+            ..IndexHeader::default()
+        };
+        let f = Self {
+            path: path.to_owned(),
+            mmap,
+            hash_slot_num,
+            index_num,
+            header: RwLock::new(header),
+        };
+        f.write_header(&header);
+        Ok(f)
+    }
+
+    /// Open an existing index file and read its header.
+    ///
+    /// # Errors
+    /// When it cannot be opened or has the wrong size.
+    pub fn load(path: &Path, hash_slot_num: u32, index_num: u32) -> Result<Self> {
+        let mmap = MmapFile::open(path, file_len(hash_slot_num, index_num))
+            .ctx(|| format!("opening index file {}", path.display()))?;
+        let header = IndexHeader::decode(mmap.bytes(0, INDEX_HEADER_SIZE).unwrap_or(&[0; 40]));
+        Ok(Self {
+            path: path.to_owned(),
+            mmap,
+            hash_slot_num,
+            index_num,
+            header: RwLock::new(header),
+        })
+    }
+
+    fn write_header(&self, h: &IndexHeader) {
+        if let Some(b) = self.mmap.bytes_mut(0, INDEX_HEADER_SIZE) {
+            b.copy_from_slice(&h.encode());
+        }
+    }
+
+    /// Path of the file.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn header(&self) -> IndexHeader {
+        *self.header.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// CommitLog offset of the newest entry.
+    #[must_use]
+    pub fn end_phy_offset(&self) -> i64 {
+        self.header().end_phy_offset
+    }
+
+    /// Store time of the newest entry.
+    #[must_use]
+    pub fn end_timestamp(&self) -> i64 {
+        self.header().end_timestamp
+    }
+
+    /// Store time of the oldest entry.
+    #[must_use]
+    pub fn begin_timestamp(&self) -> i64 {
+        self.header().begin_timestamp
+    }
+
+    /// Entries used (entry 0 included).
+    #[must_use]
+    pub fn index_count(&self) -> i32 {
+        self.header().index_count
+    }
+
+    /// Whether no entry fits any more.
+    #[must_use]
+    pub fn is_write_full(&self) -> bool {
+        u32::try_from(self.header().index_count).unwrap_or(u32::MAX) >= self.index_num
+    }
+
+    /// Index `key` → `phy_offset`. False when the file is full.
+    pub fn put_key(&self, key: &str, phy_offset: i64, store_timestamp: i64) -> bool {
+        let mut h = self.header.write().unwrap_or_else(PoisonError::into_inner);
+        let count = u32::try_from(h.index_count).unwrap_or(u32::MAX);
+        if count >= self.index_num {
+            return false;
+        }
+        let key_hash = index_key_hash(key);
+        let slot_pos = key_hash.unsigned_abs() % self.hash_slot_num;
+        let abs_slot = INDEX_HEADER_SIZE + slot_pos as usize * HASH_SLOT_SIZE;
+        let Some(slot) = self.mmap.bytes_mut(abs_slot, HASH_SLOT_SIZE) else {
+            return false;
+        };
+        let mut slot_value = i32::from_be_bytes(slot[..4].try_into().unwrap_or([0; 4]));
+        if slot_value <= 0 || slot_value > h.index_count {
+            slot_value = 0;
+        }
+        let time_diff = if h.begin_timestamp <= 0 || h.index_count <= 1 {
+            0
+        } else {
+            i32::try_from(((store_timestamp - h.begin_timestamp) / 1000).max(0)).unwrap_or(i32::MAX)
+        };
+        let abs_index = INDEX_HEADER_SIZE
+            + self.hash_slot_num as usize * HASH_SLOT_SIZE
+            + count as usize * INDEX_SIZE;
+        let Some(entry) = self.mmap.bytes_mut(abs_index, INDEX_SIZE) else {
+            return false;
+        };
+        entry[0..4].copy_from_slice(&key_hash.to_be_bytes());
+        entry[4..12].copy_from_slice(&phy_offset.to_be_bytes());
+        entry[12..16].copy_from_slice(&time_diff.to_be_bytes());
+        entry[16..20].copy_from_slice(&slot_value.to_be_bytes());
+        slot.copy_from_slice(&h.index_count.to_be_bytes());
+        if h.index_count <= 1 {
+            h.begin_phy_offset = phy_offset;
+            h.begin_timestamp = store_timestamp;
+        }
+        if slot_value == 0 {
+            h.hash_slot_count += 1;
+        }
+        h.index_count += 1;
+        h.end_phy_offset = phy_offset;
+        h.end_timestamp = store_timestamp;
+        self.write_header(&h);
+        true
+    }
+
+    /// Whether entries of this file can fall in `[begin, end]`.
+    #[must_use]
+    pub fn is_time_matched(&self, begin: i64, end: i64) -> bool {
+        let h = self.header();
+        (begin < h.begin_timestamp && end > h.end_timestamp)
+            || (begin >= h.begin_timestamp && begin <= h.end_timestamp)
+            || (end >= h.begin_timestamp && end <= h.end_timestamp)
+    }
+
+    /// Candidate offsets for `key` stored within `[begin, end]`, newest first, appended to
+    /// `out` until it holds `max_num`.
+    pub fn select_phy_offsets(&self, out: &mut Vec<i64>, key: &str, max_num: usize, begin: i64, end: i64) {
+        let h = self.header.read().unwrap_or_else(PoisonError::into_inner);
+        let key_hash = index_key_hash(key);
+        let slot_pos = key_hash.unsigned_abs() % self.hash_slot_num;
+        let abs_slot = INDEX_HEADER_SIZE + slot_pos as usize * HASH_SLOT_SIZE;
+        let Some(slot) = self.mmap.bytes(abs_slot, HASH_SLOT_SIZE) else { return };
+        let mut next = i32::from_be_bytes(slot.try_into().unwrap_or([0; 4]));
+        let mut steps = 0;
+        while next > 0 && next < h.index_count && out.len() < max_num && steps < h.index_count {
+            steps += 1;
+            let abs = INDEX_HEADER_SIZE
+                + self.hash_slot_num as usize * HASH_SLOT_SIZE
+                + usize::try_from(next).unwrap_or(0) * INDEX_SIZE;
+            let Some(e) = self.mmap.bytes(abs, INDEX_SIZE) else { break };
+            let hash = i32::from_be_bytes(e[0..4].try_into().unwrap_or([0; 4]));
+            let phy = i64::from_be_bytes(e[4..12].try_into().unwrap_or([0; 8]));
+            let diff = i32::from_be_bytes(e[12..16].try_into().unwrap_or([0; 4]));
+            let prev = i32::from_be_bytes(e[16..20].try_into().unwrap_or([0; 4]));
+            let ts = h.begin_timestamp + i64::from(diff) * 1000;
+            if hash == key_hash && ts >= begin && ts <= end {
+                out.push(phy);
+            }
+            if prev <= 0 || prev >= next {
+                break;
+            }
+            next = prev;
+        }
+    }
+
+    /// Make the file durable.
+    ///
+    /// # Errors
+    /// When the sync fails.
+    pub fn flush(&self) -> Result<()> {
+        let _h = self.header.read().unwrap_or_else(PoisonError::into_inner);
+        self.mmap
+            .flush_range(0, self.mmap.len())
+            .ctx(|| format!("flushing index file {}", self.path.display()))
+    }
+}
+
+/// What the index needs to know of a dispatched message.
+#[derive(Debug, Clone, Copy)]
+pub struct IndexRequest<'a> {
+    /// Topic.
+    pub topic: &'a str,
+    /// KEYS property (space separated), if any.
+    pub keys: Option<&'a str>,
+    /// UNIQ_KEY property, if any.
+    pub uniq_key: Option<&'a str>,
+    /// CommitLog offset.
+    pub commit_log_offset: i64,
+    /// Store time.
+    pub store_timestamp: i64,
+    /// Sys flag (rollback records are not indexed).
+    pub sys_flag: i32,
+}
+
+/// The index files and the rules for building and querying them.
+pub struct IndexService {
+    dir: PathBuf,
+    hash_slot_num: u32,
+    index_num: u32,
+    files: RwLock<Vec<Arc<IndexFile>>>,
+}
+
+/// `yyyyMMddHHmmssSSS` (UTC) for an epoch-milliseconds time: an IndexFile name.
+#[must_use]
+pub fn index_file_name(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let milli = ms.rem_euclid(1000);
+    let days = secs.div_euclid(86_400);
+    let sod = secs.rem_euclid(86_400);
+    // Civil-from-days (proleptic Gregorian), Howard Hinnant's algorithm.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}{m:02}{d:02}{:02}{:02}{:02}{milli:03}",
+        sod / 3600,
+        sod / 60 % 60,
+        sod % 60
+    )
+}
+
+impl IndexService {
+    /// The service over `dir` (created if missing).
+    ///
+    /// # Errors
+    /// When the directory cannot be created.
+    pub fn new(dir: impl Into<PathBuf>, hash_slot_num: u32, index_num: u32) -> Result<Self> {
+        let dir = dir.into();
+        std::fs::create_dir_all(&dir).ctx(|| format!("creating {}", dir.display()))?;
+        Ok(Self {
+            dir,
+            hash_slot_num,
+            index_num,
+            files: RwLock::new(Vec::new()),
+        })
+    }
+
+    /// Open the files. After a crash, files holding entries newer than the checkpoint's
+    /// index time are deleted: dispatch rebuilds them from the CommitLog.
+    ///
+    /// # Errors
+    /// When a file cannot be opened or removed.
+    pub fn load(&self, last_exit_ok: bool, checkpoint_index_ts: i64) -> Result<()> {
+        let mut paths: Vec<PathBuf> = std::fs::read_dir(&self.dir)
+            .ctx(|| format!("listing {}", self.dir.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_file())
+            .collect();
+        paths.sort();
+        let mut files = self.files.write().unwrap_or_else(PoisonError::into_inner);
+        for p in paths {
+            let f = IndexFile::load(&p, self.hash_slot_num, self.index_num)?;
+            if !last_exit_ok && f.end_timestamp() > checkpoint_index_ts {
+                drop(f);
+                std::fs::remove_file(&p).ctx(|| format!("removing {}", p.display()))?;
+                continue;
+            }
+            files.push(Arc::new(f));
+        }
+        Ok(())
+    }
+
+    /// End offset of what the index covers (0 when empty): re-dispatch from here is enough.
+    #[must_use]
+    pub fn end_phy_offset(&self) -> i64 {
+        self.files
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .last()
+            .map_or(0, |f| f.end_phy_offset())
+    }
+
+    fn writable_file(&self) -> Result<Arc<IndexFile>> {
+        if let Some(f) = self.files.read().unwrap_or_else(PoisonError::into_inner).last() {
+            if !f.is_write_full() {
+                return Ok(Arc::clone(f));
+            }
+        }
+        let mut files = self.files.write().unwrap_or_else(PoisonError::into_inner);
+        if let Some(prev) = files.last() {
+            if let Err(e) = prev.flush() {
+                eprintln!("rmq-store WARN: {e}");
+            }
+        }
+        let mut now = rmq_common::time::now_millis();
+        let mut path = self.dir.join(index_file_name(now));
+        while path.exists() {
+            now += 1;
+            path = self.dir.join(index_file_name(now));
+        }
+        let f = Arc::new(IndexFile::create(&path, self.hash_slot_num, self.index_num)?);
+        files.push(Arc::clone(&f));
+        Ok(f)
+    }
+
+    /// Index one message under `topic#uniqKey` and `topic#key` for each key.
+    ///
+    /// # Errors
+    /// When a new index file cannot be created (the message stays stored, unindexed).
+    pub fn build_index(&self, req: &IndexRequest<'_>) -> Result<()> {
+        use rmq_common::sys_flag::{transaction_value, TRANSACTION_ROLLBACK_TYPE};
+        if transaction_value(req.sys_flag) == TRANSACTION_ROLLBACK_TYPE {
+            return Ok(());
+        }
+        let mut file = self.writable_file()?;
+        if req.commit_log_offset < file.end_phy_offset() {
+            return Ok(()); // already indexed (re-dispatch after recovery)
+        }
+        let keys = req
+            .uniq_key
+            .into_iter()
+            .chain(req.keys.into_iter().flat_map(|k| k.split(' ')))
+            .filter(|k| !k.is_empty());
+        let mut buf = String::with_capacity(req.topic.len() + 40);
+        for k in keys {
+            buf.clear();
+            buf.push_str(req.topic);
+            buf.push('#');
+            buf.push_str(k);
+            while !file.put_key(&buf, req.commit_log_offset, req.store_timestamp) {
+                file = self.writable_file()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Candidate CommitLog offsets for `topic#key` within `[begin, end]`, newest first.
+    #[must_use]
+    pub fn query_offsets(&self, topic: &str, key: &str, max_num: usize, begin: i64, end: i64) -> Vec<i64> {
+        let full = format!("{topic}#{key}");
+        let files = self
+            .files
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let mut out = Vec::new();
+        for f in files.iter().rev() {
+            if out.len() >= max_num {
+                break;
+            }
+            if f.is_time_matched(begin, end) {
+                f.select_phy_offsets(&mut out, &full, max_num, begin, end);
+            }
+        }
+        out
+    }
+
+    /// Delete index files wholly below CommitLog offset `phy_min` (never the newest).
+    pub fn delete_expired_file(&self, phy_min: i64) -> usize {
+        let mut files = self.files.write().unwrap_or_else(PoisonError::into_inner);
+        let mut n = 0;
+        while files.len() > 1 && files[0].end_phy_offset() < phy_min {
+            let f = files.remove(0);
+            if let Err(e) = std::fs::remove_file(f.path()) {
+                eprintln!("rmq-store WARN: could not delete {}: {e}", f.path().display());
+            }
+            n += 1;
+        }
+        n
+    }
+
+    /// Flush the newest file; returns its end timestamp (the checkpoint's index time).
+    ///
+    /// # Errors
+    /// When the sync fails.
+    pub fn flush(&self) -> Result<i64> {
+        let last = self
+            .files
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .last()
+            .cloned();
+        match last {
+            Some(f) => {
+                let ts = f.end_timestamp();
+                f.flush()?;
+                Ok(ts)
+            }
+            None => Ok(0),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_are_utc_timestamps() {
+        assert_eq!(index_file_name(0), "19700101000000000");
+        assert_eq!(index_file_name(1_700_000_000_123), "20231114221320123");
+        assert_eq!(index_file_name(951_782_400_000), "20000229000000000");
+    }
+
+    #[test]
+    fn put_and_query_with_chains_and_layout() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("idx");
+        let f = IndexFile::create(&p, 4, 16).unwrap();
+        // 4 slots force collisions into chains.
+        for i in 0..10 {
+            assert!(f.put_key(&format!("T#k{}", i % 3), 100 + i, 1_000_000 + i * 1000));
+        }
+        let mut out = Vec::new();
+        f.select_phy_offsets(&mut out, "T#k1", 32, 0, i64::MAX);
+        assert_eq!(out, vec![107, 104, 101], "newest first, only k1");
+        out.clear();
+        f.select_phy_offsets(&mut out, "T#k1", 32, 1_004_000, 1_006_000);
+        assert_eq!(out, vec![104]);
+        assert_eq!(f.index_count(), 11);
+        // Header on disk, field by field.
+        drop(f);
+        let raw = std::fs::read(&p).unwrap();
+        assert_eq!(raw.len(), 40 + 4 * 4 + 16 * 20);
+        assert_eq!(i64::from_be_bytes(raw[0..8].try_into().unwrap()), 1_000_000);
+        assert_eq!(i64::from_be_bytes(raw[8..16].try_into().unwrap()), 1_009_000);
+        assert_eq!(i64::from_be_bytes(raw[16..24].try_into().unwrap()), 100);
+        assert_eq!(i64::from_be_bytes(raw[24..32].try_into().unwrap()), 109);
+        assert_eq!(i32::from_be_bytes(raw[36..40].try_into().unwrap()), 11);
+        // Entry 1 is the first put: hash of "T#k0", offset 100, diff 0, prev 0.
+        let e1 = 40 + 16 + 20;
+        assert_eq!(
+            i32::from_be_bytes(raw[e1..e1 + 4].try_into().unwrap()),
+            index_key_hash("T#k0")
+        );
+        assert_eq!(i64::from_be_bytes(raw[e1 + 4..e1 + 12].try_into().unwrap()), 100);
+        let f = IndexFile::load(&p, 4, 16).unwrap();
+        let mut out = Vec::new();
+        f.select_phy_offsets(&mut out, "T#k2", 32, 0, i64::MAX);
+        assert_eq!(out, vec![108, 105, 102]);
+    }
+
+    #[test]
+    fn full_file_rolls_in_service() {
+        let dir = tempfile::tempdir().unwrap();
+        let svc = IndexService::new(dir.path(), 8, 5).unwrap();
+        for i in 0..10 {
+            svc.build_index(&IndexRequest {
+                topic: "T",
+                keys: Some("a b"),
+                uniq_key: None,
+                commit_log_offset: i * 10,
+                store_timestamp: 1_000 + i,
+                sys_flag: 0,
+            })
+            .unwrap();
+        }
+        let hits = svc.query_offsets("T", "a", 100, 0, i64::MAX);
+        assert_eq!(hits.len(), 10, "{hits:?}");
+        assert!(svc.files.read().unwrap().len() >= 4);
+        assert_eq!(svc.delete_expired_file(35), 2);
+        assert!(svc.query_offsets("T", "a", 100, 0, i64::MAX).len() < 10);
+    }
+}

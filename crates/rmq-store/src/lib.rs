@@ -1,0 +1,45 @@
+//! The rmq storage engine, in the design and the on-disk formats of Apache RocketMQ 4.x.
+//!
+//! All topics share one append-only CommitLog; each (topic, queue) gets a small
+//! ConsumeQueue of 20-byte units pointing into it; an IndexFile maps message keys to
+//! CommitLog offsets. A dispatch thread builds the last two from the first, so a put touches
+//! only the CommitLog, and a crash loses at most what recovery can rebuild from it.
+//!
+//! # Layout
+//!
+//! ```text
+//! <storePathRootDir>/
+//!   commitlog/00000000000000000000      mapped files named by start offset
+//!   consumequeue/<topic>/<queueId>/…    20-byte units, 300 000 per file
+//!   index/<yyyyMMddHHmmssSSS>           hash index by key
+//!   checkpoint                          flush timestamps
+//!   abort                               present while running: its presence at start = crash
+//!   lock                                held while a process uses the directory
+//! ```
+//!
+//! # Modules
+//! [`format`] (bytes on disk) → [`mmap`] (the only `unsafe`) → [`mapped_file`] →
+//! [`mapped_file_queue`] → [`commit_log`], [`consume_queue`], [`index_file`] → [`store`]
+//! (recovery, dispatch, flush and clean services).
+
+pub mod checkpoint;
+pub mod commit_log;
+pub mod config;
+pub mod consume_queue;
+pub mod dispatch;
+pub mod error;
+pub mod flush;
+pub mod format;
+pub mod index_file;
+pub mod mapped_file;
+pub mod mapped_file_queue;
+pub mod mmap;
+pub mod store;
+pub mod transient_store_pool;
+
+pub use commit_log::AppendResult;
+pub use config::{BrokerRole, FlushDiskType, StoreConfig};
+pub use error::{Result, StoreError};
+pub use format::{DecodedRecord, MessageToStore};
+pub use mapped_file::SelectMappedBufferResult;
+pub use store::{GetMessageResult, GetMessageStatus, MessageStore, PutMessageResult, PutMessageStatus};

@@ -1,0 +1,431 @@
+//! One fixed-size file of a [`MappedFileQueue`](crate::mapped_file_queue::MappedFileQueue):
+//! a mapping plus three positions, `wrote >= committed >= flushed`. Bytes below `committed`
+//! are readable; bytes below `flushed` are durable. Without a transient-pool buffer,
+//! `committed` follows `wrote` at once; with one, the commit thread moves it.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::SystemTime;
+
+use crate::error::{IoContext, Result};
+use crate::mmap::{AnonBuffer, MmapFile, OS_PAGE_SIZE};
+use crate::transient_store_pool::TransientStorePool;
+
+/// A mapped file and its positions.
+pub struct MappedFile {
+    path: PathBuf,
+    file_from_offset: i64,
+    file_size: usize,
+    mmap: MmapFile,
+    wrote: AtomicUsize,
+    committed: AtomicUsize,
+    flushed: AtomicUsize,
+    write_buffer: OnceLock<(Arc<AnonBuffer>, Arc<TransientStorePool>)>,
+    buffer_returned: AtomicBool,
+    store_timestamp: AtomicI64,
+    /// When deletion was first refused because readers held the file (0 = never).
+    first_destroy_attempt: AtomicI64,
+}
+
+fn pages(n: usize) -> usize {
+    n / OS_PAGE_SIZE
+}
+
+impl MappedFile {
+    /// Create a new file of `file_size` bytes starting at global offset `from`.
+    ///
+    /// # Errors
+    /// When the file cannot be allocated or mapped (ENOSPC included).
+    pub fn create(dir: &Path, from: i64, file_size: usize) -> std::io::Result<Self> {
+        let path = dir.join(crate::format::file_name(from));
+        let mmap = MmapFile::create(&path, file_size)?;
+        Ok(Self::with(path, from, file_size, mmap, 0))
+    }
+
+    /// Open an existing file; every position starts at the end (recovery corrects them).
+    ///
+    /// # Errors
+    /// When the file cannot be opened, has the wrong size or its name is not an offset.
+    pub fn open(path: &Path, file_size: usize) -> Result<Self> {
+        let from = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.parse::<i64>().ok())
+            .ok_or_else(|| crate::error::StoreError::Corruption {
+                file: path.to_owned(),
+                offset: 0,
+                reason: "file name is not a 20-digit offset".into(),
+            })?;
+        let mmap = MmapFile::open(path, file_size).ctx(|| format!("opening {}", path.display()))?;
+        Ok(Self::with(path.to_owned(), from, file_size, mmap, file_size))
+    }
+
+    fn with(path: PathBuf, from: i64, file_size: usize, mmap: MmapFile, pos: usize) -> Self {
+        Self {
+            path,
+            file_from_offset: from,
+            file_size,
+            mmap,
+            wrote: AtomicUsize::new(pos),
+            committed: AtomicUsize::new(pos),
+            flushed: AtomicUsize::new(pos),
+            write_buffer: OnceLock::new(),
+            buffer_returned: AtomicBool::new(false),
+            store_timestamp: AtomicI64::new(0),
+            first_destroy_attempt: AtomicI64::new(0),
+        }
+    }
+
+    /// Route writes through a transient-pool buffer (set once, before the first append).
+    pub fn attach_write_buffer(&self, buf: Arc<AnonBuffer>, pool: Arc<TransientStorePool>) {
+        let _ = self.write_buffer.set((buf, pool));
+    }
+
+    /// Whether writes go through a pool buffer.
+    #[must_use]
+    pub fn has_write_buffer(&self) -> bool {
+        self.write_buffer.get().is_some()
+    }
+
+    /// Path of the file.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Global offset of the first byte.
+    #[must_use]
+    pub fn file_from_offset(&self) -> i64 {
+        self.file_from_offset
+    }
+
+    /// File size.
+    #[must_use]
+    pub fn file_size(&self) -> usize {
+        self.file_size
+    }
+
+    /// The underlying file, for `sendfile`.
+    #[must_use]
+    pub fn file(&self) -> &std::fs::File {
+        self.mmap.file()
+    }
+
+    /// Bytes appended (published to the committer).
+    #[must_use]
+    pub fn wrote_position(&self) -> usize {
+        self.wrote.load(Ordering::Acquire)
+    }
+
+    /// Bytes readable (in the file's page cache).
+    #[must_use]
+    pub fn read_position(&self) -> usize {
+        self.committed.load(Ordering::Acquire)
+    }
+
+    /// Bytes durable on disk.
+    #[must_use]
+    pub fn flushed_position(&self) -> usize {
+        self.flushed.load(Ordering::Acquire)
+    }
+
+    /// Whether nothing more fits.
+    #[must_use]
+    pub fn is_full(&self) -> bool {
+        self.wrote_position() == self.file_size
+    }
+
+    /// Store timestamp of the last message appended.
+    #[must_use]
+    pub fn store_timestamp(&self) -> i64 {
+        self.store_timestamp.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn set_store_timestamp(&self, ts: i64) {
+        self.store_timestamp.store(ts, Ordering::Release);
+    }
+
+    /// Append through `f`, which gets the free tail `[wrote, file_size)` of the write target
+    /// and returns how many bytes it wrote. Only one appender may call this at a time (the
+    /// CommitLog put lock, or the single dispatch thread for ConsumeQueue files).
+    pub(crate) fn append_with(&self, f: impl FnOnce(&mut [u8]) -> usize) -> usize {
+        let wrote = self.wrote.load(Ordering::Relaxed);
+        let free = self.file_size - wrote;
+        let tail = match self.write_buffer.get() {
+            Some((buf, _)) => buf.bytes_mut(wrote, free),
+            None => self.mmap.bytes_mut(wrote, free),
+        };
+        let Some(tail) = tail else { return 0 };
+        let n = f(tail).min(free);
+        let end = wrote + n;
+        self.wrote.store(end, Ordering::Release);
+        if self.write_buffer.get().is_none() {
+            self.committed.store(end, Ordering::Release);
+        }
+        n
+    }
+
+    /// Append `data` whole, or nothing if it does not fit.
+    pub(crate) fn append_bytes(&self, data: &[u8]) -> bool {
+        if self.file_size - self.wrote.load(Ordering::Relaxed) < data.len() {
+            return false;
+        }
+        self.append_with(|tail| {
+            tail[..data.len()].copy_from_slice(data);
+            data.len()
+        }) == data.len()
+    }
+
+    /// Move pool-buffer bytes into the file when at least `least_pages` dirty pages (or any,
+    /// with 0) are waiting; gives the buffer back once the file is full and committed.
+    /// Returns the committed position. Only the commit thread calls this.
+    pub fn commit(&self, least_pages: usize) -> usize {
+        let Some((buf, pool)) = self.write_buffer.get() else {
+            return self.read_position();
+        };
+        let wrote = self.wrote.load(Ordering::Acquire);
+        let committed = self.committed.load(Ordering::Relaxed);
+        let able = if wrote == self.file_size {
+            wrote > committed
+        } else if least_pages > 0 {
+            pages(wrote) - pages(committed) >= least_pages
+        } else {
+            wrote > committed
+        };
+        if able {
+            if let (Some(src), Some(dst)) = (
+                buf.bytes(committed, wrote - committed),
+                self.mmap.bytes_mut(committed, wrote - committed),
+            ) {
+                dst.copy_from_slice(src);
+                self.committed.store(wrote, Ordering::Release);
+            }
+        }
+        if self.committed.load(Ordering::Relaxed) == self.file_size
+            && !self.buffer_returned.swap(true, Ordering::AcqRel)
+        {
+            pool.return_buffer(Arc::clone(buf));
+        }
+        self.read_position()
+    }
+
+    /// Sync readable bytes to disk when at least `least_pages` dirty pages (or any, with 0)
+    /// are waiting. Returns the flushed position.
+    ///
+    /// # Errors
+    /// When the sync fails; the flushed position is then not moved.
+    pub fn flush(&self, least_pages: usize) -> Result<usize> {
+        let read = self.read_position();
+        let flushed = self.flushed.load(Ordering::Acquire);
+        let able = if read <= flushed {
+            false
+        } else if read == self.file_size || least_pages == 0 {
+            true
+        } else {
+            pages(read) - pages(flushed) >= least_pages
+        };
+        if able {
+            self.mmap
+                .flush_range(flushed, read - flushed)
+                .ctx(|| format!("flushing {}", self.path.display()))?;
+            self.flushed.fetch_max(read, Ordering::AcqRel);
+        }
+        Ok(self.flushed_position())
+    }
+
+    /// Readable bytes `[pos, pos + len)`.
+    #[must_use]
+    pub fn read(&self, pos: usize, len: usize) -> Option<&[u8]> {
+        if pos.checked_add(len)? > self.read_position() {
+            return None;
+        }
+        self.mmap.bytes(pos, len)
+    }
+
+    /// All readable bytes from `pos`.
+    #[must_use]
+    pub fn read_from(&self, pos: usize) -> Option<&[u8]> {
+        let read = self.read_position();
+        if pos >= read {
+            return None;
+        }
+        self.mmap.bytes(pos, read - pos)
+    }
+
+    /// The raw mapping from `pos` to the end of the file, for recovery scans of bytes that
+    /// were never published in this process. Only valid before the store is shared.
+    pub(crate) fn raw_from(&self, pos: usize) -> &[u8] {
+        self.mmap.bytes(pos, self.file_size - pos).unwrap_or(&[])
+    }
+
+    /// Recovery: everything below `pos` is valid, nothing above is.
+    pub(crate) fn set_positions(&self, pos: usize) {
+        let pos = pos.min(self.file_size);
+        self.wrote.store(pos, Ordering::Release);
+        self.committed.store(pos, Ordering::Release);
+        self.flushed.store(pos, Ordering::Release);
+    }
+
+    /// Zero `[pos, file_size)` so a later scan cannot mistake stale bytes for records.
+    /// Recovery only (before the store is shared).
+    pub(crate) fn zero_tail(&self, pos: usize) -> Result<()> {
+        if let Some(tail) = self.mmap.bytes_mut(pos, self.file_size.saturating_sub(pos)) {
+            if tail.iter().any(|&b| b != 0) {
+                tail.fill(0);
+                self.mmap
+                    .flush_range(pos, tail.len())
+                    .ctx(|| format!("zeroing the tail of {}", self.path.display()))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Pre-fault the mapping for writing.
+    pub fn warm(&self) {
+        self.mmap.prefault();
+    }
+
+    /// Last modification time of the file on disk.
+    #[must_use]
+    pub fn last_modified(&self) -> SystemTime {
+        self.mmap
+            .file()
+            .metadata()
+            .and_then(|m| m.modified())
+            .unwrap_or(SystemTime::UNIX_EPOCH)
+    }
+
+    /// First time a deletion was refused because readers held the file (0 = never), set on
+    /// the first call.
+    pub(crate) fn mark_destroy_attempt(&self, now: i64) -> i64 {
+        match self
+            .first_destroy_attempt
+            .compare_exchange(0, now, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => now,
+            Err(prev) => prev,
+        }
+    }
+}
+
+impl std::fmt::Debug for MappedFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MappedFile")
+            .field("path", &self.path)
+            .field("wrote", &self.wrote_position())
+            .field("committed", &self.read_position())
+            .field("flushed", &self.flushed_position())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_move_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = MappedFile::create(dir.path(), 8192, 8192).unwrap();
+        assert_eq!(f.path().file_name().unwrap(), "00000000000000008192");
+        assert!(f.append_bytes(b"hello"));
+        assert_eq!(f.wrote_position(), 5);
+        assert_eq!(f.read_position(), 5);
+        assert_eq!(f.flushed_position(), 0);
+        assert_eq!(f.read(0, 5).unwrap(), b"hello");
+        assert!(f.read(0, 6).is_none());
+        assert_eq!(f.flush(1).unwrap(), 0, "one page not yet dirty enough");
+        assert_eq!(f.flush(0).unwrap(), 5);
+        assert!(!f.append_bytes(&[0u8; 8192]));
+    }
+
+    #[test]
+    fn pool_buffer_hides_uncommitted_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = Arc::new(TransientStorePool::new(1, 8192).unwrap());
+        let f = MappedFile::create(dir.path(), 0, 8192).unwrap();
+        f.attach_write_buffer(pool.borrow_buffer().unwrap(), Arc::clone(&pool));
+        assert_eq!(pool.available_buffer_nums(), 0);
+        assert!(f.append_bytes(b"abc"));
+        assert_eq!(f.read_position(), 0, "not committed yet");
+        assert!(f.read(0, 3).is_none());
+        assert_eq!(f.commit(1), 0, "below the page threshold");
+        assert_eq!(f.commit(0), 3);
+        assert_eq!(f.read(0, 3).unwrap(), b"abc");
+        assert!(f.append_bytes(&[7u8; 8189]));
+        assert_eq!(f.commit(4), 8192, "a full file commits regardless of pages");
+        assert_eq!(pool.available_buffer_nums(), 1, "buffer returned once full");
+        assert_eq!(f.read(8191, 1).unwrap(), [7]);
+    }
+}
+
+/// A readable range of one mapped file (RocketMQ's `SelectMappedBufferResult`). It holds the
+/// file, so the mapping stays valid (and deletion waits) while the range is in use; the
+/// broker can `sendfile` it from [`file`](Self::file) at [`file_pos`](Self::file_pos).
+#[derive(Clone)]
+pub struct SelectMappedBufferResult {
+    start_offset: i64,
+    file: Arc<MappedFile>,
+    pos: usize,
+    len: usize,
+}
+
+impl SelectMappedBufferResult {
+    /// `len` readable bytes of `file` at `pos`, or `None` if they are not readable.
+    #[must_use]
+    pub fn new(file: Arc<MappedFile>, pos: usize, len: usize) -> Option<Self> {
+        file.read(pos, len)?;
+        Some(Self {
+            start_offset: file.file_from_offset() + i64::try_from(pos).ok()?,
+            file,
+            pos,
+            len,
+        })
+    }
+
+    /// Global offset of the first byte.
+    #[must_use]
+    pub fn start_offset(&self) -> i64 {
+        self.start_offset
+    }
+
+    /// The bytes.
+    #[must_use]
+    pub fn bytes(&self) -> &[u8] {
+        self.file.read(self.pos, self.len).unwrap_or(&[])
+    }
+
+    /// Length in bytes.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the range is empty.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The mapped file holding the range.
+    #[must_use]
+    pub fn mapped_file(&self) -> &Arc<MappedFile> {
+        &self.file
+    }
+
+    /// Position of the range in its file (for `sendfile`).
+    #[must_use]
+    pub fn file_pos(&self) -> usize {
+        self.pos
+    }
+}
+
+impl std::fmt::Debug for SelectMappedBufferResult {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SelectMappedBufferResult")
+            .field("start_offset", &self.start_offset)
+            .field("len", &self.len)
+            .finish()
+    }
+}

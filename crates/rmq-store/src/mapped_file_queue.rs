@@ -1,0 +1,518 @@
+//! An ordered directory of same-size [`MappedFile`]s addressed by a global offset: the
+//! CommitLog is one, each ConsumeQueue is one. New CommitLog files are created, allocated
+//! and pre-faulted by an allocator thread one file ahead, so rolling over never waits for
+//! the disk on the put path.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError, RwLock};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::error::{IoContext, Result, StoreError};
+use crate::mapped_file::MappedFile;
+use crate::transient_store_pool::TransientStorePool;
+
+/// At most this many files are deleted by one expiry pass.
+pub const DELETE_FILES_BATCH_MAX: usize = 10;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Files and the global flush/commit positions.
+pub struct MappedFileQueue {
+    dir: PathBuf,
+    file_size: usize,
+    files: RwLock<Vec<Arc<MappedFile>>>,
+    flushed_where: AtomicI64,
+    committed_where: AtomicI64,
+    store_timestamp: AtomicI64,
+    pool: Option<Arc<TransientStorePool>>,
+    allocator: Option<Allocator>,
+}
+
+impl MappedFileQueue {
+    /// A queue over `dir` (created if missing); no files are loaded yet.
+    ///
+    /// # Errors
+    /// When the directory cannot be created.
+    pub fn new(dir: impl Into<PathBuf>, file_size: usize) -> Result<Self> {
+        let dir = dir.into();
+        std::fs::create_dir_all(&dir).ctx(|| format!("creating {}", dir.display()))?;
+        Ok(Self {
+            dir,
+            file_size,
+            files: RwLock::new(Vec::new()),
+            flushed_where: AtomicI64::new(0),
+            committed_where: AtomicI64::new(0),
+            store_timestamp: AtomicI64::new(0),
+            pool: None,
+            allocator: None,
+        })
+    }
+
+    /// Route new files' writes through `pool` buffers.
+    #[must_use]
+    pub fn with_pool(mut self, pool: Arc<TransientStorePool>) -> Self {
+        self.pool = Some(pool);
+        self
+    }
+
+    /// Create files one ahead on a background thread, pre-faulted when `warm`.
+    #[must_use]
+    pub fn with_allocator(mut self, warm: bool) -> Self {
+        self.allocator = Some(Allocator::start(self.dir.clone(), self.file_size, warm));
+        self
+    }
+
+    /// Directory of the files.
+    #[must_use]
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Size of every file.
+    #[must_use]
+    pub fn file_size(&self) -> usize {
+        self.file_size
+    }
+
+    /// Open every file in the directory, in offset order, all positions at their end.
+    ///
+    /// # Errors
+    /// A file with the wrong size or a bad name stops the load with a message naming it.
+    pub fn load(&self) -> Result<()> {
+        let mut paths: Vec<PathBuf> = std::fs::read_dir(&self.dir)
+            .ctx(|| format!("listing {}", self.dir.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_file())
+            .collect();
+        paths.sort();
+        let mut files = self.files.write().unwrap_or_else(PoisonError::into_inner);
+        for p in paths {
+            files.push(Arc::new(MappedFile::open(&p, self.file_size)?));
+        }
+        Ok(())
+    }
+
+    /// A snapshot of the files.
+    #[must_use]
+    pub fn files(&self) -> Vec<Arc<MappedFile>> {
+        self.files
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The newest file.
+    #[must_use]
+    pub fn last_mapped_file(&self) -> Option<Arc<MappedFile>> {
+        self.files
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .last()
+            .cloned()
+    }
+
+    /// The oldest file.
+    #[must_use]
+    pub fn first_mapped_file(&self) -> Option<Arc<MappedFile>> {
+        self.files
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .first()
+            .cloned()
+    }
+
+    /// The file to append to: the last one if it has room, else a new one starting after it
+    /// (or at the file holding `start_offset` when the queue is empty).
+    ///
+    /// # Errors
+    /// [`StoreError::CreateMappedFileFailed`] when the file cannot be created (disk full).
+    pub fn last_mapped_file_for_append(&self, start_offset: i64) -> Result<Arc<MappedFile>> {
+        let last = self.last_mapped_file();
+        let from = match &last {
+            Some(f) if !f.is_full() => return Ok(Arc::clone(f)),
+            Some(f) => f.file_from_offset() + self.size_i64(),
+            None => start_offset - start_offset % self.size_i64(),
+        };
+        let file = match &self.allocator {
+            Some(a) => a.take(from)?,
+            None => MappedFile::create(&self.dir, from, self.file_size).map_err(|source| {
+                StoreError::CreateMappedFileFailed {
+                    path: self.dir.join(crate::format::file_name(from)),
+                    source,
+                }
+            })?,
+        };
+        if let Some(pool) = &self.pool {
+            match pool.borrow_buffer() {
+                Some(buf) => file.attach_write_buffer(buf, Arc::clone(pool)),
+                None => eprintln!(
+                    "rmq-store WARN: transient store pool exhausted; {} is written directly",
+                    file.path().display()
+                ),
+            }
+        }
+        let file = Arc::new(file);
+        self.files
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(Arc::clone(&file));
+        Ok(file)
+    }
+
+    fn size_i64(&self) -> i64 {
+        i64::try_from(self.file_size).unwrap_or(i64::MAX)
+    }
+
+    /// The file holding global `offset`; the first file when not found and `return_first`.
+    #[must_use]
+    pub fn find_mapped_file_by_offset(&self, offset: i64, return_first: bool) -> Option<Arc<MappedFile>> {
+        let files = self.files.read().unwrap_or_else(PoisonError::into_inner);
+        let first = files.first()?;
+        let size = self.size_i64();
+        let idx = offset / size - first.file_from_offset() / size;
+        if let Ok(i) = usize::try_from(idx) {
+            if let Some(f) = files.get(i) {
+                if f.file_from_offset() <= offset && offset < f.file_from_offset() + size {
+                    return Some(Arc::clone(f));
+                }
+            }
+        }
+        if let Some(f) = files
+            .iter()
+            .find(|f| f.file_from_offset() <= offset && offset < f.file_from_offset() + size)
+        {
+            return Some(Arc::clone(f));
+        }
+        return_first.then(|| Arc::clone(first))
+    }
+
+    /// Start offset of the oldest file (`-1` when there are none).
+    #[must_use]
+    pub fn min_offset(&self) -> i64 {
+        self.first_mapped_file().map_or(-1, |f| f.file_from_offset())
+    }
+
+    /// End of the readable data.
+    #[must_use]
+    pub fn max_offset(&self) -> i64 {
+        self.last_mapped_file().map_or(0, |f| {
+            f.file_from_offset() + i64::try_from(f.read_position()).unwrap_or(0)
+        })
+    }
+
+    /// End of the appended data (readable or not yet committed).
+    #[must_use]
+    pub fn max_wrote_offset(&self) -> i64 {
+        self.last_mapped_file().map_or(0, |f| {
+            f.file_from_offset() + i64::try_from(f.wrote_position()).unwrap_or(0)
+        })
+    }
+
+    /// Global offset up to which data is durable.
+    #[must_use]
+    pub fn flushed_where(&self) -> i64 {
+        self.flushed_where.load(Ordering::Acquire)
+    }
+
+    /// Global offset up to which data is readable.
+    #[must_use]
+    pub fn committed_where(&self) -> i64 {
+        self.committed_where.load(Ordering::Acquire)
+    }
+
+    /// Store timestamp of the last message a full flush made durable.
+    #[must_use]
+    pub fn store_timestamp(&self) -> i64 {
+        self.store_timestamp.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn set_flushed_where(&self, v: i64) {
+        self.flushed_where.store(v, Ordering::Release);
+    }
+
+    pub(crate) fn set_committed_where(&self, v: i64) {
+        self.committed_where.store(v, Ordering::Release);
+    }
+
+    /// Flush the file at the flush position. Returns true when the position moved.
+    ///
+    /// # Errors
+    /// When the sync fails.
+    pub fn flush(&self, least_pages: usize) -> Result<bool> {
+        let old = self.flushed_where();
+        let Some(file) = self.find_mapped_file_by_offset(old, old == 0) else {
+            return Ok(false);
+        };
+        let ts = file.store_timestamp();
+        let pos = file.flush(least_pages)?;
+        let now = file.file_from_offset() + i64::try_from(pos).unwrap_or(0);
+        self.flushed_where.fetch_max(now, Ordering::AcqRel);
+        if least_pages == 0 && ts > 0 {
+            self.store_timestamp.fetch_max(ts, Ordering::AcqRel);
+        }
+        Ok(now != old)
+    }
+
+    /// Flush until everything readable up to `target` is durable (at most across one roll).
+    ///
+    /// # Errors
+    /// When a sync fails.
+    pub fn flush_to(&self, target: i64) -> Result<bool> {
+        for _ in 0..3 {
+            if self.flushed_where() >= target {
+                return Ok(true);
+            }
+            self.flush(0)?;
+        }
+        Ok(self.flushed_where() >= target)
+    }
+
+    /// Commit pool-buffer bytes of the file at the commit position. True when it moved.
+    pub fn commit(&self, least_pages: usize) -> bool {
+        let old = self.committed_where();
+        let Some(file) = self.find_mapped_file_by_offset(old, old == 0) else {
+            return false;
+        };
+        let pos = file.commit(least_pages);
+        let now = file.file_from_offset() + i64::try_from(pos).unwrap_or(0);
+        self.committed_where.fetch_max(now, Ordering::AcqRel);
+        now != old
+    }
+
+    /// Start of the file after the one holding `offset`.
+    #[must_use]
+    pub fn roll_next_file(&self, offset: i64) -> i64 {
+        offset + self.size_i64() - offset % self.size_i64()
+    }
+
+    /// Recovery: data ends at `offset`. The file holding it is cut there (tail zeroed);
+    /// later files are deleted.
+    ///
+    /// # Errors
+    /// When a file cannot be zeroed or deleted.
+    pub fn truncate_dirty_files(&self, offset: i64) -> Result<()> {
+        let mut files = self.files.write().unwrap_or_else(PoisonError::into_inner);
+        let size = self.size_i64();
+        let mut keep = Vec::with_capacity(files.len());
+        for f in files.drain(..) {
+            let from = f.file_from_offset();
+            if from + size <= offset {
+                keep.push(f);
+            } else if offset >= from {
+                let pos = usize::try_from(offset - from).unwrap_or(0);
+                f.set_positions(pos);
+                f.zero_tail(pos)?;
+                keep.push(f);
+            } else {
+                std::fs::remove_file(f.path()).ctx(|| format!("removing {}", f.path().display()))?;
+            }
+        }
+        *files = keep;
+        Ok(())
+    }
+
+    /// Delete every file (ConsumeQueue reset).
+    ///
+    /// # Errors
+    /// When a file cannot be removed.
+    pub fn destroy(&self) -> Result<()> {
+        let mut files = self.files.write().unwrap_or_else(PoisonError::into_inner);
+        for f in files.drain(..) {
+            std::fs::remove_file(f.path()).ctx(|| format!("removing {}", f.path().display()))?;
+        }
+        self.set_flushed_where(0);
+        self.set_committed_where(0);
+        Ok(())
+    }
+
+    /// Delete the oldest files last written before `now - expired_ms` (any age when
+    /// `clean_immediately`), never the newest file, at most [`DELETE_FILES_BATCH_MAX`]. A file
+    /// still held by a reader is kept until `forcibly_ms` after the first refusal, and the
+    /// pass stops there so deletion stays a prefix. Returns how many were deleted.
+    pub fn delete_expired_by_time(
+        &self,
+        now_ms: i64,
+        expired_ms: i64,
+        interval_ms: u64,
+        forcibly_ms: i64,
+        clean_immediately: bool,
+    ) -> usize {
+        let snapshot = self.files();
+        let mut deleted = 0;
+        for f in snapshot.iter().take(snapshot.len().saturating_sub(1)) {
+            let modified = f
+                .last_modified()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+            if !(clean_immediately || now_ms >= modified.saturating_add(expired_ms)) {
+                break;
+            }
+            if !self.try_delete(f, now_ms, forcibly_ms) {
+                break;
+            }
+            deleted += 1;
+            if deleted >= DELETE_FILES_BATCH_MAX {
+                break;
+            }
+            if interval_ms > 0 {
+                std::thread::sleep(Duration::from_millis(interval_ms));
+            }
+        }
+        deleted
+    }
+
+    /// Delete the oldest files whose last unit (read by `last_key`) is below `min`. Used by
+    /// ConsumeQueues after the CommitLog lost its head. Returns how many were deleted.
+    pub fn delete_expired_by_offset(&self, unit_size: usize, min: i64, last_key: impl Fn(&[u8]) -> i64) -> usize {
+        let snapshot = self.files();
+        let mut deleted = 0;
+        for f in snapshot.iter().take(snapshot.len().saturating_sub(1)) {
+            let Some(unit) = f.read(self.file_size - unit_size, unit_size) else {
+                break;
+            };
+            if last_key(unit) >= min || !self.try_delete(f, 0, 0) {
+                break;
+            }
+            deleted += 1;
+        }
+        deleted
+    }
+
+    fn try_delete(&self, f: &Arc<MappedFile>, now_ms: i64, forcibly_ms: i64) -> bool {
+        // The list and the caller's snapshot hold one reference each; more means a reader.
+        if Arc::strong_count(f) > 2 {
+            let first = f.mark_destroy_attempt(now_ms);
+            if now_ms - first < forcibly_ms {
+                return false;
+            }
+            // Readers keep their mapping (and open descriptor) even after the unlink.
+        }
+        if let Err(e) = std::fs::remove_file(f.path()) {
+            eprintln!("rmq-store WARN: could not delete {}: {e}", f.path().display());
+            return false;
+        }
+        self.files
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|x| !Arc::ptr_eq(x, f));
+        true
+    }
+
+    /// Stop the allocator thread and remove a pre-created file nobody used.
+    pub fn shutdown(&self) {
+        if let Some(a) = &self.allocator {
+            a.stop();
+        }
+    }
+}
+
+/// Creates the next file ahead of need.
+struct Allocator {
+    dir: PathBuf,
+    size: usize,
+    state: Arc<(Mutex<AllocState>, Condvar)>,
+    handle: Mutex<Option<JoinHandle<()>>>,
+}
+
+#[derive(Default)]
+struct AllocState {
+    requested: Option<i64>,
+    ready: Option<(i64, std::io::Result<MappedFile>)>,
+    busy: bool,
+    stop: bool,
+}
+
+impl Allocator {
+    fn start(dir: PathBuf, size: usize, warm: bool) -> Self {
+        let state = Arc::new((Mutex::new(AllocState::default()), Condvar::new()));
+        let st = Arc::clone(&state);
+        let thread_dir = dir.clone();
+        let handle = std::thread::Builder::new()
+            .name("rmq-allocate-mapped-file".into())
+            .spawn(move || loop {
+                let from = {
+                    let mut s = lock(&st.0);
+                    loop {
+                        if s.stop {
+                            return;
+                        }
+                        if let Some(r) = s.requested.take() {
+                            s.busy = true;
+                            break r;
+                        }
+                        s = st.1.wait(s).unwrap_or_else(PoisonError::into_inner);
+                    }
+                };
+                let made = MappedFile::create(&thread_dir, from, size).inspect(|f| {
+                    if warm {
+                        f.warm();
+                    }
+                });
+                let mut s = lock(&st.0);
+                s.busy = false;
+                if s.stop {
+                    if let Ok(f) = made {
+                        let _ = std::fs::remove_file(f.path());
+                    }
+                    st.1.notify_all();
+                    return;
+                }
+                s.ready = Some((from, made));
+                st.1.notify_all();
+            })
+            .ok();
+        Self {
+            dir,
+            size,
+            state,
+            handle: Mutex::new(handle),
+        }
+    }
+
+    /// The file starting at `from`: the pre-created one, or made now. Asks for the next.
+    fn take(&self, from: i64) -> Result<MappedFile> {
+        let (m, cv) = &*self.state;
+        let mut s = lock(m);
+        // Wait for an allocation of this very file that is under way.
+        while s.busy || s.requested == Some(from) {
+            s = cv.wait(s).unwrap_or_else(PoisonError::into_inner);
+        }
+        let failed = |source| StoreError::CreateMappedFileFailed {
+            path: self.dir.join(crate::format::file_name(from)),
+            source,
+        };
+        let file = match s.ready.take() {
+            Some((off, made)) if off == from => made.map_err(failed)?,
+            other => {
+                if let Some((_, Ok(stale))) = other {
+                    let _ = std::fs::remove_file(stale.path());
+                }
+                drop(s);
+                let f = MappedFile::create(&self.dir, from, self.size).map_err(failed)?;
+                s = lock(m);
+                f
+            }
+        };
+        s.requested = Some(from + i64::try_from(file.file_size()).unwrap_or(i64::MAX));
+        cv.notify_all();
+        Ok(file)
+    }
+
+    fn stop(&self) {
+        {
+            let mut s = lock(&self.state.0);
+            s.stop = true;
+            if let Some((_, Ok(f))) = s.ready.take() {
+                let _ = std::fs::remove_file(f.path());
+            }
+            self.state.1.notify_all();
+        }
+        if let Some(h) = lock(&self.handle).take() {
+            let _ = h.join();
+        }
+    }
+}

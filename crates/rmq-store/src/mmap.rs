@@ -1,0 +1,330 @@
+//! The one module of rmq that talks to the OS below `std`: file mappings, anonymous
+//! `mlock`ed buffers for the transient store pool, `fallocate` and `statvfs`. Every `unsafe`
+//! block in the project is here, each with the invariant that makes it sound.
+//!
+//! The central invariant (upheld by `mapped_file`): a byte range is written by one writer
+//! (the appender under the CommitLog put lock, the commit thread, or the single dispatch
+//! thread for ConsumeQueue/IndexFile files) *before* its end is published with a `Release`
+//! store, and readers only look at ranges below a position they loaded with `Acquire`. A
+//! published byte is never written again while the mapping is shared, except by recovery,
+//! which runs before the store is shared. Files are never truncated while mapped, and the
+//! store directory is held under an exclusive `lock` file so no other broker changes them.
+#![allow(unsafe_code)]
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::fd::AsRawFd;
+use std::path::Path;
+
+use memmap2::{MmapMut, MmapOptions};
+
+/// Size of an OS page; flush and commit thresholds count these.
+pub const OS_PAGE_SIZE: usize = 4096;
+
+/// A file mapped read-write in full, shared between one writer and many readers.
+pub struct MmapFile {
+    file: File,
+    map: MmapMut,
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the raw pointer targets the shared mapping owned by `map`, which lives as long as
+// `self`; concurrent access follows the publish/acquire protocol described in the module docs.
+unsafe impl Send for MmapFile {}
+// SAFETY: as above; `&self` methods never hand out overlapping mutable access to published bytes.
+unsafe impl Sync for MmapFile {}
+
+impl MmapFile {
+    /// Create (or reuse, if it already has the right size) a file of `len` bytes with its
+    /// blocks allocated up front, so that a full disk shows up here as an error instead of a
+    /// SIGBUS on a later write through the mapping, and map it.
+    ///
+    /// # Errors
+    /// Any OS error, ENOSPC included.
+    pub fn create(path: &Path, len: usize) -> io::Result<Self> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)?;
+        let cur = file.metadata()?.len();
+        if cur > len as u64 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{} is {cur} bytes, larger than the configured {len}", path.display()),
+            ));
+        }
+        let off_len = libc::off_t::try_from(len)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "file too large"))?;
+        // SAFETY: plain FFI call on a valid, open descriptor; no memory is passed.
+        let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, off_len) };
+        if rc != 0 {
+            return Err(io::Error::from_raw_os_error(rc));
+        }
+        Self::map(file, len)
+    }
+
+    /// Map an existing file whose size must be exactly `len`.
+    ///
+    /// # Errors
+    /// I/O errors, or a size mismatch (a truncated or foreign file).
+    pub fn open(path: &Path, len: usize) -> io::Result<Self> {
+        let file = OpenOptions::new().read(true).write(true).open(path)?;
+        let cur = file.metadata()?.len();
+        if cur != len as u64 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "{} is {cur} bytes but the configured file size is {len}; check the store config \
+                     (mappedFileSize*) or move the file away",
+                    path.display()
+                ),
+            ));
+        }
+        Self::map(file, len)
+    }
+
+    fn map(file: File, len: usize) -> io::Result<Self> {
+        // SAFETY: the file is held open by `self` for the mapping's life and is never
+        // truncated while mapped (the store directory is locked; see module docs).
+        let mut map = unsafe { MmapOptions::new().len(len).map_mut(&file)? };
+        let ptr = map.as_mut_ptr();
+        Ok(Self {
+            file,
+            map,
+            ptr,
+            len,
+        })
+    }
+
+    /// Length of the mapping.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the mapping is empty.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The underlying file (for `sendfile` and `fdatasync`).
+    #[must_use]
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// Published bytes `[pos, pos + len)`; `None` when out of bounds. Callers only ask for
+    /// ranges below a position they loaded with `Acquire`.
+    #[must_use]
+    pub fn bytes(&self, pos: usize, len: usize) -> Option<&[u8]> {
+        let end = pos.checked_add(len)?;
+        if end > self.len {
+            return None;
+        }
+        // SAFETY: in bounds of the live mapping; the range is published and no longer written
+        // (module invariant), so shared access is race-free.
+        Some(unsafe { std::slice::from_raw_parts(self.ptr.add(pos), len) })
+    }
+
+    /// Unpublished bytes `[pos, pos + len)` for the single writer of this range.
+    ///
+    /// Returns `None` when out of bounds. Callers (the appender under the put lock, the
+    /// commit thread, the dispatch thread) write only above the published position.
+    #[allow(clippy::mut_from_ref)]
+    #[must_use]
+    pub fn bytes_mut(&self, pos: usize, len: usize) -> Option<&mut [u8]> {
+        let end = pos.checked_add(len)?;
+        if end > self.len {
+            return None;
+        }
+        // SAFETY: in bounds of the live mapping; the range is above every published position
+        // and has exactly one writer at a time (module invariant), so no other reference
+        // to these bytes exists while this one lives.
+        Some(unsafe { std::slice::from_raw_parts_mut(self.ptr.add(pos), len) })
+    }
+
+    /// Make `[pos, pos + len)` durable (`msync(MS_SYNC)`, which on Linux is a data sync of
+    /// that range of the file).
+    ///
+    /// # Errors
+    /// The OS error; the caller must not report those bytes as durable.
+    pub fn flush_range(&self, pos: usize, len: usize) -> io::Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        self.map.flush_range(pos, len)
+    }
+
+    /// Fault every page in for writing, so the appender never takes a page fault. Uses
+    /// `MADV_POPULATE_WRITE` where the kernel has it (5.14+), else touches each page.
+    pub fn prefault(&self) {
+        // SAFETY: advice on our own live mapping; it changes no memory contents.
+        let rc = unsafe {
+            libc::madvise(
+                self.ptr.cast::<libc::c_void>(),
+                self.len,
+                libc::MADV_POPULATE_WRITE,
+            )
+        };
+        if rc == 0 {
+            return;
+        }
+        let mut pos = 0;
+        while pos < self.len {
+            // SAFETY: in bounds; a volatile read-then-write of the same value leaves the
+            // contents unchanged. Prefault runs before the file is handed to a writer.
+            unsafe {
+                let p = self.ptr.add(pos);
+                std::ptr::write_volatile(p, std::ptr::read_volatile(p));
+            }
+            pos += OS_PAGE_SIZE;
+        }
+    }
+}
+
+/// A page-aligned anonymous buffer, `mlock`ed when the OS allows: one transient-store-pool
+/// buffer. The appender writes into it, the commit thread copies it into the file.
+pub struct AnonBuffer {
+    _map: MmapMut,
+    ptr: *mut u8,
+    len: usize,
+    locked: bool,
+}
+
+// SAFETY: same publish/acquire protocol as `MmapFile`: the appender writes above the wrote
+// position, the commit thread reads below it.
+unsafe impl Send for AnonBuffer {}
+// SAFETY: as above.
+unsafe impl Sync for AnonBuffer {}
+
+impl AnonBuffer {
+    /// Allocate `len` bytes and try to `mlock` them. A refused lock (RLIMIT_MEMLOCK) is
+    /// returned as the second value so the caller can warn; the buffer still works.
+    ///
+    /// # Errors
+    /// When the memory cannot be mapped at all.
+    pub fn new(len: usize) -> io::Result<(Self, Option<io::Error>)> {
+        let mut map = MmapOptions::new().len(len).map_anon()?;
+        let ptr = map.as_mut_ptr();
+        // SAFETY: locks our own live anonymous mapping; no memory contents change.
+        let rc = unsafe { libc::mlock(ptr.cast::<libc::c_void>(), len) };
+        let err = (rc != 0).then(io::Error::last_os_error);
+        Ok((
+            Self {
+                _map: map,
+                ptr,
+                len,
+                locked: rc == 0,
+            },
+            err,
+        ))
+    }
+
+    /// Whether the buffer is locked in RAM.
+    #[must_use]
+    pub fn is_locked(&self) -> bool {
+        self.locked
+    }
+
+    /// Bytes `[pos, pos + len)` that the caller has published (see `MmapFile::bytes`).
+    #[must_use]
+    pub fn bytes(&self, pos: usize, len: usize) -> Option<&[u8]> {
+        let end = pos.checked_add(len)?;
+        if end > self.len {
+            return None;
+        }
+        // SAFETY: in bounds; published range (module invariant).
+        Some(unsafe { std::slice::from_raw_parts(self.ptr.add(pos), len) })
+    }
+
+    /// Unpublished bytes for the single writer (see `MmapFile::bytes_mut`).
+    #[allow(clippy::mut_from_ref)]
+    #[must_use]
+    pub fn bytes_mut(&self, pos: usize, len: usize) -> Option<&mut [u8]> {
+        let end = pos.checked_add(len)?;
+        if end > self.len {
+            return None;
+        }
+        // SAFETY: in bounds; unpublished range with one writer (module invariant).
+        Some(unsafe { std::slice::from_raw_parts_mut(self.ptr.add(pos), len) })
+    }
+}
+
+impl Drop for AnonBuffer {
+    fn drop(&mut self) {
+        if self.locked {
+            // SAFETY: unlocks the range we locked; the mapping is still alive here.
+            unsafe {
+                libc::munlock(self.ptr.cast::<libc::c_void>(), self.len);
+            }
+        }
+    }
+}
+
+/// Used fraction (0.0..=1.0) of the file system holding `path`, as `df` counts it.
+///
+/// # Errors
+/// When `statvfs` fails (the path does not exist, ...).
+pub fn disk_used_ratio(path: &Path) -> io::Result<f64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains NUL"))?;
+    // SAFETY: statvfs is plain old data; all-zero is a valid value.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a valid NUL-terminated string and `st` a valid out-pointer.
+    let rc = unsafe { libc::statvfs(c.as_ptr(), &raw mut st) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    #[allow(clippy::cast_precision_loss)]
+    let (total, free) = (
+        st.f_blocks as f64 * st.f_frsize as f64,
+        st.f_bavail as f64 * st.f_frsize as f64,
+    );
+    if total <= 0.0 {
+        return Ok(0.0);
+    }
+    // "used" as df shows it: total minus what an unprivileged writer can still use.
+    Ok(((total - free) / total).clamp(0.0, 1.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn create_write_read_flush() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        let m = MmapFile::create(&p, 8192).unwrap();
+        m.prefault();
+        m.bytes_mut(10, 3).unwrap().copy_from_slice(b"abc");
+        m.flush_range(0, 8192).unwrap();
+        assert_eq!(m.bytes(10, 3).unwrap(), b"abc");
+        assert!(m.bytes(8190, 3).is_none());
+        assert!(m.bytes_mut(usize::MAX, 2).is_none());
+        drop(m);
+        assert_eq!(std::fs::metadata(&p).unwrap().len(), 8192);
+        let m = MmapFile::open(&p, 8192).unwrap();
+        assert_eq!(m.bytes(10, 3).unwrap(), b"abc");
+        assert!(MmapFile::open(&p, 4096).is_err());
+    }
+
+    #[test]
+    fn anon_buffer_works_locked_or_not() {
+        let (b, _err) = AnonBuffer::new(4096 * 4).unwrap();
+        b.bytes_mut(0, 2).unwrap().copy_from_slice(b"hi");
+        assert_eq!(b.bytes(0, 2).unwrap(), b"hi");
+    }
+
+    #[test]
+    fn disk_ratio_is_a_fraction() {
+        let r = disk_used_ratio(Path::new("/")).unwrap();
+        assert!((0.0..=1.0).contains(&r));
+        assert!(disk_used_ratio(Path::new("/no/such/dir")).is_err());
+    }
+}

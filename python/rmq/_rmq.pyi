@@ -1,0 +1,169 @@
+"""Type stubs for the native module ``rmq._rmq`` (built from crates/rmq-py).
+
+The native module owns bytes and files; everything here releases the GIL while it does I/O.
+Errors are raised as classes of :mod:`rmq.errors` (the one exception tree).
+"""
+
+from collections.abc import Mapping, Sequence
+from typing import final
+
+__version__: str
+
+def store_config_defaults() -> dict[str, str]:
+    """Every store key the native engine understands (RocketMQ spelling), with its default."""
+
+def java_string_hash(s: str) -> int:
+    """Java's ``String.hashCode()`` of ``s`` (the ConsumeQueue tags code of a tag)."""
+
+def create_offset_msg_id(store_host: str, commit_log_offset: int) -> str:
+    """RocketMQ's offset message id (32 hex digits for IPv4) for a store host and offset."""
+
+def decode_offset_msg_id(msg_id: str) -> tuple[str, int]:
+    """Inverse of :func:`create_offset_msg_id`: ``("ip:port", commit_log_offset)``."""
+
+@final
+class PutMessageResult:
+    """What a put did. Raised instead when the message was not stored."""
+
+    status: str
+    """``PUT_OK``, or ``FLUSH_DISK_TIMEOUT`` (stored, not yet durable within syncFlushTimeout)."""
+    msg_id: str
+    """Offset message id (store host + commit log offset)."""
+    wrote_offset: int
+    wrote_bytes: int
+    queue_offset: int
+    store_timestamp: int
+    @property
+    def ok(self) -> bool: ...
+
+@final
+class StoredMessage:
+    """A message as the CommitLog holds it, decoded."""
+
+    topic: str
+    queue_id: int
+    queue_offset: int
+    commit_log_offset: int
+    store_size: int
+    body: bytes
+    body_crc: int
+    flag: int
+    sys_flag: int
+    born_timestamp: int
+    born_host: str
+    store_timestamp: int
+    store_host: str
+    reconsume_times: int
+    prepared_transaction_offset: int
+    properties: dict[str, str]
+    msg_id: str
+    @property
+    def tags(self) -> str | None: ...
+    @property
+    def keys(self) -> str | None: ...
+
+@final
+class GetMessageResult:
+    status: str
+    """``FOUND``, ``NO_MATCHED_MESSAGE``, ``MESSAGE_WAS_REMOVING``, ``OFFSET_FOUND_NULL``,
+    ``OFFSET_OVERFLOW_BADLY``, ``OFFSET_OVERFLOW_ONE``, ``OFFSET_TOO_SMALL``,
+    ``NO_MATCHED_LOGIC_QUEUE`` or ``NO_MESSAGE_IN_QUEUE`` (RocketMQ's GetMessageStatus)."""
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+    messages: list[StoredMessage]
+
+@final
+class MessageStore:
+    """One broker's storage engine over a store root directory.
+
+    Opening loads and recovers the files (normal recovery after a clean shutdown, abnormal
+    recovery with CRC checks and tail truncation when the ``abort`` file is present) and
+    starts the flush, commit, dispatch and allocation services. ``config`` takes RocketMQ's
+    store keys (``mappedFileSizeCommitLog``, ``flushDiskType``, ``transientStorePoolEnable``,
+    ``fileReservedTime``, ...) as strings; a bad key or value raises ``rmq.errors.ConfigError``
+    naming the key and the allowed values.
+    """
+
+    def __init__(
+        self,
+        store_path_root_dir: str,
+        config: Mapping[str, str] | None = None,
+        store_host: str = "127.0.0.1:10911",
+    ) -> None: ...
+    @property
+    def root_dir(self) -> str: ...
+    @property
+    def last_exit_ok(self) -> bool:
+        """False when the previous run did not shut down cleanly (abnormal recovery ran)."""
+    @property
+    def transient_store_pool_active(self) -> bool:
+        """True when writes go through the mlock'ed transient store pool."""
+    def put_message(
+        self,
+        topic: str,
+        queue_id: int,
+        body: bytes,
+        properties: Mapping[str, str] | None = None,
+        *,
+        flag: int = 0,
+        sys_flag: int = 0,
+        born_timestamp: int = 0,
+        born_host: str = "127.0.0.1:0",
+        reconsume_times: int = 0,
+        prepared_transaction_offset: int = 0,
+    ) -> PutMessageResult:
+        """Append one message. Under SYNC_FLUSH it returns once the bytes are durable (or
+        with status FLUSH_DISK_TIMEOUT). Raises ``MessageIllegalError`` (bad topic, too large,
+        properties too long), ``ServiceNotAvailableError`` (disk full, store shut down, slave)
+        or ``StoreError`` (an I/O failure such as a file that could not be created)."""
+    def put_messages(
+        self,
+        topic: str,
+        queue_id: int,
+        bodies: Sequence[bytes],
+        properties: Sequence[Mapping[str, str] | None] | None = None,
+    ) -> list[PutMessageResult]:
+        """Append several messages to one queue under one lock hold (a batch send)."""
+    def get_message(
+        self,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_count: int = 32,
+        tags: Sequence[str] | None = None,
+    ) -> GetMessageResult:
+        """Read from a ConsumeQueue; ``tags`` filters by tag hash (None means ``*``)."""
+    def look_message_by_offset(self, commit_log_offset: int) -> StoredMessage | None: ...
+    def query_message(
+        self,
+        topic: str,
+        key: str,
+        max_num: int = 32,
+        begin_timestamp: int = 0,
+        end_timestamp: int = 9223372036854775807,
+    ) -> list[StoredMessage]:
+        """Messages whose KEYS (or UNIQ_KEY) contain ``key``, via the IndexFile."""
+    def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp: int) -> int: ...
+    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int: ...
+    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int: ...
+    def get_min_phy_offset(self) -> int: ...
+    def get_max_phy_offset(self) -> int: ...
+    def dispatch_behind_bytes(self) -> int:
+        """CommitLog bytes not yet dispatched to ConsumeQueue/IndexFile."""
+    def flush(self) -> int:
+        """Flush everything now; returns the flushed CommitLog offset."""
+    def delete_expired_files(self, force: bool = False) -> int:
+        """Delete CommitLog files older than fileReservedTime (all but the active one when
+        ``force``), then ConsumeQueue and index entries below the new min offset; files still
+        being read are kept until destroyMapedFileIntervalForcibly. Returns files deleted."""
+    def disk_used_ratio(self) -> float:
+        """Used fraction (0..1) of the partition holding the CommitLog."""
+    def is_writeable(self) -> bool: ...
+    def runtime_info(self) -> dict[str, str]: ...
+    def topic_queues(self) -> dict[str, list[int]]:
+        """Every (topic, queue) that has a ConsumeQueue."""
+    def shutdown(self) -> None:
+        """Stop services, flush, write the checkpoint and remove the abort file."""
+    def __enter__(self) -> MessageStore: ...
+    def __exit__(self, *exc: object) -> None: ...
