@@ -1,1 +1,80 @@
-//! Helpers shared by the benchmarks.
+//! Helpers shared by the criterion benchmarks in `benches/benches/`.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rmq_common::properties::Properties;
+use rmq_store::{MessageStore, MessageToStore, PutMessageStatus, StoreConfig};
+
+/// A 1 KiB message body.
+pub static BODY_1K: [u8; 1024] = [b'x'; 1024];
+
+/// Properties like a real producer's: tags, keys and a unique id.
+#[must_use]
+pub fn message_props() -> Vec<u8> {
+    let mut p = Properties::new();
+    p.put("TAGS", "TagA");
+    p.put("KEYS", "order-1");
+    p.put("UNIQ_KEY", "7F000001000118B4AAC2000000000000");
+    p.encode().into_bytes()
+}
+
+/// Open a store under `dir` with extra config keys.
+///
+/// # Panics
+/// When the config or the open fails (a benchmark cannot go on).
+#[must_use]
+pub fn open_store(dir: &Path, extra: &[(&str, &str)]) -> Arc<MessageStore> {
+    let config = StoreConfig::from_pairs(extra.iter().copied()).expect("bench config");
+    MessageStore::open(dir, config, "127.0.0.1:10911".parse().expect("addr")).expect("open store")
+}
+
+/// Put one message, asserting it was stored.
+///
+/// # Panics
+/// When the put fails.
+pub fn put_one(store: &MessageStore, topic: &str, queue_id: i32, body: &[u8], props: &[u8]) {
+    let r = store
+        .put_message(&MessageToStore {
+            topic,
+            queue_id,
+            flag: 0,
+            body,
+            properties: props,
+            sys_flag: 0,
+            born_timestamp: 0,
+            born_host: "127.0.0.1:5000".parse().expect("addr"),
+            reconsume_times: 0,
+            prepared_transaction_offset: 0,
+        })
+        .expect("put");
+    assert_eq!(r.status, PutMessageStatus::PutOk);
+}
+
+/// Wait until dispatch has caught up with the CommitLog.
+///
+/// # Panics
+/// After 60 s without catching up.
+pub fn wait_dispatched(store: &MessageStore) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while store.dispatch_behind_bytes() > 0 {
+        assert!(Instant::now() < deadline, "dispatch did not catch up");
+        std::thread::yield_now();
+    }
+}
+
+/// The `q` quantile (0..=1) of `v` (sorted in place); 0 for an empty list.
+pub fn percentile(v: &mut [u64], q: f64) -> u64 {
+    if v.is_empty() {
+        return 0;
+    }
+    v.sort_unstable();
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss
+    )]
+    let i = ((v.len() - 1) as f64 * q).round() as usize;
+    v[i]
+}

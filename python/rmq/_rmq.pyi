@@ -159,6 +159,10 @@ class MessageStore:
         being read are kept until destroyMapedFileIntervalForcibly. Returns files deleted."""
     def disk_used_ratio(self) -> float:
         """Used fraction (0..1) of the partition holding the CommitLog."""
+    def check_disk_space(self) -> None:
+        """Apply the disk watermarks now (the store also does this every
+        cleanResourceInterval ms): refuse writes above diskSpaceWarningLevelRatio, delete
+        files above diskMaxUsedSpaceRatio / diskSpaceCleanForciblyRatio."""
     def is_writeable(self) -> bool: ...
     def runtime_info(self) -> dict[str, str]: ...
     def topic_queues(self) -> dict[str, list[int]]:

@@ -4,6 +4,7 @@
 //! system-flag bits. Nothing here does I/O.
 #![forbid(unsafe_code)]
 
+pub mod fx;
 pub mod hash;
 pub mod message_id;
 pub mod properties;

@@ -8,7 +8,6 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MessageIdError(pub String);
 
-
 impl std::error::Error for MessageIdError {}
 
 impl std::fmt::Display for MessageIdError {

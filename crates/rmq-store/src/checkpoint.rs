@@ -33,8 +33,14 @@ impl StoreCheckpoint {
             .truncate(false)
             .open(path)
             .ctx(|| format!("opening {}", path.display()))?;
-        if file.metadata().ctx(|| format!("reading {}", path.display()))?.len() < FILE_SIZE {
-            file.set_len(FILE_SIZE).ctx(|| format!("sizing {}", path.display()))?;
+        if file
+            .metadata()
+            .ctx(|| format!("reading {}", path.display()))?
+            .len()
+            < FILE_SIZE
+        {
+            file.set_len(FILE_SIZE)
+                .ctx(|| format!("sizing {}", path.display()))?;
         }
         let mut b = [0u8; 24];
         file.read_exact_at(&mut b, 0)
@@ -102,7 +108,9 @@ impl StoreCheckpoint {
         b[0..8].copy_from_slice(&self.physic_msg_timestamp().to_be_bytes());
         b[8..16].copy_from_slice(&self.logics_msg_timestamp().to_be_bytes());
         b[16..24].copy_from_slice(&self.index_msg_timestamp().to_be_bytes());
-        self.file.write_all_at(&b, 0).ctx(|| "writing checkpoint".into())?;
+        self.file
+            .write_all_at(&b, 0)
+            .ctx(|| "writing checkpoint".into())?;
         self.file.sync_data().ctx(|| "syncing checkpoint".into())
     }
 }

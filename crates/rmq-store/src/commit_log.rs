@@ -3,17 +3,17 @@
 //! queue offset, the copy into the mapped tail); validation and the body CRC happen before
 //! it, flushing after it.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use rmq_common::fx::FxHashMap;
 use rmq_common::sys_flag::{self, TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE};
 
 use crate::error::{Result, StoreError};
 use crate::format::{
-    calc_msg_length, encode_blank, encode_record, MessageToStore, StoreFields, END_FILE_MIN_BLANK_LENGTH,
-    MAX_PROPERTIES_LEN,
+    calc_msg_length, encode_blank, encode_record, MessageToStore, StoreFields,
+    END_FILE_MIN_BLANK_LENGTH, MAX_PROPERTIES_LEN,
 };
 use crate::mapped_file::{MappedFile, SelectMappedBufferResult};
 use crate::mapped_file_queue::MappedFileQueue;
@@ -47,7 +47,7 @@ impl AppendResult {
 
 struct PutState {
     /// Next queue offset per topic, indexed by queue id.
-    topic_queue_table: HashMap<String, Vec<i64>>,
+    topic_queue_table: FxHashMap<String, Vec<i64>>,
     current: Option<Arc<MappedFile>>,
     last_store_timestamp: i64,
 }
@@ -57,7 +57,9 @@ impl PutState {
         if !self.topic_queue_table.contains_key(topic) {
             self.topic_queue_table.insert(topic.to_owned(), Vec::new());
         }
-        let v = self.topic_queue_table.get_mut(topic).expect("inserted above");
+        let Some(v) = self.topic_queue_table.get_mut(topic) else {
+            unreachable!("inserted above")
+        };
         if v.len() <= queue_id {
             v.resize(queue_id + 1, 0);
         }
@@ -82,7 +84,7 @@ impl CommitLog {
         Self {
             queue,
             put: Mutex::new(PutState {
-                topic_queue_table: HashMap::new(),
+                topic_queue_table: FxHashMap::default(),
                 current: None,
                 last_store_timestamp: 0,
             }),
@@ -168,7 +170,8 @@ impl CommitLog {
         now: i64,
     ) -> Result<Vec<AppendResult>> {
         let mut st = self.put.lock().unwrap_or_else(PoisonError::into_inner);
-        self.begin_lock_timestamp.store(now.max(1), Ordering::Relaxed);
+        self.begin_lock_timestamp
+            .store(now.max(1), Ordering::Relaxed);
         let res = self.put_locked(&mut st, msgs, lens, crcs, now);
         self.begin_lock_timestamp.store(0, Ordering::Relaxed);
         res
@@ -186,51 +189,84 @@ impl CommitLog {
         st.last_store_timestamp = store_ts;
         let mut out = Vec::with_capacity(msgs.len());
         for ((msg, &len), &crc) in msgs.iter().zip(lens).zip(crcs) {
-            let mut file = match &st.current {
-                Some(f) if !f.is_full() => Arc::clone(f),
-                _ => self.roll(st)?,
-            };
-            if file.file_size() - file.wrote_position() < len + END_FILE_MIN_BLANK_LENGTH {
-                // Pad the rest of the file with a BLANK record and go on in a new one.
-                file.append_with(|tail| {
-                    let n = tail.len();
-                    encode_blank(tail, n);
-                    n
-                });
-                file = self.roll(st)?;
-                if file.file_size() < len + END_FILE_MIN_BLANK_LENGTH {
-                    return Err(StoreError::MessageIllegal(format!(
-                        "message of {len} bytes does not fit a CommitLog file of {} bytes",
-                        file.file_size()
-                    )));
-                }
-            }
-            let tx = sys_flag::transaction_value(msg.sys_flag);
-            let queued = tx != TRANSACTION_PREPARED_TYPE && tx != TRANSACTION_ROLLBACK_TYPE;
-            let slot = st.queue_offset_slot(msg.topic, usize::try_from(msg.queue_id).unwrap_or(0));
-            let queue_offset = if queued { *slot } else { 0 };
-            let wrote_offset = file.file_from_offset() + i64::try_from(file.wrote_position()).unwrap_or(0);
-            let fields = StoreFields {
-                queue_offset,
-                physical_offset: wrote_offset,
-                store_timestamp: store_ts,
-                store_host: self.store_host,
-                body_crc: crc,
-                sys_flag: msg.effective_sys_flag(&self.store_host),
-            };
-            file.append_with(|tail| encode_record(&mut tail[..len], msg, &fields));
-            if queued {
-                *slot += 1;
-            }
-            file.set_store_timestamp(store_ts);
-            out.push(AppendResult {
-                wrote_offset,
-                wrote_bytes: len,
-                queue_offset,
-                store_timestamp: store_ts,
-            });
+            out.push(self.append_locked(st, msg, len, crc, store_ts)?);
         }
         Ok(out)
+    }
+
+    /// Append one message (the common case, without the batch's vectors).
+    ///
+    /// # Errors
+    /// As [`put_messages`](Self::put_messages).
+    pub fn put_message(
+        &self,
+        msg: &MessageToStore<'_>,
+        len: usize,
+        crc: i32,
+        now: i64,
+    ) -> Result<AppendResult> {
+        let mut st = self.put.lock().unwrap_or_else(PoisonError::into_inner);
+        self.begin_lock_timestamp
+            .store(now.max(1), Ordering::Relaxed);
+        let store_ts = now.max(st.last_store_timestamp);
+        st.last_store_timestamp = store_ts;
+        let res = self.append_locked(&mut st, msg, len, crc, store_ts);
+        self.begin_lock_timestamp.store(0, Ordering::Relaxed);
+        res
+    }
+
+    fn append_locked(
+        &self,
+        st: &mut PutState,
+        msg: &MessageToStore<'_>,
+        len: usize,
+        crc: i32,
+        store_ts: i64,
+    ) -> Result<AppendResult> {
+        let mut file = match &st.current {
+            Some(f) if !f.is_full() => Arc::clone(f),
+            _ => self.roll(st)?,
+        };
+        if file.file_size() - file.wrote_position() < len + END_FILE_MIN_BLANK_LENGTH {
+            // Pad the rest of the file with a BLANK record and go on in a new one.
+            file.append_with(|tail| {
+                let n = tail.len();
+                encode_blank(tail, n);
+                n
+            });
+            file = self.roll(st)?;
+            if file.file_size() < len + END_FILE_MIN_BLANK_LENGTH {
+                return Err(StoreError::MessageIllegal(format!(
+                    "message of {len} bytes does not fit a CommitLog file of {} bytes",
+                    file.file_size()
+                )));
+            }
+        }
+        let tx = sys_flag::transaction_value(msg.sys_flag);
+        let queued = tx != TRANSACTION_PREPARED_TYPE && tx != TRANSACTION_ROLLBACK_TYPE;
+        let slot = st.queue_offset_slot(msg.topic, usize::try_from(msg.queue_id).unwrap_or(0));
+        let queue_offset = if queued { *slot } else { 0 };
+        let wrote_offset =
+            file.file_from_offset() + i64::try_from(file.wrote_position()).unwrap_or(0);
+        let fields = StoreFields {
+            queue_offset,
+            physical_offset: wrote_offset,
+            store_timestamp: store_ts,
+            store_host: self.store_host,
+            body_crc: crc,
+            sys_flag: msg.effective_sys_flag(&self.store_host),
+        };
+        file.append_with(|tail| encode_record(&mut tail[..len], msg, &fields));
+        if queued {
+            *slot += 1;
+        }
+        file.set_store_timestamp(store_ts);
+        Ok(AppendResult {
+            wrote_offset,
+            wrote_bytes: len,
+            queue_offset,
+            store_timestamp: store_ts,
+        })
     }
 
     fn roll(&self, st: &mut PutState) -> Result<Arc<MappedFile>> {
@@ -278,7 +314,7 @@ impl CommitLog {
     }
 
     /// Recovery: the next queue offset of each (topic, queue).
-    pub fn set_topic_queue_table(&self, table: HashMap<String, Vec<i64>>) {
+    pub fn set_topic_queue_table(&self, table: FxHashMap<String, Vec<i64>>) {
         let mut st = self.put.lock().unwrap_or_else(PoisonError::into_inner);
         st.topic_queue_table = table;
         st.current = self.queue.last_mapped_file();

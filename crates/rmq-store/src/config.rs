@@ -81,7 +81,10 @@ fn config_error(key: &str, value: &str, allowed: &str) -> StoreError {
     }
 }
 
-fn range<T: PartialOrd + std::fmt::Display + Copy>(lo: T, hi: T) -> impl Fn(&T) -> Result<(), String> {
+fn range<T: PartialOrd + std::fmt::Display + Copy>(
+    lo: T,
+    hi: T,
+) -> impl Fn(&T) -> Result<(), String> {
     move |v: &T| {
         if *v >= lo && *v <= hi {
             Ok(())
@@ -112,7 +115,11 @@ pub fn parse_delay_levels(s: &str) -> Result<Vec<i64>, String> {
             "m" => 60_000,
             "h" => 3_600_000,
             "d" => 86_400_000,
-            _ => return Err(format!("level {tok:?} needs a unit s, m, h or d (e.g. \"1s 5s 10s\")")),
+            _ => {
+                return Err(format!(
+                    "level {tok:?} needs a unit s, m, h or d (e.g. \"1s 5s 10s\")"
+                ))
+            }
         };
         let n: i64 = num
             .parse()
@@ -248,8 +255,10 @@ store_config! {
     "transientStorePoolSize" => transient_store_pool_size: usize = 5, range(1, 64);
     /// Refuse a put at once when the pool has no free buffer (instead of waiting).
     "fastFailIfNoBufferInStorePool" => fast_fail_if_no_buffer_in_store_pool: bool = false, any;
-    /// Pre-fault each new CommitLog file before it is written (off the hot path).
-    "warmMapedFileEnable" => warm_mapped_file_enable: bool = true, any;
+    /// Pre-fault each new CommitLog file on the allocator thread before it is written. Off by
+    /// default, as in RocketMQ: on ext4 with large folios (Linux 6.16+) the appender's own
+    /// faults are cheaper than pre-faulting (see benches/RESULTS.md).
+    "warmMapedFileEnable" => warm_mapped_file_enable: bool = false, any;
     /// Largest record accepted (bytes, whole record).
     "maxMessageSize" => max_message_size: usize = 4 * 1024 * 1024, range(1024, 128 * 1024 * 1024);
     /// Hours a CommitLog file is kept after its last write.
@@ -348,10 +357,19 @@ mod tests {
         c.set("flushDiskType", "SYNC_FLUSH").unwrap();
         assert_eq!(c.flush_disk_type, FlushDiskType::SyncFlush);
         let e = c.set("flushDiskType", "FAST").unwrap_err().to_string();
-        assert!(e.contains("flushDiskType") && e.contains("ASYNC_FLUSH or SYNC_FLUSH"), "{e}");
-        let e = c.set("mappedFileSizeConsumeQueue", "1001").unwrap_err().to_string();
+        assert!(
+            e.contains("flushDiskType") && e.contains("ASYNC_FLUSH or SYNC_FLUSH"),
+            "{e}"
+        );
+        let e = c
+            .set("mappedFileSizeConsumeQueue", "1001")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("multiple of 20"), "{e}");
-        let e = c.set("diskMaxUsedSpaceRatio", "99").unwrap_err().to_string();
+        let e = c
+            .set("diskMaxUsedSpaceRatio", "99")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("10..=95"), "{e}");
         let e = c.set("nope", "1").unwrap_err().to_string();
         assert!(e.contains("not a store key"), "{e}");

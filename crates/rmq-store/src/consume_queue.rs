@@ -157,7 +157,8 @@ impl ConsumeQueue {
             }
         }
         let at = file.file_from_offset() + i64::try_from(file.wrote_position()).unwrap_or(0);
-        self.queue.set_flushed_where(self.queue.flushed_where().max(file.file_from_offset()));
+        self.queue
+            .set_flushed_where(self.queue.flushed_where().max(file.file_from_offset()));
         self.queue.set_committed_where(at);
     }
 
@@ -215,7 +216,9 @@ impl ConsumeQueue {
             let raw = f.raw_from(0);
             let mut pos = 0;
             while pos + CQ_STORE_UNIT_SIZE <= f.wrote_position() {
-                let Some(u) = CqUnit::decode(&raw[pos..]) else { break };
+                let Some(u) = CqUnit::decode(&raw[pos..]) else {
+                    break;
+                };
                 if u.size != i32::MAX && u.offset + i64::from(u.size) > phy_offset {
                     cut_at = Some(f.file_from_offset() + i64::try_from(pos).unwrap_or(0));
                     break 'files;
@@ -229,7 +232,8 @@ impl ConsumeQueue {
         if let Some(at) = cut_at {
             self.queue.truncate_dirty_files(at)?;
             self.queue.set_committed_where(at);
-            self.queue.set_flushed_where(self.queue.flushed_where().min(at));
+            self.queue
+                .set_flushed_where(self.queue.flushed_where().min(at));
             self.max_physic_offset.store(max_phy, Ordering::Release);
         }
         Ok(())
@@ -237,7 +241,9 @@ impl ConsumeQueue {
 
     /// Move the min offset to the first unit whose record is still in the CommitLog.
     pub fn correct_min_offset(&self, phy_min: i64) {
-        let Some(first) = self.queue.first_mapped_file() else { return };
+        let Some(first) = self.queue.first_mapped_file() else {
+            return;
+        };
         let mut pos = usize::try_from(
             (self.min_logic_offset.load(Ordering::Acquire) - first.file_from_offset()).max(0),
         )
@@ -255,9 +261,11 @@ impl ConsumeQueue {
 
     /// Delete files wholly below CommitLog offset `phy_min`; fix the min offset.
     pub fn delete_expired_file(&self, phy_min: i64) -> usize {
-        let n = self.queue.delete_expired_by_offset(CQ_STORE_UNIT_SIZE, phy_min, |b| {
-            CqUnit::decode(b).map_or(i64::MAX, |u| u.offset)
-        });
+        let n = self
+            .queue
+            .delete_expired_by_offset(CQ_STORE_UNIT_SIZE, phy_min, |b| {
+                CqUnit::decode(b).map_or(i64::MAX, |u| u.offset)
+            });
         self.correct_min_offset(phy_min);
         n
     }

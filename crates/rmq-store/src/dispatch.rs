@@ -40,10 +40,13 @@ impl<'a> DispatchRequest<'a> {
     /// delivery time as the tags code.
     #[must_use]
     pub fn from_record(r: &DecodedRecord<'a>, delay_levels_ms: &[i64]) -> Self {
-        let prop = |name| find_property(r.properties, name).and_then(|v| std::str::from_utf8(v).ok());
+        let prop =
+            |name| find_property(r.properties, name).and_then(|v| std::str::from_utf8(v).ok());
         let mut tags_code = rmq_common::tags_hash_code(prop(PropertyKey::TAGS));
         if r.topic == SCHEDULE_TOPIC {
-            if let Some(level) = prop(PropertyKey::DELAY_TIME_LEVEL).and_then(|l| l.parse::<usize>().ok()) {
+            if let Some(level) =
+                prop(PropertyKey::DELAY_TIME_LEVEL).and_then(|l| l.parse::<usize>().ok())
+            {
                 let idx = level.clamp(1, delay_levels_ms.len().max(1)) - 1;
                 tags_code = r.store_timestamp + delay_levels_ms.get(idx).copied().unwrap_or(1000);
             }

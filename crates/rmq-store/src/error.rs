@@ -69,7 +69,9 @@ pub enum StoreError {
     #[error("flush to disk failed: {0}")]
     FlushFailed(String),
     /// Another process holds the store directory.
-    #[error("store directory {0} is locked by another process; stop it or use another storePathRootDir")]
+    #[error(
+        "store directory {0} is locked by another process; stop it or use another storePathRootDir"
+    )]
     Locked(PathBuf),
 }
 

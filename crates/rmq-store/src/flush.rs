@@ -145,10 +145,14 @@ impl GroupCommit {
     }
 }
 
-/// A sleep that can be cut short by [`Waker::wake`] (RocketMQ's `waitForRunning`).
+/// A sleep that can be cut short by [`Waker::wake`] (RocketMQ's `waitForRunning`). Waking a
+/// thread that is awake costs one atomic swap: only a sleeping thread is signalled, so the put
+/// path can wake its helpers on every message without a system call each time.
 #[derive(Default)]
 pub struct Waker {
-    flag: Mutex<bool>,
+    notified: AtomicBool,
+    sleeping: AtomicBool,
+    lock: Mutex<()>,
     cv: Condvar,
     stopped: AtomicBool,
 }
@@ -156,29 +160,29 @@ pub struct Waker {
 impl Waker {
     /// Wake the sleeper now (cheap when it is awake already).
     pub fn wake(&self) {
-        let mut f = self.flag.lock().unwrap_or_else(PoisonError::into_inner);
-        if !*f {
-            *f = true;
+        if !self.notified.swap(true, Ordering::SeqCst) && self.sleeping.load(Ordering::SeqCst) {
+            let _g = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
             self.cv.notify_one();
         }
     }
 
-    /// Sleep up to `d` or until woken.
+    /// Sleep up to `d` or until woken; a wake that came while awake ends the next sleep at once.
     pub fn wait(&self, d: Duration) {
-        let mut f = self.flag.lock().unwrap_or_else(PoisonError::into_inner);
-        if !*f && !self.is_stopped() {
-            f = self
+        let g = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        self.sleeping.store(true, Ordering::SeqCst);
+        if !self.notified.swap(false, Ordering::SeqCst) && !self.is_stopped() {
+            let _g = self
                 .cv
-                .wait_timeout(f, d)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
+                .wait_timeout(g, d)
+                .unwrap_or_else(PoisonError::into_inner);
         }
-        *f = false;
+        self.sleeping.store(false, Ordering::SeqCst);
     }
 
     /// Ask the loop to end, and wake it.
     pub fn stop(&self) {
-        self.stopped.store(true, Ordering::Release);
+        self.stopped.store(true, Ordering::SeqCst);
+        self.notified.store(false, Ordering::SeqCst);
         self.wake();
     }
 
@@ -203,7 +207,12 @@ pub struct AsyncFlushConfig {
 }
 
 /// The async flush loop; returns when `waker` is stopped, after a final full flush.
-pub fn run_async_flush(queue: &MappedFileQueue, checkpoint: &StoreCheckpoint, waker: &Waker, c: AsyncFlushConfig) {
+pub fn run_async_flush(
+    queue: &MappedFileQueue,
+    checkpoint: &StoreCheckpoint,
+    waker: &Waker,
+    c: AsyncFlushConfig,
+) {
     let mut last_thorough = Instant::now();
     while !waker.is_stopped() {
         let mut least = c.least_pages;
@@ -240,7 +249,14 @@ pub fn run_async_flush(queue: &MappedFileQueue, checkpoint: &StoreCheckpoint, wa
 }
 
 /// The transient-pool commit loop; wakes `flush_waker` whenever it moved data.
-pub fn run_commit(queue: &MappedFileQueue, waker: &Waker, flush_waker: &Waker, interval_ms: u64, least_pages: usize, thorough_ms: u64) {
+pub fn run_commit(
+    queue: &MappedFileQueue,
+    waker: &Waker,
+    flush_waker: &Waker,
+    interval_ms: u64,
+    least_pages: usize,
+    thorough_ms: u64,
+) {
     let mut last = Instant::now();
     while !waker.is_stopped() {
         let mut least = least_pages;

@@ -70,11 +70,30 @@ fn host_len(v6: bool) -> usize {
 
 /// Length of a record with these field sizes (`calMsgLength`).
 #[must_use]
-pub fn calc_msg_length(sys_flag: i32, body_len: usize, topic_len: usize, props_len: usize) -> usize {
+pub fn calc_msg_length(
+    sys_flag: i32,
+    body_len: usize,
+    topic_len: usize,
+    props_len: usize,
+) -> usize {
     let born = host_len(sys_flag & BORNHOST_V6_FLAG != 0);
     let store = host_len(sys_flag & STOREHOSTADDRESS_V6_FLAG != 0);
     let topic_len_size = if topic_len > TOPIC_V1_MAX_LEN { 2 } else { 1 };
-    4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + born + 8 + store + 4 + 8 + 4 + body_len
+    4 + 4
+        + 4
+        + 4
+        + 4
+        + 8
+        + 8
+        + 4
+        + 8
+        + born
+        + 8
+        + store
+        + 4
+        + 8
+        + 4
+        + body_len
         + topic_len_size
         + topic_len
         + 2
@@ -311,8 +330,12 @@ pub fn scan_record(buf: &[u8], check_crc: bool) -> Scan<'_> {
     match decode_fields(&buf[..total], magic == MESSAGE_MAGIC_CODE_V2) {
         None => Scan::Invalid("fields do not fit the total size"),
         Some(rec) => {
-            if calc_msg_length(rec.sys_flag, rec.body.len(), rec.topic.len(), rec.properties.len())
-                != total
+            if calc_msg_length(
+                rec.sys_flag,
+                rec.body.len(),
+                rec.topic.len(),
+                rec.properties.len(),
+            ) != total
             {
                 return Scan::Invalid("total size does not match the field lengths");
             }
@@ -425,7 +448,10 @@ mod tests {
     #[test]
     fn fixed_overhead_is_91_bytes() {
         assert_eq!(calc_msg_length(0, 0, 0, 0), 91);
-        assert_eq!(calc_msg_length(BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG, 0, 0, 0), 115);
+        assert_eq!(
+            calc_msg_length(BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG, 0, 0, 0),
+            115
+        );
         assert_eq!(calc_msg_length(0, 0, 128, 0), 91 + 1 + 128);
     }
 
@@ -528,9 +554,15 @@ mod tests {
         encode_record(&mut buf, &m, &f);
         let mut bad = buf.clone();
         bad[90] ^= 0xFF; // flip a body byte
-        assert!(matches!(scan_record(&bad, true), Scan::Invalid("body CRC mismatch")));
+        assert!(matches!(
+            scan_record(&bad, true),
+            Scan::Invalid("body CRC mismatch")
+        ));
         assert!(matches!(scan_record(&bad, false), Scan::Message(_)));
-        assert!(matches!(scan_record(&buf[..len - 1], true), Scan::Invalid(_)));
+        assert!(matches!(
+            scan_record(&buf[..len - 1], true),
+            Scan::Invalid(_)
+        ));
         assert!(matches!(scan_record(&[0u8; 64], true), Scan::Invalid(_)));
         let mut blank = [0u8; 8];
         encode_blank(&mut blank, 8);

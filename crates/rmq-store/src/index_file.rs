@@ -219,12 +219,21 @@ impl IndexFile {
 
     /// Candidate offsets for `key` stored within `[begin, end]`, newest first, appended to
     /// `out` until it holds `max_num`.
-    pub fn select_phy_offsets(&self, out: &mut Vec<i64>, key: &str, max_num: usize, begin: i64, end: i64) {
+    pub fn select_phy_offsets(
+        &self,
+        out: &mut Vec<i64>,
+        key: &str,
+        max_num: usize,
+        begin: i64,
+        end: i64,
+    ) {
         let h = self.header.read().unwrap_or_else(PoisonError::into_inner);
         let key_hash = index_key_hash(key);
         let slot_pos = key_hash.unsigned_abs() % self.hash_slot_num;
         let abs_slot = INDEX_HEADER_SIZE + slot_pos as usize * HASH_SLOT_SIZE;
-        let Some(slot) = self.mmap.bytes(abs_slot, HASH_SLOT_SIZE) else { return };
+        let Some(slot) = self.mmap.bytes(abs_slot, HASH_SLOT_SIZE) else {
+            return;
+        };
         let mut next = i32::from_be_bytes(slot.try_into().unwrap_or([0; 4]));
         let mut steps = 0;
         while next > 0 && next < h.index_count && out.len() < max_num && steps < h.index_count {
@@ -232,7 +241,9 @@ impl IndexFile {
             let abs = INDEX_HEADER_SIZE
                 + self.hash_slot_num as usize * HASH_SLOT_SIZE
                 + usize::try_from(next).unwrap_or(0) * INDEX_SIZE;
-            let Some(e) = self.mmap.bytes(abs, INDEX_SIZE) else { break };
+            let Some(e) = self.mmap.bytes(abs, INDEX_SIZE) else {
+                break;
+            };
             let hash = i32::from_be_bytes(e[0..4].try_into().unwrap_or([0; 4]));
             let phy = i64::from_be_bytes(e[4..12].try_into().unwrap_or([0; 8]));
             let diff = i32::from_be_bytes(e[12..16].try_into().unwrap_or([0; 4]));
@@ -362,7 +373,12 @@ impl IndexService {
     }
 
     fn writable_file(&self) -> Result<Arc<IndexFile>> {
-        if let Some(f) = self.files.read().unwrap_or_else(PoisonError::into_inner).last() {
+        if let Some(f) = self
+            .files
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .last()
+        {
             if !f.is_write_full() {
                 return Ok(Arc::clone(f));
             }
@@ -379,7 +395,11 @@ impl IndexService {
             now += 1;
             path = self.dir.join(index_file_name(now));
         }
-        let f = Arc::new(IndexFile::create(&path, self.hash_slot_num, self.index_num)?);
+        let f = Arc::new(IndexFile::create(
+            &path,
+            self.hash_slot_num,
+            self.index_num,
+        )?);
         files.push(Arc::clone(&f));
         Ok(f)
     }
@@ -417,7 +437,14 @@ impl IndexService {
 
     /// Candidate CommitLog offsets for `topic#key` within `[begin, end]`, newest first.
     #[must_use]
-    pub fn query_offsets(&self, topic: &str, key: &str, max_num: usize, begin: i64, end: i64) -> Vec<i64> {
+    pub fn query_offsets(
+        &self,
+        topic: &str,
+        key: &str,
+        max_num: usize,
+        begin: i64,
+        end: i64,
+    ) -> Vec<i64> {
         let full = format!("{topic}#{key}");
         let files = self
             .files
@@ -443,7 +470,10 @@ impl IndexService {
         while files.len() > 1 && files[0].end_phy_offset() < phy_min {
             let f = files.remove(0);
             if let Err(e) = std::fs::remove_file(f.path()) {
-                eprintln!("rmq-store WARN: could not delete {}: {e}", f.path().display());
+                eprintln!(
+                    "rmq-store WARN: could not delete {}: {e}",
+                    f.path().display()
+                );
             }
             n += 1;
         }
@@ -504,7 +534,10 @@ mod tests {
         let raw = std::fs::read(&p).unwrap();
         assert_eq!(raw.len(), 40 + 4 * 4 + 16 * 20);
         assert_eq!(i64::from_be_bytes(raw[0..8].try_into().unwrap()), 1_000_000);
-        assert_eq!(i64::from_be_bytes(raw[8..16].try_into().unwrap()), 1_009_000);
+        assert_eq!(
+            i64::from_be_bytes(raw[8..16].try_into().unwrap()),
+            1_009_000
+        );
         assert_eq!(i64::from_be_bytes(raw[16..24].try_into().unwrap()), 100);
         assert_eq!(i64::from_be_bytes(raw[24..32].try_into().unwrap()), 109);
         assert_eq!(i32::from_be_bytes(raw[36..40].try_into().unwrap()), 11);
@@ -514,7 +547,10 @@ mod tests {
             i32::from_be_bytes(raw[e1..e1 + 4].try_into().unwrap()),
             index_key_hash("T#k0")
         );
-        assert_eq!(i64::from_be_bytes(raw[e1 + 4..e1 + 12].try_into().unwrap()), 100);
+        assert_eq!(
+            i64::from_be_bytes(raw[e1 + 4..e1 + 12].try_into().unwrap()),
+            100
+        );
         let f = IndexFile::load(&p, 4, 16).unwrap();
         let mut out = Vec::new();
         f.select_phy_offsets(&mut out, "T#k2", 32, 0, i64::MAX);

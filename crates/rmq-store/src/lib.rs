@@ -42,4 +42,6 @@ pub use config::{BrokerRole, FlushDiskType, StoreConfig};
 pub use error::{Result, StoreError};
 pub use format::{DecodedRecord, MessageToStore};
 pub use mapped_file::SelectMappedBufferResult;
-pub use store::{GetMessageResult, GetMessageStatus, MessageStore, PutMessageResult, PutMessageStatus};
+pub use store::{
+    GetMessageResult, GetMessageStatus, MessageStore, PutMessageResult, PutMessageStatus,
+};

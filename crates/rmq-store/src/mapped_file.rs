@@ -58,7 +58,13 @@ impl MappedFile {
                 reason: "file name is not a 20-digit offset".into(),
             })?;
         let mmap = MmapFile::open(path, file_size).ctx(|| format!("opening {}", path.display()))?;
-        Ok(Self::with(path.to_owned(), from, file_size, mmap, file_size))
+        Ok(Self::with(
+            path.to_owned(),
+            from,
+            file_size,
+            mmap,
+            file_size,
+        ))
     }
 
     fn with(path: PathBuf, from: i64, file_size: usize, mmap: MmapFile, pos: usize) -> Self {
@@ -299,10 +305,12 @@ impl MappedFile {
     /// First time a deletion was refused because readers held the file (0 = never), set on
     /// the first call.
     pub(crate) fn mark_destroy_attempt(&self, now: i64) -> i64 {
-        match self
-            .first_destroy_attempt
-            .compare_exchange(0, now, Ordering::AcqRel, Ordering::Acquire)
-        {
+        match self.first_destroy_attempt.compare_exchange(
+            0,
+            now,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
             Ok(_) => now,
             Err(prev) => prev,
         }

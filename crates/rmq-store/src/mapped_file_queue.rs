@@ -169,7 +169,11 @@ impl MappedFileQueue {
 
     /// The file holding global `offset`; the first file when not found and `return_first`.
     #[must_use]
-    pub fn find_mapped_file_by_offset(&self, offset: i64, return_first: bool) -> Option<Arc<MappedFile>> {
+    pub fn find_mapped_file_by_offset(
+        &self,
+        offset: i64,
+        return_first: bool,
+    ) -> Option<Arc<MappedFile>> {
         let files = self.files.read().unwrap_or_else(PoisonError::into_inner);
         let first = files.first()?;
         let size = self.size_i64();
@@ -193,7 +197,8 @@ impl MappedFileQueue {
     /// Start offset of the oldest file (`-1` when there are none).
     #[must_use]
     pub fn min_offset(&self) -> i64 {
-        self.first_mapped_file().map_or(-1, |f| f.file_from_offset())
+        self.first_mapped_file()
+            .map_or(-1, |f| f.file_from_offset())
     }
 
     /// End of the readable data.
@@ -308,7 +313,8 @@ impl MappedFileQueue {
                 f.zero_tail(pos)?;
                 keep.push(f);
             } else {
-                std::fs::remove_file(f.path()).ctx(|| format!("removing {}", f.path().display()))?;
+                std::fs::remove_file(f.path())
+                    .ctx(|| format!("removing {}", f.path().display()))?;
             }
         }
         *files = keep;
@@ -367,7 +373,12 @@ impl MappedFileQueue {
 
     /// Delete the oldest files whose last unit (read by `last_key`) is below `min`. Used by
     /// ConsumeQueues after the CommitLog lost its head. Returns how many were deleted.
-    pub fn delete_expired_by_offset(&self, unit_size: usize, min: i64, last_key: impl Fn(&[u8]) -> i64) -> usize {
+    pub fn delete_expired_by_offset(
+        &self,
+        unit_size: usize,
+        min: i64,
+        last_key: impl Fn(&[u8]) -> i64,
+    ) -> usize {
         let snapshot = self.files();
         let mut deleted = 0;
         for f in snapshot.iter().take(snapshot.len().saturating_sub(1)) {
@@ -392,7 +403,10 @@ impl MappedFileQueue {
             // Readers keep their mapping (and open descriptor) even after the unlink.
         }
         if let Err(e) = std::fs::remove_file(f.path()) {
-            eprintln!("rmq-store WARN: could not delete {}: {e}", f.path().display());
+            eprintln!(
+                "rmq-store WARN: could not delete {}: {e}",
+                f.path().display()
+            );
             return false;
         }
         self.files

@@ -53,7 +53,10 @@ impl MmapFile {
         if cur > len as u64 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
-                format!("{} is {cur} bytes, larger than the configured {len}", path.display()),
+                format!(
+                    "{} is {cur} bytes, larger than the configured {len}",
+                    path.display()
+                ),
             ));
         }
         let off_len = libc::off_t::try_from(len)

@@ -28,7 +28,9 @@ use crate::config::{BrokerRole, FlushDiskType, StoreConfig};
 use crate::consume_queue::ConsumeQueue;
 use crate::dispatch::DispatchRequest;
 use crate::error::{IoContext, Result, StoreError};
-use crate::flush::{run_async_flush, run_commit, AsyncFlushConfig, FlushOutcome, GroupCommit, Waker};
+use crate::flush::{
+    run_async_flush, run_commit, AsyncFlushConfig, FlushOutcome, GroupCommit, Waker,
+};
 use crate::format::{scan_record, CqUnit, DecodedRecord, MessageToStore, Scan, CQ_STORE_UNIT_SIZE};
 use crate::index_file::{IndexRequest, IndexService};
 use crate::mapped_file::{MappedFile, SelectMappedBufferResult};
@@ -153,6 +155,9 @@ pub struct MessageStore {
     cq_flush_waker: Waker,
     clean_waker: Waker,
     reput_from_offset: AtomicI64,
+    /// ConsumeQueues by topic and queue id, as seen by the dispatch thread (no table lock or
+    /// string hashing per message).
+    dispatch_cache: Mutex<rmq_common::fx::FxHashMap<String, Vec<Option<Arc<ConsumeQueue>>>>>,
     disk_full: AtomicBool,
     shutdown: AtomicBool,
     last_exit_ok: bool,
@@ -163,7 +168,7 @@ pub struct MessageStore {
     put_times: AtomicU64,
     put_bytes: AtomicU64,
     last_dispatched_store_ts: AtomicI64,
-    _lock_file: File,
+    lock_file: File,
 }
 
 fn total_memory_bytes() -> u64 {
@@ -190,9 +195,14 @@ impl MessageStore {
     /// # Errors
     /// A locked directory, unreadable or mis-sized files, or I/O errors, each naming the
     /// file and what to do.
-    pub fn open(root: impl AsRef<Path>, config: StoreConfig, store_host: SocketAddr) -> Result<Arc<Self>> {
+    pub fn open(
+        root: impl AsRef<Path>,
+        config: StoreConfig,
+        store_host: SocketAddr,
+    ) -> Result<Arc<Self>> {
         let root = root.as_ref().to_path_buf();
-        std::fs::create_dir_all(&root).ctx(|| format!("creating store directory {}", root.display()))?;
+        std::fs::create_dir_all(&root)
+            .ctx(|| format!("creating store directory {}", root.display()))?;
         let lock_file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -213,7 +223,8 @@ impl MessageStore {
         } else {
             None
         };
-        let mut cl_queue = MappedFileQueue::new(root.join("commitlog"), config.mapped_file_size_commit_log)?;
+        let mut cl_queue =
+            MappedFileQueue::new(root.join("commitlog"), config.mapped_file_size_commit_log)?;
         if let Some(p) = &pool {
             cl_queue = cl_queue.with_pool(Arc::clone(p));
         }
@@ -221,7 +232,11 @@ impl MessageStore {
         let cl_queue = cl_queue.with_allocator(config.warm_mapped_file_enable);
         let commit_log = CommitLog::new(cl_queue, store_host, config.max_message_size);
         let checkpoint = StoreCheckpoint::open(&root.join("checkpoint"))?;
-        let index = IndexService::new(root.join("index"), config.max_hash_slot_num, config.max_index_num)?;
+        let index = IndexService::new(
+            root.join("index"),
+            config.max_hash_slot_num,
+            config.max_index_num,
+        )?;
         index.load(last_exit_ok, checkpoint.index_msg_timestamp())?;
         let store = Self {
             consume_queues: RwLock::new(Self::load_consume_queues(&root, &config)?),
@@ -239,6 +254,7 @@ impl MessageStore {
             cq_flush_waker: Waker::default(),
             clean_waker: Waker::default(),
             reput_from_offset: AtomicI64::new(0),
+            dispatch_cache: Mutex::new(rmq_common::fx::FxHashMap::default()),
             disk_full: AtomicBool::new(false),
             shutdown: AtomicBool::new(false),
             last_exit_ok,
@@ -248,7 +264,7 @@ impl MessageStore {
             put_times: AtomicU64::new(0),
             put_bytes: AtomicU64::new(0),
             last_dispatched_store_ts: AtomicI64::new(0),
-            _lock_file: lock_file,
+            lock_file,
             config,
         };
         store.recover()?;
@@ -267,22 +283,44 @@ impl MessageStore {
         let cq_root = root.join("consumequeue");
         std::fs::create_dir_all(&cq_root).ctx(|| format!("creating {}", cq_root.display()))?;
         let mut table = CqTable::new();
-        for topic_dir in std::fs::read_dir(&cq_root).ctx(|| format!("listing {}", cq_root.display()))? {
-            let topic_dir = topic_dir.ctx(|| format!("listing {}", cq_root.display()))?.path();
-            let Some(topic) = topic_dir.file_name().and_then(|n| n.to_str()).map(str::to_owned) else {
+        for topic_dir in
+            std::fs::read_dir(&cq_root).ctx(|| format!("listing {}", cq_root.display()))?
+        {
+            let topic_dir = topic_dir
+                .ctx(|| format!("listing {}", cq_root.display()))?
+                .path();
+            let Some(topic) = topic_dir
+                .file_name()
+                .and_then(|n| n.to_str())
+                .map(str::to_owned)
+            else {
                 continue;
             };
             if !topic_dir.is_dir() {
                 continue;
             }
-            for q in std::fs::read_dir(&topic_dir).ctx(|| format!("listing {}", topic_dir.display()))? {
+            for q in
+                std::fs::read_dir(&topic_dir).ctx(|| format!("listing {}", topic_dir.display()))?
+            {
                 let q = q.ctx(|| format!("listing {}", topic_dir.display()))?.path();
-                let Some(qid) = q.file_name().and_then(|n| n.to_str()).and_then(|n| n.parse::<i32>().ok()) else {
+                let Some(qid) = q
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .and_then(|n| n.parse::<i32>().ok())
+                else {
                     continue; // not a queue id: RocketMQ skips it too
                 };
-                let cq = ConsumeQueue::new(&cq_root, &topic, qid, config.mapped_file_size_consume_queue)?;
+                let cq = ConsumeQueue::new(
+                    &cq_root,
+                    &topic,
+                    qid,
+                    config.mapped_file_size_consume_queue,
+                )?;
                 cq.load()?;
-                table.entry(topic.clone()).or_default().insert(qid, Arc::new(cq));
+                table
+                    .entry(topic.clone())
+                    .or_default()
+                    .insert(qid, Arc::new(cq));
             }
         }
         Ok(table)
@@ -310,7 +348,11 @@ impl MessageStore {
         let process = if files.is_empty() {
             0
         } else if self.last_exit_ok {
-            self.scan_valid_end(&files, files.len().saturating_sub(3), self.config.check_crc_on_recover)
+            self.scan_valid_end(
+                &files,
+                files.len().saturating_sub(3),
+                self.config.check_crc_on_recover,
+            )
         } else {
             let start = self.abnormal_recovery_start(&files);
             self.scan_valid_end(&files, start, self.config.check_crc_on_recover)
@@ -333,6 +375,10 @@ impl MessageStore {
                 .write()
                 .unwrap_or_else(PoisonError::into_inner)
                 .clear();
+            self.dispatch_cache
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clear();
         } else if max_phy_of_cq >= process {
             for cq in self.all_consume_queues() {
                 cq.truncate_dirty_logic_files(process)?;
@@ -350,9 +396,11 @@ impl MessageStore {
         if self.config.message_index_enable {
             reput = reput.min(self.index.end_phy_offset().max(cl_min));
         }
-        self.reput_from_offset.store(reput.min(process), Ordering::Release);
+        self.reput_from_offset
+            .store(reput.min(process), Ordering::Release);
         while self.do_reput() {}
-        let mut table: HashMap<String, Vec<i64>> = HashMap::new();
+        let mut table: rmq_common::fx::FxHashMap<String, Vec<i64>> =
+            rmq_common::fx::FxHashMap::default();
         for cq in self.all_consume_queues() {
             let v = table.entry(cq.topic().to_owned()).or_default();
             let qid = usize::try_from(cq.queue_id()).unwrap_or(0);
@@ -394,8 +442,14 @@ impl MessageStore {
             let end_of_file = loop {
                 match scan_record(&raw[pos..], check_crc) {
                     Scan::Message(r) => {
-                        if r.physical_offset != f.file_from_offset() + i64::try_from(pos).unwrap_or(0) {
-                            self.report_cut(f, pos, "physical offset field does not match the position");
+                        if r.physical_offset
+                            != f.file_from_offset() + i64::try_from(pos).unwrap_or(0)
+                        {
+                            self.report_cut(
+                                f,
+                                pos,
+                                "physical offset field does not match the position",
+                            );
                             break false;
                         }
                         pos += r.total_size;
@@ -450,7 +504,9 @@ impl MessageStore {
             };
             threads.push(spawn(
                 "rmq-flush-commitlog",
-                Box::new(move || run_async_flush(s.commit_log.queue(), &s.checkpoint, &s.flush_waker, c)),
+                Box::new(move || {
+                    run_async_flush(s.commit_log.queue(), &s.checkpoint, &s.flush_waker, c)
+                }),
             )?);
         }
         if self.pool.is_some() {
@@ -473,23 +529,34 @@ impl MessageStore {
         threads.push(spawn(
             "rmq-reput",
             Box::new(move || {
+                let mut idle_spins = 0u32;
                 while !s.reput_waker.is_stopped() {
-                    if !s.do_reput() {
+                    if s.do_reput() {
+                        idle_spins = 0;
+                    } else if idle_spins < 200 {
+                        // Stay hot briefly: under load the next record is microseconds away.
+                        idle_spins += 1;
+                        std::thread::yield_now();
+                    } else {
                         s.reput_waker.wait(Duration::from_millis(1));
                     }
                 }
             }),
         )?);
         let s = Arc::clone(self);
-        threads.push(spawn("rmq-flush-consumequeue", Box::new(move || s.run_flush_consume_queue()))?);
+        threads.push(spawn(
+            "rmq-flush-consumequeue",
+            Box::new(move || s.run_flush_consume_queue()),
+        )?);
         let s = Arc::clone(self);
         threads.push(spawn(
             "rmq-clean",
             Box::new(move || {
                 while !s.clean_waker.is_stopped() {
                     s.check_disk_space();
-                    s.clean_waker
-                        .wait(Duration::from_millis(u64::from(s.config.clean_resource_interval)));
+                    s.clean_waker.wait(Duration::from_millis(u64::from(
+                        s.config.clean_resource_interval,
+                    )));
                 }
             }),
         )?);
@@ -503,7 +570,9 @@ impl MessageStore {
             let mut least = self.config.flush_consume_queue_least_pages as usize;
             if stopped
                 || last_thorough.elapsed()
-                    >= Duration::from_millis(u64::from(self.config.flush_consume_queue_thorough_interval))
+                    >= Duration::from_millis(u64::from(
+                        self.config.flush_consume_queue_thorough_interval,
+                    ))
             {
                 last_thorough = std::time::Instant::now();
                 least = 0;
@@ -514,8 +583,9 @@ impl MessageStore {
             if stopped {
                 return;
             }
-            self.cq_flush_waker
-                .wait(Duration::from_millis(u64::from(self.config.flush_interval_consume_queue)));
+            self.cq_flush_waker.wait(Duration::from_millis(u64::from(
+                self.config.flush_interval_consume_queue,
+            )));
         }
     }
 
@@ -550,14 +620,20 @@ impl MessageStore {
             reput = min;
         }
         let start = reput;
+        let mut cache = self
+            .dispatch_cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         while reput < self.commit_log.max_offset() {
-            let Some(data) = self.commit_log.get_data(reput) else { break };
+            let Some(data) = self.commit_log.get_data(reput) else {
+                break;
+            };
             let bytes = data.bytes();
             let mut pos = 0;
             while pos < bytes.len() {
                 match scan_record(&bytes[pos..], false) {
                     Scan::Message(r) => {
-                        self.dispatch(&r);
+                        self.dispatch(&r, &mut cache);
                         pos += r.total_size;
                         reput += i64::try_from(r.total_size).unwrap_or(0);
                     }
@@ -580,12 +656,35 @@ impl MessageStore {
         reput != start
     }
 
-    fn dispatch(&self, r: &DecodedRecord<'_>) {
+    fn cached_consume_queue(
+        &self,
+        cache: &mut rmq_common::fx::FxHashMap<String, Vec<Option<Arc<ConsumeQueue>>>>,
+        topic: &str,
+        queue_id: i32,
+    ) -> Result<Arc<ConsumeQueue>> {
+        let qid = usize::try_from(queue_id).unwrap_or(0);
+        if let Some(Some(cq)) = cache.get(topic).and_then(|v| v.get(qid)) {
+            return Ok(Arc::clone(cq));
+        }
+        let cq = self.find_consume_queue(topic, queue_id)?;
+        let v = cache.entry(topic.to_owned()).or_default();
+        if v.len() <= qid {
+            v.resize(qid + 1, None);
+        }
+        v[qid] = Some(Arc::clone(&cq));
+        Ok(cq)
+    }
+
+    fn dispatch(
+        &self,
+        r: &DecodedRecord<'_>,
+        cache: &mut rmq_common::fx::FxHashMap<String, Vec<Option<Arc<ConsumeQueue>>>>,
+    ) {
         let req = DispatchRequest::from_record(r, &self.delay_levels_ms);
         self.last_dispatched_store_ts
             .fetch_max(req.store_timestamp, Ordering::AcqRel);
         if req.is_queued() {
-            let cq = self.find_consume_queue(req.topic, req.queue_id);
+            let cq = self.cached_consume_queue(cache, req.topic, req.queue_id);
             let unit = CqUnit {
                 offset: req.commit_log_offset,
                 size: req.msg_size,
@@ -594,7 +693,10 @@ impl MessageStore {
             match cq {
                 Ok(cq) => {
                     if let Err(e) = cq.put_message_position_info(unit, req.consume_queue_offset) {
-                        eprintln!("rmq-store ERROR: building consume queue {}/{}: {e}", req.topic, req.queue_id);
+                        eprintln!(
+                            "rmq-store ERROR: building consume queue {}/{}: {e}",
+                            req.topic, req.queue_id
+                        );
                     }
                 }
                 Err(e) => eprintln!("rmq-store ERROR: {e}"),
@@ -614,7 +716,11 @@ impl MessageStore {
             }
         }
         if req.is_queued() {
-            let listener = self.listener.read().unwrap_or_else(PoisonError::into_inner).clone();
+            let listener = self
+                .listener
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
             if let Some(l) = listener {
                 l(
                     req.topic,
@@ -631,7 +737,10 @@ impl MessageStore {
         if let Some(cq) = self.get_consume_queue(topic, queue_id) {
             return Ok(cq);
         }
-        let mut t = self.consume_queues.write().unwrap_or_else(PoisonError::into_inner);
+        let mut t = self
+            .consume_queues
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
         if let Some(cq) = t.get(topic).and_then(|m| m.get(&queue_id)) {
             return Ok(Arc::clone(cq));
         }
@@ -641,7 +750,9 @@ impl MessageStore {
             queue_id,
             self.config.mapped_file_size_consume_queue,
         )?);
-        t.entry(topic.to_owned()).or_default().insert(queue_id, Arc::clone(&cq));
+        t.entry(topic.to_owned())
+            .or_default()
+            .insert(queue_id, Arc::clone(&cq));
         Ok(cq)
     }
 
@@ -658,12 +769,17 @@ impl MessageStore {
 
     /// Register the hook that wakes held pulls when messages are dispatched.
     pub fn set_message_arriving_listener(&self, l: Arc<MessageArrivingListener>) {
-        *self.listener.write().unwrap_or_else(PoisonError::into_inner) = Some(l);
+        *self
+            .listener
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Some(l);
     }
 
     fn check_writable(&self) -> Result<()> {
         if self.shutdown.load(Ordering::Acquire) {
-            return Err(StoreError::ServiceNotAvailable("the message store is shut down".into()));
+            return Err(StoreError::ServiceNotAvailable(
+                "the message store is shut down".into(),
+            ));
         }
         if self.config.broker_role == BrokerRole::Slave {
             return Err(StoreError::ServiceNotAvailable(
@@ -698,7 +814,13 @@ impl MessageStore {
     /// Illegal messages, refused writes (disk full, shut down, slave), I/O failures, and a
     /// failed flush — never a success for bytes that are not stored as promised.
     pub fn put_message(&self, msg: &MessageToStore<'_>) -> Result<PutMessageResult> {
-        Ok(self.put_messages(std::slice::from_ref(msg))?.remove(0))
+        self.check_writable()?;
+        let len = self.commit_log.validate(msg)?;
+        let crc = rmq_common::body_crc(msg.body);
+        let append = self.commit_log.put_message(msg, len, crc, now_millis())?;
+        self.after_append(1, len);
+        let status = self.wait_durable(append.end_offset())?;
+        Ok(PutMessageResult { status, append })
     }
 
     /// Store several messages under one hold of the put lock (a batch).
@@ -727,12 +849,18 @@ impl MessageStore {
             lens.push(self.commit_log.validate(m)?);
             crcs.push(rmq_common::body_crc(m.body));
         }
-        let results = self.commit_log.put_messages(msgs, &lens, &crcs, now_millis())?;
-        self.put_times.fetch_add(msgs.len() as u64, Ordering::Relaxed);
-        self.put_bytes
-            .fetch_add(lens.iter().sum::<usize>() as u64, Ordering::Relaxed);
-        self.reput_waker.wake();
+        let results = self
+            .commit_log
+            .put_messages(msgs, &lens, &crcs, now_millis())?;
+        self.after_append(msgs.len(), lens.iter().sum());
         Ok(results)
+    }
+
+    fn after_append(&self, count: usize, bytes: usize) {
+        self.put_times.fetch_add(count as u64, Ordering::Relaxed);
+        self.put_bytes.fetch_add(bytes as u64, Ordering::Relaxed);
+        // No wake-up of the dispatch thread here: it polls (as RocketMQ's reput thread
+        // does), so a busy put path never pays a system call per message for it.
     }
 
     /// The second half of a put: under SYNC_FLUSH wait until `end_offset` is durable; under
@@ -750,10 +878,26 @@ impl MessageStore {
                 })
             }
             None => {
-                if self.pool.is_some() {
-                    self.commit_waker.wake();
-                } else if !self.config.flush_commit_log_timed {
-                    self.flush_waker.wake();
+                // Wake the commit (pool) or flush thread only once it has a batch worth
+                // writing; below that its interval timer picks the bytes up.
+                let q = self.commit_log.queue();
+                let (behind, least) = if self.pool.is_some() {
+                    (
+                        end_offset - q.committed_where(),
+                        self.config.commit_commit_log_least_pages,
+                    )
+                } else {
+                    (
+                        end_offset - q.flushed_where(),
+                        self.config.flush_commit_log_least_pages,
+                    )
+                };
+                if behind >= i64::from(least) * 4096 {
+                    if self.pool.is_some() {
+                        self.commit_waker.wake();
+                    } else if !self.config.flush_commit_log_timed {
+                        self.flush_waker.wake();
+                    }
                 }
                 Ok(PutMessageStatus::PutOk)
             }
@@ -795,15 +939,23 @@ impl MessageStore {
         };
         let units = file.read_from(pos).unwrap_or(&[]);
         let max_phy = self.commit_log.max_offset();
-        #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-        let memory = (self.memory_bytes as f64 * f64::from(self.config.access_message_in_memory_max_ratio) / 100.0) as i64;
+        #[allow(
+            clippy::cast_precision_loss,
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss
+        )]
+        let memory = (self.memory_bytes as f64
+            * f64::from(self.config.access_message_in_memory_max_ratio)
+            / 100.0) as i64;
         let max_filter_bytes = (max_msg_nums * CQ_STORE_UNIT_SIZE).max(16_000);
         let mut res = GetMessageResult::empty(S::NoMatchedMessage, offset, min, max);
         let mut next_phy_file_start = i64::MIN;
         let mut max_phy_pulling = 0;
         let mut i = 0;
         while i + CQ_STORE_UNIT_SIZE <= units.len() && i < max_filter_bytes {
-            let Some(u) = CqUnit::decode(&units[i..]) else { break };
+            let Some(u) = CqUnit::decode(&units[i..]) else {
+                break;
+            };
             i += CQ_STORE_UNIT_SIZE;
             max_phy_pulling = u.offset;
             if next_phy_file_start != i64::MIN && u.offset < next_phy_file_start {
@@ -811,7 +963,13 @@ impl MessageStore {
             }
             let in_disk = max_phy - u.offset > memory;
             let size = usize::try_from(u.size).unwrap_or(0);
-            if self.is_batch_full(size, max_msg_nums, res.buffer_total_size, res.messages.len(), in_disk) {
+            if self.is_batch_full(
+                size,
+                max_msg_nums,
+                res.buffer_total_size,
+                res.messages.len(),
+                in_disk,
+            ) {
                 i -= CQ_STORE_UNIT_SIZE;
                 break;
             }
@@ -840,7 +998,14 @@ impl MessageStore {
         res
     }
 
-    fn is_batch_full(&self, size: usize, max_msg_nums: usize, total: usize, count: usize, in_disk: bool) -> bool {
+    fn is_batch_full(
+        &self,
+        size: usize,
+        max_msg_nums: usize,
+        total: usize,
+        count: usize,
+        in_disk: bool,
+    ) -> bool {
         if total == 0 || count == 0 {
             return false;
         }
@@ -872,15 +1037,29 @@ impl MessageStore {
     /// Messages of `topic` whose KEYS contain `key` (or whose UNIQ_KEY is `key`), stored within
     /// `[begin, end]`, newest first, at most `max_num`.
     #[must_use]
-    pub fn query_message(&self, topic: &str, key: &str, max_num: usize, begin: i64, end: i64) -> Vec<SelectMappedBufferResult> {
+    pub fn query_message(
+        &self,
+        topic: &str,
+        key: &str,
+        max_num: usize,
+        begin: i64,
+        end: i64,
+    ) -> Vec<SelectMappedBufferResult> {
         use rmq_common::properties::{find_property, PropertyKey};
         let mut out: Vec<SelectMappedBufferResult> = Vec::new();
-        for off in self.index.query_offsets(topic, key, max_num.saturating_mul(2), begin, end) {
+        for off in self
+            .index
+            .query_offsets(topic, key, max_num.saturating_mul(2), begin, end)
+        {
             if out.len() >= max_num || out.iter().any(|s| s.start_offset() == off) {
                 continue;
             }
-            let Some(sel) = self.look_message_by_offset(off) else { continue };
-            let Scan::Message(r) = scan_record(sel.bytes(), false) else { continue };
+            let Some(sel) = self.look_message_by_offset(off) else {
+                continue;
+            };
+            let Scan::Message(r) = scan_record(sel.bytes(), false) else {
+                continue;
+            };
             let prop = |n| find_property(r.properties, n).and_then(|v| std::str::from_utf8(v).ok());
             let matches = r.topic == topic
                 && (prop(PropertyKey::UNIQ_CLIENT_MESSAGE_ID_KEYIDX) == Some(key)
@@ -896,11 +1075,15 @@ impl MessageStore {
     /// when none was).
     #[must_use]
     pub fn get_offset_in_queue_by_time(&self, topic: &str, queue_id: i32, timestamp: i64) -> i64 {
-        let Some(cq) = self.get_consume_queue(topic, queue_id) else { return 0 };
+        let Some(cq) = self.get_consume_queue(topic, queue_id) else {
+            return 0;
+        };
         let (mut lo, mut hi) = (cq.min_offset_in_queue(), cq.max_offset_in_queue());
         let store_ts = |idx: i64| -> Option<i64> {
             let u = cq.get_unit(idx)?;
-            let sel = self.commit_log.get_message(u.offset, usize::try_from(u.size).ok()?)?;
+            let sel = self
+                .commit_log
+                .get_message(u.offset, usize::try_from(u.size).ok()?)?;
             match scan_record(sel.bytes(), false) {
                 Scan::Message(r) => Some(r.store_timestamp),
                 _ => None,
@@ -920,13 +1103,15 @@ impl MessageStore {
     /// Smallest queue offset of `(topic, queue_id)`.
     #[must_use]
     pub fn get_min_offset_in_queue(&self, topic: &str, queue_id: i32) -> i64 {
-        self.get_consume_queue(topic, queue_id).map_or(0, |cq| cq.min_offset_in_queue())
+        self.get_consume_queue(topic, queue_id)
+            .map_or(0, |cq| cq.min_offset_in_queue())
     }
 
     /// Next queue offset to be written in `(topic, queue_id)`.
     #[must_use]
     pub fn get_max_offset_in_queue(&self, topic: &str, queue_id: i32) -> i64 {
-        self.get_consume_queue(topic, queue_id).map_or(0, |cq| cq.max_offset_in_queue())
+        self.get_consume_queue(topic, queue_id)
+            .map_or(0, |cq| cq.max_offset_in_queue())
     }
 
     /// Oldest CommitLog offset still stored.
@@ -1070,7 +1255,10 @@ impl MessageStore {
     /// Every (topic, queue ids) with a ConsumeQueue.
     #[must_use]
     pub fn topic_queues(&self) -> Vec<(String, Vec<i32>)> {
-        let t = self.consume_queues.read().unwrap_or_else(PoisonError::into_inner);
+        let t = self
+            .consume_queues
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
         let mut v: Vec<(String, Vec<i32>)> = t
             .iter()
             .map(|(k, m)| {
@@ -1087,18 +1275,39 @@ impl MessageStore {
     #[must_use]
     pub fn runtime_info(&self) -> Vec<(&'static str, String)> {
         vec![
-            ("putMessageTimesTotal", self.put_times.load(Ordering::Relaxed).to_string()),
-            ("putMessageSizeTotal", self.put_bytes.load(Ordering::Relaxed).to_string()),
+            (
+                "putMessageTimesTotal",
+                self.put_times.load(Ordering::Relaxed).to_string(),
+            ),
+            (
+                "putMessageSizeTotal",
+                self.put_bytes.load(Ordering::Relaxed).to_string(),
+            ),
             ("commitLogMinOffset", self.get_min_phy_offset().to_string()),
             ("commitLogMaxOffset", self.get_max_phy_offset().to_string()),
-            ("commitLogFlushedOffset", self.commit_log.queue().flushed_where().to_string()),
-            ("dispatchBehindBytes", self.dispatch_behind_bytes().to_string()),
-            ("commitLogDiskRatio", format!("{:.4}", self.disk_used_ratio())),
-            ("diskFull", self.disk_full.load(Ordering::Relaxed).to_string()),
+            (
+                "commitLogFlushedOffset",
+                self.commit_log.queue().flushed_where().to_string(),
+            ),
+            (
+                "dispatchBehindBytes",
+                self.dispatch_behind_bytes().to_string(),
+            ),
+            (
+                "commitLogDiskRatio",
+                format!("{:.4}", self.disk_used_ratio()),
+            ),
+            (
+                "diskFull",
+                self.disk_full.load(Ordering::Relaxed).to_string(),
+            ),
             ("transientStorePoolActive", self.pool.is_some().to_string()),
             (
                 "remainTransientStoreBufferNumbs",
-                self.pool.as_ref().map_or(0, |p| p.available_buffer_nums()).to_string(),
+                self.pool
+                    .as_ref()
+                    .map_or(0, |p| p.available_buffer_nums())
+                    .to_string(),
             ),
             ("lastExitOk", self.last_exit_ok.to_string()),
         ]
@@ -1144,6 +1353,18 @@ impl MessageStore {
             std::fs::remove_file(&abort).ctx(|| format!("removing {}", abort.display()))?;
             sync_dir(&self.root);
         }
+        // The directory is free for another store from here on.
+        let _ = self.lock_file.unlock();
         flushed.map(|_| ())
+    }
+}
+
+impl std::fmt::Debug for MessageStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MessageStore")
+            .field("root", &self.root)
+            .field("min_phy_offset", &self.get_min_phy_offset())
+            .field("max_phy_offset", &self.get_max_phy_offset())
+            .finish_non_exhaustive()
     }
 }

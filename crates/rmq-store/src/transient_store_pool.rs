@@ -56,7 +56,10 @@ impl TransientStorePool {
 
     /// Take a buffer, or `None` when all are lent out.
     pub fn borrow_buffer(&self) -> Option<Arc<AnonBuffer>> {
-        let mut q = self.available.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut q = self
+            .available
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let b = q.pop_front();
         if b.is_some() && q.len() * 10 < self.pool_size * 4 {
             eprintln!(

@@ -1,0 +1,242 @@
+#![allow(missing_docs)] // criterion_group! generates undocumented items
+//! Storage-engine benchmarks, each against a baseline measured in the same run:
+//!
+//! * `append_dispatch`: one writer putting 1 KiB messages (ASYNC_FLUSH) until dispatch has
+//!   built their ConsumeQueue units, vs. a raw memcpy of the same record bytes into a
+//!   pre-faulted mapped file; and the same with the transient store pool on.
+//! * `sync_flush`: SYNC_FLUSH group commit with 1, 16 and 64 concurrent appenders, vs. one
+//!   `fdatasync` per message. p50/p99 put latencies are printed after the group.
+//! * `read_by_queue_offset`: one-message `get_message` lookups by queue offset.
+//!
+//! Two memcpy baselines frame the append figure: into a pre-faulted mapping that is reused
+//! (the speed of copying bytes into hot memory, an upper bound), and into fresh mapped files
+//! (the same page-cache work every log must do for new data). Benches run on the real disk
+//! under `target/bench-tmp`, or in `$RMQ_BENCH_DIR`. See benches/RESULTS.md for figures.
+
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use rmq_benches::{message_props, open_store, percentile, put_one, wait_dispatched, BODY_1K};
+use rmq_store::mmap::MmapFile;
+
+fn bench_dir() -> tempfile::TempDir {
+    let base = std::env::var_os("RMQ_BENCH_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/bench-tmp"));
+    std::fs::create_dir_all(&base).expect("bench dir");
+    tempfile::tempdir_in(base).expect("bench dir")
+}
+
+const FILE_256M: &str = "268435456";
+
+fn append_dispatch(c: &mut Criterion) {
+    let mut g = c.benchmark_group("append_dispatch_1KiB_async");
+    g.throughput(Throughput::Elements(1));
+    g.sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+    let props = message_props();
+    let record_len =
+        rmq_store::format::calc_msg_length(0, BODY_1K.len(), "BenchTopic".len(), props.len());
+
+    let record = vec![7u8; record_len];
+    let len = 256 << 20;
+    // Baseline 1: the same bytes per message copied into a pre-faulted mapping, reused.
+    {
+        let dir = bench_dir();
+        let map = MmapFile::create(&dir.path().join("raw"), len).expect("map");
+        map.prefault();
+        let mut pos = 0usize;
+        g.bench_function("baseline_memcpy_into_hot_mapped_file", |b| {
+            b.iter_custom(|iters| {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    if pos + record_len > len {
+                        pos = 0;
+                    }
+                    map.bytes_mut(pos, record_len)
+                        .expect("in bounds")
+                        .copy_from_slice(black_box(&record));
+                    pos += record_len;
+                }
+                start.elapsed()
+            });
+        });
+    }
+    // Baseline 2: copied into fresh mapped files, a new (allocated) file every 256 MiB.
+    {
+        let dir = bench_dir();
+        let mut n = 0;
+        let mut map = MmapFile::create(&dir.path().join("raw0"), len).expect("map");
+        let mut pos = 0usize;
+        g.bench_function("baseline_memcpy_into_fresh_mapped_files", |b| {
+            b.iter_custom(|iters| {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    if pos + record_len > len {
+                        std::fs::remove_file(dir.path().join(format!("raw{n}"))).expect("rm");
+                        n += 1;
+                        map = MmapFile::create(&dir.path().join(format!("raw{n}")), len)
+                            .expect("map");
+                        pos = 0;
+                    }
+                    map.bytes_mut(pos, record_len)
+                        .expect("in bounds")
+                        .copy_from_slice(black_box(&record));
+                    pos += record_len;
+                }
+                start.elapsed()
+            });
+        });
+    }
+
+    for (name, pool) in [
+        ("store_put_until_dispatched", "false"),
+        ("store_put_until_dispatched_pool", "true"),
+    ] {
+        let dir = bench_dir();
+        let store = open_store(
+            dir.path(),
+            &[
+                ("mappedFileSizeCommitLog", FILE_256M),
+                ("transientStorePoolEnable", pool),
+                ("transientStorePoolSize", "3"),
+                ("messageIndexEnable", "false"),
+            ],
+        );
+        g.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let start = Instant::now();
+                for i in 0..iters {
+                    put_one(&store, "BenchTopic", (i % 4) as i32, &BODY_1K, &props);
+                }
+                wait_dispatched(&store);
+                start.elapsed()
+            });
+        });
+        store.shutdown().expect("shutdown");
+    }
+    g.finish();
+}
+
+fn sync_flush(c: &mut Criterion) {
+    let mut g = c.benchmark_group("sync_flush_group_commit_1KiB");
+    g.throughput(Throughput::Elements(1));
+    g.sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+    let props = message_props();
+
+    {
+        use std::io::Write;
+        let dir = bench_dir();
+        let mut f = std::fs::File::create(dir.path().join("raw")).expect("file");
+        g.bench_function("baseline_fdatasync_per_message", |b| {
+            b.iter_custom(|iters| {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    f.write_all(&BODY_1K).expect("write");
+                    f.sync_data().expect("fdatasync");
+                }
+                start.elapsed()
+            });
+        });
+    }
+
+    let mut report = Vec::new();
+    for appenders in [1usize, 16, 64] {
+        let dir = bench_dir();
+        let store = open_store(
+            dir.path(),
+            &[
+                ("flushDiskType", "SYNC_FLUSH"),
+                ("mappedFileSizeCommitLog", FILE_256M),
+            ],
+        );
+        let latencies = Arc::new(Mutex::new(Vec::<u64>::new()));
+        g.bench_with_input(
+            BenchmarkId::new("store_put_sync_flush", appenders),
+            &appenders,
+            |b, &n| {
+                b.iter_custom(|iters| {
+                    let per = iters.div_ceil(n as u64);
+                    let start = Instant::now();
+                    let threads: Vec<_> = (0..n)
+                        .map(|t| {
+                            let (s, lat, p) =
+                                (Arc::clone(&store), Arc::clone(&latencies), props.clone());
+                            std::thread::spawn(move || {
+                                let mut mine = Vec::with_capacity(per as usize);
+                                for _ in 0..per {
+                                    let t0 = Instant::now();
+                                    put_one(&s, "BenchTopic", (t % 8) as i32, &BODY_1K, &p);
+                                    mine.push(
+                                        u64::try_from(t0.elapsed().as_micros()).unwrap_or(u64::MAX),
+                                    );
+                                }
+                                lat.lock().expect("lock").extend(mine);
+                            })
+                        })
+                        .collect();
+                    for t in threads {
+                        t.join().expect("appender");
+                    }
+                    // Time per message as if `iters` were done (n * per >= iters).
+                    start
+                        .elapsed()
+                        .mul_f64(iters as f64 / (per * n as u64) as f64)
+                });
+            },
+        );
+        let mut lat = latencies.lock().expect("lock").clone();
+        report.push((
+            appenders,
+            percentile(&mut lat, 0.50),
+            percentile(&mut lat, 0.99),
+            lat.len(),
+        ));
+        store.shutdown().expect("shutdown");
+    }
+    g.finish();
+    for (n, p50, p99, count) in report.into_iter().filter(|r| r.3 > 0) {
+        eprintln!(
+            "sync_flush appenders={n}: put latency p50={p50} us p99={p99} us over {count} puts"
+        );
+    }
+}
+
+fn read_by_queue_offset(c: &mut Criterion) {
+    let mut g = c.benchmark_group("read_by_queue_offset");
+    g.throughput(Throughput::Elements(1));
+    g.sample_size(20).measurement_time(Duration::from_secs(3));
+    let dir = bench_dir();
+    let store = open_store(
+        dir.path(),
+        &[
+            ("mappedFileSizeCommitLog", FILE_256M),
+            ("messageIndexEnable", "false"),
+        ],
+    );
+    let props = message_props();
+    const N: u64 = 200_000;
+    for _ in 0..N {
+        put_one(&store, "BenchTopic", 0, &BODY_1K, &props);
+    }
+    wait_dispatched(&store);
+    let mut i = 0u64;
+    g.bench_function("get_message_1", |b| {
+        b.iter(|| {
+            i = (i + 7919) % N;
+            let r = store.get_message("BenchTopic", 0, i as i64, 1, None);
+            black_box(r.messages.len())
+        });
+    });
+    g.finish();
+    store.shutdown().expect("shutdown");
+}
+
+criterion_group!(benches, append_dispatch, sync_flush, read_by_queue_offset);
+criterion_main!(benches);

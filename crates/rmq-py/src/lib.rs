@@ -1,0 +1,548 @@
+//! `rmq._rmq`: the Python face of the Rust crates, and the only crate that links pyo3.
+//!
+//! Every call that touches files or waits releases the interpreter (`py.detach`), so Python
+//! threads keep running while the store appends, flushes or reads. Errors are raised as
+//! classes of the pure-Python `rmq.errors` module, so Python has one exception tree.
+
+use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use rmq_common::properties::{Properties, PropertyKey};
+use rmq_store::format::{scan_record, Scan};
+use rmq_store::{MessageStore, MessageToStore, SelectMappedBufferResult, StoreConfig, StoreError};
+
+/// The `rmq.errors` class a store error is raised as.
+fn error_class(e: &StoreError) -> &'static str {
+    match e {
+        StoreError::Config { .. } => "ConfigError",
+        StoreError::MessageIllegal(_) | StoreError::PropertiesSizeExceeded(_) => {
+            "MessageIllegalError"
+        }
+        StoreError::ServiceNotAvailable(_) => "ServiceNotAvailableError",
+        StoreError::OsPageCacheBusy(_) | StoreError::NoBufferInStorePool => "SystemBusyError",
+        _ => "StoreError",
+    }
+}
+
+fn raise(py: Python<'_>, class: &str, message: String) -> PyErr {
+    let made = py
+        .import("rmq.errors")
+        .and_then(|m| m.getattr(class))
+        .and_then(|c| c.call1((message.clone(),)));
+    match made {
+        Ok(obj) => PyErr::from_value(obj),
+        Err(_) => PyRuntimeError::new_err(message),
+    }
+}
+
+fn store_err(py: Python<'_>, e: &StoreError) -> PyErr {
+    raise(py, error_class(e), e.to_string())
+}
+
+fn parse_addr(s: &str, what: &str) -> PyResult<SocketAddr> {
+    s.parse().map_err(|_| {
+        PyValueError::new_err(format!(
+            "{what} {s:?} is not an address like 127.0.0.1:10911"
+        ))
+    })
+}
+
+/// What a put did.
+#[pyclass(module = "rmq._rmq", frozen, get_all)]
+struct PutMessageResult {
+    status: String,
+    msg_id: String,
+    wrote_offset: i64,
+    wrote_bytes: usize,
+    queue_offset: i64,
+    store_timestamp: i64,
+}
+
+#[pymethods]
+impl PutMessageResult {
+    #[getter]
+    fn ok(&self) -> bool {
+        self.status == "PUT_OK"
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "PutMessageResult(status={}, msg_id={}, queue_offset={}, wrote_offset={})",
+            self.status, self.msg_id, self.queue_offset, self.wrote_offset
+        )
+    }
+}
+
+/// A stored message, decoded.
+#[pyclass(module = "rmq._rmq", frozen, get_all)]
+struct StoredMessage {
+    topic: String,
+    queue_id: i32,
+    queue_offset: i64,
+    commit_log_offset: i64,
+    store_size: usize,
+    body: Py<PyBytes>,
+    body_crc: i32,
+    flag: i32,
+    sys_flag: i32,
+    born_timestamp: i64,
+    born_host: String,
+    store_timestamp: i64,
+    store_host: String,
+    reconsume_times: i32,
+    prepared_transaction_offset: i64,
+    properties: HashMap<String, String>,
+    msg_id: String,
+}
+
+#[pymethods]
+impl StoredMessage {
+    #[getter]
+    fn tags(&self) -> Option<String> {
+        self.properties.get(PropertyKey::TAGS).cloned()
+    }
+
+    #[getter]
+    fn keys(&self) -> Option<String> {
+        self.properties.get(PropertyKey::KEYS).cloned()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "StoredMessage(topic={:?}, queue_id={}, queue_offset={}, msg_id={})",
+            self.topic, self.queue_id, self.queue_offset, self.msg_id
+        )
+    }
+}
+
+fn decode_message(py: Python<'_>, sel: &SelectMappedBufferResult) -> Option<StoredMessage> {
+    let Scan::Message(r) = scan_record(sel.bytes(), false) else {
+        return None;
+    };
+    let props = Properties::decode(&String::from_utf8_lossy(r.properties));
+    Some(StoredMessage {
+        topic: r.topic.to_owned(),
+        queue_id: r.queue_id,
+        queue_offset: r.queue_offset,
+        commit_log_offset: r.physical_offset,
+        store_size: r.total_size,
+        body: PyBytes::new(py, r.body).unbind(),
+        body_crc: r.body_crc,
+        flag: r.flag,
+        sys_flag: r.sys_flag,
+        born_timestamp: r.born_timestamp,
+        born_host: r.born_host.to_string(),
+        store_timestamp: r.store_timestamp,
+        store_host: r.store_host.to_string(),
+        reconsume_times: r.reconsume_times,
+        prepared_transaction_offset: r.prepared_transaction_offset,
+        properties: props
+            .iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect(),
+        msg_id: rmq_common::create_offset_msg_id(r.store_host, r.physical_offset),
+    })
+}
+
+fn decode_all(
+    py: Python<'_>,
+    sels: &[SelectMappedBufferResult],
+) -> PyResult<Vec<Py<StoredMessage>>> {
+    sels.iter()
+        .filter_map(|s| decode_message(py, s))
+        .map(|m| Py::new(py, m))
+        .collect()
+}
+
+/// A pull's result.
+#[pyclass(module = "rmq._rmq", frozen, get_all)]
+struct GetMessageResult {
+    status: String,
+    next_begin_offset: i64,
+    min_offset: i64,
+    max_offset: i64,
+    messages: Vec<Py<StoredMessage>>,
+}
+
+#[pymethods]
+impl GetMessageResult {
+    fn __repr__(&self) -> String {
+        format!(
+            "GetMessageResult(status={}, messages={}, next_begin_offset={})",
+            self.status,
+            self.messages.len(),
+            self.next_begin_offset
+        )
+    }
+}
+
+/// One broker's storage engine.
+#[pyclass(module = "rmq._rmq", frozen, name = "MessageStore")]
+struct PyMessageStore {
+    inner: Arc<MessageStore>,
+    root: String,
+}
+
+struct OwnedMessage {
+    body: Vec<u8>,
+    properties: Vec<u8>,
+}
+
+fn encode_properties(p: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<u8>> {
+    let Some(p) = p else { return Ok(Vec::new()) };
+    if p.is_none() {
+        return Ok(Vec::new());
+    }
+    let mut props = Properties::new();
+    let items = p.call_method0("items")?;
+    for item in items.try_iter()? {
+        let (k, v): (String, String) = item?.extract()?;
+        props.put(k, v);
+    }
+    Ok(props.encode().into_bytes())
+}
+
+#[pymethods]
+impl PyMessageStore {
+    #[new]
+    #[pyo3(signature = (store_path_root_dir, config=None, store_host="127.0.0.1:10911"))]
+    fn new(
+        py: Python<'_>,
+        store_path_root_dir: &str,
+        config: Option<HashMap<String, String>>,
+        store_host: &str,
+    ) -> PyResult<Self> {
+        let mut c = StoreConfig::default();
+        for (k, v) in config.unwrap_or_default() {
+            c.set(&k, &v).map_err(|e| store_err(py, &e))?;
+        }
+        let host = parse_addr(store_host, "store_host")?;
+        let root = store_path_root_dir.to_owned();
+        let inner = py
+            .detach(|| MessageStore::open(&root, c, host))
+            .map_err(|e| store_err(py, &e))?;
+        Ok(Self { inner, root })
+    }
+
+    #[getter]
+    fn root_dir(&self) -> String {
+        self.root.clone()
+    }
+
+    #[getter]
+    fn last_exit_ok(&self) -> bool {
+        self.inner.last_exit_ok()
+    }
+
+    #[getter]
+    fn transient_store_pool_active(&self) -> bool {
+        self.inner.transient_store_pool_active()
+    }
+
+    #[pyo3(signature = (topic, queue_id, body, properties=None, *, flag=0, sys_flag=0, born_timestamp=0, born_host="127.0.0.1:0", reconsume_times=0, prepared_transaction_offset=0))]
+    #[allow(clippy::too_many_arguments)]
+    fn put_message(
+        &self,
+        py: Python<'_>,
+        topic: &str,
+        queue_id: i32,
+        body: &[u8],
+        properties: Option<&Bound<'_, PyAny>>,
+        flag: i32,
+        sys_flag: i32,
+        born_timestamp: i64,
+        born_host: &str,
+        reconsume_times: i32,
+        prepared_transaction_offset: i64,
+    ) -> PyResult<PutMessageResult> {
+        let props = encode_properties(properties)?;
+        let born = parse_addr(born_host, "born_host")?;
+        let store = Arc::clone(&self.inner);
+        let res = py.detach(|| {
+            store.put_message(&MessageToStore {
+                topic,
+                queue_id,
+                flag,
+                body,
+                properties: &props,
+                sys_flag,
+                born_timestamp,
+                born_host: born,
+                reconsume_times,
+                prepared_transaction_offset,
+            })
+        });
+        let r = res.map_err(|e| store_err(py, &e))?;
+        Ok(self.put_result(&r))
+    }
+
+    #[pyo3(signature = (topic, queue_id, bodies, properties=None))]
+    fn put_messages(
+        &self,
+        py: Python<'_>,
+        topic: &str,
+        queue_id: i32,
+        bodies: Vec<Vec<u8>>,
+        properties: Option<Vec<Option<Bound<'_, PyAny>>>>,
+    ) -> PyResult<Vec<PutMessageResult>> {
+        let props = properties.unwrap_or_default();
+        if !props.is_empty() && props.len() != bodies.len() {
+            return Err(PyValueError::new_err(format!(
+                "properties has {} entries for {} bodies; give one per body or none",
+                props.len(),
+                bodies.len()
+            )));
+        }
+        let mut owned = Vec::with_capacity(bodies.len());
+        for (i, body) in bodies.into_iter().enumerate() {
+            let p = encode_properties(props.get(i).and_then(|p| p.as_ref()))?;
+            owned.push(OwnedMessage {
+                body,
+                properties: p,
+            });
+        }
+        let born: SocketAddr = "127.0.0.1:0"
+            .parse()
+            .map_err(|_| PyValueError::new_err("address"))?;
+        let store = Arc::clone(&self.inner);
+        let res = py.detach(|| {
+            let msgs: Vec<MessageToStore<'_>> = owned
+                .iter()
+                .map(|m| MessageToStore {
+                    topic,
+                    queue_id,
+                    flag: 0,
+                    body: &m.body,
+                    properties: &m.properties,
+                    sys_flag: 0,
+                    born_timestamp: rmq_common::time::now_millis(),
+                    born_host: born,
+                    reconsume_times: 0,
+                    prepared_transaction_offset: 0,
+                })
+                .collect();
+            store.put_messages(&msgs)
+        });
+        let rs = res.map_err(|e| store_err(py, &e))?;
+        Ok(rs.iter().map(|r| self.put_result(r)).collect())
+    }
+
+    #[pyo3(signature = (topic, queue_id, offset, max_count=32, tags=None))]
+    fn get_message(
+        &self,
+        py: Python<'_>,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+        max_count: usize,
+        tags: Option<Vec<String>>,
+    ) -> PyResult<GetMessageResult> {
+        let codes: Option<HashSet<i32>> =
+            tags.map(|t| t.iter().map(|s| rmq_common::java_string_hash(s)).collect());
+        let store = Arc::clone(&self.inner);
+        let r = py.detach(|| {
+            #[allow(clippy::cast_possible_truncation)]
+            let filter = codes
+                .as_ref()
+                .map(|set| move |code: i64| set.contains(&(code as i32)));
+            match &filter {
+                Some(f) => store.get_message(topic, queue_id, offset, max_count, Some(f)),
+                None => store.get_message(topic, queue_id, offset, max_count, None),
+            }
+        });
+        Ok(GetMessageResult {
+            status: r.status.as_str().to_owned(),
+            next_begin_offset: r.next_begin_offset,
+            min_offset: r.min_offset,
+            max_offset: r.max_offset,
+            messages: decode_all(py, &r.messages)?,
+        })
+    }
+
+    fn look_message_by_offset(
+        &self,
+        py: Python<'_>,
+        commit_log_offset: i64,
+    ) -> PyResult<Option<Py<StoredMessage>>> {
+        let store = Arc::clone(&self.inner);
+        let sel = py.detach(|| store.look_message_by_offset(commit_log_offset));
+        sel.and_then(|s| decode_message(py, &s))
+            .map(|m| Py::new(py, m))
+            .transpose()
+    }
+
+    #[pyo3(signature = (topic, key, max_num=32, begin_timestamp=0, end_timestamp=i64::MAX))]
+    fn query_message(
+        &self,
+        py: Python<'_>,
+        topic: &str,
+        key: &str,
+        max_num: usize,
+        begin_timestamp: i64,
+        end_timestamp: i64,
+    ) -> PyResult<Vec<Py<StoredMessage>>> {
+        let store = Arc::clone(&self.inner);
+        let sels =
+            py.detach(|| store.query_message(topic, key, max_num, begin_timestamp, end_timestamp));
+        decode_all(py, &sels)
+    }
+
+    fn get_offset_in_queue_by_time(
+        &self,
+        py: Python<'_>,
+        topic: &str,
+        queue_id: i32,
+        timestamp: i64,
+    ) -> i64 {
+        let store = Arc::clone(&self.inner);
+        py.detach(|| store.get_offset_in_queue_by_time(topic, queue_id, timestamp))
+    }
+
+    fn get_min_offset_in_queue(&self, topic: &str, queue_id: i32) -> i64 {
+        self.inner.get_min_offset_in_queue(topic, queue_id)
+    }
+
+    fn get_max_offset_in_queue(&self, topic: &str, queue_id: i32) -> i64 {
+        self.inner.get_max_offset_in_queue(topic, queue_id)
+    }
+
+    fn get_min_phy_offset(&self) -> i64 {
+        self.inner.get_min_phy_offset()
+    }
+
+    fn get_max_phy_offset(&self) -> i64 {
+        self.inner.get_max_phy_offset()
+    }
+
+    fn dispatch_behind_bytes(&self) -> i64 {
+        self.inner.dispatch_behind_bytes()
+    }
+
+    fn flush(&self, py: Python<'_>) -> PyResult<i64> {
+        let store = Arc::clone(&self.inner);
+        py.detach(|| store.flush()).map_err(|e| store_err(py, &e))
+    }
+
+    #[pyo3(signature = (force=false))]
+    fn delete_expired_files(&self, py: Python<'_>, force: bool) -> usize {
+        let store = Arc::clone(&self.inner);
+        py.detach(|| store.delete_expired_files(force))
+    }
+
+    fn disk_used_ratio(&self, py: Python<'_>) -> f64 {
+        let store = Arc::clone(&self.inner);
+        py.detach(|| store.disk_used_ratio())
+    }
+
+    fn check_disk_space(&self, py: Python<'_>) {
+        let store = Arc::clone(&self.inner);
+        py.detach(|| store.check_disk_space());
+    }
+
+    fn is_writeable(&self) -> bool {
+        self.inner.is_writeable()
+    }
+
+    fn runtime_info(&self) -> HashMap<String, String> {
+        self.inner
+            .runtime_info()
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect()
+    }
+
+    fn topic_queues(&self) -> HashMap<String, Vec<i32>> {
+        self.inner.topic_queues().into_iter().collect()
+    }
+
+    fn shutdown(&self, py: Python<'_>) -> PyResult<()> {
+        let store = Arc::clone(&self.inner);
+        py.detach(|| store.shutdown())
+            .map_err(|e| store_err(py, &e))
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<()> {
+        self.shutdown(py)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("MessageStore({:?})", self.root)
+    }
+}
+
+impl PyMessageStore {
+    fn put_result(&self, r: &rmq_store::PutMessageResult) -> PutMessageResult {
+        PutMessageResult {
+            status: r.status.as_str().to_owned(),
+            msg_id: r.append.msg_id(self.inner.store_host()),
+            wrote_offset: r.append.wrote_offset,
+            wrote_bytes: r.append.wrote_bytes,
+            queue_offset: r.append.queue_offset,
+            store_timestamp: r.append.store_timestamp,
+        }
+    }
+}
+
+impl Drop for PyMessageStore {
+    fn drop(&mut self) {
+        // A store dropped without shutdown() still flushes and releases its directory.
+        let _ = self.inner.shutdown();
+    }
+}
+
+/// Every store key with its default value.
+#[pyfunction]
+fn store_config_defaults() -> HashMap<String, String> {
+    StoreConfig::default()
+        .to_pairs()
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect()
+}
+
+/// Java's `String.hashCode()`.
+#[pyfunction]
+fn java_string_hash(s: &str) -> i32 {
+    rmq_common::java_string_hash(s)
+}
+
+/// RocketMQ's offset message id.
+#[pyfunction]
+fn create_offset_msg_id(store_host: &str, commit_log_offset: i64) -> PyResult<String> {
+    Ok(rmq_common::create_offset_msg_id(
+        parse_addr(store_host, "store_host")?,
+        commit_log_offset,
+    ))
+}
+
+/// Decode an offset message id into `("ip:port", offset)`.
+#[pyfunction]
+fn decode_offset_msg_id(msg_id: &str) -> PyResult<(String, i64)> {
+    rmq_common::decode_offset_msg_id(msg_id)
+        .map(|(a, o)| (a.to_string(), o))
+        .map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+#[pymodule]
+fn _rmq(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<PyMessageStore>()?;
+    m.add_class::<PutMessageResult>()?;
+    m.add_class::<StoredMessage>()?;
+    m.add_class::<GetMessageResult>()?;
+    m.add_function(wrap_pyfunction!(store_config_defaults, m)?)?;
+    m.add_function(wrap_pyfunction!(java_string_hash, m)?)?;
+    m.add_function(wrap_pyfunction!(create_offset_msg_id, m)?)?;
+    m.add_function(wrap_pyfunction!(decode_offset_msg_id, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,546 @@
+//! End-to-end tests of the store on real files: put/get, file roll-over with BLANK filler,
+//! reopen, recovery from torn and damaged tails, rebuilding lost ConsumeQueues, the index,
+//! tag filtering, the transient store pool, SYNC_FLUSH and retention.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rmq_common::properties::Properties;
+use rmq_store::format::{scan_record, Scan, BLANK_MAGIC_CODE, CQ_STORE_UNIT_SIZE};
+use rmq_store::{
+    GetMessageStatus, MessageStore, MessageToStore, PutMessageStatus, StoreConfig, StoreError,
+};
+
+fn host() -> SocketAddr {
+    "127.0.0.1:10911".parse().unwrap()
+}
+
+fn small_config(extra: &[(&str, &str)]) -> StoreConfig {
+    let mut pairs = vec![
+        ("mappedFileSizeCommitLog", "65536"),
+        ("mappedFileSizeConsumeQueue", "400"),
+        ("maxHashSlotNum", "64"),
+        ("maxIndexNum", "256"),
+        ("flushIntervalCommitLog", "10"),
+        ("flushIntervalConsumeQueue", "10"),
+        ("deleteCommitLogFilesInterval", "0"),
+    ];
+    pairs.extend_from_slice(extra);
+    StoreConfig::from_pairs(pairs).unwrap()
+}
+
+fn props(tags: &str, keys: &str) -> Vec<u8> {
+    let mut p = Properties::new();
+    p.put("TAGS", tags);
+    p.put("KEYS", keys);
+    p.encode().into_bytes()
+}
+
+fn put(
+    store: &MessageStore,
+    topic: &str,
+    qid: i32,
+    body: &[u8],
+    properties: &[u8],
+) -> rmq_store::PutMessageResult {
+    store
+        .put_message(&MessageToStore {
+            topic,
+            queue_id: qid,
+            flag: 0,
+            body,
+            properties,
+            sys_flag: 0,
+            born_timestamp: 1,
+            born_host: "127.0.0.1:5000".parse().unwrap(),
+            reconsume_times: 0,
+            prepared_transaction_offset: 0,
+        })
+        .unwrap()
+}
+
+fn wait_dispatched(store: &MessageStore) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while store.dispatch_behind_bytes() > 0 {
+        assert!(Instant::now() < deadline, "dispatch did not catch up");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+fn bodies(store: &MessageStore, topic: &str, qid: i32, from: i64, max: usize) -> Vec<Vec<u8>> {
+    let r = store.get_message(topic, qid, from, max, None);
+    r.messages
+        .iter()
+        .map(|m| match scan_record(m.bytes(), true) {
+            Scan::Message(rec) => rec.body.to_vec(),
+            other => panic!("bad record {other:?}"),
+        })
+        .collect()
+}
+
+fn body_of(i: usize) -> Vec<u8> {
+    format!("message-{i:05}-").repeat(40).into_bytes()
+}
+
+#[test]
+fn put_get_across_file_rolls_with_blank_filler() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(dir.path(), small_config(&[]), host()).unwrap();
+    let mut offsets = Vec::new();
+    for i in 0..300 {
+        let r = put(
+            &store,
+            "TopicA",
+            (i % 3) as i32,
+            &body_of(i),
+            &props("TagA", &format!("k{i}")),
+        );
+        assert_eq!(r.status, PutMessageStatus::PutOk);
+        assert_eq!(r.append.queue_offset, (i / 3) as i64);
+        offsets.push(r.append);
+    }
+    wait_dispatched(&store);
+    // ~300 * 700 bytes over 64 KiB files: several files, each padded with a BLANK record.
+    let files: Vec<_> = std::fs::read_dir(dir.path().join("commitlog"))
+        .unwrap()
+        .collect();
+    assert!(files.len() >= 3, "{} files", files.len());
+    let first = std::fs::read(dir.path().join("commitlog/00000000000000000000")).unwrap();
+    let mut pos = 0;
+    while let Scan::Message(r) = scan_record(&first[pos..], true) {
+        pos += r.total_size;
+    }
+    assert_eq!(
+        i32::from_be_bytes(first[pos + 4..pos + 8].try_into().unwrap()),
+        BLANK_MAGIC_CODE
+    );
+    assert_eq!(
+        i32::from_be_bytes(first[pos..pos + 4].try_into().unwrap()) as usize,
+        65536 - pos
+    );
+    // Records never span files.
+    for a in &offsets {
+        assert_eq!(a.wrote_offset / 65536, (a.end_offset() - 1) / 65536);
+    }
+    // Every message comes back, in order, per queue.
+    for q in 0..3 {
+        let mut got = Vec::new();
+        let mut next = 0;
+        loop {
+            let r = store.get_message("TopicA", q, next, 32, None);
+            if r.status != GetMessageStatus::Found {
+                assert_eq!(r.status, GetMessageStatus::OffsetOverflowOne);
+                break;
+            }
+            for m in &r.messages {
+                let Scan::Message(rec) = scan_record(m.bytes(), true) else {
+                    panic!()
+                };
+                assert_eq!(rec.queue_id, q);
+                got.push(rec.body.to_vec());
+            }
+            next = r.next_begin_offset;
+        }
+        let want: Vec<_> = (0..300)
+            .filter(|i| i % 3 == q as usize)
+            .map(body_of)
+            .collect();
+        assert_eq!(got, want);
+    }
+    assert_eq!(store.get_max_offset_in_queue("TopicA", 0), 100);
+    assert_eq!(
+        store.get_message("TopicA", 0, 101, 1, None).status,
+        GetMessageStatus::OffsetOverflowBadly
+    );
+    assert_eq!(
+        store.get_message("Nope", 0, 0, 1, None).status,
+        GetMessageStatus::NoMatchedLogicQueue
+    );
+    // By offset, by id.
+    let m = store
+        .look_message_by_offset(offsets[7].wrote_offset)
+        .unwrap();
+    let Scan::Message(rec) = scan_record(m.bytes(), true) else {
+        panic!()
+    };
+    assert_eq!(rec.body, body_of(7));
+    assert!(store
+        .look_message_by_offset(offsets[7].wrote_offset + 1)
+        .is_none());
+    store.shutdown().unwrap();
+}
+
+#[test]
+fn consume_queue_units_on_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(dir.path(), small_config(&[]), host()).unwrap();
+    let a = put(&store, "T", 2, b"x", &props("TagA", "")).append;
+    let b = put(&store, "T", 2, b"yy", b"").append;
+    wait_dispatched(&store);
+    store.shutdown().unwrap();
+    let raw = std::fs::read(dir.path().join("consumequeue/T/2/00000000000000000000")).unwrap();
+    assert_eq!(raw.len(), 400);
+    let unit = |i: usize| &raw[i * CQ_STORE_UNIT_SIZE..(i + 1) * CQ_STORE_UNIT_SIZE];
+    assert_eq!(
+        i64::from_be_bytes(unit(0)[..8].try_into().unwrap()),
+        a.wrote_offset
+    );
+    assert_eq!(
+        i32::from_be_bytes(unit(0)[8..12].try_into().unwrap()) as usize,
+        a.wrote_bytes
+    );
+    assert_eq!(
+        i64::from_be_bytes(unit(0)[12..].try_into().unwrap()),
+        2_598_919,
+        "\"TagA\".hashCode()"
+    );
+    assert_eq!(
+        i64::from_be_bytes(unit(1)[..8].try_into().unwrap()),
+        b.wrote_offset
+    );
+    assert_eq!(
+        i64::from_be_bytes(unit(1)[12..].try_into().unwrap()),
+        0,
+        "no tag"
+    );
+    assert!(unit(2).iter().all(|&x| x == 0));
+}
+
+#[test]
+fn clean_reopen_keeps_everything_and_continues_offsets() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = MessageStore::open(dir.path(), small_config(&[]), host()).unwrap();
+        assert!(store.last_exit_ok());
+        for i in 0..100 {
+            put(&store, "T", 0, &body_of(i), b"");
+        }
+        store.shutdown().unwrap();
+    }
+    assert!(!dir.path().join("abort").exists());
+    let store = MessageStore::open(dir.path(), small_config(&[]), host()).unwrap();
+    assert!(store.last_exit_ok());
+    assert_eq!(store.get_max_offset_in_queue("T", 0), 100);
+    assert_eq!(put(&store, "T", 0, b"next", b"").append.queue_offset, 100);
+    wait_dispatched(&store);
+    assert_eq!(bodies(&store, "T", 0, 100, 1), vec![b"next".to_vec()]);
+    assert_eq!(bodies(&store, "T", 0, 0, 1), vec![body_of(0)]);
+    // A second open of the same directory is refused while this one holds it.
+    let err = MessageStore::open(dir.path(), small_config(&[]), host()).unwrap_err();
+    assert!(matches!(err, StoreError::Locked(_)), "{err}");
+    store.shutdown().unwrap();
+}
+
+/// Offsets of every record in the CommitLog file at `path`.
+fn record_offsets(path: &Path) -> Vec<(usize, usize)> {
+    let raw = std::fs::read(path).unwrap();
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while let Scan::Message(r) = scan_record(&raw[pos..], false) {
+        out.push((pos, r.total_size));
+        pos += r.total_size;
+    }
+    out
+}
+
+#[test]
+fn abnormal_recovery_cuts_torn_tail_and_damaged_record() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = MessageStore::open(dir.path(), small_config(&[]), host()).unwrap();
+        for i in 0..40 {
+            put(&store, "T", 0, &body_of(i), &props("", &format!("key{i}")));
+        }
+        store.shutdown().unwrap();
+    }
+    let last = std::fs::read_dir(dir.path().join("commitlog"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .max()
+        .unwrap();
+    let recs = record_offsets(&last);
+    let (flip_at, _) = recs[recs.len() - 3];
+    let (tail_end, tail_len) = recs[recs.len() - 1];
+    let mut raw = std::fs::read(&last).unwrap();
+    raw[flip_at + 100] ^= 0x40; // a flipped body byte three records from the end
+                                // A torn write after the last record: half a header of garbage.
+    raw[tail_end + tail_len..tail_end + tail_len + 10].copy_from_slice(&[0xAB; 10]);
+    std::fs::write(&last, &raw).unwrap();
+    std::fs::File::create(dir.path().join("abort")).unwrap(); // as after kill -9
+    let store = MessageStore::open(dir.path(), small_config(&[]), host()).unwrap();
+    assert!(!store.last_exit_ok());
+    let kept = 40 - 3;
+    assert_eq!(
+        store.get_max_offset_in_queue("T", 0),
+        kept as i64,
+        "damaged record and what follows are cut"
+    );
+    let all: Vec<_> = bodies(&store, "T", 0, 0, 64);
+    let mut next = all.len() as i64;
+    let mut got = all;
+    while next < kept as i64 {
+        let more = bodies(&store, "T", 0, next, 64);
+        next += more.len() as i64;
+        got.extend(more);
+    }
+    assert_eq!(got, (0..kept).map(body_of).collect::<Vec<_>>());
+    assert!(store
+        .query_message("T", "key38", 32, 0, i64::MAX)
+        .is_empty());
+    assert_eq!(store.query_message("T", "key5", 32, 0, i64::MAX).len(), 1);
+    // New puts continue right after the valid end, with the right queue offset.
+    let r = put(&store, "T", 0, b"after", b"");
+    assert_eq!(r.append.queue_offset, kept as i64);
+    wait_dispatched(&store);
+    assert_eq!(
+        bodies(&store, "T", 0, kept as i64, 1),
+        vec![b"after".to_vec()]
+    );
+    store.shutdown().unwrap();
+}
+
+#[test]
+fn lost_consume_queues_and_index_are_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = MessageStore::open(dir.path(), small_config(&[]), host()).unwrap();
+        for i in 0..50 {
+            put(
+                &store,
+                "T",
+                (i % 2) as i32,
+                &body_of(i),
+                &props("t", &format!("k{i}")),
+            );
+        }
+        store.shutdown().unwrap();
+    }
+    std::fs::remove_dir_all(dir.path().join("consumequeue")).unwrap();
+    std::fs::remove_dir_all(dir.path().join("index")).unwrap();
+    let store = MessageStore::open(dir.path(), small_config(&[]), host()).unwrap();
+    assert_eq!(store.get_max_offset_in_queue("T", 0), 25);
+    assert_eq!(store.get_max_offset_in_queue("T", 1), 25);
+    assert_eq!(bodies(&store, "T", 1, 0, 1), vec![body_of(1)]);
+    assert_eq!(store.query_message("T", "k33", 32, 0, i64::MAX).len(), 1);
+    assert_eq!(put(&store, "T", 1, b"z", b"").append.queue_offset, 25);
+    store.shutdown().unwrap();
+}
+
+#[test]
+fn index_query_by_keys_and_uniq_key_and_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(dir.path(), small_config(&[]), host()).unwrap();
+    let mut p = Properties::new();
+    p.put("KEYS", "order-1 user-7");
+    p.put("UNIQ_KEY", "AC110001000018B4AAC2");
+    let a = put(&store, "T", 0, b"a", p.encode().as_bytes()).append;
+    put(&store, "T", 0, b"b", &props("", "order-2"));
+    put(&store, "Other", 0, b"c", &props("", "order-1"));
+    wait_dispatched(&store);
+    let hit = store.query_message("T", "user-7", 32, 0, i64::MAX);
+    assert_eq!(hit.len(), 1);
+    assert_eq!(hit[0].start_offset(), a.wrote_offset);
+    assert_eq!(
+        store
+            .query_message("T", "AC110001000018B4AAC2", 32, 0, i64::MAX)
+            .len(),
+        1
+    );
+    assert_eq!(
+        store.query_message("T", "order-1", 32, 0, i64::MAX).len(),
+        1,
+        "topic-scoped"
+    );
+    assert!(
+        store
+            .query_message("T", "order", 32, 0, i64::MAX)
+            .is_empty(),
+        "whole keys only"
+    );
+    assert!(store
+        .query_message("T", "order-1", 32, 0, a.store_timestamp - 5000)
+        .is_empty());
+    store.shutdown().unwrap();
+}
+
+#[test]
+fn tag_hash_filter_and_offset_by_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(dir.path(), small_config(&[]), host()).unwrap();
+    let mut stamps = Vec::new();
+    for i in 0..20 {
+        let tag = if i % 4 == 0 { "red" } else { "blue" };
+        stamps.push(
+            put(&store, "T", 0, &body_of(i), &props(tag, ""))
+                .append
+                .store_timestamp,
+        );
+        if i == 9 {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    wait_dispatched(&store);
+    let red = i64::from(rmq_common::java_string_hash("red"));
+    let filter = move |code: i64| code == red;
+    let r = store.get_message("T", 0, 0, 32, Some(&filter));
+    assert_eq!(r.status, GetMessageStatus::Found);
+    assert_eq!(r.messages.len(), 5);
+    assert_eq!(r.next_begin_offset, 20);
+    let none = |_: i64| false;
+    let r = store.get_message("T", 0, 0, 32, Some(&none));
+    assert_eq!(r.status, GetMessageStatus::NoMatchedMessage);
+    assert_eq!(
+        r.next_begin_offset, 20,
+        "filtered units are skipped, not re-read"
+    );
+    assert_eq!(store.get_offset_in_queue_by_time("T", 0, stamps[10]), 10);
+    assert_eq!(store.get_offset_in_queue_by_time("T", 0, 0), 0);
+    assert_eq!(store.get_offset_in_queue_by_time("T", 0, i64::MAX), 20);
+    store.shutdown().unwrap();
+}
+
+#[test]
+fn transient_store_pool_commits_then_serves() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = small_config(&[
+        ("transientStorePoolEnable", "true"),
+        ("transientStorePoolSize", "3"),
+        ("commitIntervalCommitLog", "5"),
+    ]);
+    let store = MessageStore::open(dir.path(), cfg, host()).unwrap();
+    assert!(store.transient_store_pool_active());
+    for i in 0..200 {
+        put(&store, "T", 0, &body_of(i), b"");
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while store.get_max_offset_in_queue("T", 0) < 200 {
+        assert!(
+            Instant::now() < deadline,
+            "pool commit never made messages visible"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let mut got = Vec::new();
+    while got.len() < 200 {
+        got.extend(bodies(&store, "T", 0, got.len() as i64, 32));
+    }
+    assert_eq!(got, (0..200).map(body_of).collect::<Vec<_>>());
+    store.shutdown().unwrap();
+    let store = MessageStore::open(dir.path(), small_config(&[]), host()).unwrap();
+    assert_eq!(store.get_max_offset_in_queue("T", 0), 200);
+    store.shutdown().unwrap();
+}
+
+#[test]
+fn sync_flush_acks_only_durable_bytes_under_concurrency() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(
+        dir.path(),
+        small_config(&[("flushDiskType", "SYNC_FLUSH")]),
+        host(),
+    )
+    .unwrap();
+    let threads: Vec<_> = (0..8)
+        .map(|t| {
+            let s = Arc::clone(&store);
+            std::thread::spawn(move || {
+                for i in 0..50 {
+                    let r = put(&s, "T", t, &body_of(i), b"");
+                    assert_eq!(r.status, PutMessageStatus::PutOk);
+                    let flushed: i64 = s
+                        .runtime_info()
+                        .into_iter()
+                        .find(|(k, _)| *k == "commitLogFlushedOffset")
+                        .unwrap()
+                        .1
+                        .parse()
+                        .unwrap();
+                    assert!(flushed >= r.append.end_offset(), "acked before durable");
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    store.shutdown().unwrap();
+}
+
+#[test]
+fn retention_deletes_old_files_but_waits_for_readers() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = small_config(&[
+        ("fileReservedTime", "0"),
+        ("destroyMapedFileIntervalForcibly", "3600000"),
+    ]);
+    let store = MessageStore::open(dir.path(), cfg, host()).unwrap();
+    for i in 0..300 {
+        put(&store, "T", 0, &body_of(i), &props("", &format!("k{i}")));
+    }
+    wait_dispatched(&store);
+    // Files in use (the allocator may have pre-created one more, unused, file on disk).
+    let files_before = usize::try_from(store.get_max_phy_offset() / 65536 + 1).unwrap();
+    assert!(files_before >= 3);
+    // A reader holds a message of the first file: it must survive the pass.
+    let held = store.get_message("T", 0, 0, 1, None).messages.remove(0);
+    assert_eq!(
+        store.delete_expired_files(false),
+        0,
+        "oldest file is being read"
+    );
+    assert!(dir.path().join("commitlog/00000000000000000000").exists());
+    drop(held);
+    let deleted = store.delete_expired_files(false);
+    assert_eq!(deleted, files_before - 1, "all but the active file");
+    assert!(!dir.path().join("commitlog/00000000000000000000").exists());
+    let min = store.get_min_offset_in_queue("T", 0);
+    assert!(min > 0, "queue min offset moved past deleted data");
+    let r = store.get_message("T", 0, 0, 1, None);
+    assert_eq!(r.status, GetMessageStatus::OffsetTooSmall);
+    assert_eq!(r.next_begin_offset, min);
+    assert_eq!(bodies(&store, "T", 0, min, 1).len(), 1);
+    assert_eq!(store.get_min_phy_offset() % 65536, 0);
+    store.shutdown().unwrap();
+}
+
+#[test]
+fn illegal_messages_get_reasons_and_store_keeps_working() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(
+        dir.path(),
+        small_config(&[("maxMessageSize", "2048")]),
+        host(),
+    )
+    .unwrap();
+    let msg = |topic: &'static str, body: &'static [u8], props: &'static [u8]| MessageToStore {
+        topic,
+        queue_id: 0,
+        flag: 0,
+        body,
+        properties: props,
+        sys_flag: 0,
+        born_timestamp: 0,
+        born_host: "127.0.0.1:1".parse().unwrap(),
+        reconsume_times: 0,
+        prepared_transaction_offset: 0,
+    };
+    let big: &'static [u8] = Box::leak(vec![0u8; 4096].into_boxed_slice());
+    let e = store.put_message(&msg("T", big, b"")).unwrap_err();
+    assert!(
+        matches!(e, StoreError::MessageIllegal(_)) && e.to_string().contains("maxMessageSize"),
+        "{e}"
+    );
+    let e = store.put_message(&msg("", b"x", b"")).unwrap_err();
+    assert!(e.to_string().contains("topic is empty"), "{e}");
+    let long_props: &'static [u8] = Box::leak(vec![b'a'; 40_000].into_boxed_slice());
+    assert!(matches!(
+        store.put_message(&msg("T", b"x", long_props)).unwrap_err(),
+        StoreError::PropertiesSizeExceeded(40_000)
+    ));
+    put(&store, "T", 0, b"fine", b"");
+    store.shutdown().unwrap();
+    let e = store.put_message(&msg("T", b"x", b"")).unwrap_err();
+    assert!(matches!(e, StoreError::ServiceNotAvailable(_)), "{e}");
+}
