@@ -91,6 +91,12 @@ impl MappedFileQueue {
         paths.sort();
         let mut files = self.files.write().unwrap_or_else(PoisonError::into_inner);
         for p in paths {
+            if std::fs::metadata(&p).is_ok_and(|m| m.len() == 0) {
+                // Created but never allocated (a crash or a full disk at creation): no data.
+                eprintln!("rmq-store WARN: removing empty file {}", p.display());
+                std::fs::remove_file(&p).ctx(|| format!("removing {}", p.display()))?;
+                continue;
+            }
             files.push(Arc::new(MappedFile::open(&p, self.file_size)?));
         }
         Ok(())

@@ -64,6 +64,10 @@ impl MmapFile {
         // SAFETY: plain FFI call on a valid, open descriptor; no memory is passed.
         let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, off_len) };
         if rc != 0 {
+            if cur == 0 {
+                // Do not leave an empty file behind: the next start would trip over it.
+                let _ = std::fs::remove_file(path);
+            }
             return Err(io::Error::from_raw_os_error(rc));
         }
         Self::map(file, len)

@@ -168,6 +168,7 @@ pub struct MessageStore {
     put_times: AtomicU64,
     put_bytes: AtomicU64,
     last_dispatched_store_ts: AtomicI64,
+    last_dispatch_error_log: AtomicI64,
     lock_file: File,
 }
 
@@ -264,6 +265,7 @@ impl MessageStore {
             put_times: AtomicU64::new(0),
             put_bytes: AtomicU64::new(0),
             last_dispatched_store_ts: AtomicI64::new(0),
+            last_dispatch_error_log: AtomicI64::new(0),
             lock_file,
             config,
         };
@@ -399,6 +401,13 @@ impl MessageStore {
         self.reput_from_offset
             .store(reput.min(process), Ordering::Release);
         while self.do_reput() {}
+        if self.dispatch_behind_bytes() > 0 {
+            return Err(StoreError::ServiceNotAvailable(format!(
+                "recovery could not rebuild the ConsumeQueues past CommitLog offset {} (see the \
+                 error above, often a full disk); free space and start again",
+                self.reput_from_offset.load(Ordering::Acquire)
+            )));
+        }
         let mut table: rmq_common::fx::FxHashMap<String, Vec<i64>> =
             rmq_common::fx::FxHashMap::default();
         for cq in self.all_consume_queues() {
@@ -630,10 +639,17 @@ impl MessageStore {
             };
             let bytes = data.bytes();
             let mut pos = 0;
+            let mut blocked = false;
             while pos < bytes.len() {
                 match scan_record(&bytes[pos..], false) {
                     Scan::Message(r) => {
-                        self.dispatch(&r, &mut cache);
+                        if let Err(e) = self.dispatch(&r, &mut cache) {
+                            // Keep the record undispatched and retry later, so it is not
+                            // skipped (e.g. a ConsumeQueue file could not be created).
+                            self.report_dispatch_error(&e);
+                            blocked = true;
+                            break;
+                        }
                         pos += r.total_size;
                         reput += i64::try_from(r.total_size).unwrap_or(0);
                     }
@@ -649,6 +665,12 @@ impl MessageStore {
                         break;
                     }
                 }
+            }
+            if blocked {
+                self.reput_from_offset.store(reput, Ordering::Release);
+                drop(cache);
+                std::thread::sleep(Duration::from_millis(100));
+                return reput != start;
             }
             self.reput_from_offset.store(reput, Ordering::Release);
         }
@@ -675,11 +697,24 @@ impl MessageStore {
         Ok(cq)
     }
 
+    fn report_dispatch_error(&self, e: &StoreError) {
+        let now = now_millis();
+        let last = self.last_dispatch_error_log.load(Ordering::Relaxed);
+        if now - last >= 5_000 {
+            self.last_dispatch_error_log.store(now, Ordering::Relaxed);
+            eprintln!(
+                "rmq-store ERROR: dispatch is blocked ({e}); stored messages past offset {} stay \
+                 invisible to consumers until this is fixed (retrying)",
+                self.reput_from_offset.load(Ordering::Relaxed)
+            );
+        }
+    }
+
     fn dispatch(
         &self,
         r: &DecodedRecord<'_>,
         cache: &mut rmq_common::fx::FxHashMap<String, Vec<Option<Arc<ConsumeQueue>>>>,
-    ) {
+    ) -> Result<()> {
         let req = DispatchRequest::from_record(r, &self.delay_levels_ms);
         self.last_dispatched_store_ts
             .fetch_max(req.store_timestamp, Ordering::AcqRel);
@@ -731,6 +766,7 @@ impl MessageStore {
                 );
             }
         }
+        Ok(())
     }
 
     fn find_consume_queue(&self, topic: &str, queue_id: i32) -> Result<Arc<ConsumeQueue>> {
