@@ -1,0 +1,99 @@
+"""Command line of the broker: options as RocketMQ's ``mqbroker`` (``-c``, ``-n``, ``-p``)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import warnings
+from collections.abc import Sequence
+
+from rmq.config import BrokerConfig, RmqConfigWarning, load_broker_config
+from rmq.errors import RmqError
+
+__all__ = ["build_parser", "main"]
+
+log = logging.getLogger("rmq.broker")
+
+LOG_FORMAT = "%(asctime)s %(levelname)-7s [%(threadName)s] %(name)s: %(message)s"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m rmq.broker",
+        description=(
+            "Run one rmq broker. This build runs the storage engine only (store-only mode): "
+            "the network server is not part of it yet."
+        ),
+    )
+    parser.add_argument(
+        "-c",
+        "--config",
+        metavar="FILE",
+        help="broker config file (Java properties with RocketMQ's broker.conf keys)",
+    )
+    parser.add_argument(
+        "-n",
+        "--namesrv",
+        metavar="ADDR",
+        help="nameserver address list, host:port;host:port (overrides namesrvAddr)",
+    )
+    parser.add_argument(
+        "-p",
+        "--print-config",
+        action="store_true",
+        help="print the effective configuration in broker.conf format and exit",
+    )
+    parser.add_argument(
+        "--log-level",
+        default="INFO",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="log level of the messages written to stderr (default: INFO)",
+    )
+    return parser
+
+
+def _escape(value: str) -> str:
+    """A value as a Java-properties file must spell it to read it back unchanged."""
+    escaped = value.replace("\\", "\\\\")
+    return "\\" + escaped if escaped[:1] in (" ", "\t") else escaped
+
+
+def format_config(config: BrokerConfig, store_defaults: dict[str, str]) -> str:
+    """The effective configuration as a ``broker.conf`` text (it loads back unchanged)."""
+    broker = config.to_properties()
+    lines = ["# rmq broker: effective configuration", "", "# broker keys"]
+    lines += [f"{key}={_escape(value)}" for key, value in broker.items()]
+    store = {**store_defaults, **config.store}
+    lines += ["", "# store keys (checked by the native store)"]
+    lines += [f"{key}={_escape(store[key])}" for key in sorted(store) if key not in broker]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m rmq.broker``. Returns the exit status."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level, format=LOG_FORMAT, stream=sys.stderr)
+    # rmq.config logs every config warning itself; showing the warning too would say it twice.
+    warnings.simplefilter("ignore", RmqConfigWarning)
+
+    overrides = {"namesrvAddr": args.namesrv} if args.namesrv is not None else {}
+    try:
+        from rmq._rmq import store_config_defaults
+
+        store_defaults = store_config_defaults()
+        config = load_broker_config(args.config, overrides, store_defaults=store_defaults)
+    except ImportError as exc:
+        log.error("rmq's native module is not importable (%s); run `make build`", exc)
+        return 1
+    except RmqError as exc:
+        log.error("%s", exc)
+        return 1
+
+    if args.print_config:
+        sys.stdout.write(format_config(config, store_defaults))
+        return 0
+
+    from rmq.broker.store_only import run_store_only
+
+    return run_store_only(config)

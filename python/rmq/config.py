@@ -1,0 +1,594 @@
+"""Broker configuration: RocketMQ's ``broker.conf``, loaded unchanged.
+
+A config file is a Java-properties file (``key=value``, ``key = value`` or ``key: value``;
+``#`` and ``!`` comment lines; a trailing ``\\`` continues a line; Java escapes such as
+``\\t`` and ``\\u0041``) with RocketMQ's key names. Values are stripped of surrounding blanks
+(Java keeps trailing ones, which only ever turns a value invalid).
+
+Every key lands in one of four places, so none is silently ignored:
+
+* **broker keys** (:data:`BROKER_KEYS`): parsed and checked here into :class:`BrokerConfig`;
+* **store keys**: the keys the native store understands (``rmq._rmq.store_config_defaults()``,
+  e.g. ``mappedFileSizeCommitLog``, ``flushIntervalCommitLog``), passed through as strings in
+  :attr:`BrokerConfig.store`; the native store checks them when it opens. A broker key that the
+  store also reads (``flushDiskType``, ``fileReservedTime``, ...) is passed with the value
+  checked here, so both sides always agree;
+* **known but unused** (:data:`KNOWN_BUT_UNUSED`): legitimate RocketMQ keys that have no effect
+  in this build (Java thread pools, HA addresses before HA lands); logged at INFO level;
+* anything else: warned about (:class:`RmqConfigWarning`, and logged), with a "did you mean"
+  when a known key is close.
+
+A bad value raises :class:`rmq.errors.ConfigError` naming the file, line, key and what is
+allowed::
+
+    broker.conf:3: flushDiskType = 'FAST' is not allowed; use ASYNC_FLUSH or SYNC_FLUSH
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import enum
+import ipaddress
+import logging
+import os
+import re
+import socket
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rmq.errors import ConfigError
+from rmq.scheduling.retention import parse_delete_when
+
+__all__ = [
+    "BROKER_KEYS",
+    "KNOWN_BUT_UNUSED",
+    "BrokerConfig",
+    "BrokerRole",
+    "FlushDiskType",
+    "RmqConfigWarning",
+    "iter_properties",
+    "load_broker_config",
+    "parse_properties",
+]
+
+log = logging.getLogger(__name__)
+
+
+class RmqConfigWarning(UserWarning):
+    """A config key that rmq does not know (typo, or a feature this build lacks), or a value
+    that was adjusted the way RocketMQ adjusts it."""
+
+
+class BrokerRole(str, enum.Enum):
+    """``brokerRole``: how a broker replicates."""
+
+    ASYNC_MASTER = "ASYNC_MASTER"
+    SYNC_MASTER = "SYNC_MASTER"
+    SLAVE = "SLAVE"
+
+
+class FlushDiskType(str, enum.Enum):
+    """``flushDiskType``: when a put is acknowledged relative to the disk flush."""
+
+    ASYNC_FLUSH = "ASYNC_FLUSH"
+    SYNC_FLUSH = "SYNC_FLUSH"
+
+
+KNOWN_BUT_UNUSED: frozenset[str] = frozenset(
+    {
+        # HA addressing: read once master/slave replication lands.
+        "brokerIP2",
+        "haListenPort",
+        # Java/Netty thread pools and queues: the Rust server sizes its own.
+        "sendMessageThreadPoolNums",
+        "pullMessageThreadPoolNums",
+        "queryMessageThreadPoolNums",
+        "adminBrokerThreadPoolNums",
+        "clientManageThreadPoolNums",
+        "consumerManageThreadPoolNums",
+        "heartbeatThreadPoolNums",
+        "endTransactionThreadPoolNums",
+        "sendThreadPoolQueueCapacity",
+        "pullThreadPoolQueueCapacity",
+        "queryThreadPoolQueueCapacity",
+        "serverWorkerThreads",
+        "serverSelectorThreads",
+        "serverCallbackExecutorThreads",
+        "useEpollNativeSelector",
+        "transferMsgByHeap",
+        # Where the Java broker finds its own files.
+        "rocketmqHome",
+    }
+)
+"""Legitimate RocketMQ keys that this build accepts without a warning but does not act on yet
+(they are logged at INFO level). Keys whose absence would change what a user gets (store paths,
+ACLs, ...) are deliberately *not* here: those are warned about."""
+
+_NOT_PASSED_TO_STORE = frozenset({"storePathRootDir"})
+"""Broker keys the store gets another way (the root dir is ``MessageStore``'s first argument)."""
+
+_HOST_PORT = re.compile(r"^(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.\-]+):(?P<port>[0-9]{1,5})$")
+
+
+# --------------------------------------------------------------------------------------------
+# Java properties
+
+
+def _trailing_backslashes(line: str) -> int:
+    return len(line) - len(line.rstrip("\\"))
+
+
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def _unescape(text: str, where: str) -> str:
+    if "\\" not in text:
+        return text
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch != "\\" or i + 1 >= len(text):
+            out.append(ch)
+            i += 1
+            continue
+        nxt = text[i + 1]
+        if nxt == "u":
+            digits = text[i + 2 : i + 6]
+            if len(digits) != 4 or not all(c in "0123456789abcdefABCDEF" for c in digits):
+                raise ConfigError(f"{where}: malformed \\uxxxx escape {text[i : i + 6]!r}")
+            out.append(chr(int(digits, 16)))
+            i += 6
+        else:
+            out.append(_ESCAPES.get(nxt, nxt))
+            i += 2
+    return "".join(out)
+
+
+def _split_key_value(line: str) -> tuple[str, str]:
+    """Split a logical line at the first unescaped ``=``, ``:`` or blank, as Java does."""
+    i = 0
+    while i < len(line):
+        ch = line[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch in "=: \t\f":
+            break
+        i += 1
+    key = line[:i]
+    rest = line[i:].lstrip(" \t\f")
+    if rest[:1] in ("=", ":"):
+        rest = rest[1:].lstrip(" \t\f")
+    return key, rest
+
+
+def iter_properties(text: str, source: str = "<string>") -> Iterator[tuple[str, str, int]]:
+    """Yield ``(key, value, line_number)`` for each entry of a Java-properties text.
+
+    ``line_number`` is where the entry starts (1-based). Values keep their inner blanks and are
+    stripped at both ends.
+    """
+    lines = re.split(r"\r\n|\r|\n", text)
+    i = 0
+    while i < len(lines):
+        number = i + 1
+        line = lines[i].lstrip(" \t\f")
+        i += 1
+        if not line or line[0] in "#!":
+            continue
+        while _trailing_backslashes(line) % 2 == 1:
+            line = line[:-1]
+            if i >= len(lines):
+                break
+            line += lines[i].lstrip(" \t\f")
+            i += 1
+        key, value = _split_key_value(line)
+        where = f"{source}:{number}"
+        yield _unescape(key, where), _unescape(value, where).strip(), number
+
+
+def parse_properties(text: str, source: str = "<string>") -> dict[str, str]:
+    """A Java-properties text as a dict (a key given twice keeps its last value, as in Java)."""
+    return {key: value for key, value, _ in iter_properties(text, source)}
+
+
+# --------------------------------------------------------------------------------------------
+# Values
+
+
+class _Invalid(ValueError):
+    """A raw value that a parser refused; the key's ``allowed`` text says what would do."""
+
+
+def _int_range(lo: int, hi: int | None = None) -> Callable[[str], int]:
+    def parse(raw: str) -> int:
+        try:
+            value = int(raw, 10)
+        except ValueError:
+            raise _Invalid(raw) from None
+        if value < lo or (hi is not None and value > hi):
+            raise _Invalid(raw)
+        return value
+
+    return parse
+
+
+def _int_text(lo: int, hi: int | None = None) -> str:
+    return f"use an integer from {lo} to {hi}" if hi is not None else f"use an integer >= {lo}"
+
+
+def _bool(raw: str) -> bool:
+    lowered = raw.lower()
+    if lowered == "true":
+        return True
+    if lowered == "false":
+        return False
+    raise _Invalid(raw)
+
+
+def _name(raw: str) -> str:
+    if not raw:
+        raise _Invalid(raw)
+    return raw
+
+
+def _ip(raw: str) -> str:
+    try:
+        return str(ipaddress.ip_address(raw))
+    except ValueError:
+        raise _Invalid(raw) from None
+
+
+def _namesrv(raw: str) -> str | None:
+    items = [item.strip() for item in raw.split(";") if item.strip()]
+    if not items:
+        return None
+    for item in items:
+        match = _HOST_PORT.match(item)
+        if match is None or not 1 <= int(match["port"]) <= 65535:
+            raise _Invalid(raw)
+    return ";".join(items)
+
+
+def _path(raw: str) -> str:
+    if not raw:
+        raise _Invalid(raw)
+    return os.path.abspath(os.path.expanduser(raw))
+
+
+def _delete_when(raw: str) -> str:
+    try:
+        parse_delete_when(raw)
+    except ValueError:
+        raise _Invalid(raw) from None
+    return raw
+
+
+def _enum(cls: type[BrokerRole] | type[FlushDiskType]) -> Callable[[str], object]:
+    def parse(raw: str) -> object:
+        try:
+            return cls(raw)
+        except ValueError:
+            raise _Invalid(raw) from None
+
+    return parse
+
+
+def _enum_text(cls: type[enum.Enum]) -> str:
+    names = [member.name for member in cls]
+    return "use " + ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def _permission(raw: str) -> int:
+    value = _int_range(0, 7)(raw)
+    if value not in (2, 4, 6):
+        raise _Invalid(raw)
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class _Key:
+    attr: str
+    parse: Callable[[str], object]
+    allowed: str
+
+
+# --------------------------------------------------------------------------------------------
+# BrokerConfig
+
+
+def _default_broker_name() -> str:
+    """RocketMQ's default brokerName: the local host name."""
+    return socket.gethostname() or "DEFAULT_BROKER"
+
+
+def _default_broker_ip() -> str:
+    """RocketMQ's default brokerIP1: this host's first non-loopback IPv4 address.
+
+    Asks the kernel which source address it would route an outside address from (a UDP
+    ``connect`` sends nothing), then the addresses of the host name, then 127.0.0.1.
+    """
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect(("10.254.254.254", 1))
+            address = str(probe.getsockname()[0])
+        if not ipaddress.ip_address(address).is_loopback:
+            return address
+    except OSError:
+        pass
+    try:
+        infos = socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET)
+    except OSError:
+        infos = []
+    for info in infos:
+        address = str(info[4][0])
+        if not ipaddress.ip_address(address).is_loopback:
+            return address
+    return "127.0.0.1"
+
+
+def _default_store_root() -> str:
+    return os.path.abspath(os.path.expanduser("~/store"))
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerConfig:
+    """A broker's effective configuration. Each field documents its ``broker.conf`` key;
+    defaults are RocketMQ's. Build it with :func:`load_broker_config`, which checks values."""
+
+    broker_cluster_name: str = "DefaultCluster"
+    """``brokerClusterName``: the cluster this broker registers under."""
+    broker_name: str = field(default_factory=_default_broker_name)
+    """``brokerName``: shared by a master and its slaves (default: the host name)."""
+    broker_id: int = 0
+    """``brokerId``: 0 for a master, >= 1 for a slave."""
+    broker_ip1: str = field(default_factory=_default_broker_ip)
+    """``brokerIP1``: the address clients and message ids use (default: first non-loopback
+    IPv4 address)."""
+    listen_port: int = 10911
+    """``listenPort``: the remoting port; the HA port is listenPort + 1."""
+    namesrv_addr: str | None = None
+    """``namesrvAddr``: ``host:port;host:port``; None runs an embedded nameserver."""
+    store_path_root_dir: str = field(default_factory=_default_store_root)
+    """``storePathRootDir``: the store root (``~`` expanded, made absolute)."""
+    broker_role: BrokerRole = BrokerRole.ASYNC_MASTER
+    """``brokerRole``."""
+    flush_disk_type: FlushDiskType = FlushDiskType.ASYNC_FLUSH
+    """``flushDiskType``."""
+    delete_when: str = "04"
+    """``deleteWhen``: hours of day (``;``-separated, local time) to delete expired files."""
+    file_reserved_time: int = 72
+    """``fileReservedTime``: hours a CommitLog file is kept."""
+    auto_create_topic_enable: bool = True
+    """``autoCreateTopicEnable``: create unknown topics on first send."""
+    default_topic_queue_nums: int = 8
+    """``defaultTopicQueueNums``: queues of an auto-created topic."""
+    max_message_size: int = 4 * 1024 * 1024
+    """``maxMessageSize``: largest body (or batch) accepted, in bytes."""
+    broker_permission: int = 6
+    """``brokerPermission``: 6 read+write, 4 read only, 2 write only."""
+    register_name_server_period: int = 30_000
+    """``registerNameServerPeriod``: ms between registrations (clamped to 10 000-60 000)."""
+    clean_resource_interval: int = 10_000
+    """``cleanResourceInterval``: ms between expired-file checks."""
+    disk_max_used_space_ratio: int = 75
+    """``diskMaxUsedSpaceRatio``: percent of the disk above which expired files go at once
+    (clamped to 10-95, as RocketMQ does)."""
+    store: dict[str, str] = field(default_factory=dict)
+    """Store keys for ``rmq._rmq.MessageStore``, as strings (checked by the native store)."""
+
+    @property
+    def namesrv_addrs(self) -> tuple[str, ...]:
+        """``namesrvAddr`` split into ``host:port`` items (empty: embedded nameserver)."""
+        return tuple(self.namesrv_addr.split(";")) if self.namesrv_addr else ()
+
+    @property
+    def store_host(self) -> str:
+        """``brokerIP1:listenPort``, the address written into every stored message."""
+        if ":" in self.broker_ip1:
+            return f"[{self.broker_ip1}]:{self.listen_port}"
+        return f"{self.broker_ip1}:{self.listen_port}"
+
+    def to_properties(self) -> dict[str, str]:
+        """The broker keys with their effective values, as ``broker.conf`` strings."""
+        out: dict[str, str] = {}
+        for key, spec in BROKER_KEYS.items():
+            out[key] = _to_text(getattr(self, spec.attr))
+        return out
+
+
+def _to_text(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, enum.Enum):
+        return str(value.value)
+    return str(value)
+
+
+BROKER_KEYS: dict[str, _Key] = {
+    "brokerClusterName": _Key("broker_cluster_name", _name, "use a non-empty name"),
+    "brokerName": _Key("broker_name", _name, "use a non-empty name"),
+    "brokerId": _Key("broker_id", _int_range(0), _int_text(0) + " (0 is the master)"),
+    "brokerIP1": _Key("broker_ip1", _ip, "use an IPv4 or IPv6 address"),
+    "listenPort": _Key("listen_port", _int_range(1, 65535), _int_text(1, 65535)),
+    "namesrvAddr": _Key(
+        "namesrv_addr",
+        _namesrv,
+        "use host:port items separated by ';', e.g. 127.0.0.1:9876;192.168.0.2:9876",
+    ),
+    "storePathRootDir": _Key("store_path_root_dir", _path, "use a directory path"),
+    "brokerRole": _Key("broker_role", _enum(BrokerRole), _enum_text(BrokerRole)),
+    "flushDiskType": _Key("flush_disk_type", _enum(FlushDiskType), _enum_text(FlushDiskType)),
+    "deleteWhen": _Key(
+        "delete_when", _delete_when, "use one or more hours 00-23 separated by ';', e.g. 04;16"
+    ),
+    "fileReservedTime": _Key(
+        "file_reserved_time", _int_range(1), _int_text(1) + " (hours to keep a file)"
+    ),
+    "autoCreateTopicEnable": _Key("auto_create_topic_enable", _bool, "use true or false"),
+    "defaultTopicQueueNums": _Key(
+        "default_topic_queue_nums", _int_range(1, 1024), _int_text(1, 1024)
+    ),
+    "maxMessageSize": _Key(
+        "max_message_size",
+        _int_range(1024, 16 * 1024 * 1024),
+        _int_text(1024, 16 * 1024 * 1024) + " (bytes; a frame is at most 16 MiB)",
+    ),
+    "brokerPermission": _Key(
+        "broker_permission", _permission, "use 6 (read and write), 4 (read only) or 2 (write only)"
+    ),
+    "registerNameServerPeriod": _Key(
+        "register_name_server_period", _int_range(0), _int_text(0) + " (milliseconds)"
+    ),
+    "cleanResourceInterval": _Key(
+        "clean_resource_interval",
+        _int_range(10, 3_600_000),
+        _int_text(10, 3_600_000) + " (milliseconds)",
+    ),
+    "diskMaxUsedSpaceRatio": _Key(
+        "disk_max_used_space_ratio", _int_range(0, 100), _int_text(0, 100) + " (percent)"
+    ),
+}
+"""Every key :class:`BrokerConfig` reads: RocketMQ key → field, parser, allowed values."""
+
+# RocketMQ adjusts these instead of refusing them; rmq does the same, with a warning.
+_CLAMPS: dict[str, tuple[int, int]] = {
+    "registerNameServerPeriod": (10_000, 60_000),
+    "diskMaxUsedSpaceRatio": (10, 95),
+}
+
+
+# --------------------------------------------------------------------------------------------
+# Loading
+
+
+def _warn(message: str) -> None:
+    log.warning("%s", message)
+    warnings.warn(message, RmqConfigWarning, stacklevel=3)
+
+
+def _native_store_defaults() -> dict[str, str]:
+    try:
+        from rmq._rmq import store_config_defaults
+    except ImportError as exc:
+        raise ImportError(
+            "rmq's native module (rmq._rmq) is not built or not importable; "
+            "run `make build` in the rmq repository"
+        ) from exc
+    return store_config_defaults()
+
+
+def _read_text(path: str | os.PathLike[str]) -> str:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise ConfigError(f"{os.fspath(path)}: cannot read config file: {exc.strerror}") from exc
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        # Java's Properties.load(InputStream) reads ISO-8859-1.
+        return data.decode("latin-1")
+
+
+def load_broker_config(
+    path: str | os.PathLike[str] | None,
+    overrides: Mapping[str, str] | None = None,
+    *,
+    store_defaults: Mapping[str, str] | None = None,
+) -> BrokerConfig:
+    """Load a broker config from a ``broker.conf`` file (``None``: defaults only).
+
+    ``overrides`` are applied after the file, as RocketMQ applies command-line options
+    (``-n`` → ``namesrvAddr``). ``store_defaults`` is the native store's key list
+    (``rmq._rmq.store_config_defaults()`` when not given).
+
+    Raises :class:`~rmq.errors.ConfigError` for an unreadable file or a bad value; warns with
+    :class:`RmqConfigWarning` (and logs) for unknown keys.
+    """
+    entries: list[tuple[str, str, str]] = []  # (key, value, where)
+    if path is not None:
+        source = os.fspath(path)
+        seen: dict[str, int] = {}
+        for key, value, number in iter_properties(_read_text(path), source):
+            if key in seen:
+                _warn(
+                    f"{source}:{number}: {key} is set again (first on line {seen[key]}); "
+                    "the last value wins"
+                )
+            seen[key] = number
+            entries.append((key, value, f"{source}:{number}"))
+    for key, value in (overrides or {}).items():
+        entries.append((key, value.strip(), "command line"))
+
+    store_keys = _native_store_defaults() if store_defaults is None else store_defaults
+    values: dict[str, Any] = {}
+    raw_store: dict[str, str] = {}
+    given: dict[str, str] = {}  # broker key -> where it was last set
+    unused: list[str] = []
+    for key, raw, where in entries:
+        spec = BROKER_KEYS.get(key)
+        if spec is not None:
+            try:
+                values[spec.attr] = spec.parse(raw)
+            except _Invalid:
+                raise ConfigError(
+                    f"{where}: {key} = {raw!r} is not allowed; {spec.allowed}", key=key
+                ) from None
+            given[key] = where
+        elif key in store_keys:
+            raw_store[key] = raw
+        elif key in KNOWN_BUT_UNUSED:
+            unused.append(key)
+        else:
+            _warn(f"{where}: unknown key {key!r} is ignored{_suggest(key, store_keys)}")
+    if unused:
+        log.info("accepted but not used by this build: %s", ", ".join(sorted(set(unused))))
+
+    for key, (lo, hi) in _CLAMPS.items():
+        spec = BROKER_KEYS[key]
+        if spec.attr in values and not lo <= values[spec.attr] <= hi:
+            clamped = min(max(values[spec.attr], lo), hi)
+            _warn(
+                f"{given[key]}: {key} = {values[spec.attr]} is outside {lo}-{hi}; "
+                f"using {clamped} (as RocketMQ does)"
+            )
+            values[spec.attr] = clamped
+
+    config = BrokerConfig(**values)
+    if config.broker_role is BrokerRole.SLAVE and config.broker_id < 1:
+        where = given.get("brokerId") or given.get("brokerRole", "defaults")
+        raise ConfigError(
+            f"{where}: brokerId = {config.broker_id} is not allowed with brokerRole = SLAVE; "
+            "use an integer >= 1",
+            key="brokerId",
+        )
+    if config.broker_role is not BrokerRole.SLAVE and config.broker_id != 0:
+        _warn(
+            f"{given['brokerId']}: brokerId = {config.broker_id} is ignored for a "
+            f"{config.broker_role.value}; a master's brokerId is 0 (as in RocketMQ)"
+        )
+        config = dataclasses.replace(config, broker_id=0)
+
+    # Broker keys the store reads too get the value checked here, so both sides agree.
+    store = dict(raw_store)
+    for key, text in config.to_properties().items():
+        if key in store_keys and key not in _NOT_PASSED_TO_STORE:
+            store[key] = text
+    return dataclasses.replace(config, store=store)
+
+
+def _suggest(key: str, store_keys: Mapping[str, str]) -> str:
+    known = [*BROKER_KEYS, *store_keys, *KNOWN_BUT_UNUSED]
+    by_lower = {name.lower(): name for name in known}
+    match = by_lower.get(key.lower())
+    if match is None:
+        close = difflib.get_close_matches(key, known, n=1, cutoff=0.8)
+        match = close[0] if close else None
+    return f" (did you mean {match!r}?)" if match else ""

@@ -1,0 +1,306 @@
+"""The one exception tree of rmq.
+
+Everything rmq raises on purpose is an :class:`RmqError`. The native module (``rmq._rmq``)
+raises these same classes: it imports this module and calls e.g.
+``rmq.errors.MessageIllegalError("topic name is too long")``, so every class takes one
+positional message, plus optional ``code`` and ``remark`` keywords.
+
+::
+
+    RmqError
+    ├── ConfigError (also a ValueError)   a bad config value; names the key and what is allowed
+    ├── StoreError                         an I/O failure in the storage engine
+    └── BrokerResponseError                a RocketMQ response code other than SUCCESS
+        ├── BrokerSystemError               1  SYSTEM_ERROR
+        ├── SystemBusyError                 2  SYSTEM_BUSY
+        ├── ...                                one class per ResponseCode below
+        └── SubscriptionGroupNotExistError 26  SUBSCRIPTION_GROUP_NOT_EXIST
+
+:func:`for_code` maps a response code and remark (as a broker sends them) to an instance of the
+right class; codes without a class of their own give a plain :class:`BrokerResponseError`.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+__all__ = [
+    "BrokerResponseError",
+    "BrokerSystemError",
+    "ConfigError",
+    "FlushDiskTimeoutError",
+    "FlushSlaveTimeoutError",
+    "MessageIllegalError",
+    "NoPermissionError",
+    "PullNotFoundError",
+    "PullOffsetMovedError",
+    "PullRetryImmediatelyError",
+    "QueryNotFoundError",
+    "RequestCodeNotSupportedError",
+    "RmqError",
+    "ServiceNotAvailableError",
+    "SlaveNotAvailableError",
+    "StoreError",
+    "SubscriptionGroupNotExistError",
+    "SubscriptionNotExistError",
+    "SubscriptionNotLatestError",
+    "SubscriptionParseFailedError",
+    "SystemBusyError",
+    "TopicExistAlreadyError",
+    "TopicNotExistError",
+    "TransactionFailedError",
+    "VersionNotSupportedError",
+    "for_code",
+]
+
+
+class RmqError(Exception):
+    """Base of every error rmq raises on purpose.
+
+    ``code`` is the RocketMQ response code when there is one (``None`` otherwise) and
+    ``remark`` the broker's own words (the message itself when not given).
+    """
+
+    code: int | None = None
+    """RocketMQ response code of this error, when it has one."""
+
+    def __init__(self, message: str = "", *, code: int | None = None, remark: str | None = None):
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+        self.remark: str = message if remark is None else remark
+
+    @property
+    def message(self) -> str:
+        """The message the error was raised with."""
+        return str(self.args[0]) if self.args else ""
+
+
+class ConfigError(RmqError, ValueError):
+    """A config key or value that cannot be used; the message names the key and the allowed
+    values, e.g. ``broker.conf:3: flushDiskType = 'FAST' is not allowed; use ASYNC_FLUSH or
+    SYNC_FLUSH``."""
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        key: str | None = None,
+        code: int | None = None,
+        remark: str | None = None,
+    ):
+        super().__init__(message, code=code, remark=remark)
+        self.key: str | None = key
+        """The offending key, when the error is about one key."""
+
+
+class StoreError(RmqError):
+    """An I/O failure in the storage engine (a file that could not be created, mapped,
+    flushed, ...). Data already acknowledged is not affected by it."""
+
+
+class BrokerResponseError(RmqError):
+    """A broker answered with a response code other than SUCCESS (0).
+
+    Subclasses are named after RocketMQ's ``ResponseCode`` constants; ``code_name`` is the
+    constant's name.
+    """
+
+    code_name: ClassVar[str] = "UNKNOWN"
+
+
+class BrokerSystemError(BrokerResponseError):
+    """SYSTEM_ERROR: the broker failed while handling the request."""
+
+    code = 1
+    code_name = "SYSTEM_ERROR"
+
+
+class SystemBusyError(BrokerResponseError):
+    """SYSTEM_BUSY: the broker shed load (page cache busy, request queued too long)."""
+
+    code = 2
+    code_name = "SYSTEM_BUSY"
+
+
+class RequestCodeNotSupportedError(BrokerResponseError):
+    """REQUEST_CODE_NOT_SUPPORTED: the peer does not serve this request code."""
+
+    code = 3
+    code_name = "REQUEST_CODE_NOT_SUPPORTED"
+
+
+class TransactionFailedError(BrokerResponseError):
+    """TRANSACTION_FAILED (RemotingSysResponseCode)."""
+
+    code = 4
+    code_name = "TRANSACTION_FAILED"
+
+
+class FlushDiskTimeoutError(BrokerResponseError):
+    """FLUSH_DISK_TIMEOUT: stored, but not durable within syncFlushTimeout (SYNC_FLUSH)."""
+
+    code = 10
+    code_name = "FLUSH_DISK_TIMEOUT"
+
+
+class SlaveNotAvailableError(BrokerResponseError):
+    """SLAVE_NOT_AVAILABLE: a SYNC_MASTER has no slave to replicate to."""
+
+    code = 11
+    code_name = "SLAVE_NOT_AVAILABLE"
+
+
+class FlushSlaveTimeoutError(BrokerResponseError):
+    """FLUSH_SLAVE_TIMEOUT: a SYNC_MASTER's slave did not confirm in time."""
+
+    code = 12
+    code_name = "FLUSH_SLAVE_TIMEOUT"
+
+
+class MessageIllegalError(BrokerResponseError):
+    """MESSAGE_ILLEGAL: bad topic name, message too large, properties too long, ..."""
+
+    code = 13
+    code_name = "MESSAGE_ILLEGAL"
+
+
+class ServiceNotAvailableError(BrokerResponseError):
+    """SERVICE_NOT_AVAILABLE: store shut down, disk full, slave refusing writes, ..."""
+
+    code = 14
+    code_name = "SERVICE_NOT_AVAILABLE"
+
+
+class VersionNotSupportedError(BrokerResponseError):
+    """VERSION_NOT_SUPPORTED: the client's protocol version is not served."""
+
+    code = 15
+    code_name = "VERSION_NOT_SUPPORTED"
+
+
+class NoPermissionError(BrokerResponseError):
+    """NO_PERMISSION: the broker or topic does not allow this read or write."""
+
+    code = 16
+    code_name = "NO_PERMISSION"
+
+
+class TopicNotExistError(BrokerResponseError):
+    """TOPIC_NOT_EXIST: no route or config for the topic."""
+
+    code = 17
+    code_name = "TOPIC_NOT_EXIST"
+
+
+class TopicExistAlreadyError(BrokerResponseError):
+    """TOPIC_EXIST_ALREADY."""
+
+    code = 18
+    code_name = "TOPIC_EXIST_ALREADY"
+
+
+class PullNotFoundError(BrokerResponseError):
+    """PULL_NOT_FOUND: no new message at that offset (yet)."""
+
+    code = 19
+    code_name = "PULL_NOT_FOUND"
+
+
+class PullRetryImmediatelyError(BrokerResponseError):
+    """PULL_RETRY_IMMEDIATELY: nothing matched the filter; pull again from the next offset."""
+
+    code = 20
+    code_name = "PULL_RETRY_IMMEDIATELY"
+
+
+class PullOffsetMovedError(BrokerResponseError):
+    """PULL_OFFSET_MOVED: the requested offset is outside the queue's range."""
+
+    code = 21
+    code_name = "PULL_OFFSET_MOVED"
+
+
+class QueryNotFoundError(BrokerResponseError):
+    """QUERY_NOT_FOUND: no message matched the query."""
+
+    code = 22
+    code_name = "QUERY_NOT_FOUND"
+
+
+class SubscriptionParseFailedError(BrokerResponseError):
+    """SUBSCRIPTION_PARSE_FAILED: the subscription expression could not be parsed."""
+
+    code = 23
+    code_name = "SUBSCRIPTION_PARSE_FAILED"
+
+
+class SubscriptionNotExistError(BrokerResponseError):
+    """SUBSCRIPTION_NOT_EXIST: the consumer group has no subscription to the topic."""
+
+    code = 24
+    code_name = "SUBSCRIPTION_NOT_EXIST"
+
+
+class SubscriptionNotLatestError(BrokerResponseError):
+    """SUBSCRIPTION_NOT_LATEST: the broker holds a newer subscription version."""
+
+    code = 25
+    code_name = "SUBSCRIPTION_NOT_LATEST"
+
+
+class SubscriptionGroupNotExistError(BrokerResponseError):
+    """SUBSCRIPTION_GROUP_NOT_EXIST: the consumer group is unknown and not auto-created."""
+
+    code = 26
+    code_name = "SUBSCRIPTION_GROUP_NOT_EXIST"
+
+
+_BY_CODE: dict[int, type[BrokerResponseError]] = {
+    cls.code: cls
+    for cls in (
+        BrokerSystemError,
+        SystemBusyError,
+        RequestCodeNotSupportedError,
+        TransactionFailedError,
+        FlushDiskTimeoutError,
+        SlaveNotAvailableError,
+        FlushSlaveTimeoutError,
+        MessageIllegalError,
+        ServiceNotAvailableError,
+        VersionNotSupportedError,
+        NoPermissionError,
+        TopicNotExistError,
+        TopicExistAlreadyError,
+        PullNotFoundError,
+        PullRetryImmediatelyError,
+        PullOffsetMovedError,
+        QueryNotFoundError,
+        SubscriptionParseFailedError,
+        SubscriptionNotExistError,
+        SubscriptionNotLatestError,
+        SubscriptionGroupNotExistError,
+    )
+    if cls.code is not None
+}
+
+
+def for_code(code: int, remark: str | None = "") -> BrokerResponseError:
+    """The error for a broker's response ``code`` and ``remark``.
+
+    Codes with a class of their own give that class; any other non-zero code gives a plain
+    :class:`BrokerResponseError` carrying the code. The message is the remark, or the code's
+    name when the broker sent no remark.
+
+    >>> err = for_code(13, "the message body size over max value, MAX: 4194304")
+    >>> type(err).__name__, err.code
+    ('MessageIllegalError', 13)
+
+    Raises ``ValueError`` for 0 (SUCCESS), which is not an error.
+    """
+    if code == 0:
+        raise ValueError("response code 0 is SUCCESS, not an error")
+    cls = _BY_CODE.get(code, BrokerResponseError)
+    name = cls.code_name if cls is not BrokerResponseError else "response code"
+    text = remark or f"{name} ({code})"
+    return cls(text, code=code, remark=remark or "")

@@ -1,0 +1,245 @@
+"""``python -m rmq.broker`` as a real process (store-only mode). Needs `make build`."""
+
+from __future__ import annotations
+
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from rmq.config import load_broker_config
+
+BANNER = "store open at"
+START_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 60.0
+
+
+class BrokerProcess:
+    """A broker subprocess whose stderr is collected line by line on a thread."""
+
+    def __init__(self, *args: str, cwd: Path) -> None:
+        # Run from a directory other than the repository: the installed package must be found.
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "rmq.broker", *args],
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.lines: list[str] = []
+        self._queue: queue.Queue[str | None] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self._queue.put(line)
+        self._queue.put(None)
+
+    def wait_for(self, text: str, timeout: float = START_TIMEOUT_S) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AssertionError(f"no {text!r} within {timeout} s; stderr so far:\n{self.log}")
+            try:
+                line = self._queue.get(timeout=remaining)
+            except queue.Empty:
+                continue
+            if line is None:
+                raise AssertionError(
+                    f"broker exited ({self.proc.wait()}) before {text!r}; stderr:\n{self.log}"
+                )
+            self.lines.append(line)
+            if text in line:
+                return line
+
+    def stop(self, sig: signal.Signals = signal.SIGTERM) -> int:
+        self.proc.send_signal(sig)
+        return self.finish()
+
+    def finish(self) -> int:
+        code = self.proc.wait(timeout=STOP_TIMEOUT_S)
+        self._reader.join(timeout=STOP_TIMEOUT_S)
+        while not self._queue.empty():
+            line = self._queue.get()
+            if line is not None:
+                self.lines.append(line)
+        self._close_pipes()
+        return code
+
+    def _close_pipes(self) -> None:
+        for pipe in (self.proc.stdout, self.proc.stderr):
+            if pipe is not None and not self._reader.is_alive():
+                pipe.close()
+
+    @property
+    def log(self) -> str:
+        return "".join(self.lines)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.finish()
+
+
+@pytest.fixture
+def broker_conf(tmp_path: Path) -> Path:
+    conf = tmp_path / "broker.conf"
+    conf.write_text(
+        "brokerClusterName = TestCluster\n"
+        "brokerName = broker-test\n"
+        "brokerIP1 = 127.0.0.1\n"
+        f"storePathRootDir = {tmp_path / 'store'}\n"
+        "mappedFileSizeCommitLog = 1048576\n"
+    )
+    return conf
+
+
+@pytest.fixture
+def run_broker(tmp_path: Path) -> Iterator[type[BrokerProcess]]:
+    started: list[BrokerProcess] = []
+
+    class Tracked(BrokerProcess):
+        def __init__(self, *args: str, cwd: Path = tmp_path) -> None:
+            super().__init__(*args, cwd=cwd)
+            started.append(self)
+
+    yield Tracked
+    for broker in started:
+        broker.kill()
+
+
+def test_start_and_clean_shutdown_on_sigterm(
+    run_broker: type[BrokerProcess], broker_conf: Path, tmp_path: Path
+) -> None:
+    broker = run_broker("-c", str(broker_conf))
+    banner = broker.wait_for(BANNER)
+    store = tmp_path / "store"
+    assert str(store) in banner
+    assert "broker-test" in banner
+    assert "network server" in banner
+    assert (store / "abort").exists(), "a running store holds the abort file"
+
+    assert broker.stop(signal.SIGTERM) == 0, broker.log
+    assert "shutdown complete" in broker.log
+    assert (store / "checkpoint").is_file()
+    assert (store / "commitlog").is_dir()
+    assert not (store / "abort").exists()
+
+
+def test_sigint_also_shuts_down_cleanly(
+    run_broker: type[BrokerProcess], broker_conf: Path, tmp_path: Path
+) -> None:
+    broker = run_broker("-c", str(broker_conf))
+    broker.wait_for(BANNER)
+    assert broker.stop(signal.SIGINT) == 0, broker.log
+    assert "shutdown complete" in broker.log
+    assert not (tmp_path / "store" / "abort").exists()
+
+
+def test_restart_after_kill_reports_unclean_exit(
+    run_broker: type[BrokerProcess], broker_conf: Path, tmp_path: Path
+) -> None:
+    first = run_broker("-c", str(broker_conf))
+    assert "last exit clean: yes" in first.wait_for(BANNER)
+    first.proc.kill()
+    first.finish()
+    assert (tmp_path / "store" / "abort").exists()
+
+    second = run_broker("-c", str(broker_conf))
+    assert "last exit clean: no" in second.wait_for(BANNER)
+    assert second.stop() == 0, second.log
+
+    third = run_broker("-c", str(broker_conf))
+    assert "last exit clean: yes" in third.wait_for(BANNER)
+    assert third.stop() == 0, third.log
+
+
+def test_bad_value_stops_start_up_naming_the_key(
+    run_broker: type[BrokerProcess], broker_conf: Path, tmp_path: Path
+) -> None:
+    broker_conf.write_text(broker_conf.read_text() + "flushDiskType = FAST\n")
+    broker = run_broker("-c", str(broker_conf))
+    assert broker.finish() != 0
+    assert "flushDiskType = 'FAST' is not allowed; use ASYNC_FLUSH or SYNC_FLUSH" in broker.log
+    assert not (tmp_path / "store").exists(), "nothing is created before the config is valid"
+
+
+def test_bad_namesrv_option_names_the_key(
+    run_broker: type[BrokerProcess], broker_conf: Path
+) -> None:
+    broker = run_broker("-c", str(broker_conf), "-n", "localhost")
+    assert broker.finish() != 0
+    assert "command line: namesrvAddr = 'localhost' is not allowed" in broker.log
+
+
+def test_bad_store_value_stops_start_up_naming_the_key(
+    run_broker: type[BrokerProcess], broker_conf: Path
+) -> None:
+    broker_conf.write_text(broker_conf.read_text() + "transientStorePoolEnable = maybe\n")
+    broker = run_broker("-c", str(broker_conf))
+    assert broker.finish() != 0
+    assert "transientStorePoolEnable" in broker.log
+
+
+def test_unknown_key_is_logged_once(run_broker: type[BrokerProcess], broker_conf: Path) -> None:
+    broker_conf.write_text(broker_conf.read_text() + "noSuchKey = 1\n")
+    broker = run_broker("-c", str(broker_conf))
+    broker.wait_for(BANNER)
+    assert broker.stop() == 0, broker.log
+    assert broker.log.count("unknown key 'noSuchKey'") == 1
+
+
+def test_print_config_loads_back(broker_conf: Path, tmp_path: Path) -> None:
+    from rmq._rmq import store_config_defaults
+
+    done = subprocess.run(
+        [sys.executable, "-m", "rmq.broker", "-c", str(broker_conf), "-p"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=STOP_TIMEOUT_S,
+        check=True,
+    )
+    printed = tmp_path / "printed.conf"
+    printed.write_text(done.stdout)
+    defaults = store_config_defaults()
+    original = load_broker_config(broker_conf, store_defaults=defaults)
+    again = load_broker_config(printed, store_defaults=defaults)
+    assert again.to_properties() == original.to_properties()
+    assert again.store["mappedFileSizeCommitLog"] == "1048576"
+    assert not (tmp_path / "store").exists(), "--print-config opens nothing"
+
+
+def test_help(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "rmq.broker", "--help"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=STOP_TIMEOUT_S,
+        check=True,
+    )
+    for option in ("--config", "--namesrv", "--print-config"):
+        assert option in done.stdout
+
+
+def test_admin_placeholder(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "rmq.admin"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=STOP_TIMEOUT_S,
+    )
+    assert done.returncode == 2
+    assert "no sub-commands are available in this build yet" in done.stderr

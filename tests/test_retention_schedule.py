@@ -1,0 +1,135 @@
+"""When expired CommitLog files are deleted (rmq.scheduling.retention); no native module."""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime
+
+import pytest
+
+from rmq.scheduling.retention import (
+    Decision,
+    RetentionPolicy,
+    RetentionScheduler,
+    decide,
+    is_time_to_delete,
+    parse_delete_when,
+    run_once,
+)
+
+
+def at(hour: int, minute: int = 0) -> datetime:
+    return datetime(2025, 1, 15, hour, minute)
+
+
+@pytest.mark.parametrize(
+    ("value", "hours"),
+    [
+        ("04", {4}),
+        ("4", {4}),
+        ("00", {0}),
+        ("23", {23}),
+        ("04;10", {4, 10}),
+        (" 04 ; 16 ; ", {4, 16}),
+    ],
+)
+def test_parse_delete_when(value: str, hours: set[int]) -> None:
+    assert parse_delete_when(value) == hours
+
+
+@pytest.mark.parametrize("value", ["", ";", "24", "-1", "4am", "04;x", "004", "4.0"])
+def test_parse_delete_when_rejects(value: str) -> None:
+    with pytest.raises(ValueError):
+        parse_delete_when(value)
+
+
+def test_is_time_to_delete_matches_the_hour_only() -> None:
+    assert is_time_to_delete(at(4, 0), "04")
+    assert is_time_to_delete(at(4, 59), "04")
+    assert not is_time_to_delete(at(3, 59), "04")
+    assert not is_time_to_delete(at(5, 0), "04")
+    assert is_time_to_delete(at(16, 30), "04;16")
+    assert not is_time_to_delete(at(10, 0), "04;16")
+
+
+POLICY = RetentionPolicy(delete_when="04", interval_s=10.0, disk_max_used_space_ratio=0.75)
+
+
+@pytest.mark.parametrize(
+    ("hour", "ratio", "expected"),
+    [
+        (3, 0.10, Decision(delete=False, force=False, reason="none")),
+        (4, 0.10, Decision(delete=True, force=False, reason="time")),
+        (3, 0.75, Decision(delete=False, force=False, reason="none")),
+        (3, 0.76, Decision(delete=True, force=False, reason="disk")),
+        (4, 0.80, Decision(delete=True, force=False, reason="disk")),
+        (3, 0.85, Decision(delete=True, force=False, reason="disk")),
+        (3, 0.86, Decision(delete=True, force=True, reason="disk")),
+        (3, -1.0, Decision(delete=True, force=False, reason="disk")),
+    ],
+)
+def test_decide(hour: int, ratio: float, expected: Decision) -> None:
+    assert decide(at(hour), ratio, POLICY) == expected
+
+
+def test_policy_checks_its_values() -> None:
+    with pytest.raises(ValueError):
+        RetentionPolicy(delete_when="25")
+    with pytest.raises(ValueError):
+        RetentionPolicy(interval_s=0)
+
+
+class FakeStore:
+    def __init__(self, ratio: float, deletes: int = 1) -> None:
+        self.ratio = ratio
+        self.deletes = deletes
+        self.calls: list[bool] = []
+        self.called = threading.Event()
+
+    def delete_expired_files(self, force: bool = False) -> int:
+        self.calls.append(force)
+        self.called.set()
+        return self.deletes
+
+    def disk_used_ratio(self) -> float:
+        return self.ratio
+
+
+def test_run_once_deletes_only_when_due() -> None:
+    store = FakeStore(ratio=0.2, deletes=3)
+    assert run_once(store, POLICY, at(3)) == 0
+    assert store.calls == []
+    assert run_once(store, POLICY, at(4)) == 3
+    store.ratio = 0.9
+    assert run_once(store, POLICY, at(12)) == 3
+    assert store.calls == [False, True]
+
+
+def test_scheduler_runs_and_stops() -> None:
+    store = FakeStore(ratio=0.8)
+    scheduler = RetentionScheduler(store, RetentionPolicy(interval_s=0.01), clock=lambda: at(12))
+    scheduler.start()
+    try:
+        assert store.called.wait(10)
+    finally:
+        scheduler.stop()
+    assert not scheduler.running
+    assert store.calls[0] is False
+
+
+def test_scheduler_survives_a_failing_check(caplog: pytest.LogCaptureFixture) -> None:
+    class Failing(FakeStore):
+        def disk_used_ratio(self) -> float:
+            if not self.calls and not getattr(self, "failed", False):
+                self.failed = True
+                raise OSError("statvfs failed")
+            return 0.8
+
+    store = Failing(ratio=0.8)
+    scheduler = RetentionScheduler(store, RetentionPolicy(interval_s=0.01), clock=lambda: at(12))
+    scheduler.start()
+    try:
+        assert store.called.wait(10)
+    finally:
+        scheduler.stop()
+    assert "expired-file check failed" in caplog.text
