@@ -3,6 +3,7 @@ disk over the warning level gives an error that says so."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -17,19 +18,20 @@ import pytest
 from rmq import errors
 from rmq._rmq import MessageStore
 
+WRITER_CONFIG = {
+    "mappedFileSizeCommitLog": "262144",
+    "mappedFileSizeConsumeQueue": "6000",
+    "maxHashSlotNum": "1024",
+    "maxIndexNum": "8192",
+}
+
 # The writer acknowledges each message on stdout only after put_message returned.
 WRITER = textwrap.dedent(
     """
-    import sys
+    import json, sys
     from rmq._rmq import MessageStore
     root, flush = sys.argv[1], sys.argv[2]
-    store = MessageStore(root, {
-        "flushDiskType": flush,
-        "mappedFileSizeCommitLog": "262144",
-        "mappedFileSizeConsumeQueue": "6000",
-        "maxHashSlotNum": "1024",
-        "maxIndexNum": "8192",
-    })
+    store = MessageStore(root, {"flushDiskType": flush, **json.loads(sys.argv[3])})
     i = 0
     while True:
         body = (f"seq-{i:08d}|" * 20).encode()
@@ -67,7 +69,7 @@ def all_messages(store: MessageStore, queues: int) -> dict[int, bytes]:
 def run_writer_and_kill(root: Path, flush: str, acks_wanted: int) -> list[int]:
     acked: list[int] = []
     with subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(root), flush],
+        [sys.executable, "-c", WRITER, str(root), flush, json.dumps(WRITER_CONFIG)],
         stdout=subprocess.PIPE,
         text=True,
     ) as proc:
@@ -94,9 +96,7 @@ def test_kill_9_loses_nothing_acknowledged(tmp_path: Path, flush: str) -> None:
     acked = run_writer_and_kill(tmp_path, flush, acks_wanted=3000)
     assert len(acked) >= 3000
     assert (tmp_path / "abort").exists(), "the writer was killed, not shut down"
-    with MessageStore(str(tmp_path), {"mappedFileSizeCommitLog": "262144",
-                                      "mappedFileSizeConsumeQueue": "6000",
-                                      "maxHashSlotNum": "1024", "maxIndexNum": "8192"}) as store:
+    with MessageStore(str(tmp_path), WRITER_CONFIG) as store:
         assert not store.last_exit_ok
         seen = all_messages(store, 4)
         missing = set(acked) - set(seen)
@@ -141,23 +141,31 @@ SMALL_ON_TMPFS = {
 
 def test_full_disk_gives_clear_error_and_keeps_acked_data(tmpfs: Path) -> None:
     root = tmpfs / "store"
-    acked = 0
+    ballast = tmpfs / "ballast"
+    ballast.write_bytes(b"\0" * 512 * 1024)  # space to give back once the disk is full
+    acked: dict[int, int] = {}
     with MessageStore(str(root), SMALL_ON_TMPFS) as store:
         with pytest.raises(errors.StoreError) as info:
             for i in range(100_000):
-                store.put_message("Durable", i % 4, expected_body(i))
-                acked += 1
+                acked[i] = store.put_message("Durable", i % 4, expected_body(i)).wrote_offset
         message = str(info.value)
         assert "No space left on device" in message, message
         assert "could not create mapped file" in message, message
-        assert acked > 1000  # several MiB-sized files went in before the disk filled
+        assert len(acked) > 1000  # MiB-sized files went in before the disk filled
+        # Every acknowledged message is in the CommitLog, intact.
+        for i, offset in acked.items():
+            m = store.look_message_by_offset(offset)
+            assert m is not None and m.body == expected_body(i)
+        # With space back, dispatch (which may have been blocked creating a ConsumeQueue
+        # file) catches up by itself and every message is consumable.
+        ballast.unlink()
         deadline = time.monotonic() + 10
         while store.dispatch_behind_bytes() > 0:
-            assert time.monotonic() < deadline
+            assert time.monotonic() < deadline, "dispatch did not resume after space was freed"
             time.sleep(0.01)
-        assert set(all_messages(store, 4)) == set(range(acked))
+        assert set(all_messages(store, 4)) == set(acked)
     with MessageStore(str(root), SMALL_ON_TMPFS) as store:
-        assert set(all_messages(store, 4)) == set(range(acked))
+        assert set(all_messages(store, 4)) == set(acked)
 
 
 def test_disk_over_warning_level_refuses_writes_until_space_is_freed(tmpfs: Path) -> None:
@@ -165,12 +173,13 @@ def test_disk_over_warning_level_refuses_writes_until_space_is_freed(tmpfs: Path
     cfg = {**SMALL_ON_TMPFS, "cleanResourceInterval": "3600000"}
     with MessageStore(str(root), cfg) as store:
         assert store.put_message("T", 0, b"before").ok
+        while store.dispatch_behind_bytes() > 0:  # its ConsumeQueue file exists now
+            time.sleep(0.001)
         filler = tmpfs / "filler"
-        with filler.open("wb") as f:  # fill the file system, then give back ~2.5 %
+        with filler.open("wb", buffering=0) as f:  # fill the file system, give back ~2.5 %
             try:
                 while True:
                     f.write(b"\0" * 65536)
-                    f.flush()
             except OSError:
                 pass
             f.truncate(max(0, f.tell() - 100 * 1024))

@@ -113,9 +113,11 @@ def test_bad_config_names_key_and_allowed_values(tmp_path: Path) -> None:
 
 
 def test_second_store_on_same_dir_is_refused(tmp_path: Path) -> None:
-    with MessageStore(str(tmp_path), SMALL):
-        with pytest.raises(errors.StoreError, match="locked by another process"):
-            MessageStore(str(tmp_path), SMALL)
+    with (
+        MessageStore(str(tmp_path), SMALL),
+        pytest.raises(errors.StoreError, match="locked by another process"),
+    ):
+        MessageStore(str(tmp_path), SMALL)
 
 
 def test_reopen_after_clean_shutdown(tmp_path: Path) -> None:
@@ -132,7 +134,7 @@ def test_reopen_after_clean_shutdown(tmp_path: Path) -> None:
 def test_helpers_match_java() -> None:
     assert java_string_hash("TagA") == 2598919
     assert create_offset_msg_id("10.1.2.3:10911", 0x1234) == "0A01020300002A9F0000000000001234"
-    with pytest.raises(ValueError, match="32 .*56"):
+    with pytest.raises(ValueError, match=r"32 .*56"):
         decode_offset_msg_id("xyz")
 
 

@@ -98,6 +98,7 @@ fn any<T>(_: &T) -> Result<(), String> {
     Ok(())
 }
 
+#[allow(clippy::ptr_arg)] // the config macro hands every checker a `&FieldType`
 fn delay_levels(v: &String) -> Result<(), String> {
     parse_delay_levels(v).map(|_| ())
 }
@@ -222,7 +223,7 @@ store_config! {
     "mappedFileSizeCommitLog" => mapped_file_size_commit_log: usize = GIB, range(64 * 1024, 2 * GIB);
     /// Size of one ConsumeQueue file: 300 000 units of 20 bytes; must be a multiple of 20.
     "mappedFileSizeConsumeQueue" => mapped_file_size_consume_queue: usize = 300_000 * 20,
-        |v: &usize| if *v >= 20 * 16 && *v % 20 == 0 && *v <= GIB { Ok(()) } else { Err("a multiple of 20 between 320 and 1073741824".to_string()) };
+        |v: &usize| if *v >= 20 * 16 && v.is_multiple_of(20) && *v <= GIB { Ok(()) } else { Err("a multiple of 20 between 320 and 1073741824".to_string()) };
     /// ASYNC_FLUSH or SYNC_FLUSH (group commit).
     "flushDiskType" => flush_disk_type: FlushDiskType = FlushDiskType::AsyncFlush, any;
     /// Role; a SLAVE refuses client puts.

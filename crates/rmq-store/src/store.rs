@@ -725,17 +725,7 @@ impl MessageStore {
                 size: req.msg_size,
                 tags_code: req.tags_code,
             };
-            match cq {
-                Ok(cq) => {
-                    if let Err(e) = cq.put_message_position_info(unit, req.consume_queue_offset) {
-                        eprintln!(
-                            "rmq-store ERROR: building consume queue {}/{}: {e}",
-                            req.topic, req.queue_id
-                        );
-                    }
-                }
-                Err(e) => eprintln!("rmq-store ERROR: {e}"),
-            }
+            cq?.put_message_position_info(unit, req.consume_queue_offset)?;
         }
         if self.config.message_index_enable && (req.keys.is_some() || req.uniq_key.is_some()) {
             let ireq = IndexRequest {
