@@ -76,8 +76,7 @@ lint-python: $(VENV_STAMP)
 	$(call section,lint: mypy --strict)
 	$(VENV)/bin/mypy
 
-# Checks python/rmq/_rmq.pyi against the built module (needs `make build`). Not yet part of
-# `test`: the stub still declares MessageStore.__init__ where pyo3 defines __new__.
+# Checks python/rmq/_rmq.pyi against the built module (needs `make build`; `test` runs it).
 stubtest: $(VENV_STAMP)
 	$(call section,lint: stubtest rmq._rmq)
 	$(PY) -m mypy.stubtest rmq._rmq
@@ -92,6 +91,7 @@ fmt: $(VENV_STAMP)
 # Steps run in this order even under `make -j`: build, lints, Rust tests, Python tests.
 test: build
 	@$(MAKE) --no-print-directory lint
+	@$(MAKE) --no-print-directory stubtest
 	@$(MAKE) --no-print-directory test-rust
 	@$(MAKE) --no-print-directory test-python
 	$(call section,test: all steps passed)

@@ -85,6 +85,7 @@ class FakeStore:
         self.deletes = deletes
         self.calls: list[bool] = []
         self.called = threading.Event()
+        self.checks = 0
 
     def delete_expired_files(self, force: bool = False) -> int:
         self.calls.append(force)
@@ -93,6 +94,9 @@ class FakeStore:
 
     def disk_used_ratio(self) -> float:
         return self.ratio
+
+    def check_disk_space(self) -> None:
+        self.checks += 1
 
 
 def test_run_once_deletes_only_when_due() -> None:
@@ -103,6 +107,14 @@ def test_run_once_deletes_only_when_due() -> None:
     store.ratio = 0.9
     assert run_once(store, POLICY, at(12)) == 3
     assert store.calls == [False, True]
+    assert store.checks == 2, "the disk guard is re-applied after each deletion"
+
+
+def test_forced_deletion_can_be_disabled() -> None:
+    store = FakeStore(ratio=0.95)
+    policy = RetentionPolicy(clean_file_forcibly_enable=False)
+    run_once(store, policy, at(12))
+    assert store.calls == [False]
 
 
 def test_scheduler_runs_and_stops() -> None:

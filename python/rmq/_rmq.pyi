@@ -8,6 +8,17 @@ from collections.abc import Mapping, Sequence
 from typing import final
 
 __version__: str
+__all__ = [
+    "GetMessageResult",
+    "MessageStore",
+    "PutMessageResult",
+    "StoredMessage",
+    "__version__",
+    "create_offset_msg_id",
+    "decode_offset_msg_id",
+    "java_string_hash",
+    "store_config_defaults",
+]
 
 def store_config_defaults() -> dict[str, str]:
     """Every store key the native engine understands (RocketMQ spelling), with its default."""
@@ -85,12 +96,12 @@ class MessageStore:
     naming the key and the allowed values.
     """
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         store_path_root_dir: str,
         config: Mapping[str, str] | None = None,
         store_host: str = "127.0.0.1:10911",
-    ) -> None: ...
+    ) -> MessageStore: ...
     @property
     def root_dir(self) -> str: ...
     @property

@@ -376,7 +376,7 @@ impl PyMessageStore {
             .transpose()
     }
 
-    #[pyo3(signature = (topic, key, max_num=32, begin_timestamp=0, end_timestamp=i64::MAX))]
+    #[pyo3(signature = (topic, key, max_num=32, begin_timestamp=0, end_timestamp=i64::MAX), text_signature = "(self, /, topic, key, max_num=32, begin_timestamp=0, end_timestamp=9223372036854775807)")]
     fn query_message(
         &self,
         py: Python<'_>,

@@ -9,7 +9,7 @@
 //! | `rmq-commit-commitlog` | moves transient-pool buffers into the file |
 //! | `rmq-reput` | dispatches records to ConsumeQueue and IndexFile, wakes held pulls |
 //! | `rmq-flush-consumequeue` | flushes ConsumeQueues, index and the checkpoint |
-//! | `rmq-clean` | disk watermarks: refuse writes at 90 %, delete files above 75 / 85 % |
+//! | `rmq-clean` | the disk-full guard: refuse writes above `diskSpaceWarningLevelRatio` |
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -1210,35 +1210,22 @@ impl MessageStore {
         crate::mmap::disk_used_ratio(self.commit_log.queue().dir()).unwrap_or(1.0)
     }
 
-    /// Disk watermarks (RocketMQ's `isSpaceToDelete` + disk-full flag): over the warning
-    /// level writes are refused; over the max-used level expired files go at once, and over
-    /// the forced level unexpired ones too.
+    /// The disk-full guard (RocketMQ's disk-full running flag): above
+    /// `diskSpaceWarningLevelRatio` writes are refused until usage drops again. The store runs
+    /// this every `cleanResourceInterval` ms; deciding *what to delete* to get below it is the
+    /// retention scheduler's job (Python), through [`delete_expired_files`](Self::delete_expired_files).
     pub fn check_disk_space(&self) {
-        let c = &self.config;
         let ratio = self.disk_used_ratio() * 100.0;
-        let mut clean_now = false;
-        if ratio > f64::from(c.disk_space_warning_level_ratio) {
-            clean_now = true;
+        let limit = f64::from(self.config.disk_space_warning_level_ratio);
+        if ratio > limit {
             if !self.disk_full.swap(true, Ordering::AcqRel) {
                 eprintln!(
-                    "rmq-store ERROR: disk is {ratio:.1} % full (> diskSpaceWarningLevelRatio {} %): \
-                     refusing writes until space is freed",
-                    c.disk_space_warning_level_ratio
+                    "rmq-store ERROR: disk is {ratio:.1} % full (> diskSpaceWarningLevelRatio {limit} %): \
+                     refusing writes until space is freed"
                 );
             }
-        } else {
-            if ratio > f64::from(c.disk_space_clean_forcibly_ratio) {
-                clean_now = true;
-            }
-            if self.disk_full.swap(false, Ordering::AcqRel) {
-                eprintln!("rmq-store INFO: disk is {ratio:.1} % full again: accepting writes");
-            }
-        }
-        if ratio > f64::from(c.disk_max_used_space_ratio) {
-            let n = self.delete_expired_files(clean_now && c.clean_file_forcibly_enable);
-            if n == 0 && clean_now {
-                eprintln!("rmq-store WARN: disk is {ratio:.1} % full but no file could be deleted");
-            }
+        } else if self.disk_full.swap(false, Ordering::AcqRel) {
+            eprintln!("rmq-store INFO: disk is {ratio:.1} % full again: accepting writes");
         }
     }
 

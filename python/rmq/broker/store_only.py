@@ -28,6 +28,7 @@ log = logging.getLogger("rmq.broker")
 def retention_policy(config: BrokerConfig) -> RetentionPolicy:
     """The expired-file schedule of a broker config (whose store keys the store has accepted)."""
     forcibly = config.store.get("diskSpaceCleanForciblyRatio")
+    forcibly_enable = config.store.get("cleanFileForciblyEnable", "true").lower() == "true"
     return RetentionPolicy(
         delete_when=config.delete_when,
         interval_s=config.clean_resource_interval / 1000,
@@ -35,6 +36,7 @@ def retention_policy(config: BrokerConfig) -> RetentionPolicy:
         disk_space_clean_forcibly_ratio=(
             int(forcibly) / 100 if forcibly is not None else DISK_SPACE_CLEAN_FORCIBLY_RATIO
         ),
+        clean_file_forcibly_enable=forcibly_enable,
     )
 
 

@@ -75,6 +75,8 @@ class RetentionPolicy:
     """``diskMaxUsedSpaceRatio`` / 100: above it, delete expired files at any hour."""
     disk_space_clean_forcibly_ratio: float = DISK_SPACE_CLEAN_FORCIBLY_RATIO
     """Above it, delete unexpired files too."""
+    clean_file_forcibly_enable: bool = True
+    """``cleanFileForciblyEnable``: whether unexpired files may be deleted at all."""
 
     def __post_init__(self) -> None:
         parse_delete_when(self.delete_when)
@@ -99,7 +101,10 @@ def decide(now: datetime, disk_used_ratio: float, policy: RetentionPolicy) -> De
     full (delete expired files) but never forces.
     """
     if disk_used_ratio < 0 or disk_used_ratio > policy.disk_max_used_space_ratio:
-        force = disk_used_ratio > policy.disk_space_clean_forcibly_ratio
+        force = (
+            policy.clean_file_forcibly_enable
+            and disk_used_ratio > policy.disk_space_clean_forcibly_ratio
+        )
         return Decision(delete=True, force=force, reason="disk")
     if is_time_to_delete(now, policy.delete_when):
         return Decision(delete=True, force=False, reason="time")
@@ -112,6 +117,8 @@ class ExpiringStore(Protocol):
     def delete_expired_files(self, force: bool = False) -> int: ...
 
     def disk_used_ratio(self) -> float: ...
+
+    def check_disk_space(self) -> None: ...
 
 
 def run_once(store: ExpiringStore, policy: RetentionPolicy, now: datetime) -> int:
@@ -134,6 +141,8 @@ def run_once(store: ExpiringStore, policy: RetentionPolicy, now: datetime) -> in
         )
     deleted = store.delete_expired_files(force=decision.force)
     if deleted:
+        # Re-apply the store's disk-full guard now, so refused writes resume at once.
+        store.check_disk_space()
         log.info(
             "deleted %d CommitLog file(s) (reason: %s, forced: %s)",
             deleted,
