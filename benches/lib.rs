@@ -52,6 +52,35 @@ pub fn put_one(store: &MessageStore, topic: &str, queue_id: i32, body: &[u8], pr
     assert_eq!(r.status, PutMessageStatus::PutOk);
 }
 
+/// Append one message without waiting for durability; returns its end offset.
+///
+/// # Panics
+/// When the append fails.
+#[must_use]
+pub fn append_one(
+    store: &MessageStore,
+    topic: &str,
+    queue_id: i32,
+    body: &[u8],
+    props: &[u8],
+) -> i64 {
+    store
+        .append(&[MessageToStore {
+            topic,
+            queue_id,
+            flag: 0,
+            body,
+            properties: props,
+            sys_flag: 0,
+            born_timestamp: 0,
+            born_host: "127.0.0.1:5000".parse().expect("addr"),
+            reconsume_times: 0,
+            prepared_transaction_offset: 0,
+        }])
+        .expect("append")[0]
+        .end_offset()
+}
+
 /// Wait until dispatch has caught up with the CommitLog.
 ///
 /// # Panics

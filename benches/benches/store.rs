@@ -19,7 +19,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use rmq_benches::{message_props, open_store, percentile, put_one, wait_dispatched, BODY_1K};
+use rmq_benches::{
+    append_one, message_props, open_store, percentile, put_one, wait_dispatched, BODY_1K,
+};
 use rmq_store::mmap::MmapFile;
 
 fn bench_dir() -> tempfile::TempDir {
@@ -200,10 +202,80 @@ fn sync_flush(c: &mut Criterion) {
         ));
         store.shutdown().expect("shutdown");
     }
+    // The same with appenders as async tasks on a 2-thread runtime, which is how the broker
+    // waits for durability: no thread blocked per in-flight send.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .expect("runtime");
+    for appenders in [1usize, 16, 64] {
+        let dir = bench_dir();
+        let store = open_store(
+            dir.path(),
+            &[
+                ("flushDiskType", "SYNC_FLUSH"),
+                ("mappedFileSizeCommitLog", FILE_256M),
+            ],
+        );
+        let latencies = Arc::new(Mutex::new(Vec::<u64>::new()));
+        g.bench_with_input(
+            BenchmarkId::new("store_put_sync_flush_tasks", appenders),
+            &appenders,
+            |b, &n| {
+                b.iter_custom(|iters| {
+                    let per = iters.div_ceil(n as u64);
+                    let start = Instant::now();
+                    rt.block_on(async {
+                        let tasks: Vec<_> = (0..n)
+                            .map(|t| {
+                                let (s, lat, p) =
+                                    (Arc::clone(&store), Arc::clone(&latencies), props.clone());
+                                tokio::spawn(async move {
+                                    let mut mine = Vec::with_capacity(per as usize);
+                                    for _ in 0..per {
+                                        let t0 = Instant::now();
+                                        let end = append_one(
+                                            &s,
+                                            "BenchTopic",
+                                            (t % 8) as i32,
+                                            &BODY_1K,
+                                            &p,
+                                        );
+                                        s.flush_future(end).await.expect("durable");
+                                        mine.push(
+                                            u64::try_from(t0.elapsed().as_micros())
+                                                .unwrap_or(u64::MAX),
+                                        );
+                                    }
+                                    lat.lock().expect("lock").extend(mine);
+                                })
+                            })
+                            .collect();
+                        for t in tasks {
+                            t.await.expect("appender task");
+                        }
+                    });
+                    start
+                        .elapsed()
+                        .mul_f64(iters as f64 / (per * n as u64) as f64)
+                });
+            },
+        );
+        let mut lat = latencies.lock().expect("lock").clone();
+        report.push((
+            appenders + 1000,
+            percentile(&mut lat, 0.50),
+            percentile(&mut lat, 0.99),
+            lat.len(),
+        ));
+        store.shutdown().expect("shutdown");
+    }
     g.finish();
     for (n, p50, p99, count) in report.into_iter().filter(|r| r.3 > 0) {
+        let kind = if n >= 1000 { "async tasks" } else { "threads" };
         eprintln!(
-            "sync_flush appenders={n}: put latency p50={p50} us p99={p99} us over {count} puts"
+            "sync_flush {kind} appenders={}: put latency p50={p50} us p99={p99} us over {count} puts",
+            n % 1000
         );
     }
 }

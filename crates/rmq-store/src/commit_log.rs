@@ -12,8 +12,8 @@ use rmq_common::sys_flag::{self, TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK
 
 use crate::error::{Result, StoreError};
 use crate::format::{
-    calc_msg_length, encode_blank, encode_record, MessageToStore, StoreFields,
-    END_FILE_MIN_BLANK_LENGTH, MAX_PROPERTIES_LEN,
+    calc_msg_length, encode_record, MessageToStore, StoreFields, END_FILE_MIN_BLANK_LENGTH,
+    MAX_PROPERTIES_LEN,
 };
 use crate::mapped_file::{MappedFile, SelectMappedBufferResult};
 use crate::mapped_file_queue::MappedFileQueue;
@@ -50,6 +50,8 @@ struct PutState {
     topic_queue_table: FxHashMap<String, Vec<i64>>,
     current: Option<Arc<MappedFile>>,
     last_store_timestamp: i64,
+    /// Reused record buffer for files written with `pwrite` (SYNC_FLUSH).
+    scratch: Vec<u8>,
 }
 
 impl PutState {
@@ -87,6 +89,7 @@ impl CommitLog {
                 topic_queue_table: FxHashMap::default(),
                 current: None,
                 last_store_timestamp: 0,
+                scratch: Vec::new(),
             }),
             begin_lock_timestamp: AtomicI64::new(0),
             store_host,
@@ -229,11 +232,7 @@ impl CommitLog {
         };
         if file.file_size() - file.wrote_position() < len + END_FILE_MIN_BLANK_LENGTH {
             // Pad the rest of the file with a BLANK record and go on in a new one.
-            file.append_with(|tail| {
-                let n = tail.len();
-                encode_blank(tail, n);
-                n
-            });
+            file.append_blank()?;
             file = self.roll(st)?;
             if file.file_size() < len + END_FILE_MIN_BLANK_LENGTH {
                 return Err(StoreError::MessageIllegal(format!(
@@ -242,6 +241,7 @@ impl CommitLog {
                 )));
             }
         }
+        let mut scratch = std::mem::take(&mut st.scratch);
         let tx = sys_flag::transaction_value(msg.sys_flag);
         let queued = tx != TRANSACTION_PREPARED_TYPE && tx != TRANSACTION_ROLLBACK_TYPE;
         let slot = st.queue_offset_slot(msg.topic, usize::try_from(msg.queue_id).unwrap_or(0));
@@ -256,10 +256,14 @@ impl CommitLog {
             body_crc: crc,
             sys_flag: msg.effective_sys_flag(&self.store_host),
         };
-        file.append_with(|tail| encode_record(&mut tail[..len], msg, &fields));
-        if queued {
+        let written = file.append_record(len, &mut scratch, |dst| {
+            encode_record(dst, msg, &fields);
+        });
+        if written.is_ok() && queued {
             *slot += 1;
         }
+        st.scratch = scratch;
+        written?;
         file.set_store_timestamp(store_ts);
         Ok(AppendResult {
             wrote_offset,

@@ -10,8 +10,9 @@
 //! * The commit loop (transient store pool) moves buffered bytes into the file every
 //!   `commitIntervalCommitLog` ms, then wakes the flush loop.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 use crate::checkpoint::StoreCheckpoint;
@@ -27,22 +28,38 @@ pub enum FlushOutcome {
     Timeout,
 }
 
-#[derive(Default)]
-struct GroupState {
-    /// Highest end offset anyone waits for.
-    requested: i64,
-    /// Everything below is durable.
-    flushed: i64,
-    /// A failed sync covered waiters up to here, with this error.
-    failed: Option<(i64, String)>,
-    stopped: bool,
+/// Who waits for a flush: a parked thread, or an async task.
+enum Waiter {
+    Thread(Thread),
+    Task(std::task::Waker),
+}
+
+impl Waiter {
+    fn wake(self) {
+        match self {
+            Self::Thread(t) => t.unpark(),
+            Self::Task(w) => w.wake(),
+        }
+    }
 }
 
 /// Group commit for SYNC_FLUSH.
+///
+/// Waiters publish the end offset they need, register their thread, and park; they read the
+/// durable position from an atomic, so a round that wakes many of them does not funnel them
+/// through one mutex. The flush thread syncs everything readable, then unparks exactly the
+/// waiters that round covered.
 pub struct GroupCommit {
-    state: Mutex<GroupState>,
-    work: Condvar,
-    done: Condvar,
+    /// Everything below is durable.
+    flushed: AtomicI64,
+    /// Highest end offset anyone waits for.
+    requested: AtomicI64,
+    /// A failed sync covered waiters up to here (-1: none), with this error.
+    failed_upto: AtomicI64,
+    failure: Mutex<String>,
+    stopped: AtomicBool,
+    waiters: Mutex<Vec<(i64, Waiter)>>,
+    work: Waker,
 }
 
 impl GroupCommit {
@@ -50,13 +67,13 @@ impl GroupCommit {
     #[must_use]
     pub fn new(flushed: i64) -> Arc<Self> {
         Arc::new(Self {
-            state: Mutex::new(GroupState {
-                flushed,
-                requested: flushed,
-                ..GroupState::default()
-            }),
-            work: Condvar::new(),
-            done: Condvar::new(),
+            flushed: AtomicI64::new(flushed),
+            requested: AtomicI64::new(flushed),
+            failed_upto: AtomicI64::new(-1),
+            failure: Mutex::new(String::new()),
+            stopped: AtomicBool::new(false),
+            waiters: Mutex::new(Vec::new()),
+            work: Waker::default(),
         })
     }
 
@@ -66,82 +83,169 @@ impl GroupCommit {
     /// [`StoreError::FlushFailed`] when the sync covering it failed, and
     /// [`StoreError::ServiceNotAvailable`] when the store shut down first.
     pub fn wait_for(&self, end_offset: i64, timeout: Duration) -> Result<FlushOutcome> {
-        let deadline = Instant::now() + timeout;
-        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if s.requested < end_offset {
-            s.requested = end_offset;
-            self.work.notify_one();
+        if self.flushed.load(Ordering::Acquire) >= end_offset {
+            return Ok(FlushOutcome::Flushed);
         }
+        let deadline = Instant::now() + timeout;
+        self.requested.fetch_max(end_offset, Ordering::AcqRel);
+        self.waiters
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((end_offset, Waiter::Thread(std::thread::current())));
+        self.work.wake();
         loop {
-            if s.flushed >= end_offset {
+            if self.flushed.load(Ordering::Acquire) >= end_offset {
                 return Ok(FlushOutcome::Flushed);
             }
-            if let Some((upto, err)) = &s.failed {
-                if *upto >= end_offset {
-                    return Err(StoreError::FlushFailed(err.clone()));
-                }
+            if self.failed_upto.load(Ordering::Acquire) >= end_offset {
+                let msg = self
+                    .failure
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone();
+                return Err(StoreError::FlushFailed(msg));
             }
-            if s.stopped {
+            if self.stopped.load(Ordering::Acquire) {
                 return Err(StoreError::ServiceNotAvailable(
                     "the store shut down before the message was flushed".into(),
                 ));
             }
             let now = Instant::now();
             if now >= deadline {
+                // Our registration stays behind; a later round unparks it harmlessly.
                 return Ok(FlushOutcome::Timeout);
             }
-            s = self
-                .done
-                .wait_timeout(s, deadline - now)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
+            std::thread::park_timeout(deadline - now);
         }
     }
 
     /// The flushing thread's loop: sync whatever is requested, wake the waiters, repeat.
     pub fn run(&self, queue: &MappedFileQueue, checkpoint: &StoreCheckpoint) {
         loop {
-            let target = {
-                let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-                while s.requested <= s.flushed && !s.stopped {
-                    s = self
-                        .work
-                        .wait_timeout(s, Duration::from_millis(10))
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .0;
-                }
-                if s.stopped && s.requested <= s.flushed {
+            let stopped = self.stopped.load(Ordering::Acquire);
+            let target = self.requested.load(Ordering::Acquire);
+            if target <= self.flushed.load(Ordering::Acquire) {
+                if stopped {
+                    self.release_all();
                     return;
                 }
-                s.requested
-            };
-            // Everything readable now is covered, not just `target`: later appenders that
-            // arrive during this sync find their bytes already durable.
-            let res = queue.flush_to(queue.max_offset().max(target));
-            let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-            match res {
+                self.work.wait(Duration::from_millis(10));
+                continue;
+            }
+            // Let the appenders woken by the last round append before this sync starts, so
+            // it covers them too (on few cores they would otherwise miss it by microseconds).
+            std::thread::yield_now();
+            // Everything readable now is covered, not just `target`: appenders that arrive
+            // during this sync find their bytes already durable.
+            match queue.flush_to(queue.max_offset().max(target)) {
                 Ok(_) => {
-                    s.flushed = s.flushed.max(queue.flushed_where());
+                    self.flushed
+                        .fetch_max(queue.flushed_where(), Ordering::AcqRel);
                     let ts = queue.store_timestamp();
                     if ts > 0 {
                         checkpoint.set_physic_msg_timestamp(ts);
                     }
                 }
-                Err(e) => s.failed = Some((target, e.to_string())),
+                Err(e) => {
+                    *self.failure.lock().unwrap_or_else(PoisonError::into_inner) = e.to_string();
+                    self.failed_upto.fetch_max(target, Ordering::AcqRel);
+                }
             }
-            self.done.notify_all();
-            if s.stopped {
+            let covered = self
+                .flushed
+                .load(Ordering::Acquire)
+                .max(self.failed_upto.load(Ordering::Acquire));
+            let wake: Vec<Waiter> = {
+                let mut w = self.waiters.lock().unwrap_or_else(PoisonError::into_inner);
+                let (done, rest): (Vec<_>, Vec<_>) = w.drain(..).partition(|(t, _)| *t <= covered);
+                *w = rest;
+                done.into_iter().map(|(_, t)| t).collect()
+            };
+            for w in wake {
+                w.wake();
+            }
+            if stopped {
+                self.release_all();
                 return;
             }
         }
     }
 
-    /// Stop the loop after a last sync; waiters not covered get an error.
+    /// After the last round: wake everyone still waiting (they see `stopped`).
+    fn release_all(&self) {
+        let waiters =
+            std::mem::take(&mut *self.waiters.lock().unwrap_or_else(PoisonError::into_inner));
+        for (_, w) in waiters {
+            w.wake();
+        }
+    }
+
+    fn poll_flushed(&self, end_offset: i64) -> Option<Result<()>> {
+        if self.flushed.load(Ordering::Acquire) >= end_offset {
+            return Some(Ok(()));
+        }
+        if self.failed_upto.load(Ordering::Acquire) >= end_offset {
+            let msg = self
+                .failure
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            return Some(Err(StoreError::FlushFailed(msg)));
+        }
+        if self.stopped.load(Ordering::Acquire) {
+            return Some(Err(StoreError::ServiceNotAvailable(
+                "the store shut down before the message was flushed".into(),
+            )));
+        }
+        None
+    }
+
+    /// Stop the loop after a last sync; waiters it did not cover get an error.
     pub fn stop(&self) {
-        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        s.stopped = true;
-        self.work.notify_all();
-        self.done.notify_all();
+        self.stopped.store(true, Ordering::Release);
+        self.work.wake();
+    }
+}
+
+/// Resolves when everything below an end offset is durable: the async form of
+/// [`GroupCommit::wait_for`], for servers that wait on many sends from few threads. The
+/// caller applies `syncFlushTimeout` (and reports FLUSH_DISK_TIMEOUT) with its own timer.
+pub struct FlushFuture {
+    group: Option<Arc<GroupCommit>>,
+    end_offset: i64,
+}
+
+impl FlushFuture {
+    pub(crate) fn new(group: Option<Arc<GroupCommit>>, end_offset: i64) -> Self {
+        Self { group, end_offset }
+    }
+}
+
+impl std::future::Future for FlushFuture {
+    type Output = Result<()>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<()>> {
+        use std::task::Poll;
+        let Some(gc) = &self.group else {
+            return Poll::Ready(Ok(())); // ASYNC_FLUSH: nothing to wait for
+        };
+        if let Some(r) = gc.poll_flushed(self.end_offset) {
+            return Poll::Ready(r);
+        }
+        gc.requested.fetch_max(self.end_offset, Ordering::AcqRel);
+        gc.waiters
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((self.end_offset, Waiter::Task(cx.waker().clone())));
+        gc.work.wake();
+        // A round may have finished between the check and the registration.
+        match gc.poll_flushed(self.end_offset) {
+            Some(r) => Poll::Ready(r),
+            None => Poll::Pending,
+        }
     }
 }
 

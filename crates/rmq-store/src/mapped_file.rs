@@ -18,6 +18,9 @@ pub struct MappedFile {
     file_from_offset: i64,
     file_size: usize,
     mmap: MmapFile,
+    /// Appends go through `pwrite` and flushes through `fdatasync` (SYNC_FLUSH layout), not
+    /// through stores into the mapping and `msync`.
+    write_through_file: AtomicBool,
     wrote: AtomicUsize,
     committed: AtomicUsize,
     flushed: AtomicUsize,
@@ -38,9 +41,34 @@ impl MappedFile {
     /// # Errors
     /// When the file cannot be allocated or mapped (ENOSPC included).
     pub fn create(dir: &Path, from: i64, file_size: usize) -> std::io::Result<Self> {
+        Self::create_with(dir, from, file_size, false)
+    }
+
+    /// [`create`](Self::create), laid out for SYNC_FLUSH when `for_sync_flush`: every put then
+    /// syncs a few new records, so the file is zero-filled (no unwritten extent to convert on
+    /// each sync) and appends are written with `pwrite` and made durable with `fdatasync`.
+    /// Stores through the mapping would re-fault every page after each writeback and mark
+    /// whole folios dirty; `msync` of such pages is several times slower than `fdatasync` of
+    /// `pwrite`n blocks (see benches/RESULTS.md). Readers use the mapping either way: the
+    /// page cache is one.
+    ///
+    /// # Errors
+    /// As [`create`](Self::create).
+    pub fn create_with(
+        dir: &Path,
+        from: i64,
+        file_size: usize,
+        for_sync_flush: bool,
+    ) -> std::io::Result<Self> {
         let path = dir.join(crate::format::file_name(from));
-        let mmap = MmapFile::create(&path, file_size)?;
-        Ok(Self::with(path, from, file_size, mmap, 0))
+        let mmap = if for_sync_flush {
+            MmapFile::create_zeroed(&path, file_size)?
+        } else {
+            MmapFile::create(&path, file_size)?
+        };
+        let f = Self::with(path, from, file_size, mmap, 0);
+        f.set_write_through_file(for_sync_flush);
+        Ok(f)
     }
 
     /// Open an existing file; every position starts at the end (recovery corrects them).
@@ -73,6 +101,7 @@ impl MappedFile {
             file_from_offset: from,
             file_size,
             mmap,
+            write_through_file: AtomicBool::new(false),
             wrote: AtomicUsize::new(pos),
             committed: AtomicUsize::new(pos),
             flushed: AtomicUsize::new(pos),
@@ -81,6 +110,11 @@ impl MappedFile {
             store_timestamp: AtomicI64::new(0),
             first_destroy_attempt: AtomicI64::new(0),
         }
+    }
+
+    /// Append with `pwrite` and flush with `fdatasync`; see [`create_with`](Self::create_with).
+    pub(crate) fn set_write_through_file(&self, on: bool) {
+        self.write_through_file.store(on, Ordering::Release);
     }
 
     /// Route writes through a transient-pool buffer (set once, before the first append).
@@ -152,35 +186,81 @@ impl MappedFile {
         self.store_timestamp.store(ts, Ordering::Release);
     }
 
-    /// Append through `f`, which gets the free tail `[wrote, file_size)` of the write target
-    /// and returns how many bytes it wrote. Only one appender may call this at a time (the
-    /// CommitLog put lock, or the single dispatch thread for ConsumeQueue files).
-    pub(crate) fn append_with(&self, f: impl FnOnce(&mut [u8]) -> usize) -> usize {
+    /// Append a record of exactly `len` bytes (which must fit) encoded by `encode`. Only one
+    /// appender may call this at a time (the CommitLog put lock). `scratch` is reused for the
+    /// `pwrite` layout.
+    ///
+    /// # Errors
+    /// When the record does not fit or the `pwrite` fails; nothing is published then.
+    pub(crate) fn append_record(
+        &self,
+        len: usize,
+        scratch: &mut Vec<u8>,
+        encode: impl FnOnce(&mut [u8]),
+    ) -> Result<()> {
         let wrote = self.wrote.load(Ordering::Relaxed);
-        let free = self.file_size - wrote;
-        let tail = match self.write_buffer.get() {
-            Some((buf, _)) => buf.bytes_mut(wrote, free),
-            None => self.mmap.bytes_mut(wrote, free),
-        };
-        let Some(tail) = tail else { return 0 };
-        let n = f(tail).min(free);
-        let end = wrote + n;
+        if self.file_size - wrote < len {
+            return Err(crate::error::StoreError::MessageIllegal(format!(
+                "a {len}-byte record does not fit the {} bytes left in {}",
+                self.file_size - wrote,
+                self.path.display()
+            )));
+        }
+        if let Some((buf, _)) = self.write_buffer.get() {
+            if let Some(dst) = buf.bytes_mut(wrote, len) {
+                encode(dst);
+            }
+        } else if self.write_through_file.load(Ordering::Relaxed) {
+            use std::os::unix::fs::FileExt;
+            scratch.clear();
+            scratch.resize(len, 0);
+            encode(scratch);
+            self.mmap
+                .file()
+                .write_all_at(scratch, wrote as u64)
+                .ctx(|| format!("writing {}", self.path.display()))?;
+        } else if let Some(dst) = self.mmap.bytes_mut(wrote, len) {
+            encode(dst);
+        }
+        self.publish(wrote + len);
+        Ok(())
+    }
+
+    /// Fill the rest of the file with a BLANK record (its 8-byte header; the rest is padding)
+    /// and mark the file full.
+    ///
+    /// # Errors
+    /// When the `pwrite` fails.
+    pub(crate) fn append_blank(&self) -> Result<()> {
+        let left = self.file_size - self.wrote.load(Ordering::Relaxed);
+        let mut header = [0u8; crate::format::END_FILE_MIN_BLANK_LENGTH];
+        crate::format::encode_blank(&mut header, left);
+        let n = header.len().min(left);
+        self.append_record(n, &mut Vec::new(), |dst| dst.copy_from_slice(&header[..n]))?;
+        self.publish(self.file_size);
+        Ok(())
+    }
+
+    fn publish(&self, end: usize) {
         self.wrote.store(end, Ordering::Release);
         if self.write_buffer.get().is_none() {
             self.committed.store(end, Ordering::Release);
         }
-        n
     }
 
-    /// Append `data` whole, or nothing if it does not fit.
+    /// Append `data` whole into the mapping, or nothing if it does not fit (ConsumeQueue
+    /// units, written by the single dispatch thread).
     pub(crate) fn append_bytes(&self, data: &[u8]) -> bool {
-        if self.file_size - self.wrote.load(Ordering::Relaxed) < data.len() {
+        let wrote = self.wrote.load(Ordering::Relaxed);
+        if self.file_size - wrote < data.len() {
             return false;
         }
-        self.append_with(|tail| {
-            tail[..data.len()].copy_from_slice(data);
-            data.len()
-        }) == data.len()
+        let Some(dst) = self.mmap.bytes_mut(wrote, data.len()) else {
+            return false;
+        };
+        dst.copy_from_slice(data);
+        self.publish(wrote + data.len());
+        true
     }
 
     /// Move pool-buffer bytes into the file when at least `least_pages` dirty pages (or any,
@@ -232,9 +312,12 @@ impl MappedFile {
             pages(read) - pages(flushed) >= least_pages
         };
         if able {
-            self.mmap
-                .flush_range(flushed, read - flushed)
-                .ctx(|| format!("flushing {}", self.path.display()))?;
+            if self.write_through_file.load(Ordering::Relaxed) {
+                self.mmap.file().sync_data()
+            } else {
+                self.mmap.flush_range(flushed, read - flushed)
+            }
+            .ctx(|| format!("flushing {}", self.path.display()))?;
             self.flushed.fetch_max(read, Ordering::AcqRel);
         }
         Ok(self.flushed_position())
@@ -349,19 +432,43 @@ mod tests {
     }
 
     #[test]
+    fn sync_flush_layout_writes_through_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = MappedFile::create_with(dir.path(), 0, 8192, true).unwrap();
+        let mut scratch = Vec::new();
+        f.append_record(5, &mut scratch, |d| d.copy_from_slice(b"hello"))
+            .unwrap();
+        assert_eq!(
+            f.read(0, 5).unwrap(),
+            b"hello",
+            "pwrite is visible through the mapping"
+        );
+        assert_eq!(f.flush(0).unwrap(), 5);
+        assert!(
+            f.append_record(8188, &mut scratch, |_| {}).is_err(),
+            "does not fit"
+        );
+        f.append_blank().unwrap();
+        assert!(f.is_full());
+        assert_eq!(std::fs::read(f.path()).unwrap()[..5], *b"hello");
+    }
+
+    #[test]
     fn pool_buffer_hides_uncommitted_bytes() {
         let dir = tempfile::tempdir().unwrap();
         let pool = Arc::new(TransientStorePool::new(1, 8192).unwrap());
         let f = MappedFile::create(dir.path(), 0, 8192).unwrap();
         f.attach_write_buffer(pool.borrow_buffer().unwrap(), Arc::clone(&pool));
         assert_eq!(pool.available_buffer_nums(), 0);
-        assert!(f.append_bytes(b"abc"));
+        let mut scratch = Vec::new();
+        f.append_record(3, &mut scratch, |d| d.copy_from_slice(b"abc"))
+            .unwrap();
         assert_eq!(f.read_position(), 0, "not committed yet");
         assert!(f.read(0, 3).is_none());
         assert_eq!(f.commit(1), 0, "below the page threshold");
         assert_eq!(f.commit(0), 3);
         assert_eq!(f.read(0, 3).unwrap(), b"abc");
-        assert!(f.append_bytes(&[7u8; 8189]));
+        f.append_record(8189, &mut scratch, |d| d.fill(7)).unwrap();
         assert_eq!(f.commit(4), 8192, "a full file commits regardless of pages");
         assert_eq!(pool.available_buffer_nums(), 1, "buffer returned once full");
         assert_eq!(f.read(8191, 1).unwrap(), [7]);

@@ -30,6 +30,7 @@ pub struct MappedFileQueue {
     store_timestamp: AtomicI64,
     pool: Option<Arc<TransientStorePool>>,
     allocator: Option<Allocator>,
+    for_sync_flush: bool,
 }
 
 impl MappedFileQueue {
@@ -49,6 +50,7 @@ impl MappedFileQueue {
             store_timestamp: AtomicI64::new(0),
             pool: None,
             allocator: None,
+            for_sync_flush: false,
         })
     }
 
@@ -59,10 +61,22 @@ impl MappedFileQueue {
         self
     }
 
+    /// Lay new files out for SYNC_FLUSH (see `MappedFile::create_with`); set before `load`.
+    #[must_use]
+    pub fn with_sync_flush_layout(mut self, for_sync_flush: bool) -> Self {
+        self.for_sync_flush = for_sync_flush;
+        self
+    }
+
     /// Create files one ahead on a background thread, pre-faulted when `warm`.
     #[must_use]
     pub fn with_allocator(mut self, warm: bool) -> Self {
-        self.allocator = Some(Allocator::start(self.dir.clone(), self.file_size, warm));
+        self.allocator = Some(Allocator::start(
+            self.dir.clone(),
+            self.file_size,
+            warm,
+            self.for_sync_flush,
+        ));
         self
     }
 
@@ -97,7 +111,9 @@ impl MappedFileQueue {
                 std::fs::remove_file(&p).ctx(|| format!("removing {}", p.display()))?;
                 continue;
             }
-            files.push(Arc::new(MappedFile::open(&p, self.file_size)?));
+            let f = MappedFile::open(&p, self.file_size)?;
+            f.set_write_through_file(self.for_sync_flush);
+            files.push(Arc::new(f));
         }
         Ok(())
     }
@@ -145,11 +161,10 @@ impl MappedFileQueue {
         };
         let file = match &self.allocator {
             Some(a) => a.take(from)?,
-            None => MappedFile::create(&self.dir, from, self.file_size).map_err(|source| {
-                StoreError::CreateMappedFileFailed {
-                    path: self.dir.join(crate::format::file_name(from)),
-                    source,
-                }
+            None => MappedFile::create_with(&self.dir, from, self.file_size, self.for_sync_flush)
+                .map_err(|source| StoreError::CreateMappedFileFailed {
+                path: self.dir.join(crate::format::file_name(from)),
+                source,
             })?,
         };
         if let Some(pool) = &self.pool {
@@ -422,6 +437,19 @@ impl MappedFileQueue {
         true
     }
 
+    /// Ask the allocator to prepare the file the next append will need, so the first put
+    /// after opening does not wait for it to be allocated.
+    pub fn prepare_next_file(&self) {
+        if let Some(a) = &self.allocator {
+            let next = match self.last_mapped_file() {
+                Some(f) if !f.is_full() => return,
+                Some(f) => f.file_from_offset() + self.size_i64(),
+                None => 0,
+            };
+            a.request(next);
+        }
+    }
+
     /// Stop the allocator thread and remove a pre-created file nobody used.
     pub fn shutdown(&self) {
         if let Some(a) = &self.allocator {
@@ -434,6 +462,7 @@ impl MappedFileQueue {
 struct Allocator {
     dir: PathBuf,
     size: usize,
+    for_sync_flush: bool,
     state: Arc<(Mutex<AllocState>, Condvar)>,
     handle: Mutex<Option<JoinHandle<()>>>,
 }
@@ -447,7 +476,7 @@ struct AllocState {
 }
 
 impl Allocator {
-    fn start(dir: PathBuf, size: usize, warm: bool) -> Self {
+    fn start(dir: PathBuf, size: usize, warm: bool, for_sync_flush: bool) -> Self {
         let state = Arc::new((Mutex::new(AllocState::default()), Condvar::new()));
         let st = Arc::clone(&state);
         let thread_dir = dir.clone();
@@ -467,11 +496,12 @@ impl Allocator {
                         s = st.1.wait(s).unwrap_or_else(PoisonError::into_inner);
                     }
                 };
-                let made = MappedFile::create(&thread_dir, from, size).inspect(|f| {
-                    if warm {
-                        f.warm();
-                    }
-                });
+                let made = MappedFile::create_with(&thread_dir, from, size, for_sync_flush)
+                    .inspect(|f| {
+                        if warm {
+                            f.warm();
+                        }
+                    });
                 let mut s = lock(&st.0);
                 s.busy = false;
                 if s.stop {
@@ -488,6 +518,7 @@ impl Allocator {
         Self {
             dir,
             size,
+            for_sync_flush,
             state,
             handle: Mutex::new(handle),
         }
@@ -512,7 +543,8 @@ impl Allocator {
                     let _ = std::fs::remove_file(stale.path());
                 }
                 drop(s);
-                let f = MappedFile::create(&self.dir, from, self.size).map_err(failed)?;
+                let f = MappedFile::create_with(&self.dir, from, self.size, self.for_sync_flush)
+                    .map_err(failed)?;
                 s = lock(m);
                 f
             }
@@ -520,6 +552,14 @@ impl Allocator {
         s.requested = Some(from + i64::try_from(file.file_size()).unwrap_or(i64::MAX));
         cv.notify_all();
         Ok(file)
+    }
+
+    fn request(&self, from: i64) {
+        let mut s = lock(&self.state.0);
+        if s.ready.is_none() && !s.busy {
+            s.requested = Some(from);
+            self.state.1.notify_all();
+        }
     }
 
     fn stop(&self) {

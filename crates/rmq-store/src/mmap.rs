@@ -73,6 +73,41 @@ impl MmapFile {
         Self::map(file, len)
     }
 
+    /// Like [`create`](Self::create), but writes real zeros into every block and syncs them,
+    /// instead of reserving unwritten extents. Under SYNC_FLUSH every put syncs a few new
+    /// pages; on an allocated-but-unwritten extent each such sync must also convert the
+    /// extent (a metadata write), which halves the sync rate (see benches/RESULTS.md).
+    ///
+    /// # Errors
+    /// Any OS error, ENOSPC included; a partial file is removed.
+    pub fn create_zeroed(path: &Path, len: usize) -> io::Result<Self> {
+        use std::os::unix::fs::FileExt;
+        let existed = path.exists();
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)?;
+        let zeros = vec![0u8; 1 << 20];
+        let mut pos = 0usize;
+        let filled = (|| {
+            while pos < len {
+                let n = zeros.len().min(len - pos);
+                file.write_all_at(&zeros[..n], pos as u64)?;
+                pos += n;
+            }
+            file.sync_data()
+        })();
+        if let Err(e) = filled {
+            if !existed {
+                let _ = std::fs::remove_file(path);
+            }
+            return Err(e);
+        }
+        Self::map(file, len)
+    }
+
     /// Map an existing file whose size must be exactly `len`.
     ///
     /// # Errors

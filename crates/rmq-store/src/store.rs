@@ -225,7 +225,8 @@ impl MessageStore {
             None
         };
         let mut cl_queue =
-            MappedFileQueue::new(root.join("commitlog"), config.mapped_file_size_commit_log)?;
+            MappedFileQueue::new(root.join("commitlog"), config.mapped_file_size_commit_log)?
+                .with_sync_flush_layout(config.flush_disk_type == FlushDiskType::SyncFlush);
         if let Some(p) = &pool {
             cl_queue = cl_queue.with_pool(Arc::clone(p));
         }
@@ -276,6 +277,7 @@ impl MessageStore {
         if store.config.flush_disk_type == FlushDiskType::SyncFlush {
             store.group_commit = Some(GroupCommit::new(store.commit_log.queue().flushed_where()));
         }
+        store.commit_log.queue().prepare_next_file();
         let store = Arc::new(store);
         store.start_services()?;
         Ok(store)
@@ -538,15 +540,10 @@ impl MessageStore {
         threads.push(spawn(
             "rmq-reput",
             Box::new(move || {
-                let mut idle_spins = 0u32;
+                // RocketMQ's ReputMessageService cadence: a pass, then 1 ms. Under load a pass
+                // dispatches everything appended meanwhile in one go.
                 while !s.reput_waker.is_stopped() {
-                    if s.do_reput() {
-                        idle_spins = 0;
-                    } else if idle_spins < 200 {
-                        // Stay hot briefly: under load the next record is microseconds away.
-                        idle_spins += 1;
-                        std::thread::yield_now();
-                    } else {
+                    if !s.do_reput() {
                         s.reput_waker.wait(Duration::from_millis(1));
                     }
                 }
@@ -928,6 +925,17 @@ impl MessageStore {
                 Ok(PutMessageStatus::PutOk)
             }
         }
+    }
+
+    /// The async second half of a put: resolves once `end_offset` is durable (at once under
+    /// ASYNC_FLUSH, after nudging the flush thread). Apply `syncFlushTimeout` around it.
+    #[must_use]
+    pub fn flush_future(&self, end_offset: i64) -> crate::flush::FlushFuture {
+        if self.group_commit.is_none() {
+            // Same nudge as the blocking path; it cannot fail under ASYNC_FLUSH.
+            let _ = self.wait_durable(end_offset);
+        }
+        crate::flush::FlushFuture::new(self.group_commit.clone(), end_offset)
     }
 
     /// Read up to `max_msg_nums` messages of `(topic, queue_id)` from queue offset `offset`

@@ -550,3 +550,66 @@ fn illegal_messages_get_reasons_and_store_keeps_working() {
     let e = store.put_message(&msg("T", b"x", b"")).unwrap_err();
     assert!(matches!(e, StoreError::ServiceNotAvailable(_)), "{e}");
 }
+
+#[test]
+fn sync_flush_future_resolves_only_when_durable() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(
+        dir.path(),
+        small_config(&[("flushDiskType", "SYNC_FLUSH")]),
+        host(),
+    )
+    .unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let tasks: Vec<_> = (0..32)
+            .map(|t| {
+                let s = Arc::clone(&store);
+                tokio::spawn(async move {
+                    for i in 0..20 {
+                        let body = body_of(i);
+                        let msg = MessageToStore {
+                            topic: "T",
+                            queue_id: t,
+                            flag: 0,
+                            body: &body,
+                            properties: b"",
+                            sys_flag: 0,
+                            born_timestamp: 0,
+                            born_host: "127.0.0.1:1".parse().unwrap(),
+                            reconsume_times: 0,
+                            prepared_transaction_offset: 0,
+                        };
+                        let end = s.append(std::slice::from_ref(&msg)).unwrap()[0].end_offset();
+                        s.flush_future(end).await.unwrap();
+                        let flushed: i64 = s
+                            .runtime_info()
+                            .into_iter()
+                            .find(|(k, _)| *k == "commitLogFlushedOffset")
+                            .unwrap()
+                            .1
+                            .parse()
+                            .unwrap();
+                        assert!(
+                            flushed >= end,
+                            "future resolved before the bytes were durable"
+                        );
+                    }
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap();
+        }
+    });
+    store.shutdown().unwrap();
+    // After shutdown a wait cannot succeed by accident.
+    let r = rt.block_on(store.flush_future(i64::MAX));
+    assert!(
+        matches!(r, Err(StoreError::ServiceNotAvailable(_))),
+        "{r:?}"
+    );
+}
