@@ -278,3 +278,66 @@ impl ConsumeQueue {
         self.queue.flush(least_pages)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unit(i: i64) -> CqUnit {
+        CqUnit {
+            offset: i * 100,
+            size: 100,
+            tags_code: i,
+        }
+    }
+
+    #[test]
+    fn units_are_idempotent_and_readable() {
+        let dir = tempfile::tempdir().unwrap();
+        let cq = ConsumeQueue::new(dir.path(), "T", 1, 20 * 16).unwrap();
+        for i in 0..40 {
+            cq.put_message_position_info(unit(i), i).unwrap();
+        }
+        // Re-dispatch of what is already there changes nothing.
+        cq.put_message_position_info(unit(10), 10).unwrap();
+        assert_eq!(cq.max_offset_in_queue(), 40);
+        assert_eq!(cq.get_unit(17), Some(unit(17)));
+        assert_eq!(cq.max_physic_offset(), 40 * 100);
+        assert!(
+            dir.path().join("T/1/00000000000000000320").exists(),
+            "16 units per file"
+        );
+    }
+
+    #[test]
+    fn a_queue_starting_above_zero_is_padded() {
+        let dir = tempfile::tempdir().unwrap();
+        let cq = ConsumeQueue::new(dir.path(), "T", 0, 20 * 16).unwrap();
+        cq.put_message_position_info(unit(5), 5).unwrap();
+        assert_eq!(cq.min_offset_in_queue(), 5);
+        assert_eq!(cq.max_offset_in_queue(), 6);
+        assert_eq!(cq.get_unit(4), None);
+        assert_eq!(cq.get_unit(5), Some(unit(5)));
+    }
+
+    #[test]
+    fn recover_and_truncate_by_commit_log_end() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let cq = ConsumeQueue::new(dir.path(), "T", 0, 20 * 16).unwrap();
+            for i in 0..20 {
+                cq.put_message_position_info(unit(i), i).unwrap();
+            }
+        }
+        let cq = ConsumeQueue::new(dir.path(), "T", 0, 20 * 16).unwrap();
+        cq.load().unwrap();
+        assert_eq!(cq.recover().unwrap(), 20 * 100);
+        assert_eq!(cq.max_offset_in_queue(), 20);
+        // The CommitLog turned out to end at 1250: units whose record ends beyond go.
+        cq.truncate_dirty_logic_files(1250).unwrap();
+        assert_eq!(cq.max_offset_in_queue(), 12);
+        assert_eq!(cq.max_physic_offset(), 1200);
+        cq.correct_min_offset(500);
+        assert_eq!(cq.min_offset_in_queue(), 5);
+    }
+}

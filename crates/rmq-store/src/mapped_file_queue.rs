@@ -576,3 +576,98 @@ impl Allocator {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fill(q: &MappedFileQueue, files: usize) {
+        for _ in 0..files {
+            let f = q.last_mapped_file_for_append(0).unwrap();
+            let n = f.file_size() - f.wrote_position();
+            assert!(f.append_bytes(&vec![1u8; n]));
+        }
+    }
+
+    #[test]
+    fn roll_find_and_offsets() {
+        let dir = tempfile::tempdir().unwrap();
+        let q = MappedFileQueue::new(dir.path(), 4096).unwrap();
+        assert_eq!(q.min_offset(), -1);
+        assert_eq!(q.max_offset(), 0);
+        fill(&q, 3);
+        let names: Vec<_> = q.files().iter().map(|f| f.file_from_offset()).collect();
+        assert_eq!(names, vec![0, 4096, 8192]);
+        assert_eq!(q.max_offset(), 3 * 4096);
+        let f = q.find_mapped_file_by_offset(5000, false).unwrap();
+        assert_eq!(f.file_from_offset(), 4096);
+        assert!(q.find_mapped_file_by_offset(99_999, false).is_none());
+        assert_eq!(
+            q.find_mapped_file_by_offset(99_999, true)
+                .unwrap()
+                .file_from_offset(),
+            0
+        );
+        assert_eq!(q.roll_next_file(5000), 8192);
+        assert!(dir.path().join("00000000000000004096").exists());
+    }
+
+    #[test]
+    fn flush_moves_the_durable_position_across_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let q = MappedFileQueue::new(dir.path(), 4096).unwrap();
+        fill(&q, 2);
+        assert!(q.flush_to(8192).unwrap());
+        assert_eq!(q.flushed_where(), 8192);
+        assert!(!q.flush(0).unwrap(), "nothing left to flush");
+    }
+
+    #[test]
+    fn truncate_cuts_the_holding_file_and_drops_later_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let q = MappedFileQueue::new(dir.path(), 4096).unwrap();
+        fill(&q, 3);
+        q.truncate_dirty_files(4096 + 100).unwrap();
+        assert_eq!(q.files().len(), 2);
+        assert_eq!(q.max_offset(), 4196);
+        assert!(!dir.path().join("00000000000000008192").exists());
+        let f = q.last_mapped_file().unwrap();
+        assert_eq!(f.read(99, 1).unwrap(), [1]);
+        assert!(f.raw_from(100).iter().all(|&b| b == 0), "tail zeroed");
+    }
+
+    #[test]
+    fn load_refuses_wrong_sizes_and_drops_empty_files() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("00000000000000000000"), vec![0u8; 4096]).unwrap();
+        std::fs::write(dir.path().join("00000000000000004096"), b"").unwrap();
+        let q = MappedFileQueue::new(dir.path(), 4096).unwrap();
+        q.load().unwrap();
+        assert_eq!(q.files().len(), 1);
+        assert!(!dir.path().join("00000000000000004096").exists());
+        std::fs::write(dir.path().join("00000000000000004096"), vec![0u8; 100]).unwrap();
+        let q = MappedFileQueue::new(dir.path(), 4096).unwrap();
+        let e = q.load().unwrap_err().to_string();
+        assert!(
+            e.contains("00000000000000004096") && e.contains("configured file size"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn expiry_by_offset_keeps_a_contiguous_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        let q = MappedFileQueue::new(dir.path(), 40).unwrap();
+        for unit in 0..6i64 {
+            let f = q.last_mapped_file_for_append(0).unwrap();
+            let mut b = [0u8; 20];
+            b[..8].copy_from_slice(&(unit * 100).to_be_bytes());
+            assert!(f.append_bytes(&b));
+        }
+        // Files hold units (0,100), (200,300), (400,500); delete those whose last unit < 250.
+        let n =
+            q.delete_expired_by_offset(20, 250, |b| i64::from_be_bytes(b[..8].try_into().unwrap()));
+        assert_eq!(n, 1);
+        assert_eq!(q.min_offset(), 40);
+    }
+}
