@@ -5,8 +5,8 @@
 //!   covered. Many appenders share one `msync`, which is what makes synchronous durability
 //!   affordable. A failed sync wakes its waiters with the error: never with success.
 //! * The async flush loop (ASYNC_FLUSH) syncs every `flushIntervalCommitLog` ms once
-//!   `flushCommitLogLeastPages` are dirty, and everything every
-//!   `flushCommitLogThoroughInterval` ms.
+//!   `flushCommitLogLeastPages` are dirty (stopping below the folio being filled), and
+//!   everything every `flushCommitLogThoroughInterval` ms. Puts do not wake it.
 //! * The commit loop (transient store pool) moves buffered bytes into the file every
 //!   `commitIntervalCommitLog` ms, then wakes the flush loop.
 

@@ -31,6 +31,9 @@ pub struct MappedFile {
     first_destroy_attempt: AtomicI64,
 }
 
+/// Largest page-cache folio the kernel may use for a file mapping (a PMD, 2 MiB on x86-64).
+pub(crate) const ACTIVE_FOLIO_BYTES: usize = 2 << 20;
+
 fn pages(n: usize) -> usize {
     n / OS_PAGE_SIZE
 }
@@ -302,7 +305,14 @@ impl MappedFile {
     /// # Errors
     /// When the sync fails; the flushed position is then not moved.
     pub fn flush(&self, least_pages: usize) -> Result<usize> {
-        let read = self.read_position();
+        let mut read = self.read_position();
+        let write_through = self.write_through_file.load(Ordering::Relaxed);
+        if least_pages > 0 && !write_through && read < self.file_size {
+            // A threshold flush of a mapped file stops below the folio the appender is
+            // filling: syncing it would write-protect it and fault the next append. The
+            // thorough flush (least_pages = 0) covers the tail.
+            read -= read % ACTIVE_FOLIO_BYTES;
+        }
         let flushed = self.flushed.load(Ordering::Acquire);
         let able = if read <= flushed {
             false
@@ -312,7 +322,7 @@ impl MappedFile {
             pages(read) - pages(flushed) >= least_pages
         };
         if able {
-            if self.write_through_file.load(Ordering::Relaxed) {
+            if write_through {
                 self.mmap.file().sync_data()
             } else {
                 self.mmap.flush_range(flushed, read - flushed)

@@ -901,25 +901,15 @@ impl MessageStore {
                 })
             }
             None => {
-                // Wake the commit (pool) or flush thread only once it has a batch worth
-                // writing; below that its interval timer picks the bytes up.
-                let q = self.commit_log.queue();
-                let (behind, least) = if self.pool.is_some() {
-                    (
-                        end_offset - q.committed_where(),
-                        self.config.commit_commit_log_least_pages,
-                    )
-                } else {
-                    (
-                        end_offset - q.flushed_where(),
-                        self.config.flush_commit_log_least_pages,
-                    )
-                };
-                if behind >= i64::from(least) * 4096 {
-                    if self.pool.is_some() {
+                // The async flush runs on its interval (flushIntervalCommitLog, as SPEC §3
+                // describes it) and is not woken by puts, which would turn it into many small
+                // syncs just behind the appender. The pool's commit thread is woken once
+                // `least` pages wait, so committed (readable) data follows appends closely.
+                if self.pool.is_some() {
+                    let q = self.commit_log.queue();
+                    let least = i64::from(self.config.commit_commit_log_least_pages) * 4096;
+                    if end_offset - q.committed_where() >= least {
                         self.commit_waker.wake();
-                    } else if !self.config.flush_commit_log_timed {
-                        self.flush_waker.wake();
                     }
                 }
                 Ok(PutMessageStatus::PutOk)
