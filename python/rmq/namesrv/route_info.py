@@ -1,0 +1,350 @@
+"""The nameserver's routing state (RocketMQ's ``RouteInfoManager``), as plain Python.
+
+Brokers register every 30 s with their topic configs; clients ask for a topic's route
+(``TopicRouteData``), the cluster layout or the topic list. A broker that has not registered
+for 120 s, or whose connection closed, is forgotten with its queues. Everything here is pure
+state and JSON bodies in RocketMQ's field names, so the wire layer only moves bytes.
+
+Thread-safety: one lock guards all tables (reads are cheap and rare compared to the 30 s
+registration cadence), as RocketMQ's read-write lock does.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "BROKER_CHANNEL_EXPIRED_MS",
+    "MASTER_ID",
+    "BrokerLiveInfo",
+    "RegisterResult",
+    "RouteInfoManager",
+    "TopicQueueConfig",
+]
+
+log = logging.getLogger("rmq.namesrv")
+
+BROKER_CHANNEL_EXPIRED_MS = 120_000
+"""A broker silent for this long is removed (RocketMQ's BROKER_CHANNEL_EXPIRED_TIME)."""
+MASTER_ID = 0
+PERM_READ = 4
+PERM_WRITE = 2
+ORDER_TOPIC_CONFIG_NAMESPACE = "ORDER_TOPIC_CONFIG"
+
+
+@dataclass(frozen=True, slots=True)
+class TopicQueueConfig:
+    """A topic as one broker serves it (the parts of ``TopicConfig`` that routing needs)."""
+
+    topic: str
+    read_queue_nums: int
+    write_queue_nums: int
+    perm: int
+    topic_sys_flag: int = 0
+
+    @classmethod
+    def from_json(cls, name: str, d: Mapping[str, Any]) -> TopicQueueConfig:
+        return cls(
+            topic=str(d.get("topicName", name)),
+            read_queue_nums=int(d.get("readQueueNums", 0)),
+            write_queue_nums=int(d.get("writeQueueNums", 0)),
+            perm=int(d.get("perm", PERM_READ | PERM_WRITE)),
+            topic_sys_flag=int(d.get("topicSysFlag", 0)),
+        )
+
+
+@dataclass(slots=True)
+class BrokerLiveInfo:
+    last_update_ms: int
+    data_version: dict[str, Any]
+    connection: object | None
+    ha_server_addr: str
+
+
+@dataclass(frozen=True, slots=True)
+class RegisterResult:
+    """What REGISTER_BROKER answers: the master's addresses (for a slave) and KV config."""
+
+    ha_server_addr: str
+    master_addr: str
+    kv_table: dict[str, str] = field(default_factory=dict)
+
+
+def _queue_data(broker_name: str, q: TopicQueueConfig) -> dict[str, Any]:
+    return {
+        "brokerName": broker_name,
+        "perm": q.perm,
+        "readQueueNums": q.read_queue_nums,
+        "topicSysFlag": q.topic_sys_flag,
+        "writeQueueNums": q.write_queue_nums,
+    }
+
+
+class RouteInfoManager:
+    """Route tables, keyed like RocketMQ's: topic → queue data per broker name, broker name →
+    addresses per broker id, cluster → broker names, broker address → liveness."""
+
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self._lock = threading.RLock()
+        self._clock = clock
+        self.topic_queue_table: dict[str, dict[str, TopicQueueConfig]] = {}
+        self.broker_addr_table: dict[str, dict[str, Any]] = {}
+        self.cluster_addr_table: dict[str, set[str]] = {}
+        self.broker_live_table: dict[str, BrokerLiveInfo] = {}
+        self.kv_config: dict[str, dict[str, str]] = {}
+
+    def _now_ms(self) -> int:
+        return int(self._clock() * 1000)
+
+    # ---- registration -------------------------------------------------------------------
+
+    def register_broker(
+        self,
+        *,
+        cluster_name: str,
+        broker_addr: str,
+        broker_name: str,
+        broker_id: int,
+        ha_server_addr: str,
+        topic_config_wrapper: Mapping[str, Any] | None,
+        connection: object | None = None,
+    ) -> RegisterResult:
+        """Record a broker's registration (REGISTER_BROKER, every 30 s per broker)."""
+        with self._lock:
+            self.cluster_addr_table.setdefault(cluster_name, set()).add(broker_name)
+            data = self.broker_addr_table.setdefault(
+                broker_name,
+                {"cluster": cluster_name, "brokerName": broker_name, "brokerAddrs": {}},
+            )
+            addrs: dict[int, str] = data["brokerAddrs"]
+            # One address serves one role: drop the address if it moved to another id.
+            for bid, addr in list(addrs.items()):
+                if addr == broker_addr and bid != broker_id:
+                    del addrs[bid]
+            first_time = addrs.get(broker_id) != broker_addr
+            addrs[broker_id] = broker_addr
+
+            version = dict((topic_config_wrapper or {}).get("dataVersion") or {})
+            if topic_config_wrapper is not None and broker_id == MASTER_ID:
+                live = self.broker_live_table.get(broker_addr)
+                changed = live is None or live.data_version != version
+                if changed or first_time:
+                    table = topic_config_wrapper.get("topicConfigTable") or {}
+                    self._replace_broker_topics(broker_name, table)
+            previous = self.broker_live_table.get(broker_addr)
+            self.broker_live_table[broker_addr] = BrokerLiveInfo(
+                last_update_ms=self._now_ms(),
+                data_version=version,
+                connection=connection,
+                ha_server_addr=ha_server_addr,
+            )
+            if previous is None:
+                log.info(
+                    "new broker registered: %s %s (id %d) cluster %s",
+                    broker_name,
+                    broker_addr,
+                    broker_id,
+                    cluster_name,
+                )
+            master_addr = ""
+            master_ha = ""
+            if broker_id != MASTER_ID:
+                master_addr = addrs.get(MASTER_ID, "")
+                master_live = self.broker_live_table.get(master_addr)
+                master_ha = master_live.ha_server_addr if master_live else ""
+            return RegisterResult(
+                ha_server_addr=master_ha,
+                master_addr=master_addr,
+                kv_table=dict(self.kv_config.get(ORDER_TOPIC_CONFIG_NAMESPACE, {})),
+            )
+
+    def _replace_broker_topics(self, broker_name: str, table: Mapping[str, Any]) -> None:
+        new = {name: TopicQueueConfig.from_json(name, cfg) for name, cfg in table.items()}
+        for topic in list(self.topic_queue_table):
+            if topic not in new:
+                self.topic_queue_table[topic].pop(broker_name, None)
+                if not self.topic_queue_table[topic]:
+                    del self.topic_queue_table[topic]
+        for name, q in new.items():
+            self.topic_queue_table.setdefault(name, {})[broker_name] = q
+
+    def unregister_broker(
+        self, *, cluster_name: str, broker_addr: str, broker_name: str, broker_id: int
+    ) -> None:
+        """Forget one broker instance (UNREGISTER_BROKER, at its clean shutdown)."""
+        with self._lock:
+            self.broker_live_table.pop(broker_addr, None)
+            data = self.broker_addr_table.get(broker_name)
+            removed_all = True
+            if data is not None:
+                data["brokerAddrs"].pop(broker_id, None)
+                removed_all = not data["brokerAddrs"]
+                if removed_all:
+                    del self.broker_addr_table[broker_name]
+            if removed_all:
+                names = self.cluster_addr_table.get(cluster_name)
+                if names is not None:
+                    names.discard(broker_name)
+                    if not names:
+                        del self.cluster_addr_table[cluster_name]
+                self._remove_broker_topics(broker_name)
+            log.info("broker unregistered: %s %s (id %d)", broker_name, broker_addr, broker_id)
+
+    def _remove_broker_topics(self, broker_name: str) -> None:
+        for topic in list(self.topic_queue_table):
+            self.topic_queue_table[topic].pop(broker_name, None)
+            if not self.topic_queue_table[topic]:
+                del self.topic_queue_table[topic]
+
+    def _forget_addr(self, broker_addr: str, reason: str) -> bool:
+        """Remove every trace of a broker address (expired or disconnected)."""
+        if self.broker_live_table.pop(broker_addr, None) is None:
+            return False
+        for name, data in list(self.broker_addr_table.items()):
+            addrs: dict[int, str] = data["brokerAddrs"]
+            for bid, addr in list(addrs.items()):
+                if addr == broker_addr:
+                    del addrs[bid]
+            if not addrs:
+                del self.broker_addr_table[name]
+                for cluster, names in list(self.cluster_addr_table.items()):
+                    names.discard(name)
+                    if not names:
+                        del self.cluster_addr_table[cluster]
+                self._remove_broker_topics(name)
+        log.warning("broker %s removed: %s", broker_addr, reason)
+        return True
+
+    def scan_not_active_broker(self) -> list[str]:
+        """Drop brokers silent for 120 s (run every few seconds). Returns their addresses."""
+        now = self._now_ms()
+        with self._lock:
+            expired = [
+                addr
+                for addr, live in self.broker_live_table.items()
+                if now - live.last_update_ms > BROKER_CHANNEL_EXPIRED_MS
+            ]
+            for addr in expired:
+                self._forget_addr(
+                    addr, f"no registration for {BROKER_CHANNEL_EXPIRED_MS // 1000} s"
+                )
+        return expired
+
+    def on_connection_closed(self, connection: object) -> list[str]:
+        """Forget brokers whose registering connection closed (at once, not after 120 s)."""
+        with self._lock:
+            gone = [
+                a for a, live in self.broker_live_table.items() if live.connection is connection
+            ]
+            for addr in gone:
+                self._forget_addr(addr, "its connection closed")
+        return gone
+
+    # ---- queries ------------------------------------------------------------------------
+
+    def pick_topic_route_data(self, topic: str) -> dict[str, Any] | None:
+        """``TopicRouteData`` of a topic as RocketMQ serialises it, or None if unknown."""
+        with self._lock:
+            brokers = self.topic_queue_table.get(topic)
+            if not brokers:
+                return None
+            queue_datas = [_queue_data(name, q) for name, q in sorted(brokers.items())]
+            broker_datas = [
+                _broker_data_json(self.broker_addr_table[name])
+                for name in sorted(brokers)
+                if name in self.broker_addr_table
+            ]
+            if not broker_datas:
+                return None
+            route: dict[str, Any] = {
+                "brokerDatas": broker_datas,
+                "filterServerTable": {},
+                "queueDatas": queue_datas,
+            }
+            order_conf = self.kv_config.get(ORDER_TOPIC_CONFIG_NAMESPACE, {}).get(topic)
+            if order_conf:
+                route["orderTopicConf"] = order_conf
+            return route
+
+    def cluster_info(self) -> dict[str, Any]:
+        """``ClusterInfo``: broker name → BrokerData, cluster → broker names."""
+        with self._lock:
+            return {
+                "brokerAddrTable": {
+                    name: _broker_data_json(data)
+                    for name, data in sorted(self.broker_addr_table.items())
+                },
+                "clusterAddrTable": {
+                    c: sorted(names) for c, names in sorted(self.cluster_addr_table.items())
+                },
+            }
+
+    def topic_list(self) -> dict[str, Any]:
+        """``TopicList`` of every topic with a route."""
+        with self._lock:
+            return {"topicList": sorted(self.topic_queue_table)}
+
+    def wipe_write_perm_of_broker(self, broker_name: str) -> int:
+        """Drop write permission of a broker's queues (before taking it down). Returns how many
+        topics were changed."""
+        with self._lock:
+            n = 0
+            for brokers in self.topic_queue_table.values():
+                q = brokers.get(broker_name)
+                if q is not None and q.perm & PERM_WRITE:
+                    brokers[broker_name] = TopicQueueConfig(
+                        q.topic,
+                        q.read_queue_nums,
+                        q.write_queue_nums,
+                        q.perm & ~PERM_WRITE,
+                        q.topic_sys_flag,
+                    )
+                    n += 1
+            return n
+
+    def delete_topic(self, topic: str) -> bool:
+        with self._lock:
+            return self.topic_queue_table.pop(topic, None) is not None
+
+    # ---- KV config ----------------------------------------------------------------------
+
+    def put_kv_config(self, namespace: str, key: str, value: str) -> None:
+        with self._lock:
+            self.kv_config.setdefault(namespace, {})[key] = value
+
+    def get_kv_config(self, namespace: str, key: str) -> str | None:
+        with self._lock:
+            return self.kv_config.get(namespace, {}).get(key)
+
+    def delete_kv_config(self, namespace: str, key: str) -> None:
+        with self._lock:
+            table = self.kv_config.get(namespace)
+            if table is not None:
+                table.pop(key, None)
+                if not table:
+                    del self.kv_config[namespace]
+
+    def kv_list_by_namespace(self, namespace: str) -> dict[str, str] | None:
+        with self._lock:
+            table = self.kv_config.get(namespace)
+            return dict(table) if table is not None else None
+
+
+def _broker_data_json(data: Mapping[str, Any]) -> dict[str, Any]:
+    addrs: Mapping[int, str] = data["brokerAddrs"]
+    return {
+        "brokerAddrs": {str(bid): addr for bid, addr in sorted(addrs.items())},
+        "brokerName": data["brokerName"],
+        "cluster": data["cluster"],
+    }
+
+
+def to_json_bytes(body: Mapping[str, Any] | Iterable[Any]) -> bytes:
+    """Compact JSON as RocketMQ clients parse it."""
+    return json.dumps(body, separators=(",", ":")).encode()
