@@ -30,24 +30,33 @@ pub fn open_store(dir: &Path, extra: &[(&str, &str)]) -> Arc<MessageStore> {
     MessageStore::open(dir, config, "127.0.0.1:10911".parse().expect("addr")).expect("open store")
 }
 
+fn message<'a>(
+    topic: &'a str,
+    queue_id: i32,
+    body: &'a [u8],
+    props: &'a [u8],
+) -> MessageToStore<'a> {
+    MessageToStore {
+        topic,
+        queue_id,
+        flag: 0,
+        body,
+        properties: props,
+        sys_flag: 0,
+        born_timestamp: 0,
+        born_host: "127.0.0.1:5000".parse().expect("addr"),
+        reconsume_times: 0,
+        prepared_transaction_offset: 0,
+    }
+}
+
 /// Put one message, asserting it was stored.
 ///
 /// # Panics
 /// When the put fails.
 pub fn put_one(store: &MessageStore, topic: &str, queue_id: i32, body: &[u8], props: &[u8]) {
     let r = store
-        .put_message(&MessageToStore {
-            topic,
-            queue_id,
-            flag: 0,
-            body,
-            properties: props,
-            sys_flag: 0,
-            born_timestamp: 0,
-            born_host: "127.0.0.1:5000".parse().expect("addr"),
-            reconsume_times: 0,
-            prepared_transaction_offset: 0,
-        })
+        .put_message(&message(topic, queue_id, body, props))
         .expect("put");
     assert_eq!(r.status, PutMessageStatus::PutOk);
 }
@@ -65,18 +74,7 @@ pub fn append_one(
     props: &[u8],
 ) -> i64 {
     store
-        .append(&[MessageToStore {
-            topic,
-            queue_id,
-            flag: 0,
-            body,
-            properties: props,
-            sys_flag: 0,
-            born_timestamp: 0,
-            born_host: "127.0.0.1:5000".parse().expect("addr"),
-            reconsume_times: 0,
-            prepared_transaction_offset: 0,
-        }])
+        .append(&[message(topic, queue_id, body, props)])
         .expect("append")[0]
         .end_offset()
 }

@@ -94,21 +94,8 @@ impl GroupCommit {
             .push((end_offset, Waiter::Thread(std::thread::current())));
         self.work.wake();
         loop {
-            if self.flushed.load(Ordering::Acquire) >= end_offset {
-                return Ok(FlushOutcome::Flushed);
-            }
-            if self.failed_upto.load(Ordering::Acquire) >= end_offset {
-                let msg = self
-                    .failure
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .clone();
-                return Err(StoreError::FlushFailed(msg));
-            }
-            if self.stopped.load(Ordering::Acquire) {
-                return Err(StoreError::ServiceNotAvailable(
-                    "the store shut down before the message was flushed".into(),
-                ));
+            if let Some(r) = self.poll_flushed(end_offset) {
+                return r.map(|()| FlushOutcome::Flushed);
             }
             let now = Instant::now();
             if now >= deadline {

@@ -343,12 +343,7 @@ impl IndexService {
     /// # Errors
     /// When a file cannot be opened or removed.
     pub fn load(&self, last_exit_ok: bool, checkpoint_index_ts: i64) -> Result<()> {
-        let mut paths: Vec<PathBuf> = std::fs::read_dir(&self.dir)
-            .ctx(|| format!("listing {}", self.dir.display()))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.is_file())
-            .collect();
-        paths.sort();
+        let paths = crate::mapped_file_queue::sorted_files(&self.dir)?;
         let mut files = self.files.write().unwrap_or_else(PoisonError::into_inner);
         for p in paths {
             let f = IndexFile::load(&p, self.hash_slot_num, self.index_num)?;

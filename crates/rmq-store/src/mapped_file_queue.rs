@@ -13,6 +13,20 @@ use crate::error::{IoContext, Result, StoreError};
 use crate::mapped_file::MappedFile;
 use crate::transient_store_pool::TransientStorePool;
 
+/// The regular files of `dir`, sorted by name (= by offset or time for store files).
+///
+/// # Errors
+/// When the directory cannot be listed.
+pub(crate) fn sorted_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .ctx(|| format!("listing {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file())
+        .collect();
+    paths.sort();
+    Ok(paths)
+}
+
 /// At most this many files are deleted by one expiry pass.
 pub const DELETE_FILES_BATCH_MAX: usize = 10;
 
@@ -97,12 +111,7 @@ impl MappedFileQueue {
     /// # Errors
     /// A file with the wrong size or a bad name stops the load with a message naming it.
     pub fn load(&self) -> Result<()> {
-        let mut paths: Vec<PathBuf> = std::fs::read_dir(&self.dir)
-            .ctx(|| format!("listing {}", self.dir.display()))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.is_file())
-            .collect();
-        paths.sort();
+        let paths = sorted_files(&self.dir)?;
         let mut files = self.files.write().unwrap_or_else(PoisonError::into_inner);
         for p in paths {
             if std::fs::metadata(&p).is_ok_and(|m| m.len() == 0) {

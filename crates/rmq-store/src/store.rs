@@ -1150,6 +1150,12 @@ impl MessageStore {
         self.commit_log.max_offset()
     }
 
+    /// CommitLog offset below which everything is durable.
+    #[must_use]
+    pub fn get_flushed_phy_offset(&self) -> i64 {
+        self.commit_log.queue().flushed_where()
+    }
+
     /// CommitLog bytes not yet dispatched.
     #[must_use]
     pub fn dispatch_behind_bytes(&self) -> i64 {
@@ -1298,7 +1304,7 @@ impl MessageStore {
             ("commitLogMaxOffset", self.get_max_phy_offset().to_string()),
             (
                 "commitLogFlushedOffset",
-                self.commit_log.queue().flushed_where().to_string(),
+                self.get_flushed_phy_offset().to_string(),
             ),
             (
                 "dispatchBehindBytes",

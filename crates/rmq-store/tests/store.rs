@@ -449,14 +449,7 @@ fn sync_flush_acks_only_durable_bytes_under_concurrency() {
                 for i in 0..50 {
                     let r = put(&s, "T", t, &body_of(i), b"");
                     assert_eq!(r.status, PutMessageStatus::PutOk);
-                    let flushed: i64 = s
-                        .runtime_info()
-                        .into_iter()
-                        .find(|(k, _)| *k == "commitLogFlushedOffset")
-                        .unwrap()
-                        .1
-                        .parse()
-                        .unwrap();
+                    let flushed = s.get_flushed_phy_offset();
                     assert!(flushed >= r.append.end_offset(), "acked before durable");
                 }
             })
@@ -585,14 +578,7 @@ fn sync_flush_future_resolves_only_when_durable() {
                         };
                         let end = s.append(std::slice::from_ref(&msg)).unwrap()[0].end_offset();
                         s.flush_future(end).await.unwrap();
-                        let flushed: i64 = s
-                            .runtime_info()
-                            .into_iter()
-                            .find(|(k, _)| *k == "commitLogFlushedOffset")
-                            .unwrap()
-                            .1
-                            .parse()
-                            .unwrap();
+                        let flushed = s.get_flushed_phy_offset();
                         assert!(
                             flushed >= end,
                             "future resolved before the bytes were durable"
