@@ -1,0 +1,328 @@
+"""Run the official Apache RocketMQ Java client against an rmq nameserver + broker (SPEC §4).
+
+The Java side lives in ``tests/compat/java`` (a Maven project around
+``org.apache.rocketmq:rocketmq-client`` 4.9.8); this module builds it into
+``tests/compat/java/target/rmq-compat.jar`` and runs it:
+
+    from run_java_compat import build_jar, run_check
+    summary = run_check("127.0.0.1:9876", "compat_topic", 10_000, timeout=120.0)
+
+``run_check`` returns the jar's one-line JSON summary as a dict and raises
+:class:`JavaCompatError` (with the summary and the captured output) when any check failed.
+
+Manual use, against a running nameserver and broker::
+
+    python tests/compat/run_java_compat.py --namesrv 127.0.0.1:9876 [--count 10000]
+
+Needs a JDK (17+) and Maven 3; on Debian: ``apt-get install -y openjdk-17-jdk-headless maven``.
+The first build downloads the client and the Maven plugins into ~/.m2 (about 30 MB); later
+builds need no network.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+JAVA_DIR = Path(__file__).resolve().parent / "java"
+JAR = JAVA_DIR / "target" / "rmq-compat.jar"
+INSTALL_HINT = (
+    "install a JDK and Maven, e.g. on Debian/Ubuntu: "
+    "sudo apt-get update && sudo apt-get install -y openjdk-17-jdk-headless maven"
+)
+BUILD_TIMEOUT_S = 900.0
+TAIL_LINES = 40
+
+
+class JavaCompatError(RuntimeError):
+    """The Java compatibility check could not be built or run, or a check failed."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        summary: dict[str, Any] | None = None,
+        stdout: str = "",
+        stderr: str = "",
+    ) -> None:
+        super().__init__(message)
+        self.summary = summary
+        self.stdout = stdout
+        self.stderr = stderr
+
+
+def _tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        raise JavaCompatError(f"`{name}` not found on PATH; {INSTALL_HINT}")
+    return path
+
+
+def _java() -> str:
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home:
+        candidate = Path(java_home) / "bin" / "java"
+        if candidate.is_file():
+            return str(candidate)
+    return _tool("java")
+
+
+def _newest_source_mtime() -> float:
+    newest = (JAVA_DIR / "pom.xml").stat().st_mtime
+    for path in (JAVA_DIR / "src").rglob("*"):
+        if path.is_file():
+            newest = max(newest, path.stat().st_mtime)
+    return newest
+
+
+def _jar_is_fresh() -> bool:
+    return JAR.is_file() and JAR.stat().st_mtime >= _newest_source_mtime()
+
+
+@contextlib.contextmanager
+def _build_lock() -> Iterator[None]:
+    """One Maven build at a time (parallel test workers share tests/compat/java/target)."""
+    lock_path = JAVA_DIR / "target" / ".build.lock"
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with lock_path.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _tail(text: str, lines: int = TAIL_LINES) -> str:
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def build_jar() -> Path:
+    """Build target/rmq-compat.jar with Maven unless it is newer than pom.xml and src/.
+
+    The first build downloads from Maven Central into ~/.m2; a rebuild with everything cached
+    needs no network, and if the online attempt fails anyway (e.g. Central unreachable) it is
+    retried once with ``mvn -o``.
+    """
+    if _jar_is_fresh():
+        return JAR
+    mvn = _tool("mvn")
+    _java()  # fail early with the install hint if there is no JDK
+    with _build_lock():
+        if _jar_is_fresh():  # another process built it while we waited
+            return JAR
+        base = [mvn, "-q", "-B", "-Dstyle.color=never", "package", "-DskipTests"]
+        attempts = [base]
+        if (Path.home() / ".m2" / "repository").is_dir():
+            attempts.append([*base, "-o"])
+        output = ""
+        for cmd in attempts:
+            try:
+                proc = subprocess.run(
+                    cmd,
+                    cwd=JAVA_DIR,
+                    stdin=subprocess.DEVNULL,
+                    capture_output=True,
+                    text=True,
+                    timeout=BUILD_TIMEOUT_S,
+                    check=False,
+                )
+            except subprocess.TimeoutExpired as e:
+                raise JavaCompatError(
+                    f"`{' '.join(cmd)}` did not finish in {BUILD_TIMEOUT_S:.0f} s"
+                ) from e
+            output += f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}"
+            if proc.returncode == 0 and JAR.is_file():
+                # Mark the jar fresh even if Maven found nothing to redo.
+                now = time.time()
+                os.utime(JAR, (now, now))
+                return JAR
+        raise JavaCompatError(
+            f"Maven build in {JAVA_DIR} failed (Maven Central unreachable on a first build?):\n"
+            + _tail(output)
+        )
+
+
+def _parse_summary(stdout: str) -> dict[str, Any] | None:
+    for line in reversed(stdout.splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                parsed = json.loads(line)
+            except json.JSONDecodeError:
+                return None
+            return parsed if isinstance(parsed, dict) else None
+    return None
+
+
+def describe_failure(summary: dict[str, Any]) -> str:
+    """A few lines saying which phase failed and how (from the jar's JSON summary)."""
+    out: list[str] = []
+    if summary.get("error"):
+        out.append(f"error: {summary['error']}")
+    for phase in ("produce", "admin", "consume-push", "consume-lite"):
+        info = summary.get(phase)
+        if not isinstance(info, dict) or info.get("ok", True):
+            continue
+        parts: list[dict[str, Any]] = [info]
+        parts += [v for k, v in info.items() if k in ("all", "tagA") and isinstance(v, dict)]
+        for part in parts:
+            for key in (
+                "skipped",
+                "error",
+                "missing",
+                "missingFirst",
+                "mismatchFirst",
+                "offsetGaps",
+                "positionsDifferFirst",
+            ):
+                value = part.get(key)
+                if value:
+                    out.append(f"{phase}: {key}: {value}")
+            committed = part.get("committed")
+            if isinstance(committed, dict) and committed.get("problems"):
+                out.append(f"{phase}: committed offsets: {committed['problems']}")
+    for error in summary.get("errors") or []:
+        out.append(f"error: {error}")
+    for warning in summary.get("warnings") or []:
+        out.append(f"warning: {warning}")
+    return "\n".join(out) if out else "no details in the summary"
+
+
+def run_check(
+    namesrv: str,
+    topic: str,
+    count: int,
+    timeout: float,
+    *,
+    modes: Sequence[str] = ("all",),
+    group: str | None = None,
+    create_topic: str | None = None,
+    log_dir: Path | None = None,
+    extra_args: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Run the Java client check and return its JSON summary; raise JavaCompatError on failure.
+
+    ``timeout`` bounds each consume phase (seconds to wait for all ``count`` messages); the
+    whole process is killed if it runs past ``4 * timeout + 120`` seconds.
+    ``create_topic`` is a broker address for UPDATE_AND_CREATE_TOPIC; without it the topic is
+    auto-created by the first send (autoCreateTopicEnable, via TBW102).
+    """
+    jar = build_jar()
+    if log_dir is None:
+        log_dir = JAVA_DIR / "target" / "client-logs" / topic
+    cmd = [
+        _java(),
+        "-Xmx1g",
+        "-jar",
+        str(jar),
+        "--namesrv",
+        namesrv,
+        "--topic",
+        topic,
+        "--count",
+        str(count),
+        "--timeout",
+        f"{timeout:g}",
+        "--mode",
+        ",".join(modes),
+        "--log-dir",
+        str(log_dir),
+    ]
+    if group is not None:
+        cmd += ["--group", group]
+    if create_topic is not None:
+        cmd += ["--create-topic", create_topic]
+    cmd += list(extra_args)
+    limit = 4 * timeout + 120
+    try:
+        proc = subprocess.run(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=limit,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as e:
+        stdout = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        stderr = e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")
+        raise JavaCompatError(
+            f"Java compatibility check killed after {limit:.0f} s:\n{_tail(stderr)}",
+            stdout=stdout,
+            stderr=stderr,
+        ) from e
+    summary = _parse_summary(proc.stdout)
+    if summary is None:
+        raise JavaCompatError(
+            f"Java compatibility check exited {proc.returncode} without a JSON summary:\n"
+            + _tail(proc.stdout + proc.stderr),
+            stdout=proc.stdout,
+            stderr=proc.stderr,
+        )
+    if proc.returncode != 0 or not summary.get("ok"):
+        raise JavaCompatError(
+            f"Java client compatibility check failed (exit {proc.returncode}); "
+            f"client log in {summary.get('logDir')}\n"
+            + describe_failure(summary)
+            + "\n--- stderr (tail) ---\n"
+            + _tail(proc.stderr),
+            summary=summary,
+            stdout=proc.stdout,
+            stderr=proc.stderr,
+        )
+    return summary
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="Run the RocketMQ Java client compatibility check against rmq."
+    )
+    parser.add_argument("--namesrv", help="nameserver address, host:port")
+    parser.add_argument("--topic", default=f"compat_{int(time.time() * 1000)}")
+    parser.add_argument("--count", type=int, default=10_000)
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per consume phase")
+    parser.add_argument(
+        "--mode",
+        default="all",
+        help="comma-separated: produce, admin, consume-push, consume-lite, all",
+    )
+    parser.add_argument("--create-topic", metavar="BROKER_ADDR", default=None)
+    parser.add_argument("--build-only", action="store_true", help="build the jar and exit")
+    args = parser.parse_args(argv)
+    try:
+        if args.build_only:
+            started = time.monotonic()
+            jar = build_jar()
+            print(f"{jar} ({time.monotonic() - started:.1f} s)")
+            return 0
+        if not args.namesrv:
+            parser.error("--namesrv is required (unless --build-only)")
+        summary = run_check(
+            args.namesrv,
+            args.topic,
+            args.count,
+            args.timeout,
+            modes=args.mode.split(","),
+            create_topic=args.create_topic,
+        )
+    except JavaCompatError as e:
+        print(e, file=sys.stderr)
+        if e.summary is not None:
+            print(json.dumps(e.summary, indent=2))
+        return 1
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
