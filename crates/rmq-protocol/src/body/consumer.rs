@@ -1,0 +1,177 @@
+//! Consumer-side bodies: queue locks for ordered consumption, the group's consumer list for
+//! rebalance, and connection listings for admin tools.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use super::{null_default, remoting_json, MessageQueue};
+use crate::body::heartbeat::{ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData};
+use crate::command::LanguageCode;
+
+/// `LockBatchRequestBody` (LOCK_BATCH_MQ, 41).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LockBatchRequestBody {
+    /// Client asking for the locks.
+    #[serde(default, deserialize_with = "null_default")]
+    pub client_id: String,
+    /// Consumer group.
+    #[serde(default, deserialize_with = "null_default")]
+    pub consumer_group: String,
+    /// Queues to lock.
+    #[serde(default, deserialize_with = "null_default")]
+    pub mq_set: BTreeSet<MessageQueue>,
+}
+
+/// `UnlockBatchRequestBody` (UNLOCK_BATCH_MQ, 42).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UnlockBatchRequestBody {
+    /// Client releasing the locks.
+    #[serde(default, deserialize_with = "null_default")]
+    pub client_id: String,
+    /// Consumer group.
+    #[serde(default, deserialize_with = "null_default")]
+    pub consumer_group: String,
+    /// Queues to unlock.
+    #[serde(default, deserialize_with = "null_default")]
+    pub mq_set: BTreeSet<MessageQueue>,
+}
+
+/// `LockBatchResponseBody`: the queues actually locked.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct LockBatchResponseBody {
+    /// Queues locked for the client (Java spells the property `lockOKMQSet`).
+    #[serde(rename = "lockOKMQSet", default, deserialize_with = "null_default")]
+    pub lock_ok_mq_set: BTreeSet<MessageQueue>,
+}
+
+/// `GetConsumerListByGroupResponseBody` (GET_CONSUMER_LIST_BY_GROUP, 38).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GetConsumerListByGroupResponseBody {
+    /// Client ids of the group's consumers.
+    #[serde(default, deserialize_with = "null_default")]
+    pub consumer_id_list: Vec<String>,
+}
+
+/// `Connection`: one client connection as admin tools list it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Connection {
+    /// Remote address.
+    #[serde(default, deserialize_with = "null_default")]
+    pub client_addr: String,
+    /// Client id.
+    #[serde(default, deserialize_with = "null_default")]
+    pub client_id: String,
+    /// Client language.
+    #[serde(default)]
+    pub language: LanguageCode,
+    /// Client version.
+    #[serde(default)]
+    pub version: i32,
+}
+
+/// `ConsumerConnection` (GET_CONSUMER_CONNECTION_LIST, 203).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConsumerConnection {
+    /// Connections of the group.
+    #[serde(default, deserialize_with = "null_default")]
+    pub connection_set: Vec<Connection>,
+    /// Where the group starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consume_from_where: Option<ConsumeFromWhere>,
+    /// Pull or push.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consume_type: Option<ConsumeType>,
+    /// Clustering or broadcasting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_model: Option<MessageModel>,
+    /// Subscriptions by topic.
+    #[serde(default, deserialize_with = "null_default")]
+    pub subscription_table: BTreeMap<String, SubscriptionData>,
+}
+
+/// `ProducerConnection` (GET_PRODUCER_CONNECTION_LIST, 204).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProducerConnection {
+    /// Connections of the group.
+    #[serde(default, deserialize_with = "null_default")]
+    pub connection_set: Vec<Connection>,
+}
+
+/// `GroupList` (QUERY_TOPIC_CONSUME_BY_WHO, 300).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GroupList {
+    /// Group names.
+    #[serde(default, deserialize_with = "null_default")]
+    pub group_list: BTreeSet<String>,
+}
+
+remoting_json!(
+    LockBatchRequestBody,
+    UnlockBatchRequestBody,
+    LockBatchResponseBody,
+    GetConsumerListByGroupResponseBody,
+    ConsumerConnection,
+    ProducerConnection,
+    GroupList,
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::body::RemotingJson;
+
+    #[test]
+    fn lock_bodies_round_trip() {
+        let req = LockBatchRequestBody {
+            client_id: "c1".into(),
+            consumer_group: "g".into(),
+            mq_set: [
+                MessageQueue::new("t", "b", 0),
+                MessageQueue::new("t", "b", 1),
+            ]
+            .into(),
+        };
+        let bytes = req.to_json_bytes().unwrap();
+        assert_eq!(
+            std::str::from_utf8(&bytes).unwrap(),
+            r#"{"clientId":"c1","consumerGroup":"g","mqSet":[{"brokerName":"b","queueId":0,"topic":"t"},{"brokerName":"b","queueId":1,"topic":"t"}]}"#
+        );
+        assert_eq!(LockBatchRequestBody::from_json_bytes(&bytes).unwrap(), req);
+        let resp = LockBatchResponseBody {
+            lock_ok_mq_set: req.mq_set.clone(),
+        };
+        let bytes = resp.to_json_bytes().unwrap();
+        assert!(bytes.starts_with(b"{\"lockOKMQSet\":["));
+        assert_eq!(
+            LockBatchResponseBody::from_json_bytes(&bytes).unwrap(),
+            resp
+        );
+    }
+
+    #[test]
+    fn consumer_list_and_connections() {
+        let b = GetConsumerListByGroupResponseBody::from_json_bytes(
+            br#"{"consumerIdList":["a@1","b@2"]}"#,
+        )
+        .unwrap();
+        assert_eq!(b.consumer_id_list, ["a@1", "b@2"]);
+        let c = ConsumerConnection::from_json_bytes(
+            br#"{"connectionSet":[{"clientAddr":"1.2.3.4:5","clientId":"x","language":"JAVA","version":409}],"consumeType":"CONSUME_PASSIVELY","messageModel":"CLUSTERING","consumeFromWhere":"CONSUME_FROM_LAST_OFFSET","subscriptionTable":{"t":{"topic":"t","subString":"*"}}}"#,
+        )
+        .unwrap();
+        assert_eq!(c.connection_set[0].language, LanguageCode::Java);
+        assert_eq!(c.subscription_table["t"].sub_string, "*");
+        assert_eq!(
+            ConsumerConnection::from_json_bytes(&c.to_json_bytes().unwrap()).unwrap(),
+            c
+        );
+    }
+}

@@ -1,0 +1,204 @@
+//! JSON headers (serialize type 0), as Java's fastjson writes them: the bean's properties in
+//! alphabetical order, null properties left out, enums by name:
+//!
+//! ```text
+//! {"code":105,"extFields":{"topic":"T"},"flag":0,"language":"JAVA","opaque":3,
+//!  "remark":"…","serializeTypeCurrentRPC":"JSON","version":409}
+//! ```
+//!
+//! Reading is lenient the way fastjson is: any field order, unknown fields ignored, missing
+//! optional fields defaulted, numbers given as strings, ext-field values given as numbers or
+//! booleans, and fastjson's own non-standard output (see [`crate::json_compat`]).
+
+use std::fmt::Write as _;
+
+use bytes::{BufMut, BytesMut};
+use serde_json::{Map, Value};
+
+use crate::command::{language_from_json, ExtFields, LanguageCode, RemotingCommand};
+use crate::error::{ProtocolError, Result};
+use crate::json_compat;
+
+pub(super) fn encode_header(cmd: &RemotingCommand, dst: &mut BytesMut) {
+    let mut s = String::with_capacity(160 + 32 * cmd.ext_fields.len());
+    let _ = write!(s, "{{\"code\":{}", cmd.code);
+    if !cmd.ext_fields.is_empty() {
+        s.push_str(",\"extFields\":{");
+        for (i, (k, v)) in cmd.ext_fields.iter().enumerate() {
+            if i > 0 {
+                s.push(',');
+            }
+            push_json_str(&mut s, k);
+            s.push(':');
+            push_json_str(&mut s, v);
+        }
+        s.push('}');
+    }
+    let _ = write!(
+        s,
+        ",\"flag\":{},\"language\":\"{}\",\"opaque\":{}",
+        cmd.flag,
+        cmd.language.name(),
+        cmd.opaque
+    );
+    if let Some(remark) = &cmd.remark {
+        s.push_str(",\"remark\":");
+        push_json_str(&mut s, remark);
+    }
+    let _ = write!(
+        s,
+        ",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":{}}}",
+        cmd.version
+    );
+    dst.put_slice(s.as_bytes());
+}
+
+/// Quote a string the way fastjson does: `"` and `\` escaped, control characters as the
+/// short escapes or `\u00XX`, everything else (including `/` and non-ASCII) verbatim.
+fn push_json_str(s: &mut String, v: &str) {
+    s.push('"');
+    for c in v.chars() {
+        match c {
+            '"' => s.push_str("\\\""),
+            '\\' => s.push_str("\\\\"),
+            '\n' => s.push_str("\\n"),
+            '\r' => s.push_str("\\r"),
+            '\t' => s.push_str("\\t"),
+            '\u{8}' => s.push_str("\\b"),
+            '\u{c}' => s.push_str("\\f"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(s, "\\u{:04X}", c as u32);
+            }
+            c => s.push(c),
+        }
+    }
+    s.push('"');
+}
+
+pub(super) fn decode_header(bytes: &[u8]) -> Result<RemotingCommand> {
+    let bad = |reason: String| ProtocolError::BadJsonHeader { reason };
+    // Java decodes with `new String(bytes, UTF_8)`, which replaces bad sequences.
+    let text = String::from_utf8_lossy(bytes);
+    let value: Value =
+        serde_json::from_str(&json_compat::normalize(&text)).map_err(|e| bad(e.to_string()))?;
+    let Value::Object(obj) = value else {
+        return Err(bad("header is not a JSON object".into()));
+    };
+    let code = int_field(&obj, "code")?.ok_or_else(|| bad("missing field `code`".into()))?;
+    let language = match obj.get("language") {
+        None | Some(Value::Null) => LanguageCode::Java,
+        Some(v) => language_from_json(v),
+    };
+    let remark = match obj.get("remark") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(other) => Some(other.to_string()),
+    };
+    let mut ext_fields = ExtFields::new();
+    match obj.get("extFields") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(m)) => {
+            for (k, v) in m {
+                let v = match v {
+                    Value::Null => continue,
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                ext_fields.insert(k.clone(), v);
+            }
+        }
+        Some(_) => return Err(bad("`extFields` is not an object".into())),
+    }
+    Ok(RemotingCommand {
+        code,
+        language,
+        version: int_field(&obj, "version")?.unwrap_or(0),
+        opaque: int_field(&obj, "opaque")?.unwrap_or(0),
+        flag: int_field(&obj, "flag")?.unwrap_or(0),
+        remark,
+        ext_fields,
+        body: None,
+        serialize_type: crate::command::SerializeType::Json,
+    })
+}
+
+/// An `int` property: a JSON integer or a string holding one; null or absent is `None`.
+fn int_field(obj: &Map<String, Value>, name: &str) -> Result<Option<i32>> {
+    let bad = |v: &Value| ProtocolError::BadJsonHeader {
+        reason: format!("field `{name}` is not a 32-bit integer: {v}"),
+    };
+    match obj.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v @ Value::Number(n)) => n
+            .as_i64()
+            .and_then(|n| i32::try_from(n).ok())
+            .map(Some)
+            .ok_or_else(|| bad(v)),
+        Some(v @ Value::String(s)) => s.trim().parse::<i32>().map(Some).map_err(|_| bad(v)),
+        Some(v) => Err(bad(v)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dec(s: &str) -> Result<RemotingCommand> {
+        decode_header(s.as_bytes())
+    }
+
+    #[test]
+    fn writes_fastjson_field_order() {
+        let mut cmd = RemotingCommand::new_request(105, ExtFields::new()).with_opaque(3);
+        cmd.ext_fields.insert("topic".into(), "T\u{1}\"x\"".into());
+        cmd.remark = Some("a/b é".into());
+        let mut b = BytesMut::new();
+        encode_header(&cmd, &mut b);
+        assert_eq!(
+            std::str::from_utf8(&b).unwrap(),
+            "{\"code\":105,\"extFields\":{\"topic\":\"T\\u0001\\\"x\\\"\"},\"flag\":0,\
+             \"language\":\"JAVA\",\"opaque\":3,\"remark\":\"a/b é\",\
+             \"serializeTypeCurrentRPC\":\"JSON\",\"version\":0}"
+        );
+        assert_eq!(decode_header(&b).unwrap(), cmd);
+    }
+
+    #[test]
+    fn lenient_reading() {
+        let c = dec(
+            r#"{"version":"12","opaque":7,"code":"34","extra":[1,{"x":2}],
+            "extFields":{"queueId":3,"unitMode":false,"n":null,"s":"v"},"language":9}"#,
+        )
+        .unwrap();
+        assert_eq!((c.code, c.version, c.opaque, c.flag), (34, 12, 7, 0));
+        assert_eq!(c.language, LanguageCode::Go);
+        assert_eq!(c.ext_fields.get("queueId").map(String::as_str), Some("3"));
+        assert_eq!(
+            c.ext_fields.get("unitMode").map(String::as_str),
+            Some("false")
+        );
+        assert!(!c.ext_fields.contains_key("n"));
+        assert_eq!(c.remark, None);
+        let c = dec(r#"{"code":0,"language":"SOMETHING_NEW","remark":null}"#).unwrap();
+        assert_eq!(c.language, LanguageCode::Other);
+    }
+
+    #[test]
+    fn typed_errors() {
+        for s in [
+            "",
+            "[]",
+            "{\"opaque\":1}",
+            "{\"code\":1.5}",
+            "{\"code\":4294967296}",
+            "{\"code\":\"x\"}",
+            "{\"code\":1,\"extFields\":3}",
+            "{\"code\":1",
+        ] {
+            assert!(
+                matches!(dec(s), Err(ProtocolError::BadJsonHeader { .. })),
+                "{s}"
+            );
+        }
+    }
+}
