@@ -1,0 +1,21 @@
+//! The transport under every rmq process: a tokio TCP server and client speaking RocketMQ's
+//! remoting frames (see `rmq-protocol` for the bytes).
+//!
+//! Each connection has one reader task, which decodes frames and runs each request in a task
+//! of its own (a held pull must not stall the connection), and one writer task, which owns the
+//! socket's write half and sends replies in the order they are ready. Responses are matched to
+//! requests by `opaque`; that works both ways, so a server can ask its clients (transaction
+//! check-back) on the same connection. A reply may carry its body as file regions, which go out
+//! with `sendfile` (zero copy) when the server was built with `transfer_by_heap = false`.
+//!
+//! A malformed or oversized frame closes only that connection, with one log line naming the
+//! peer and the error.
+
+mod connection;
+mod error;
+
+pub use connection::{
+    connect, serve, BoxFuture, Connection, FileRegion, Reply, RequestHandler, ServerConfig,
+    ServerHandle,
+};
+pub use error::RemotingError;

@@ -1,0 +1,289 @@
+//! The transport on real sockets: request/response, oneway, server-to-client requests,
+//! zero-copy file regions, and bad input that must close only the offending connection.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmq_protocol::{ExtFields, RemotingCommand, ResponseCode, SerializeType};
+use rmq_remoting::{
+    connect, serve, BoxFuture, Connection, FileRegion, Reply, RequestHandler, ServerConfig,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const ECHO: i32 = 9001;
+const FILE: i32 = 9002;
+const ASK_BACK: i32 = 9003;
+const NOTE: i32 = 9004;
+
+struct Region {
+    file: std::fs::File,
+    pos: u64,
+    data: Vec<u8>,
+}
+
+impl FileRegion for Region {
+    fn file(&self) -> &std::fs::File {
+        &self.file
+    }
+    fn position(&self) -> u64 {
+        self.pos
+    }
+    fn len(&self) -> usize {
+        self.data.len()
+    }
+    fn bytes(&self) -> &[u8] {
+        &self.data
+    }
+}
+
+struct Handler {
+    dir: tempfile::TempDir,
+    notes: AtomicUsize,
+}
+
+impl RequestHandler for Handler {
+    fn handle(&self, conn: Connection, req: RemotingCommand) -> BoxFuture<Option<Reply>> {
+        match req.code {
+            ECHO => {
+                let mut resp = RemotingCommand::response_to(&req, 0, None);
+                resp.body = req.body.clone();
+                resp.ext_fields = req.ext_fields.clone();
+                Box::pin(async move { Some(Reply::Command(resp)) })
+            }
+            FILE => {
+                // Two regions of one file: bytes 10..20 and 100..150.
+                let path = self.dir.path().join("data");
+                let mut f = std::fs::File::create(&path).unwrap();
+                let content: Vec<u8> = (0..200u8).collect();
+                f.write_all(&content).unwrap();
+                let regions: Vec<Box<dyn FileRegion>> = vec![
+                    Box::new(Region {
+                        file: std::fs::File::open(&path).unwrap(),
+                        pos: 10,
+                        data: content[10..20].to_vec(),
+                    }),
+                    Box::new(Region {
+                        file: std::fs::File::open(&path).unwrap(),
+                        pos: 100,
+                        data: content[100..150].to_vec(),
+                    }),
+                ];
+                let command = RemotingCommand::response_to(&req, 0, None);
+                Box::pin(async move { Some(Reply::WithFileRegions { command, regions }) })
+            }
+            ASK_BACK => Box::pin(async move {
+                // Ask the client something on the same connection, answer with its reply.
+                let q = RemotingCommand::new_request(ECHO, ExtFields::default())
+                    .with_body(b"ping".to_vec());
+                let answer = conn.request(q, Duration::from_secs(5)).await.unwrap();
+                let mut resp = RemotingCommand::response_to(&req, 0, None);
+                resp.body = answer.body;
+                Some(Reply::Command(resp))
+            }),
+            NOTE => {
+                self.notes.fetch_add(1, Ordering::SeqCst);
+                Box::pin(async { None })
+            }
+            other => {
+                let resp = RemotingCommand::response_to(
+                    &req,
+                    ResponseCode::REQUEST_CODE_NOT_SUPPORTED.0,
+                    Some(format!("request code {other} is not supported")),
+                );
+                Box::pin(async move { Some(Reply::Command(resp)) })
+            }
+        }
+    }
+}
+
+struct ClientEcho;
+
+impl RequestHandler for ClientEcho {
+    fn handle(&self, _conn: Connection, req: RemotingCommand) -> BoxFuture<Option<Reply>> {
+        let mut resp = RemotingCommand::response_to(&req, 0, None);
+        resp.body = Some(
+            format!(
+                "pong from client to {}",
+                String::from_utf8_lossy(req.body.as_deref().unwrap_or(b""))
+            )
+            .into_bytes()
+            .into(),
+        );
+        Box::pin(async move { Some(Reply::Command(resp)) })
+    }
+}
+
+async fn server(transfer_by_heap: bool) -> (rmq_remoting::ServerHandle, Arc<Handler>) {
+    let h = Arc::new(Handler {
+        dir: tempfile::tempdir().unwrap(),
+        notes: AtomicUsize::new(0),
+    });
+    let cfg = ServerConfig {
+        transfer_by_heap,
+        ..ServerConfig::default()
+    };
+    let s = serve("127.0.0.1:0".parse().unwrap(), h.clone(), cfg)
+        .await
+        .unwrap();
+    (s, h)
+}
+
+const T: Duration = Duration::from_secs(5);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_response_in_both_serializations_and_concurrently() {
+    let (srv, _) = server(false).await;
+    let c = connect(srv.local_addr(), None, T).await.unwrap();
+    for ser in [SerializeType::Json, SerializeType::RocketMq] {
+        let mut ext = ExtFields::default();
+        ext.insert("topic".into(), "TopicA".into());
+        let req = RemotingCommand::new_request(ECHO, ext)
+            .with_body(b"hello".to_vec())
+            .with_serialize_type(ser);
+        let resp = c.request(req, T).await.unwrap();
+        assert!(resp.is_response());
+        assert_eq!(
+            resp.serialize_type, ser,
+            "responses use the request's serialization"
+        );
+        assert_eq!(resp.body.as_deref(), Some(&b"hello"[..]));
+        assert_eq!(
+            resp.ext_fields.get("topic").map(String::as_str),
+            Some("TopicA")
+        );
+    }
+    // 200 requests in flight at once are each matched to their own response.
+    let futs: Vec<_> = (0..200)
+        .map(|i| {
+            let c = c.clone();
+            tokio::spawn(async move {
+                let req = RemotingCommand::new_request(ECHO, ExtFields::default())
+                    .with_body(format!("m{i}").into_bytes());
+                let r = c.request(req, T).await.unwrap();
+                assert_eq!(r.body.as_deref(), Some(format!("m{i}").as_bytes()));
+            })
+        })
+        .collect();
+    for f in futs {
+        f.await.unwrap();
+    }
+    let r = c
+        .request(RemotingCommand::new_request(12345, ExtFields::default()), T)
+        .await
+        .unwrap();
+    assert_eq!(r.code, ResponseCode::REQUEST_CODE_NOT_SUPPORTED.0);
+    srv.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oneway_and_server_initiated_requests() {
+    let (srv, h) = server(false).await;
+    let c = connect(srv.local_addr(), Some(Arc::new(ClientEcho)), T)
+        .await
+        .unwrap();
+    c.oneway(RemotingCommand::new_request(NOTE, ExtFields::default()))
+        .await
+        .unwrap();
+    let r = c
+        .request(
+            RemotingCommand::new_request(ASK_BACK, ExtFields::default()),
+            T,
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.body.as_deref(), Some(&b"pong from client to ping"[..]));
+    assert_eq!(
+        h.notes.load(Ordering::SeqCst),
+        1,
+        "oneway request reached the handler"
+    );
+    srv.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn file_regions_arrive_as_one_body_by_sendfile_and_by_copy() {
+    for heap in [false, true] {
+        let (srv, _) = server(heap).await;
+        let c = connect(srv.local_addr(), None, T).await.unwrap();
+        let r = c
+            .request(RemotingCommand::new_request(FILE, ExtFields::default()), T)
+            .await
+            .unwrap();
+        let want: Vec<u8> = (10..20u8).chain(100..150u8).collect();
+        assert_eq!(
+            r.body.as_deref(),
+            Some(&want[..]),
+            "transfer_by_heap={heap}"
+        );
+        srv.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_and_oversized_frames_close_only_their_connection() {
+    let (srv, _) = server(false).await;
+    let good = connect(srv.local_addr(), None, T).await.unwrap();
+    for garbage in [
+        // Length says 64 MiB: over the 16 MiB cap.
+        vec![0x04, 0x00, 0x00, 0x00, 0, 0, 0, 0],
+        // Serialize type 7 does not exist.
+        vec![0, 0, 0, 8, 7, 0, 0, 2, b'{', b'}', 0, 0],
+        // Header length larger than the frame.
+        vec![0, 0, 0, 6, 0, 0, 0, 99, b'{', b'}'],
+        // JSON header that is not JSON.
+        vec![0, 0, 0, 7, 0, 0, 0, 3, b'x', b'y', b'z'],
+    ] {
+        let mut raw = tokio::net::TcpStream::connect(srv.local_addr())
+            .await
+            .unwrap();
+        raw.write_all(&garbage).await.unwrap();
+        let mut buf = [0u8; 16];
+        let n = tokio::time::timeout(T, raw.read(&mut buf))
+            .await
+            .expect("server closes the connection")
+            .unwrap_or(0);
+        assert_eq!(n, 0, "connection closed without a reply for {garbage:?}");
+    }
+    // A truncated frame followed by a close: nothing happens to others either.
+    let mut raw = tokio::net::TcpStream::connect(srv.local_addr())
+        .await
+        .unwrap();
+    raw.write_all(&[0, 0, 0, 100, 0]).await.unwrap();
+    drop(raw);
+    let r = good
+        .request(
+            RemotingCommand::new_request(ECHO, ExtFields::default())
+                .with_body(b"still here".to_vec()),
+            T,
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.body.as_deref(), Some(&b"still here"[..]));
+    srv.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_fail_cleanly_when_the_peer_goes_away() {
+    let (srv, _) = server(false).await;
+    let addr = srv.local_addr();
+    let c = connect(addr, None, T).await.unwrap();
+    srv.shutdown().await;
+    let err = c
+        .request(
+            RemotingCommand::new_request(ECHO, ExtFields::default()),
+            Duration::from_secs(2),
+        )
+        .await
+        .unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("closed") || msg.contains("no response"),
+        "{msg}"
+    );
+    let err = connect(addr, None, Duration::from_secs(2))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("connecting to"), "{err}");
+}
