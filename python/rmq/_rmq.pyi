@@ -12,11 +12,17 @@ __all__ = [
     "GetMessageResult",
     "MessageStore",
     "PutMessageResult",
+    "RemotingClient",
+    "RemotingRequest",
+    "RemotingResponse",
+    "RemotingServer",
     "StoredMessage",
     "__version__",
     "create_offset_msg_id",
     "decode_offset_msg_id",
     "java_string_hash",
+    "request_codes",
+    "response_codes",
     "store_config_defaults",
 ]
 
@@ -182,3 +188,77 @@ class MessageStore:
         """Stop services, flush, write the checkpoint and remove the abort file."""
     def __enter__(self) -> MessageStore: ...
     def __exit__(self, *exc: object) -> None: ...
+
+def request_codes() -> dict[str, int]:
+    """RocketMQ's request codes by Java constant name."""
+
+def response_codes() -> dict[str, int]:
+    """RocketMQ's response codes by Java constant name."""
+
+@final
+class RemotingRequest:
+    """A request received by a :class:`RemotingServer` handler."""
+
+    code: int
+    language: str
+    version: int
+    flag: int
+    remark: str | None
+    ext_fields: dict[str, str]
+    body: bytes | None
+    connection_id: int
+    """Identifies the connection (the same in ``on_close``)."""
+    peer: str
+    @property
+    def oneway(self) -> bool: ...
+
+@final
+class RemotingResponse:
+    """A response: returned by a handler, or by :meth:`RemotingClient.invoke`."""
+
+    code: int
+    remark: str | None
+    ext_fields: dict[str, str]
+    body: bytes | None
+    def __new__(
+        cls,
+        code: int,
+        remark: str | None = None,
+        ext_fields: Mapping[str, str] | None = None,
+        body: bytes | None = None,
+    ) -> RemotingResponse: ...
+
+@final
+class RemotingServer:
+    """A RocketMQ remoting server whose requests ``handler.handle(request)`` answers (with a
+    RemotingResponse, or None for no reply); ``handler.on_close(connection_id)`` is called
+    when a connection closes, if defined. The handler runs on a worker thread."""
+
+    def __new__(cls, host: str, port: int, handler: object) -> RemotingServer: ...
+    @property
+    def local_addr(self) -> str: ...
+    def shutdown(self) -> None: ...
+
+@final
+class RemotingClient:
+    """A RocketMQ remoting client keeping one connection per address. Raises
+    ``rmq.errors.RemotingConnectError`` / ``RemotingTimeoutError``."""
+
+    def __new__(cls) -> RemotingClient: ...
+    def invoke(
+        self,
+        addr: str,
+        code: int,
+        ext_fields: Mapping[str, str] | None = None,
+        body: bytes | None = None,
+        timeout_ms: int = 3000,
+    ) -> RemotingResponse: ...
+    def invoke_oneway(
+        self,
+        addr: str,
+        code: int,
+        ext_fields: Mapping[str, str] | None = None,
+        body: bytes | None = None,
+        timeout_ms: int = 3000,
+    ) -> None: ...
+    def close(self) -> None: ...

@@ -36,6 +36,9 @@ __all__ = [
     "PullOffsetMovedError",
     "PullRetryImmediatelyError",
     "QueryNotFoundError",
+    "RemotingConnectError",
+    "RemotingError",
+    "RemotingTimeoutError",
     "RequestCodeNotSupportedError",
     "RmqError",
     "ServiceNotAvailableError",
@@ -97,6 +100,19 @@ class ConfigError(RmqError, ValueError):
 class StoreError(RmqError):
     """An I/O failure in the storage engine (a file that could not be created, mapped,
     flushed, ...). Data already acknowledged is not affected by it."""
+
+
+class RemotingError(RmqError):
+    """A request could not be carried out on the wire (no connection, no response)."""
+
+
+class RemotingConnectError(RemotingError):
+    """The connection could not be made, or closed before the response came. Check that the
+    nameserver or broker is running and the address (host:port) is right."""
+
+
+class RemotingTimeoutError(RemotingError):
+    """No response within the timeout. The peer may be overloaded or unreachable."""
 
 
 class BrokerResponseError(RmqError):

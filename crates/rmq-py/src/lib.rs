@@ -16,6 +16,8 @@ use rmq_common::properties::{Properties, PropertyKey};
 use rmq_store::format::{scan_record, Scan};
 use rmq_store::{MessageStore, MessageToStore, SelectMappedBufferResult, StoreConfig, StoreError};
 
+mod remoting;
+
 /// The `rmq.errors` class a store error is raised as.
 fn error_class(e: &StoreError) -> &'static str {
     match e {
@@ -29,7 +31,7 @@ fn error_class(e: &StoreError) -> &'static str {
     }
 }
 
-fn raise(py: Python<'_>, class: &str, message: String) -> PyErr {
+pub(crate) fn raise(py: Python<'_>, class: &str, message: String) -> PyErr {
     let made = py
         .import("rmq.errors")
         .and_then(|m| m.getattr(class))
@@ -500,6 +502,24 @@ impl Drop for PyMessageStore {
     }
 }
 
+/// RocketMQ's request codes by Java name (`RequestCode.java`), as `rmq-protocol` knows them.
+#[pyfunction]
+fn request_codes() -> HashMap<String, i32> {
+    rmq_protocol::RequestCode::ALL
+        .iter()
+        .map(|(c, name, _)| ((*name).to_owned(), c.0))
+        .collect()
+}
+
+/// RocketMQ's response codes by Java name (`ResponseCode.java`).
+#[pyfunction]
+fn response_codes() -> HashMap<String, i32> {
+    rmq_protocol::ResponseCode::ALL
+        .iter()
+        .map(|(c, name, _)| ((*name).to_owned(), c.0))
+        .collect()
+}
+
 /// Every store key with its default value.
 #[pyfunction]
 fn store_config_defaults() -> HashMap<String, String> {
@@ -540,7 +560,13 @@ fn _rmq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PutMessageResult>()?;
     m.add_class::<StoredMessage>()?;
     m.add_class::<GetMessageResult>()?;
+    m.add_class::<remoting::RemotingServer>()?;
+    m.add_class::<remoting::RemotingClient>()?;
+    m.add_class::<remoting::RemotingRequest>()?;
+    m.add_class::<remoting::RemotingResponse>()?;
     m.add_function(wrap_pyfunction!(store_config_defaults, m)?)?;
+    m.add_function(wrap_pyfunction!(request_codes, m)?)?;
+    m.add_function(wrap_pyfunction!(response_codes, m)?)?;
     m.add_function(wrap_pyfunction!(java_string_hash, m)?)?;
     m.add_function(wrap_pyfunction!(create_offset_msg_id, m)?)?;
     m.add_function(wrap_pyfunction!(decode_offset_msg_id, m)?)?;

@@ -240,7 +240,7 @@ class RouteInfoManager:
         """Forget brokers whose registering connection closed (at once, not after 120 s)."""
         with self._lock:
             gone = [
-                a for a, live in self.broker_live_table.items() if live.connection is connection
+                a for a, live in self.broker_live_table.items() if live.connection == connection
             ]
             for addr in gone:
                 self._forget_addr(addr, "its connection closed")

@@ -1,0 +1,373 @@
+//! The remoting transport for Python: a server whose requests a Python handler answers (the
+//! nameserver, and control-plane codes of the broker), and a client. Frames are coded by
+//! `rmq-protocol` in Rust, so Python never has a codec of its own; the GIL is taken only to
+//! run the Python handler, on a blocking thread, never on the runtime's workers.
+
+use std::collections::HashMap;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use rmq_protocol::{ExtFields, RemotingCommand, ResponseCode};
+use rmq_remoting::{BoxFuture, Connection, Reply, RequestHandler};
+
+/// The process's tokio runtime for transport work (two workers: the machines are small and
+/// the hot paths are in the broker's own tasks).
+pub(crate) fn runtime() -> &'static tokio::runtime::Runtime {
+    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("rmq-io")
+            .enable_all()
+            .build()
+            .unwrap_or_else(|e| panic!("cannot start the I/O runtime: {e}"))
+    })
+}
+
+fn resolve(addr: &str) -> PyResult<SocketAddr> {
+    addr.to_socket_addrs()
+        .ok()
+        .and_then(|mut it| it.next())
+        .ok_or_else(|| {
+            PyValueError::new_err(format!("{addr:?} is not an address like 127.0.0.1:9876"))
+        })
+}
+
+/// A request as Python sees it.
+#[pyclass(module = "rmq._rmq", frozen, get_all)]
+pub(crate) struct RemotingRequest {
+    code: i32,
+    language: String,
+    version: i32,
+    flag: i32,
+    remark: Option<String>,
+    ext_fields: HashMap<String, String>,
+    body: Option<Py<PyBytes>>,
+    connection_id: u64,
+    peer: String,
+}
+
+#[pymethods]
+impl RemotingRequest {
+    #[getter]
+    fn oneway(&self) -> bool {
+        self.flag & rmq_protocol::command::FLAG_ONEWAY != 0
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "RemotingRequest(code={}, peer={}, ext_fields={:?})",
+            self.code, self.peer, self.ext_fields
+        )
+    }
+}
+
+/// A response (built by a Python handler, or returned by the client).
+#[pyclass(module = "rmq._rmq", frozen, get_all)]
+pub(crate) struct RemotingResponse {
+    code: i32,
+    remark: Option<String>,
+    ext_fields: HashMap<String, String>,
+    body: Option<Py<PyBytes>>,
+}
+
+#[pymethods]
+impl RemotingResponse {
+    #[new]
+    #[pyo3(signature = (code, remark=None, ext_fields=None, body=None))]
+    fn new(
+        code: i32,
+        remark: Option<String>,
+        ext_fields: Option<HashMap<String, String>>,
+        body: Option<Py<PyBytes>>,
+    ) -> Self {
+        Self {
+            code,
+            remark,
+            ext_fields: ext_fields.unwrap_or_default(),
+            body,
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "RemotingResponse(code={}, remark={:?})",
+            self.code, self.remark
+        )
+    }
+}
+
+fn to_ext(map: &HashMap<String, String>) -> ExtFields {
+    map.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+}
+
+fn from_command(py: Python<'_>, cmd: &RemotingCommand) -> RemotingResponse {
+    RemotingResponse {
+        code: cmd.code,
+        remark: cmd.remark.clone(),
+        ext_fields: cmd
+            .ext_fields
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        body: cmd.body.as_ref().map(|b| PyBytes::new(py, b).unbind()),
+    }
+}
+
+/// Runs a Python handler object: `handle(request) -> RemotingResponse | None` and, if it has
+/// one, `on_close(connection_id)`.
+struct PyHandler {
+    handler: Py<PyAny>,
+}
+
+impl PyHandler {
+    fn call(&self, conn: &Connection, req: &RemotingCommand) -> Option<RemotingCommand> {
+        Python::attach(|py| {
+            let request = RemotingRequest {
+                code: req.code,
+                language: req.language.name().to_owned(),
+                version: req.version,
+                flag: req.flag,
+                remark: req.remark.clone(),
+                ext_fields: req
+                    .ext_fields
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+                body: req.body.as_ref().map(|b| PyBytes::new(py, b).unbind()),
+                connection_id: conn.id(),
+                peer: conn.peer().to_string(),
+            };
+            let outcome = self.handler.bind(py).call_method1("handle", (request,));
+            match outcome {
+                Ok(r) if r.is_none() => None,
+                Ok(r) => match r.cast::<RemotingResponse>() {
+                    Ok(resp) => {
+                        let resp = resp.get();
+                        let mut cmd =
+                            RemotingCommand::response_to(req, resp.code, resp.remark.clone());
+                        cmd.ext_fields = to_ext(&resp.ext_fields);
+                        cmd.body = resp
+                            .body
+                            .as_ref()
+                            .map(|b| bytes::Bytes::copy_from_slice(b.as_bytes(py)));
+                        Some(cmd)
+                    }
+                    Err(_) => Some(system_error(
+                        req,
+                        "the handler returned something that is not a RemotingResponse",
+                    )),
+                },
+                Err(e) => {
+                    let msg = e.to_string();
+                    e.print(py);
+                    Some(system_error(
+                        req,
+                        &format!("error while handling request code {}: {msg}", req.code),
+                    ))
+                }
+            }
+        })
+    }
+}
+
+fn system_error(req: &RemotingCommand, remark: &str) -> RemotingCommand {
+    RemotingCommand::response_to(req, ResponseCode::SYSTEM_ERROR.0, Some(remark.to_owned()))
+}
+
+impl RequestHandler for PyHandler {
+    fn handle(&self, conn: Connection, request: RemotingCommand) -> BoxFuture<Option<Reply>> {
+        let handler = Python::attach(|py| self.handler.clone_ref(py));
+        Box::pin(async move {
+            let h = PyHandler { handler };
+            tokio::task::spawn_blocking(move || h.call(&conn, &request))
+                .await
+                .ok()
+                .flatten()
+                .map(Reply::Command)
+        })
+    }
+
+    fn on_close(&self, conn: &Connection) {
+        let id = conn.id();
+        let handler = Python::attach(|py| self.handler.clone_ref(py));
+        runtime().spawn_blocking(move || {
+            Python::attach(|py| {
+                let h = handler.bind(py);
+                if h.hasattr("on_close").unwrap_or(false) {
+                    if let Err(e) = h.call_method1("on_close", (id,)) {
+                        e.print(py);
+                    }
+                }
+            });
+        });
+    }
+}
+
+/// A remoting server answered by a Python handler.
+#[pyclass(module = "rmq._rmq")]
+pub(crate) struct RemotingServer {
+    handle: Mutex<Option<rmq_remoting::ServerHandle>>,
+    local_addr: String,
+}
+
+#[pymethods]
+impl RemotingServer {
+    #[new]
+    #[pyo3(signature = (host, port, handler))]
+    fn new(py: Python<'_>, host: &str, port: u16, handler: Py<PyAny>) -> PyResult<Self> {
+        if !handler.bind(py).hasattr("handle")? {
+            return Err(PyValueError::new_err(
+                "the handler needs a handle(request) method",
+            ));
+        }
+        let addr = resolve(&format!("{host}:{port}"))?;
+        let h: Arc<dyn RequestHandler> = Arc::new(PyHandler { handler });
+        let handle = py
+            .detach(|| runtime().block_on(rmq_remoting::serve(addr, h, rmq_remoting::ServerConfig::default())))
+            .map_err(|e| {
+                PyRuntimeError::new_err(format!(
+                    "cannot listen on {addr}: {e} (is another process using the port? choose another with -p)"
+                ))
+            })?;
+        let local_addr = handle.local_addr().to_string();
+        Ok(Self {
+            handle: Mutex::new(Some(handle)),
+            local_addr,
+        })
+    }
+
+    /// The address actually bound (`host:port`).
+    #[getter]
+    fn local_addr(&self) -> String {
+        self.local_addr.clone()
+    }
+
+    /// Stop accepting and close every connection. Idempotent.
+    fn shutdown(&self, py: Python<'_>) {
+        let h = self
+            .handle
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(h) = h {
+            py.detach(|| runtime().block_on(h.shutdown()));
+        }
+    }
+}
+
+/// A remoting client with one cached connection per address.
+#[pyclass(module = "rmq._rmq")]
+pub(crate) struct RemotingClient {
+    conns: Mutex<HashMap<SocketAddr, Connection>>,
+}
+
+impl RemotingClient {
+    fn connection(
+        &self,
+        addr: SocketAddr,
+        timeout: Duration,
+    ) -> Result<Connection, rmq_remoting::RemotingError> {
+        if let Some(c) = self
+            .conns
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&addr)
+        {
+            if !c.is_closed() {
+                return Ok(c.clone());
+            }
+        }
+        let c = runtime().block_on(rmq_remoting::connect(addr, None, timeout))?;
+        self.conns
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(addr, c.clone());
+        Ok(c)
+    }
+}
+
+fn remoting_err(py: Python<'_>, e: &rmq_remoting::RemotingError) -> PyErr {
+    let class = match e {
+        rmq_remoting::RemotingError::Timeout { .. } => "RemotingTimeoutError",
+        _ => "RemotingConnectError",
+    };
+    crate::raise(py, class, e.to_string())
+}
+
+#[pymethods]
+impl RemotingClient {
+    #[new]
+    fn new() -> Self {
+        Self {
+            conns: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Send a request to `addr` and wait for the response.
+    #[pyo3(signature = (addr, code, ext_fields=None, body=None, timeout_ms=3000))]
+    fn invoke(
+        &self,
+        py: Python<'_>,
+        addr: &str,
+        code: i32,
+        ext_fields: Option<HashMap<String, String>>,
+        body: Option<&[u8]>,
+        timeout_ms: u64,
+    ) -> PyResult<RemotingResponse> {
+        let addr = resolve(addr)?;
+        let mut cmd = RemotingCommand::new_request(code, to_ext(&ext_fields.unwrap_or_default()));
+        if let Some(b) = body {
+            cmd.body = Some(bytes::Bytes::copy_from_slice(b));
+        }
+        let timeout = Duration::from_millis(timeout_ms);
+        let result = py.detach(|| {
+            let c = self.connection(addr, timeout)?;
+            runtime().block_on(c.request(cmd, timeout))
+        });
+        match result {
+            Ok(resp) => Ok(from_command(py, &resp)),
+            Err(e) => Err(remoting_err(py, &e)),
+        }
+    }
+
+    /// Send a request that has no response.
+    #[pyo3(signature = (addr, code, ext_fields=None, body=None, timeout_ms=3000))]
+    fn invoke_oneway(
+        &self,
+        py: Python<'_>,
+        addr: &str,
+        code: i32,
+        ext_fields: Option<HashMap<String, String>>,
+        body: Option<&[u8]>,
+        timeout_ms: u64,
+    ) -> PyResult<()> {
+        let addr = resolve(addr)?;
+        let mut cmd = RemotingCommand::new_request(code, to_ext(&ext_fields.unwrap_or_default()));
+        if let Some(b) = body {
+            cmd.body = Some(bytes::Bytes::copy_from_slice(b));
+        }
+        let timeout = Duration::from_millis(timeout_ms);
+        let result = py.detach(|| {
+            let c = self.connection(addr, timeout)?;
+            runtime().block_on(c.oneway(cmd))
+        });
+        result.map_err(|e| remoting_err(py, &e))
+    }
+
+    /// Close every connection.
+    fn close(&self) {
+        for (_, c) in self
+            .conns
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drain()
+        {
+            c.close();
+        }
+    }
+}

@@ -1,0 +1,128 @@
+"""Command line of the nameserver: options as RocketMQ's ``mqnamesrv`` (``-c``, ``-p``).
+
+The nameserver keeps routes in memory; brokers re-register every 30 s. Every 5 s it drops
+brokers that have been silent for 120 s; a broker whose connection closes is dropped at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+
+from rmq.config import parse_properties
+from rmq.namesrv.server import NamesrvProcessor
+
+__all__ = ["DEFAULT_PORT", "main", "run"]
+
+log = logging.getLogger("rmq.namesrv")
+
+DEFAULT_PORT = 9876
+SCAN_INTERVAL_S = 5.0
+LOG_FORMAT = "%(asctime)s %(levelname)-7s [%(threadName)s] %(name)s: %(message)s"
+# namesrv.conf keys RocketMQ users set; the ones this nameserver does not act on are logged.
+KNOWN_KEYS = {"listenPort"}
+ACCEPTED_UNUSED_KEYS = {
+    "kvConfigPath",
+    "configStorePath",
+    "orderMessageEnable",
+    "serverWorkerThreads",
+    "serverCallbackExecutorThreads",
+    "serverSelectorThreads",
+    "serverOnewaySemaphoreValue",
+    "serverAsyncSemaphoreValue",
+    "serverChannelMaxIdleTimeSeconds",
+    "serverSocketSndBufSize",
+    "serverSocketRcvBufSize",
+    "serverPooledByteBufAllocatorEnable",
+    "useEpollNativeSelector",
+    "clusterTest",
+    "rocketmqHome",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m rmq.namesrv", description="Run an rmq (RocketMQ-compatible) nameserver."
+    )
+    parser.add_argument("-c", "--config", metavar="FILE", help="namesrv.conf (Java properties)")
+    parser.add_argument(
+        "-p",
+        "--port",
+        type=int,
+        default=None,
+        help=f"listen port (default: listenPort from the config, else {DEFAULT_PORT}; 0 = any)",
+    )
+    parser.add_argument(
+        "--host", default="0.0.0.0", help="address to listen on (default: all interfaces)"
+    )
+    parser.add_argument(
+        "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"]
+    )
+    return parser
+
+
+def _port_from_config(path: str) -> int | None:
+    props = parse_properties(Path(path).read_text(encoding="utf-8"), path)
+    for key in sorted(set(props) - KNOWN_KEYS):
+        if key in ACCEPTED_UNUSED_KEYS:
+            log.info("%s: %s is accepted but has no effect in rmq", path, key)
+        else:
+            log.warning("%s: unknown key %s is ignored", path, key)
+    raw = props.get("listenPort")
+    if raw is None:
+        return None
+    if not raw.isdigit() or not 0 <= int(raw) <= 65535:
+        raise ValueError(f"{path}: listenPort = {raw!r} is not allowed; use a port 0..65535")
+    return int(raw)
+
+
+def run(host: str, port: int, stop: threading.Event) -> int:
+    """Serve until ``stop`` is set. Returns the exit status."""
+    from rmq._rmq import RemotingServer
+
+    processor = NamesrvProcessor()
+    try:
+        server = RemotingServer(host, port, processor)
+    except RuntimeError as exc:
+        log.error("%s", exc)
+        return 1
+    log.info("rmq nameserver listening on %s", server.local_addr)
+    try:
+        while not stop.wait(SCAN_INTERVAL_S):
+            processor.routes.scan_not_active_broker()
+    finally:
+        server.shutdown()
+    log.info("shutdown complete")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level, format=LOG_FORMAT, stream=sys.stderr)
+    port = DEFAULT_PORT
+    if args.config:
+        try:
+            configured = _port_from_config(args.config)
+        except (OSError, ValueError) as exc:
+            log.error("%s", exc)
+            return 2
+        if configured is not None:
+            port = configured
+    if args.port is not None:
+        port = args.port
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        del frame
+        log.info("%s received; shutting down", signal.Signals(signum).name)
+        stop.set()
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, on_signal)
+    return run(args.host, port, stop)

@@ -1,0 +1,198 @@
+"""The nameserver's request handling: RocketMQ's ``DefaultRequestProcessor`` over
+:class:`RouteInfoManager`. Frames are decoded and encoded by the Rust transport
+(``rmq._rmq.RemotingServer``); this module only maps requests to the route table and back,
+with RocketMQ's header field names, JSON bodies and response codes."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from rmq.codes import RequestCode, ResponseCode
+from rmq.namesrv.route_info import RouteInfoManager, to_json_bytes
+
+if TYPE_CHECKING:
+    from rmq._rmq import RemotingRequest, RemotingResponse
+
+__all__ = ["NamesrvProcessor"]
+
+log = logging.getLogger("rmq.namesrv")
+
+APPLY_TOPIC_HINT = (
+    "create the topic (rmq updateTopic -t TOPIC -b BROKER_ADDR) or enable "
+    "autoCreateTopicEnable on a broker"
+)
+
+
+class BadRequest(Exception):
+    """A request header misses a field or has a bad value (answered with SYSTEM_ERROR)."""
+
+
+def _field(ext: Mapping[str, str], name: str) -> str:
+    value = ext.get(name)
+    if value is None:
+        raise BadRequest(f"the request header has no {name!r} field")
+    return value
+
+
+def _int_field(ext: Mapping[str, str], name: str) -> int:
+    raw = _field(ext, name)
+    try:
+        return int(raw)
+    except ValueError:
+        raise BadRequest(f"header field {name!r} = {raw!r} is not an integer") from None
+
+
+class NamesrvProcessor:
+    """Handles nameserver request codes; unknown codes get REQUEST_CODE_NOT_SUPPORTED."""
+
+    def __init__(self, routes: RouteInfoManager | None = None) -> None:
+        self.routes = routes or RouteInfoManager()
+        self._handlers: dict[int, Callable[[RemotingRequest], RemotingResponse]] = {
+            RequestCode.REGISTER_BROKER: self._register_broker,
+            RequestCode.UNREGISTER_BROKER: self._unregister_broker,
+            RequestCode.GET_ROUTEINFO_BY_TOPIC: self._get_route,
+            RequestCode.GET_BROKER_CLUSTER_INFO: self._cluster_info,
+            RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER: self._topic_list,
+            RequestCode.WIPE_WRITE_PERM_OF_BROKER: self._wipe_write_perm,
+            RequestCode.DELETE_TOPIC_IN_NAMESRV: self._delete_topic,
+            RequestCode.PUT_KV_CONFIG: self._put_kv,
+            RequestCode.GET_KV_CONFIG: self._get_kv,
+            RequestCode.DELETE_KV_CONFIG: self._delete_kv,
+            RequestCode.GET_KVLIST_BY_NAMESPACE: self._kv_list,
+        }
+
+    # The transport calls these two.
+
+    def handle(self, request: RemotingRequest) -> RemotingResponse | None:
+        from rmq._rmq import RemotingResponse
+
+        handler = self._handlers.get(request.code)
+        if handler is None:
+            return RemotingResponse(
+                ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                f"request code {request.code} is not supported by the nameserver",
+            )
+        try:
+            return handler(request)
+        except BadRequest as exc:
+            log.warning("bad request code %d from %s: %s", request.code, request.peer, exc)
+            return RemotingResponse(ResponseCode.SYSTEM_ERROR, str(exc))
+
+    def on_close(self, connection_id: int) -> None:
+        self.routes.on_connection_closed(connection_id)
+
+    # Handlers.
+
+    @staticmethod
+    def _ok(
+        body: Mapping[str, Any] | None = None, ext_fields: Mapping[str, str] | None = None
+    ) -> RemotingResponse:
+        from rmq._rmq import RemotingResponse
+
+        return RemotingResponse(
+            ResponseCode.SUCCESS,
+            None,
+            dict(ext_fields or {}),
+            to_json_bytes(body) if body is not None else None,
+        )
+
+    def _register_broker(self, req: RemotingRequest) -> RemotingResponse:
+        ext = req.ext_fields
+        if ext.get("compressed", "false").lower() == "true":
+            raise BadRequest(
+                "compressed REGISTER_BROKER bodies are not supported; set compressedRegister=false"
+            )
+        wrapper = None
+        if req.body:
+            try:
+                body = json.loads(req.body)
+            except ValueError as exc:
+                raise BadRequest(f"REGISTER_BROKER body is not JSON: {exc}") from None
+            wrapper = body.get("topicConfigSerializeWrapper")
+        result = self.routes.register_broker(
+            cluster_name=_field(ext, "clusterName"),
+            broker_addr=_field(ext, "brokerAddr"),
+            broker_name=_field(ext, "brokerName"),
+            broker_id=_int_field(ext, "brokerId"),
+            ha_server_addr=ext.get("haServerAddr", ""),
+            topic_config_wrapper=wrapper,
+            connection=req.connection_id,
+        )
+        return self._ok(
+            {"table": result.kv_table},
+            {"haServerAddr": result.ha_server_addr, "masterAddr": result.master_addr},
+        )
+
+    def _unregister_broker(self, req: RemotingRequest) -> RemotingResponse:
+        ext = req.ext_fields
+        self.routes.unregister_broker(
+            cluster_name=_field(ext, "clusterName"),
+            broker_addr=_field(ext, "brokerAddr"),
+            broker_name=_field(ext, "brokerName"),
+            broker_id=_int_field(ext, "brokerId"),
+        )
+        return self._ok()
+
+    def _get_route(self, req: RemotingRequest) -> RemotingResponse:
+        from rmq._rmq import RemotingResponse
+
+        topic = _field(req.ext_fields, "topic")
+        route = self.routes.pick_topic_route_data(topic)
+        if route is None:
+            return RemotingResponse(
+                ResponseCode.TOPIC_NOT_EXIST,
+                f"No topic route info in name server for the topic: {topic}; {APPLY_TOPIC_HINT}",
+            )
+        return self._ok(route)
+
+    def _cluster_info(self, req: RemotingRequest) -> RemotingResponse:
+        return self._ok(self.routes.cluster_info())
+
+    def _topic_list(self, req: RemotingRequest) -> RemotingResponse:
+        return self._ok(self.routes.topic_list())
+
+    def _wipe_write_perm(self, req: RemotingRequest) -> RemotingResponse:
+        n = self.routes.wipe_write_perm_of_broker(_field(req.ext_fields, "brokerName"))
+        return self._ok(ext_fields={"wipeTopicCount": str(n)})
+
+    def _delete_topic(self, req: RemotingRequest) -> RemotingResponse:
+        self.routes.delete_topic(_field(req.ext_fields, "topic"))
+        return self._ok()
+
+    def _put_kv(self, req: RemotingRequest) -> RemotingResponse:
+        ext = req.ext_fields
+        self.routes.put_kv_config(
+            _field(ext, "namespace"), _field(ext, "key"), _field(ext, "value")
+        )
+        return self._ok()
+
+    def _get_kv(self, req: RemotingRequest) -> RemotingResponse:
+        from rmq._rmq import RemotingResponse
+
+        ns, key = _field(req.ext_fields, "namespace"), _field(req.ext_fields, "key")
+        value = self.routes.get_kv_config(ns, key)
+        if value is None:
+            return RemotingResponse(
+                ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {ns} Key: {key}"
+            )
+        return self._ok(ext_fields={"value": value})
+
+    def _delete_kv(self, req: RemotingRequest) -> RemotingResponse:
+        self.routes.delete_kv_config(
+            _field(req.ext_fields, "namespace"), _field(req.ext_fields, "key")
+        )
+        return self._ok()
+
+    def _kv_list(self, req: RemotingRequest) -> RemotingResponse:
+        from rmq._rmq import RemotingResponse
+
+        ns = _field(req.ext_fields, "namespace")
+        table = self.routes.kv_list_by_namespace(ns)
+        if table is None:
+            return RemotingResponse(
+                ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {ns}"
+            )
+        return self._ok({"table": table})

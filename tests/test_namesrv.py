@@ -1,0 +1,156 @@
+"""``python -m rmq.namesrv`` as a real process on 127.0.0.1, driven over the wire."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from rmq import errors
+from rmq._rmq import RemotingClient
+from rmq.codes import RequestCode, ResponseCode
+
+
+@pytest.fixture
+def namesrv() -> Iterator[tuple[subprocess.Popen[str], str]]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rmq.namesrv", "--host", "127.0.0.1", "-p", "0"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    addr = None
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        m = re.search(r"listening on (127\.0\.0\.1:\d+)", line)
+        if m:
+            addr = m.group(1)
+            break
+    assert addr, "nameserver did not start"
+    try:
+        yield proc, addr
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(10)
+        proc.stderr.close()
+
+
+def register_body(topics: dict[str, int]) -> bytes:
+    table = {
+        t: {"topicName": t, "readQueueNums": n, "writeQueueNums": n, "perm": 6}
+        for t, n in topics.items()
+    }
+    return json.dumps(
+        {
+            "topicConfigSerializeWrapper": {
+                "topicConfigTable": table,
+                "dataVersion": {"timestamp": 1, "counter": 1},
+            },
+            "filterServerList": [],
+        }
+    ).encode()
+
+
+def register(client: RemotingClient, addr: str, name: str, broker_addr: str) -> None:
+    r = client.invoke(
+        addr,
+        RequestCode.REGISTER_BROKER,
+        {
+            "brokerName": name,
+            "brokerAddr": broker_addr,
+            "clusterName": "DefaultCluster",
+            "haServerAddr": "127.0.0.1:10912",
+            "brokerId": "0",
+            "compressed": "false",
+            "bodyCrc32": "0",
+        },
+        register_body({"TopicA": 4, "TBW102": 8}),
+    )
+    assert r.code == ResponseCode.SUCCESS, r.remark
+
+
+def test_routes_cluster_topics_and_kv(namesrv: tuple[subprocess.Popen[str], str]) -> None:
+    _, addr = namesrv
+    c = RemotingClient()
+    missing = c.invoke(addr, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TopicA"})
+    assert missing.code == ResponseCode.TOPIC_NOT_EXIST
+    assert (
+        missing.remark
+        and "No topic route info in name server for the topic: TopicA" in missing.remark
+    )
+
+    register(c, addr, "broker-a", "127.0.0.1:10911")
+    route = c.invoke(addr, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TopicA"})
+    assert route.code == ResponseCode.SUCCESS
+    assert route.body is not None
+    data = json.loads(route.body)
+    assert data["queueDatas"][0]["writeQueueNums"] == 4
+    assert data["brokerDatas"][0]["brokerAddrs"] == {"0": "127.0.0.1:10911"}
+
+    cluster = json.loads(c.invoke(addr, RequestCode.GET_BROKER_CLUSTER_INFO).body or b"")
+    assert cluster["clusterAddrTable"] == {"DefaultCluster": ["broker-a"]}
+    topics = json.loads(c.invoke(addr, RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER).body or b"")
+    assert topics["topicList"] == ["TBW102", "TopicA"]
+
+    kv = {"namespace": "ORDER_TOPIC_CONFIG", "key": "TopicA"}
+    assert c.invoke(addr, RequestCode.GET_KV_CONFIG, kv).code == ResponseCode.QUERY_NOT_FOUND
+    put = c.invoke(addr, RequestCode.PUT_KV_CONFIG, {**kv, "value": "broker-a:4"})
+    assert put.code == ResponseCode.SUCCESS
+    got = c.invoke(addr, RequestCode.GET_KV_CONFIG, kv)
+    assert got.ext_fields["value"] == "broker-a:4"
+
+    wipe = c.invoke(addr, RequestCode.WIPE_WRITE_PERM_OF_BROKER, {"brokerName": "broker-a"})
+    assert wipe.ext_fields["wipeTopicCount"] == "2"
+
+
+def test_bad_requests_get_codes_not_disconnects(namesrv: tuple[subprocess.Popen[str], str]) -> None:
+    _, addr = namesrv
+    c = RemotingClient()
+    r = c.invoke(addr, 4242)
+    assert r.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+    assert r.remark and "4242" in r.remark
+    r = c.invoke(addr, RequestCode.GET_ROUTEINFO_BY_TOPIC, {})
+    assert r.code == ResponseCode.SYSTEM_ERROR
+    assert r.remark and "'topic'" in r.remark
+    r = c.invoke(addr, RequestCode.REGISTER_BROKER, {"brokerName": "x"})
+    assert r.code == ResponseCode.SYSTEM_ERROR
+    # A malformed frame closes only its own connection.
+    host, port = addr.split(":")
+    with socket.create_connection((host, int(port)), timeout=5) as raw:
+        raw.sendall(b"\x7f\xff\xff\xff garbage")
+        assert raw.recv(16) == b""
+    assert c.invoke(addr, RequestCode.GET_BROKER_CLUSTER_INFO).code == ResponseCode.SUCCESS
+
+
+def test_broker_connection_close_forgets_it_at_once(
+    namesrv: tuple[subprocess.Popen[str], str],
+) -> None:
+    _, addr = namesrv
+    broker = RemotingClient()
+    register(broker, addr, "broker-b", "127.0.0.1:20911")
+    reader = RemotingClient()
+    assert reader.invoke(addr, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TopicA"}).code == 0
+    broker.close()
+    deadline = time.monotonic() + 10
+    while reader.invoke(addr, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TopicA"}).code == 0:
+        assert time.monotonic() < deadline, "route survived the broker's connection"
+        time.sleep(0.05)
+
+
+def test_sigterm_shuts_down_cleanly(namesrv: tuple[subprocess.Popen[str], str]) -> None:
+    proc, addr = namesrv
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(10) == 0
+    assert proc.stderr is not None
+    assert "shutdown complete" in proc.stderr.read()
+    with pytest.raises(errors.RemotingConnectError, match="connecting to"):
+        RemotingClient().invoke(addr, RequestCode.GET_BROKER_CLUSTER_INFO, timeout_ms=1000)
