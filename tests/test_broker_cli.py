@@ -25,8 +25,11 @@ class BrokerProcess:
 
     def __init__(self, *args: str, cwd: Path) -> None:
         # Run from a directory other than the repository: the installed package must be found.
+        # Without -n the broker runs an embedded nameserver: give it a free port.
+        explicit = {"-n", "--namesrv", "--namesrv-port"} & set(args)
+        extra = () if explicit else ("--namesrv-port", "0")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "rmq.broker", *args],
+            [sys.executable, "-m", "rmq.broker", *args, *extra],
             cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -243,3 +246,30 @@ def test_admin_placeholder(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "no sub-commands are available in this build yet" in done.stderr
+
+
+def test_embedded_nameserver_answers_and_busy_port_is_a_clear_error(
+    run_broker: type[BrokerProcess], broker_conf: Path
+) -> None:
+    import re
+
+    from rmq._rmq import RemotingClient
+    from rmq.codes import RequestCode, ResponseCode
+
+    broker = run_broker("-c", str(broker_conf))
+    line = broker.wait_for("embedded nameserver listening on")
+    match = re.search(r"listening on [0-9.]+:(\d+)", line)
+    assert match
+    addr = f"127.0.0.1:{match.group(1)}"
+    broker.wait_for(BANNER)
+    resp = RemotingClient().invoke(addr, RequestCode.GET_BROKER_CLUSTER_INFO)
+    assert resp.code == ResponseCode.SUCCESS
+    # A second broker asked to use the same port says what to do instead.
+    other_conf = broker_conf.with_name("other.conf")
+    other_conf.write_text(broker_conf.read_text().replace("/store\n", "/store-other\n"))
+    second = run_broker("-c", str(other_conf), "--namesrv-port", match.group(1))
+    message = second.wait_for("cannot start the embedded nameserver")
+    assert "Set namesrvAddr" in message
+    assert second.proc.wait(STOP_TIMEOUT_S) == 1
+    broker.proc.send_signal(signal.SIGTERM)
+    assert broker.proc.wait(STOP_TIMEOUT_S) == 0

@@ -45,6 +45,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the effective configuration in broker.conf format and exit",
     )
     parser.add_argument(
+        "--namesrv-port",
+        type=int,
+        default=9876,
+        metavar="PORT",
+        help="port of the embedded nameserver, run when no nameserver address is configured "
+        "(default: 9876; 0 = any free port)",
+    )
+    parser.add_argument(
         "--log-level",
         default="INFO",
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
@@ -96,4 +104,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from rmq.broker.store_only import run_store_only
 
-    return run_store_only(config)
+    return run_store_only(config, embedded_namesrv_port=args.namesrv_port)

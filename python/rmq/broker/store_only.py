@@ -11,16 +11,21 @@ import logging
 import signal
 import threading
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from rmq.config import BrokerConfig
 from rmq.errors import RmqError
+from rmq.namesrv.server import NamesrvProcessor
 from rmq.scheduling.retention import (
     DISK_SPACE_CLEAN_FORCIBLY_RATIO,
     RetentionPolicy,
     RetentionScheduler,
 )
 
-__all__ = ["retention_policy", "run_store_only"]
+if TYPE_CHECKING:
+    from rmq._rmq import RemotingServer
+
+__all__ = ["retention_policy", "run_store_only", "start_embedded_namesrv"]
 
 log = logging.getLogger("rmq.broker")
 
@@ -40,7 +45,25 @@ def retention_policy(config: BrokerConfig) -> RetentionPolicy:
     )
 
 
-def run_store_only(config: BrokerConfig) -> int:
+def start_embedded_namesrv(port: int) -> tuple[RemotingServer, NamesrvProcessor] | None:
+    """Run a nameserver in this process (when no ``namesrvAddr`` is configured)."""
+    from rmq._rmq import RemotingServer as Server
+
+    processor = NamesrvProcessor()
+    try:
+        server = Server("0.0.0.0", port, processor)
+    except RuntimeError as exc:
+        log.error(
+            "cannot start the embedded nameserver: %s. Set namesrvAddr (or -n host:port) to use "
+            "a running nameserver, or free the port (--namesrv-port picks another).",
+            exc,
+        )
+        return None
+    log.info("embedded nameserver listening on %s", server.local_addr)
+    return server, processor
+
+
+def run_store_only(config: BrokerConfig, embedded_namesrv_port: int = 9876) -> int:
     """Run until SIGTERM or SIGINT; return the exit status (0 after a clean shutdown)."""
     from rmq._rmq import MessageStore
 
@@ -58,11 +81,19 @@ def run_store_only(config: BrokerConfig) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, on_signal)
 
+    embedded: tuple[RemotingServer, NamesrvProcessor] | None = None
+    if not config.namesrv_addrs:
+        embedded = start_embedded_namesrv(embedded_namesrv_port)
+        if embedded is None:
+            return 1
+
     root = config.store_path_root_dir
     try:
         store = MessageStore(root, dict(config.store), store_host=config.store_host)
     except RmqError as exc:
         log.error("cannot open the store at %s: %s", root, exc)
+        if embedded is not None:
+            embedded[0].shutdown()
         return 1
 
     scheduler = RetentionScheduler(store, retention_policy(config))
@@ -82,10 +113,15 @@ def run_store_only(config: BrokerConfig) -> int:
             config.listen_port,
         )
         scheduler.start()
+        ticks = 0
         while not stopping.wait(1.0):
-            pass
+            ticks += 1
+            if embedded is not None and ticks % 5 == 0:
+                embedded[1].routes.scan_not_active_broker()
     finally:
         scheduler.stop()
         store.shutdown()
+        if embedded is not None:
+            embedded[0].shutdown()
     log.info("shutdown complete")
     return 0
