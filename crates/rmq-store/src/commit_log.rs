@@ -323,14 +323,4 @@ impl CommitLog {
         st.topic_queue_table = table;
         st.current = self.queue.last_mapped_file();
     }
-
-    /// The next queue offset of `(topic, queue_id)`.
-    #[must_use]
-    pub fn next_queue_offset(&self, topic: &str, queue_id: i32) -> i64 {
-        let st = self.put.lock().unwrap_or_else(PoisonError::into_inner);
-        st.topic_queue_table
-            .get(topic)
-            .and_then(|v| v.get(usize::try_from(queue_id).ok()?).copied())
-            .unwrap_or(0)
-    }
 }

@@ -239,14 +239,6 @@ impl MappedFileQueue {
         })
     }
 
-    /// End of the appended data (readable or not yet committed).
-    #[must_use]
-    pub fn max_wrote_offset(&self) -> i64 {
-        self.last_mapped_file().map_or(0, |f| {
-            f.file_from_offset() + i64::try_from(f.wrote_position()).unwrap_or(0)
-        })
-    }
-
     /// Global offset up to which data is durable.
     #[must_use]
     pub fn flushed_where(&self) -> i64 {

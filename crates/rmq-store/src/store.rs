@@ -1326,6 +1326,13 @@ impl MessageStore {
                     .map_or(0, |p| p.available_buffer_nums())
                     .to_string(),
             ),
+            (
+                "transientStorePoolLocked",
+                self.pool
+                    .as_ref()
+                    .is_some_and(|p| p.is_locked())
+                    .to_string(),
+            ),
             ("lastExitOk", self.last_exit_ok.to_string()),
         ]
     }
