@@ -1,0 +1,131 @@
+//! Committed consumer offsets (RocketMQ's `ConsumerOffsetManager`): `topic@group` → queue
+//! id → offset, persisted to `consumerOffset.json` by [`ConsumerOffsetManager::persist`],
+//! which the owner calls every 5 s and at shutdown.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::{Mutex, PoisonError};
+
+use rmq_protocol::body::ConsumerOffsetSerializeWrapper;
+
+use crate::error::BrokerError;
+use crate::fsutil;
+use crate::topic_config::pretty;
+
+/// Offsets of every group.
+pub struct ConsumerOffsetManager {
+    table: Mutex<HashMap<String, HashMap<i32, i64>>>,
+    persist_lock: Mutex<()>,
+    path: PathBuf,
+}
+
+fn key(topic: &str, group: &str) -> String {
+    format!("{topic}@{group}")
+}
+
+impl ConsumerOffsetManager {
+    /// Load `<config_dir>/consumerOffset.json` (fastjson's bare-int keys accepted).
+    ///
+    /// # Errors
+    /// The file (and its `.bak`) exist but cannot be read.
+    pub fn new(config_dir: &std::path::Path) -> Result<Self, BrokerError> {
+        let path = config_dir.join("consumerOffset.json");
+        let table = fsutil::load_json::<ConsumerOffsetSerializeWrapper>(&path)?
+            .map(|w| {
+                w.offset_table
+                    .into_iter()
+                    .map(|(k, v)| (k, v.into_iter().collect()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(Self {
+            table: Mutex::new(table),
+            persist_lock: Mutex::new(()),
+            path,
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, HashMap<i32, i64>>> {
+        self.table.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Store `offset` for `(group, topic, queue_id)`.
+    pub fn commit(&self, group: &str, topic: &str, queue_id: i32, offset: i64) {
+        self.lock()
+            .entry(key(topic, group))
+            .or_default()
+            .insert(queue_id, offset);
+    }
+
+    /// The committed offset, or -1.
+    #[must_use]
+    pub fn query(&self, group: &str, topic: &str, queue_id: i32) -> i64 {
+        self.lock()
+            .get(&key(topic, group))
+            .and_then(|m| m.get(&queue_id).copied())
+            .unwrap_or(-1)
+    }
+
+    /// Forget every group's offsets of `topic`.
+    pub fn remove_topic(&self, topic: &str) {
+        let prefix = format!("{topic}@");
+        self.lock().retain(|k, _| !k.starts_with(&prefix));
+    }
+
+    /// Groups with offsets on `topic`.
+    #[must_use]
+    pub fn groups_of_topic(&self, topic: &str) -> Vec<String> {
+        let prefix = format!("{topic}@");
+        self.lock()
+            .keys()
+            .filter_map(|k| k.strip_prefix(&prefix).map(str::to_owned))
+            .collect()
+    }
+
+    /// The whole table as RocketMQ serializes it.
+    #[must_use]
+    pub fn wrapper(&self) -> ConsumerOffsetSerializeWrapper {
+        ConsumerOffsetSerializeWrapper {
+            offset_table: self
+                .lock()
+                .iter()
+                .map(|(k, v)| (k.clone(), v.iter().map(|(q, o)| (*q, *o)).collect()))
+                .collect::<BTreeMap<_, _>>(),
+        }
+    }
+
+    /// Write `consumerOffset.json`.
+    ///
+    /// # Errors
+    /// The file cannot be written.
+    pub fn persist(&self) -> Result<(), BrokerError> {
+        let _g = self
+            .persist_lock
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        fsutil::write_atomic(&self.path, pretty(&self.wrapper()).as_bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fastjson_file_loads_and_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("consumerOffset.json"),
+            r#"{"offsetTable":{"T@G":{0:12,1:3}}}"#,
+        )
+        .unwrap();
+        let m = ConsumerOffsetManager::new(dir.path()).unwrap();
+        assert_eq!(m.query("G", "T", 0), 12);
+        assert_eq!(m.query("G", "T", 2), -1);
+        m.commit("G", "T", 2, 7);
+        m.persist().unwrap();
+        let again = ConsumerOffsetManager::new(dir.path()).unwrap();
+        assert_eq!(again.query("G", "T", 2), 7);
+        assert!(dir.path().join("consumerOffset.json.bak").exists());
+    }
+}

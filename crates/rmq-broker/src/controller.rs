@@ -1,0 +1,212 @@
+//! [`BrokerController`]: owns the store, the managers, the hold service and the server.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use rmq_protocol::body::RegisterBrokerBody;
+use rmq_protocol::RemotingCommand;
+use rmq_remoting::{BoxFuture, Connection, Reply, RequestHandler, ServerConfig, ServerHandle};
+use rmq_store::MessageStore;
+use tokio::task::JoinHandle;
+
+use crate::config::BrokerConfig;
+use crate::consumer_manager::ConsumerManager;
+use crate::consumer_offset::ConsumerOffsetManager;
+use crate::error::BrokerError;
+use crate::long_polling::PullRequestHoldService;
+use crate::processor;
+use crate::subscription_group::SubscriptionGroupManager;
+use crate::topic_config::{TopicChangeListener, TopicConfigManager};
+
+/// Everything a processor needs.
+pub struct Broker {
+    /// Settings.
+    pub config: BrokerConfig,
+    /// The store.
+    pub store: Arc<MessageStore>,
+    /// Topics.
+    pub topics: TopicConfigManager,
+    /// Committed offsets.
+    pub offsets: ConsumerOffsetManager,
+    /// Subscription groups.
+    pub groups: SubscriptionGroupManager,
+    /// Live clients.
+    pub clients: ConsumerManager,
+    /// Held pulls.
+    pub hold: PullRequestHoldService,
+    /// Where codes the broker does not serve go.
+    pub fallback: Option<Arc<dyn RequestHandler>>,
+    /// Start time (ms), for runtime info.
+    pub boot_timestamp: i64,
+}
+
+/// The broker: build it with [`BrokerController::new`], then [`start`](Self::start) it.
+pub struct BrokerController {
+    broker: Arc<Broker>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+}
+
+struct Dispatcher(Arc<Broker>);
+
+impl RequestHandler for Dispatcher {
+    fn handle(&self, conn: Connection, request: RemotingCommand) -> BoxFuture<Option<Reply>> {
+        Box::pin(processor::dispatch(Arc::clone(&self.0), conn, request))
+    }
+    fn on_connect(&self, conn: &Connection) {
+        if let Some(f) = &self.0.fallback {
+            f.on_connect(conn);
+        }
+    }
+    fn on_close(&self, conn: &Connection) {
+        self.0.clients.do_channel_close(conn.id());
+        if let Some(f) = &self.0.fallback {
+            f.on_close(conn);
+        }
+    }
+}
+
+impl BrokerController {
+    /// Load the managers from `config.config_dir` and hook the hold service to `store`.
+    /// `fallback` serves the codes the broker does not handle itself.
+    ///
+    /// # Errors
+    /// A config file exists but cannot be read.
+    pub fn new(
+        config: BrokerConfig,
+        store: Arc<MessageStore>,
+        fallback: Option<Arc<dyn RequestHandler>>,
+    ) -> Result<Self, BrokerError> {
+        let topics = TopicConfigManager::new(&config)?;
+        let offsets = ConsumerOffsetManager::new(&config.config_dir)?;
+        let groups = SubscriptionGroupManager::new(
+            &config.config_dir,
+            config.auto_create_subscription_group,
+        )?;
+        let broker = Arc::new(Broker {
+            config,
+            store,
+            topics,
+            offsets,
+            groups,
+            clients: ConsumerManager::default(),
+            hold: PullRequestHoldService::default(),
+            fallback,
+            boot_timestamp: rmq_common::time::now_millis(),
+        });
+        let weak = Arc::downgrade(&broker);
+        broker.store.set_message_arriving_listener(Arc::new(
+            move |topic: &str, qid: i32, next: i64, tags: i64, _ts: i64| {
+                if let Some(b) = weak.upgrade() {
+                    b.hold.notify_message_arriving(topic, qid, next, Some(tags));
+                }
+            },
+        ));
+        Ok(Self {
+            broker,
+            tasks: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The shared state (for embedding and tests).
+    #[must_use]
+    pub fn broker(&self) -> &Arc<Broker> {
+        &self.broker
+    }
+
+    /// Called after every topic-table change: register with the nameservers soon.
+    pub fn set_topic_change_listener(&self, l: Arc<TopicChangeListener>) {
+        self.broker.topics.set_change_listener(l);
+    }
+
+    /// Serve on `listen_addr` and start the periodic services (held-pull check, client
+    /// expiry). Must run inside a tokio runtime.
+    ///
+    /// # Errors
+    /// The address cannot be bound.
+    pub async fn start(&self, listen_addr: SocketAddr) -> std::io::Result<ServerHandle> {
+        let b = Arc::clone(&self.broker);
+        let check = if b.config.long_polling_enable {
+            Duration::from_secs(5)
+        } else {
+            Duration::from_millis(b.config.short_polling_time_mills.max(1))
+        };
+        let weak = Arc::downgrade(&b);
+        let hold_task = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(check);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                let Some(b) = weak.upgrade() else { break };
+                b.hold
+                    .check_held(|t, q| b.store.get_max_offset_in_queue(t, q));
+            }
+        });
+        let weak = Arc::downgrade(&b);
+        let expire = Duration::from_millis(b.config.channel_expired_timeout_ms);
+        let scan_task = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(10));
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                let Some(b) = weak.upgrade() else { break };
+                b.clients.scan_not_active(expire);
+            }
+        });
+        self.tasks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend([hold_task, scan_task]);
+        let server_config = ServerConfig {
+            transfer_by_heap: b.config.transfer_msg_by_heap,
+            ..ServerConfig::default()
+        };
+        rmq_remoting::serve(listen_addr, Arc::new(Dispatcher(b)), server_config).await
+    }
+
+    /// The REGISTER_BROKER body (topic table and data version) for the nameservers.
+    #[must_use]
+    pub fn register_body(&self) -> RegisterBrokerBody {
+        self.broker.topics.to_register_body()
+    }
+
+    /// Write consumer offsets, subscription groups and topics (every 5 s and at shutdown).
+    ///
+    /// # Errors
+    /// A file cannot be written (the others are still attempted).
+    pub fn persist(&self) -> Result<(), BrokerError> {
+        let a = self.broker.offsets.persist();
+        let b = self.broker.groups.persist();
+        let c = self.broker.topics.persist();
+        a.and(b).and(c)
+    }
+
+    /// Stop the periodic services and persist. The server handle is shut down by its owner.
+    ///
+    /// # Errors
+    /// As [`persist`](Self::persist).
+    pub fn shutdown(&self) -> Result<(), BrokerError> {
+        for t in self
+            .tasks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drain(..)
+        {
+            t.abort();
+        }
+        self.persist()
+    }
+}
+
+impl Drop for BrokerController {
+    fn drop(&mut self) {
+        for t in self
+            .tasks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drain(..)
+        {
+            t.abort();
+        }
+    }
+}

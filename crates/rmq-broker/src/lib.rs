@@ -1,0 +1,48 @@
+//! The broker: RocketMQ 4.x request processing over `rmq-store` and `rmq-remoting`.
+//!
+//! # Request lifecycle
+//!
+//! ```text
+//! TCP ─ rmq-remoting Connection ─ RemotingCommand
+//!   └─ controller::Dispatcher::handle ─ processor::dispatch (one `match` on the code)
+//!        ├─ send_message  (10/310/320) → TopicConfigManager (auto-create) → MessageStore::append
+//!        │                               → flush_future (SYNC_FLUSH) → SendMessageResponseHeader
+//!        ├─ pull_message  (11)  → SubscriptionGroupManager / ConsumerManager (subscription)
+//!        │                       → MessageStore::get_message → file regions (sendfile)
+//!        │                       └─ nothing new + suspend flag → PullRequestHoldService, woken
+//!        │                          by the store's arriving listener, a periodic check, or the
+//!        │                          suspend timeout, then answered once more without suspending
+//!        ├─ offset (14/15), admin (29-32), query_message (12/33), client (34/35/38),
+//!        │  topic (17/21/215), runtime_info (28)
+//!        └─ anything else → the fallback handler (Python control plane) or code 3
+//! ```
+//!
+//! State that outlives a request is kept by the managers, each persisted under
+//! `<config dir>/` with RocketMQ's file names and JSON shapes (`topics.json`,
+//! `consumerOffset.json`, `subscriptionGroup.json`), written via temp file + fsync + rename
+//! with a `.bak` of the previous version.
+//!
+//! # Layout
+//! * [`config`]: the settings ([`BrokerConfig`]).
+//! * [`controller`]: the owner of everything and the server ([`BrokerController`]).
+//! * [`topic_config`], [`consumer_offset`], [`subscription_group`], [`consumer_manager`]:
+//!   the managers.
+//! * [`long_polling`]: held pulls.
+//! * [`processor`]: one file per request family.
+//! * [`error`]: errors ([`BrokerError`]) and the one store-error → response-code mapping.
+#![forbid(unsafe_code)]
+
+pub mod config;
+pub mod consumer_manager;
+pub mod consumer_offset;
+pub mod controller;
+pub mod error;
+mod fsutil;
+pub mod long_polling;
+pub mod processor;
+pub mod subscription_group;
+pub mod topic_config;
+
+pub use config::BrokerConfig;
+pub use controller::BrokerController;
+pub use error::{store_error_to_response, BrokerError};

@@ -1,0 +1,115 @@
+//! HEART_BEAT (34), UNREGISTER_CLIENT (35), GET_CONSUMER_LIST_BY_GROUP (38), as RocketMQ's
+//! `ClientManageProcessor` and `ConsumerManageProcessor`.
+
+use std::time::Instant;
+
+use rmq_protocol::body::{
+    GetConsumerListByGroupResponseBody, HeartbeatData, PERM_READ, PERM_WRITE,
+};
+use rmq_protocol::header::{GetConsumerListByGroupRequestHeader, UnregisterClientRequestHeader};
+use rmq_protocol::{CommandHeader, RemotingCommand, RemotingJson, ResponseCode};
+use rmq_remoting::{Connection, Reply};
+
+use super::{bad_header, reply, response};
+use crate::consumer_manager::{ClientChannel, ConsumerRegistration};
+use crate::controller::Broker;
+use crate::topic_config::RETRY_GROUP_TOPIC_PREFIX;
+
+/// 34: register producers and consumers; create each consumer group's retry topic.
+pub fn heartbeat(b: &Broker, conn: &Connection, req: &RemotingCommand) -> Option<Reply> {
+    let body = req.body.as_deref().unwrap_or(b"{}");
+    let data = match HeartbeatData::from_json_bytes(body) {
+        Ok(d) => d,
+        Err(e) => {
+            return reply(
+                req,
+                response(req, ResponseCode::SYSTEM_ERROR, e.to_string()),
+            );
+        }
+    };
+    let channel = ClientChannel {
+        conn: conn.clone(),
+        client_id: data.client_id.clone(),
+        last_update: Instant::now(),
+    };
+    for c in data.consumer_data_set {
+        let mut notify = true;
+        if let Some(g) = b.groups.find_or_create(&c.group_name) {
+            notify = g.notify_consumer_ids_changed_enable;
+            let sys_flag = i32::from(c.unit_mode);
+            b.topics.create_in_send_back(
+                &format!("{RETRY_GROUP_TOPIC_PREFIX}{}", c.group_name),
+                g.retry_queue_nums,
+                PERM_READ | PERM_WRITE,
+                sys_flag,
+            );
+        }
+        b.clients.register_consumer(
+            &c.group_name,
+            channel.clone(),
+            ConsumerRegistration {
+                consume_type: c.consume_type,
+                message_model: c.message_model,
+                consume_from_where: c.consume_from_where,
+                subscriptions: c.subscription_data_set,
+            },
+            notify,
+        );
+    }
+    for p in data.producer_data_set {
+        b.clients.register_producer(&p.group_name, channel.clone());
+    }
+    reply(req, response(req, ResponseCode::SUCCESS, ""))
+}
+
+/// 35.
+pub fn unregister(b: &Broker, conn: &Connection, req: &RemotingCommand) -> Option<Reply> {
+    let h = match UnregisterClientRequestHeader::from_ext_fields(&req.ext_fields) {
+        Ok(h) => h,
+        Err(e) => return bad_header(req, &e),
+    };
+    if let Some(g) = &h.producer_group {
+        b.clients.unregister_producer(g, conn);
+    }
+    if let Some(g) = &h.consumer_group {
+        let notify = b
+            .groups
+            .select(g)
+            .is_none_or(|c| c.notify_consumer_ids_changed_enable);
+        b.clients.unregister_consumer(g, conn, notify);
+    }
+    reply(req, response(req, ResponseCode::SUCCESS, ""))
+}
+
+/// 38.
+pub fn consumer_list(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+    let h = match GetConsumerListByGroupRequestHeader::from_ext_fields(&req.ext_fields) {
+        Ok(h) => h,
+        Err(e) => return bad_header(req, &e),
+    };
+    match b.clients.consumer_ids(&h.consumer_group) {
+        Some(ids) if !ids.is_empty() => {
+            let body = GetConsumerListByGroupResponseBody {
+                consumer_id_list: ids,
+            };
+            match body.to_json_bytes() {
+                Ok(bytes) => reply(
+                    req,
+                    response(req, ResponseCode::SUCCESS, "").with_body(bytes),
+                ),
+                Err(e) => reply(
+                    req,
+                    response(req, ResponseCode::SYSTEM_ERROR, e.to_string()),
+                ),
+            }
+        }
+        _ => reply(
+            req,
+            response(
+                req,
+                ResponseCode::SYSTEM_ERROR,
+                format!("no consumer for this group, {}", h.consumer_group),
+            ),
+        ),
+    }
+}

@@ -1,0 +1,76 @@
+//! Request processors, one file per family, and the one dispatch `match`.
+
+use std::sync::Arc;
+
+use rmq_protocol::{RemotingCommand, RequestCode, ResponseCode};
+use rmq_remoting::{Connection, Reply};
+
+use crate::controller::Broker;
+
+pub mod admin;
+pub mod client;
+pub mod offset;
+pub mod pull_message;
+pub mod query_message;
+pub mod runtime_info;
+pub mod send_message;
+pub mod topic;
+
+/// A response to `req` with `code` and `remark`.
+pub(crate) fn response(
+    req: &RemotingCommand,
+    code: ResponseCode,
+    remark: impl Into<String>,
+) -> RemotingCommand {
+    let remark: String = remark.into();
+    RemotingCommand::response_to(req, code.0, (!remark.is_empty()).then_some(remark))
+}
+
+/// A reply, unless the request was oneway.
+pub(crate) fn reply(req: &RemotingCommand, cmd: RemotingCommand) -> Option<Reply> {
+    (!req.is_oneway()).then_some(Reply::Command(cmd))
+}
+
+/// The answer to a header that does not decode (Java's `RemotingCommandException`).
+pub(crate) fn bad_header(req: &RemotingCommand, e: &rmq_protocol::ProtocolError) -> Option<Reply> {
+    reply(
+        req,
+        response(req, ResponseCode::SYSTEM_ERROR, e.to_string()),
+    )
+}
+
+/// Route one request to its processor.
+pub async fn dispatch(b: Arc<Broker>, conn: Connection, req: RemotingCommand) -> Option<Reply> {
+    match RequestCode(req.code) {
+        RequestCode::SEND_MESSAGE
+        | RequestCode::SEND_MESSAGE_V2
+        | RequestCode::SEND_BATCH_MESSAGE => send_message::process(&b, &conn, &req).await,
+        RequestCode::PULL_MESSAGE => pull_message::process(&b, &req).await,
+        RequestCode::QUERY_CONSUMER_OFFSET => offset::query(&b, &req),
+        RequestCode::UPDATE_CONSUMER_OFFSET => offset::update(&b, &req),
+        RequestCode::GET_MAX_OFFSET => admin::max_offset(&b, &req),
+        RequestCode::GET_MIN_OFFSET => admin::min_offset(&b, &req),
+        RequestCode::SEARCH_OFFSET_BY_TIMESTAMP => admin::search_offset(&b, &req),
+        RequestCode::GET_EARLIEST_MSG_STORETIME => admin::earliest_store_time(&b, &req),
+        RequestCode::QUERY_MESSAGE => query_message::by_key(&b, &req),
+        RequestCode::VIEW_MESSAGE_BY_ID => query_message::by_id(&b, &req),
+        RequestCode::HEART_BEAT => client::heartbeat(&b, &conn, &req),
+        RequestCode::UNREGISTER_CLIENT => client::unregister(&b, &conn, &req),
+        RequestCode::GET_CONSUMER_LIST_BY_GROUP => client::consumer_list(&b, &req),
+        RequestCode::UPDATE_AND_CREATE_TOPIC => topic::create(&b, &req),
+        RequestCode::GET_ALL_TOPIC_CONFIG => topic::all(&b, &req),
+        RequestCode::DELETE_TOPIC_IN_BROKER => topic::delete(&b, &req),
+        RequestCode::GET_BROKER_RUNTIME_INFO => runtime_info::process(&b, &req),
+        _ => match &b.fallback {
+            Some(f) => f.handle(conn, req).await,
+            None => reply(
+                &req,
+                response(
+                    &req,
+                    ResponseCode::REQUEST_CODE_NOT_SUPPORTED,
+                    format!("request type {} not supported", req.code),
+                ),
+            ),
+        },
+    }
+}

@@ -1,0 +1,232 @@
+//! PULL_MESSAGE (11), as RocketMQ's `PullMessageProcessor`: checks, the subscription (from
+//! the request or the heartbeat), `get_message` with the tag filter, status → response
+//! code, the body as file regions (sent with `sendfile`), and long polling through the
+//! [`PullRequestHoldService`](crate::long_polling::PullRequestHoldService).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmq_protocol::body::{MessageModel, PERM_READ};
+use rmq_protocol::header::{pull_sys_flag, PullMessageRequestHeader, PullMessageResponseHeader};
+use rmq_protocol::{CommandHeader, RemotingCommand, ResponseCode};
+use rmq_remoting::{FileRegion, Reply};
+use rmq_store::{GetMessageStatus, SelectMappedBufferResult};
+
+use super::{bad_header, response};
+use crate::controller::Broker;
+use crate::long_polling::TagFilter;
+
+/// A stored message range as a reply body region.
+struct StoreRegion(SelectMappedBufferResult);
+
+impl FileRegion for StoreRegion {
+    fn file(&self) -> &std::fs::File {
+        self.0.mapped_file().file()
+    }
+    fn position(&self) -> u64 {
+        self.0.file_pos() as u64
+    }
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn bytes(&self) -> &[u8] {
+        self.0.bytes()
+    }
+}
+
+enum Outcome {
+    Reply(Reply),
+    Hold { filter: Arc<TagFilter>, millis: u64 },
+}
+
+/// Serve a pull; a held pull's future waits here until it is answered.
+pub async fn process(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+    let h = match PullMessageRequestHeader::from_ext_fields(&req.ext_fields) {
+        Ok(h) => h,
+        Err(e) => return bad_header(req, &e),
+    };
+    let mut allow_suspend = true;
+    loop {
+        match pull_once(b, req, &h, allow_suspend) {
+            Outcome::Reply(r) => return Some(r),
+            Outcome::Hold { filter, millis } => {
+                let rx = b.hold.hold(&h.topic, h.queue_id, h.queue_offset, filter);
+                // A message may have been dispatched between the read and the hold.
+                if b.store.get_max_offset_in_queue(&h.topic, h.queue_id) <= h.queue_offset {
+                    let _ = tokio::time::timeout(Duration::from_millis(millis), rx).await;
+                }
+                allow_suspend = false;
+            }
+        }
+    }
+}
+
+fn pull_once(
+    b: &Broker,
+    req: &RemotingCommand,
+    h: &PullMessageRequestHeader,
+    allow_suspend: bool,
+) -> Outcome {
+    let fail = |code: ResponseCode, remark: String| {
+        Outcome::Reply(Reply::Command(response(req, code, remark)))
+    };
+    if b.config.broker_permission & PERM_READ == 0 {
+        return fail(
+            ResponseCode::NO_PERMISSION,
+            format!(
+                "the broker[{}] pulling message is forbidden",
+                b.config.broker_addr
+            ),
+        );
+    }
+    let Some(group) = b.groups.find_or_create(&h.consumer_group) else {
+        return fail(
+            ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST,
+            format!("subscription group [{}] does not exist", h.consumer_group),
+        );
+    };
+    if !group.consume_enable {
+        return fail(
+            ResponseCode::NO_PERMISSION,
+            format!("subscription group no permission, {}", h.consumer_group),
+        );
+    }
+    let has_suspend = h.sys_flag & pull_sys_flag::FLAG_SUSPEND != 0;
+    let has_commit = h.sys_flag & pull_sys_flag::FLAG_COMMIT_OFFSET != 0;
+    let has_sub = h.sys_flag & pull_sys_flag::FLAG_SUBSCRIPTION != 0;
+    let Some(topic) = b.topics.select(&h.topic) else {
+        return fail(
+            ResponseCode::TOPIC_NOT_EXIST,
+            format!("topic[{}] not exist, apply first please!", h.topic),
+        );
+    };
+    if topic.perm & PERM_READ == 0 {
+        return fail(
+            ResponseCode::NO_PERMISSION,
+            format!("the topic[{}] pulling message is forbidden", h.topic),
+        );
+    }
+    if h.queue_id < 0 || h.queue_id >= topic.read_queue_nums {
+        return fail(
+            ResponseCode::SYSTEM_ERROR,
+            format!(
+                "queueId[{}] is illegal, topic:[{}] topicConfig.readQueueNums:[{}] consumer:[{}]",
+                h.queue_id, h.topic, topic.read_queue_nums, h.consumer_group
+            ),
+        );
+    }
+    let filter = if has_sub {
+        let expr_type = h.expression_type.as_deref().unwrap_or("TAG");
+        if expr_type != "TAG" {
+            return fail(
+                ResponseCode::SYSTEM_ERROR,
+                "The broker does not support consumer to filter message by SQL92".into(),
+            );
+        }
+        TagFilter::parse(h.subscription.as_deref().unwrap_or("*"))
+    } else {
+        match b.clients.find_subscription(&h.consumer_group, &h.topic) {
+            Err(false) => {
+                return fail(
+                    ResponseCode::SUBSCRIPTION_NOT_EXIST,
+                    format!(
+                        "the consumer's group info not exist, group {}",
+                        h.consumer_group
+                    ),
+                )
+            }
+            Err(true) => {
+                return fail(
+                    ResponseCode::SUBSCRIPTION_NOT_EXIST,
+                    format!("the consumer's subscription not exist, topic {}", h.topic),
+                )
+            }
+            Ok((_, MessageModel::Broadcasting)) if !group.consume_broadcast_enable => {
+                return fail(
+                    ResponseCode::NO_PERMISSION,
+                    format!(
+                        "the consumer group[{}] can not consume by broadcast way",
+                        h.consumer_group
+                    ),
+                )
+            }
+            Ok((sub, _)) if sub.sub_version < h.sub_version => {
+                return fail(
+                    ResponseCode::SUBSCRIPTION_NOT_LATEST,
+                    "the consumer's subscription not latest".into(),
+                )
+            }
+            Ok((sub, _)) => TagFilter::from_subscription(&sub),
+        }
+    };
+    let max_nums = usize::try_from(h.max_msg_nums.max(1)).unwrap_or(1);
+    let f = |code: i64| filter.matches(code);
+    let result = b.store.get_message(
+        &h.topic,
+        h.queue_id,
+        h.queue_offset,
+        max_nums,
+        (!filter.all).then_some(&f as &dyn Fn(i64) -> bool),
+    );
+    use GetMessageStatus as S;
+    let code = match result.status {
+        S::Found => ResponseCode::SUCCESS,
+        S::MessageWasRemoving | S::NoMatchedMessage => ResponseCode::PULL_RETRY_IMMEDIATELY,
+        S::NoMatchedLogicQueue | S::NoMessageInQueue => {
+            if h.queue_offset == 0 {
+                ResponseCode::PULL_NOT_FOUND
+            } else {
+                ResponseCode::PULL_OFFSET_MOVED
+            }
+        }
+        S::OffsetFoundNull | S::OffsetOverflowOne => ResponseCode::PULL_NOT_FOUND,
+        S::OffsetOverflowBadly | S::OffsetTooSmall => ResponseCode::PULL_OFFSET_MOVED,
+    };
+    if code == ResponseCode::PULL_OFFSET_MOVED {
+        eprintln!(
+            "rmq-broker WARN: PULL_OFFSET_MOVED: group {} topic {} queue {} requested {} \
+             ({}), next {}, min {}, max {}",
+            h.consumer_group,
+            h.topic,
+            h.queue_id,
+            h.queue_offset,
+            result.status.as_str(),
+            result.next_begin_offset,
+            result.min_offset,
+            result.max_offset
+        );
+    }
+    if allow_suspend && has_commit {
+        b.offsets
+            .commit(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
+    }
+    if code == ResponseCode::PULL_NOT_FOUND && allow_suspend && has_suspend {
+        let millis = if b.config.long_polling_enable {
+            u64::try_from(h.suspend_timeout_millis).unwrap_or(0)
+        } else {
+            b.config.short_polling_time_mills
+        };
+        return Outcome::Hold {
+            filter: Arc::new(filter),
+            millis,
+        };
+    }
+    let cmd = response(req, code, result.status.as_str()).with_header(&PullMessageResponseHeader {
+        suggest_which_broker_id: 0,
+        next_begin_offset: result.next_begin_offset,
+        min_offset: result.min_offset,
+        max_offset: result.max_offset,
+    });
+    if code == ResponseCode::SUCCESS {
+        let regions: Vec<Box<dyn FileRegion>> = result
+            .messages
+            .into_iter()
+            .map(|m| Box::new(StoreRegion(m)) as Box<dyn FileRegion>)
+            .collect();
+        return Outcome::Reply(Reply::WithFileRegions {
+            command: cmd,
+            regions,
+        });
+    }
+    Outcome::Reply(Reply::Command(cmd))
+}

@@ -1,0 +1,105 @@
+//! QUERY_MESSAGE (12, by key through the IndexFile) and VIEW_MESSAGE_BY_ID (33, by CommitLog
+//! offset); bodies are stored records back to back.
+
+use rmq_protocol::header::{
+    QueryMessageRequestHeader, QueryMessageResponseHeader, ViewMessageRequestHeader,
+};
+use rmq_protocol::{CommandHeader, RemotingCommand, ResponseCode};
+use rmq_remoting::{FileRegion, Reply};
+use rmq_store::SelectMappedBufferResult;
+
+use super::{bad_header, reply, response};
+use crate::controller::Broker;
+
+/// `MixAll.UNIQUE_MSG_QUERY_FLAG`.
+const UNIQUE_MSG_QUERY_FLAG: &str = "_UNIQUE_KEY_QUERY";
+/// `defaultQueryMaxNum`.
+const DEFAULT_QUERY_MAX_NUM: i32 = 32;
+
+struct Region(SelectMappedBufferResult);
+
+impl FileRegion for Region {
+    fn file(&self) -> &std::fs::File {
+        self.0.mapped_file().file()
+    }
+    fn position(&self) -> u64 {
+        self.0.file_pos() as u64
+    }
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn bytes(&self) -> &[u8] {
+        self.0.bytes()
+    }
+}
+
+fn regions(v: Vec<SelectMappedBufferResult>) -> Vec<Box<dyn FileRegion>> {
+    v.into_iter()
+        .map(|r| Box::new(Region(r)) as Box<dyn FileRegion>)
+        .collect()
+}
+
+/// 12.
+pub fn by_key(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+    let mut h = match QueryMessageRequestHeader::from_ext_fields(&req.ext_fields) {
+        Ok(h) => h,
+        Err(e) => return bad_header(req, &e),
+    };
+    if req
+        .ext_fields
+        .get(UNIQUE_MSG_QUERY_FLAG)
+        .map(String::as_str)
+        == Some("true")
+    {
+        h.max_num = DEFAULT_QUERY_MAX_NUM;
+    }
+    let found = b.store.query_message(
+        &h.topic,
+        &h.key,
+        usize::try_from(h.max_num.max(0)).unwrap_or(0),
+        h.begin_timestamp,
+        h.end_timestamp,
+    );
+    let header = QueryMessageResponseHeader {
+        index_last_update_timestamp: rmq_common::time::now_millis(),
+        index_last_update_phyoffset: b.store.get_max_phy_offset(),
+    };
+    if found.is_empty() {
+        return reply(
+            req,
+            response(
+                req,
+                ResponseCode::QUERY_NOT_FOUND,
+                "can not find message, maybe time range not correct",
+            )
+            .with_header(&header),
+        );
+    }
+    let command = response(req, ResponseCode::SUCCESS, "").with_header(&header);
+    Some(Reply::WithFileRegions {
+        command,
+        regions: regions(found),
+    })
+}
+
+/// 33.
+pub fn by_id(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+    let h = match ViewMessageRequestHeader::from_ext_fields(&req.ext_fields) {
+        Ok(h) => h,
+        Err(e) => return bad_header(req, &e),
+    };
+    match b.store.look_message_by_offset(h.offset) {
+        Some(r) => Some(Reply::WithFileRegions {
+            command: response(req, ResponseCode::SUCCESS, ""),
+            regions: regions(vec![r]),
+        }),
+        None => reply(
+            req,
+            response(
+                req,
+                ResponseCode::SYSTEM_ERROR,
+                format!("can not find message by the offset, {}", h.offset),
+            ),
+        ),
+    }
+}

@@ -1,0 +1,231 @@
+//! SEND_MESSAGE (10), SEND_MESSAGE_V2 (310) and SEND_BATCH_MESSAGE (320): check the
+//! message (`msgCheck`), find or auto-create the topic, append to the store, and under
+//! SYNC_FLUSH wait (asynchronously, bounded by `syncFlushTimeout`) until it is durable.
+
+use std::time::Duration;
+
+use rmq_common::properties::{find_property, PropertyKey};
+use rmq_protocol::body::{TopicConfig, PERM_READ, PERM_WRITE};
+use rmq_protocol::header::{SendMessageRequestHeader, SendMessageResponseHeader};
+use rmq_protocol::message_decoder::decode_batch;
+use rmq_protocol::{RemotingCommand, RequestCode, ResponseCode};
+use rmq_remoting::{Connection, Reply};
+use rmq_store::{FlushDiskType, MessageToStore};
+
+use super::{reply, response};
+use crate::controller::Broker;
+use crate::error::store_error_to_response;
+use crate::topic_config::{validate_topic, NOT_ALLOWED_SEND_TOPICS, RETRY_GROUP_TOPIC_PREFIX};
+
+/// Serve a send.
+pub async fn process(b: &Broker, conn: &Connection, req: &RemotingCommand) -> Option<Reply> {
+    let cmd = match send(b, conn, req).await {
+        Ok(c) | Err(c) => c,
+    };
+    reply(req, cmd)
+}
+
+/// `msgCheck`: the topic config to write to, or the error response.
+fn msg_check(
+    b: &Broker,
+    req: &RemotingCommand,
+    h: &SendMessageRequestHeader,
+) -> Result<TopicConfig, RemotingCommand> {
+    let fail = |code, remark: String| Err(response(req, code, remark));
+    if b.config.broker_permission & PERM_WRITE == 0 {
+        return fail(
+            ResponseCode::NO_PERMISSION,
+            format!(
+                "the broker[{}] sending message is forbidden",
+                b.config.broker_addr
+            ),
+        );
+    }
+    if let Err(reason) = validate_topic(&h.topic) {
+        return fail(ResponseCode::MESSAGE_ILLEGAL, reason);
+    }
+    if NOT_ALLOWED_SEND_TOPICS.contains(&h.topic.as_str()) {
+        return fail(
+            ResponseCode::MESSAGE_ILLEGAL,
+            format!("Sending message to topic[{}] is forbidden.", h.topic),
+        );
+    }
+    let sys_flag = i32::from(h.unit_mode); // TopicSysFlag.buildSysFlag(unit, false)
+    let config = b
+        .topics
+        .create_in_send(
+            &h.topic,
+            &h.default_topic,
+            h.default_topic_queue_nums,
+            sys_flag,
+        )
+        .or_else(|| {
+            h.topic.starts_with(RETRY_GROUP_TOPIC_PREFIX).then(|| {
+                b.topics
+                    .create_in_send_back(&h.topic, 1, PERM_READ | PERM_WRITE, sys_flag)
+            })
+        });
+    let Some(config) = config else {
+        return fail(
+            ResponseCode::TOPIC_NOT_EXIST,
+            format!(
+                "topic[{}] not exist, apply first please! (autoCreateTopicEnable={}, default \
+                 topic {})",
+                h.topic, b.config.auto_create_topic_enable, h.default_topic
+            ),
+        );
+    };
+    if h.queue_id >= config.write_queue_nums {
+        return fail(
+            ResponseCode::SYSTEM_ERROR,
+            format!(
+                "request queueId[{}] is illegal, topic {} has {} write queues",
+                h.queue_id, h.topic, config.write_queue_nums
+            ),
+        );
+    }
+    if config.perm & PERM_WRITE == 0 {
+        return fail(
+            ResponseCode::NO_PERMISSION,
+            format!("the topic[{}] sending message is forbidden", h.topic),
+        );
+    }
+    Ok(config)
+}
+
+/// `props` followed by `extra` (both `name\u1value\u2` encoded), with the separator between.
+fn with_extra_props(props: &[u8], extra: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(props.len() + extra.len() + 1);
+    out.extend_from_slice(props);
+    if !out.is_empty() && !out.ends_with(&[2]) && !extra.is_empty() {
+        out.push(2);
+    }
+    out.extend_from_slice(extra);
+    out
+}
+
+async fn send(
+    b: &Broker,
+    conn: &Connection,
+    req: &RemotingCommand,
+) -> Result<RemotingCommand, RemotingCommand> {
+    let h = SendMessageRequestHeader::from_request(req.code, &req.ext_fields)
+        .map_err(|e| response(req, ResponseCode::SYSTEM_ERROR, e.to_string()))?;
+    let config = msg_check(b, req, &h)?;
+    let queue_id = if h.queue_id < 0 {
+        #[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
+        let r = (rmq_common::time::now_millis().unsigned_abs()
+            % config.write_queue_nums.max(1).unsigned_abs() as u64) as i32;
+        r
+    } else {
+        h.queue_id
+    };
+    let illegal = |remark: String| response(req, ResponseCode::MESSAGE_ILLEGAL, remark);
+    let max_size = b.store.config().max_message_size;
+    let body = req.body.clone().unwrap_or_default();
+    let header_props = h.properties.as_deref().unwrap_or("").as_bytes();
+    let cluster = format!("CLUSTER\u{1}{}\u{2}", b.config.broker_cluster_name);
+    let common = MessageToStore {
+        topic: &h.topic,
+        queue_id,
+        flag: h.flag,
+        body: &[],
+        properties: &[],
+        sys_flag: h.sys_flag,
+        born_timestamp: h.born_timestamp,
+        born_host: conn.peer(),
+        reconsume_times: h.reconsume_times.unwrap_or(0),
+        prepared_transaction_offset: 0,
+    };
+    let batch = req.code == RequestCode::SEND_BATCH_MESSAGE.0;
+    let cluster = cluster.as_bytes();
+    // (body, properties, flag) of each message.
+    let parts: Vec<(bytes::Bytes, Vec<u8>, i32)> = if batch {
+        let entries = decode_batch(&body)
+            .map_err(|e| illegal(format!("the batch body does not decode: {e}")))?;
+        if entries.is_empty() {
+            return Err(illegal("the batch is empty".into()));
+        }
+        let extra = with_extra_props(header_props, cluster);
+        entries
+            .into_iter()
+            .map(|m| {
+                let p = with_extra_props(m.properties.encode().as_bytes(), &extra);
+                (m.body, p, m.flag)
+            })
+            .collect()
+    } else {
+        vec![(body, with_extra_props(header_props, cluster), h.flag)]
+    };
+    for (body, _, _) in &parts {
+        if body.len() > max_size {
+            return Err(illegal(format!(
+                "the message body size over max value, MAX: {max_size} (body is {} bytes)",
+                body.len()
+            )));
+        }
+    }
+    let msgs: Vec<MessageToStore<'_>> = parts
+        .iter()
+        .map(|(body, p, flag)| MessageToStore {
+            body,
+            properties: p,
+            flag: *flag,
+            ..common.clone()
+        })
+        .collect();
+    let results = b.store.append(&msgs).map_err(|e| {
+        let (code, remark) = store_error_to_response(&e);
+        response(req, code, remark)
+    })?;
+    let Some(last) = results.last() else {
+        return Err(illegal("nothing to store".into()));
+    };
+    let wait = find_property(header_props, PropertyKey::WAIT_STORE_MSG_OK) != Some(b"false");
+    let store_cfg = b.store.config();
+    let mut code = ResponseCode::SUCCESS;
+    let mut remark = String::new();
+    if store_cfg.flush_disk_type == FlushDiskType::SyncFlush && wait {
+        let timeout = Duration::from_millis(u64::from(store_cfg.sync_flush_timeout));
+        match tokio::time::timeout(timeout, b.store.flush_future(last.end_offset())).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                let (c, r) = store_error_to_response(&e);
+                return Err(response(req, c, r));
+            }
+            Err(_) => {
+                code = ResponseCode::FLUSH_DISK_TIMEOUT;
+                remark = format!(
+                    "the message is stored but not flushed to disk within syncFlushTimeout \
+                     ({} ms)",
+                    store_cfg.sync_flush_timeout
+                );
+            }
+        }
+    } else {
+        let f = b.store.flush_future(last.end_offset());
+        if store_cfg.flush_disk_type == FlushDiskType::SyncFlush {
+            tokio::spawn(async move {
+                let _ = f.await;
+            });
+        }
+    }
+    let host = b.config.broker_addr;
+    let msg_id = results
+        .iter()
+        .map(|r| r.msg_id(host))
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut resp = response(req, code, remark).with_header(&SendMessageResponseHeader {
+        msg_id,
+        queue_id,
+        queue_offset: results[0].queue_offset,
+        transaction_id: None,
+        batch_uniq_id: None,
+    });
+    resp.ext_fields
+        .insert("MSG_REGION".into(), b.config.region_id.clone());
+    resp.ext_fields
+        .insert("TRACE_ON".into(), b.config.trace_on.to_string());
+    Ok(resp)
+}

@@ -1,0 +1,91 @@
+//! UPDATE_AND_CREATE_TOPIC (17), GET_ALL_TOPIC_CONFIG (21), DELETE_TOPIC_IN_BROKER (215).
+
+use rmq_protocol::body::{TopicConfig, TopicFilterType};
+use rmq_protocol::header::{CreateTopicRequestHeader, DeleteTopicRequestHeader};
+use rmq_protocol::{CommandHeader, RemotingCommand, RemotingJson, ResponseCode};
+use rmq_remoting::Reply;
+
+use super::{bad_header, reply, response};
+use crate::controller::Broker;
+use crate::topic_config::{validate_topic, SYSTEM_TOPICS};
+
+/// 17.
+pub fn create(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+    let h = match CreateTopicRequestHeader::from_ext_fields(&req.ext_fields) {
+        Ok(h) => h,
+        Err(e) => return bad_header(req, &e),
+    };
+    if let Err(reason) = validate_topic(&h.topic) {
+        return reply(req, response(req, ResponseCode::SYSTEM_ERROR, reason));
+    }
+    if SYSTEM_TOPICS.contains(&h.topic.as_str()) {
+        return reply(
+            req,
+            response(
+                req,
+                ResponseCode::SYSTEM_ERROR,
+                format!("The topic[{}] is conflict with system topic.", h.topic),
+            ),
+        );
+    }
+    if h.topic == b.config.broker_cluster_name {
+        return reply(
+            req,
+            response(
+                req,
+                ResponseCode::SYSTEM_ERROR,
+                format!("The topic[{}] is conflict with the cluster name.", h.topic),
+            ),
+        );
+    }
+    let filter = if h.topic_filter_type == "MULTI_TAG" {
+        TopicFilterType::MultiTag
+    } else {
+        TopicFilterType::SingleTag
+    };
+    b.topics.update(TopicConfig {
+        read_queue_nums: h.read_queue_nums,
+        write_queue_nums: h.write_queue_nums,
+        perm: h.perm,
+        topic_filter_type: filter,
+        topic_sys_flag: h.topic_sys_flag.unwrap_or(0),
+        order: h.order,
+        ..TopicConfig::new(h.topic)
+    });
+    reply(req, response(req, ResponseCode::SUCCESS, ""))
+}
+
+/// 21: the whole table with its data version.
+pub fn all(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+    match b.topics.wrapper().to_json_bytes() {
+        Ok(body) => reply(
+            req,
+            response(req, ResponseCode::SUCCESS, "").with_body(body),
+        ),
+        Err(e) => reply(
+            req,
+            response(req, ResponseCode::SYSTEM_ERROR, e.to_string()),
+        ),
+    }
+}
+
+/// 215: forget the topic and its consumer offsets (its files stay until retention).
+pub fn delete(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+    let h = match DeleteTopicRequestHeader::from_ext_fields(&req.ext_fields) {
+        Ok(h) => h,
+        Err(e) => return bad_header(req, &e),
+    };
+    if SYSTEM_TOPICS.contains(&h.topic.as_str()) {
+        return reply(
+            req,
+            response(
+                req,
+                ResponseCode::SYSTEM_ERROR,
+                format!("The topic[{}] is conflict with system topic.", h.topic),
+            ),
+        );
+    }
+    b.topics.delete(&h.topic);
+    b.offsets.remove_topic(&h.topic);
+    reply(req, response(req, ResponseCode::SUCCESS, ""))
+}

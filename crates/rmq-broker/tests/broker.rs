@@ -1,0 +1,476 @@
+//! End-to-end tests: a real broker on 127.0.0.1:0 over a real store in a tempdir, driven by
+//! `rmq_remoting::connect`.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use rmq_broker::{BrokerConfig, BrokerController};
+use rmq_common::Properties;
+use rmq_protocol::body::{
+    ConsumeType, ConsumerData, GetConsumerListByGroupResponseBody, HeartbeatData, SubscriptionData,
+    TopicConfigSerializeWrapper,
+};
+use rmq_protocol::header::{
+    pull_sys_flag, GetConsumerListByGroupRequestHeader, PullMessageRequestHeader,
+    PullMessageResponseHeader, QueryConsumerOffsetRequestHeader, SendMessageRequestHeader,
+    SendMessageRequestHeaderV2, SendMessageResponseHeader, UpdateConsumerOffsetRequestHeader,
+};
+use rmq_protocol::message_decoder::{decode_messages, encode_batch, BatchMessage};
+use rmq_protocol::{
+    CommandHeader, RemotingCommand, RemotingJson, RequestCode, ResponseCode, SerializeType,
+};
+use rmq_remoting::{connect, BoxFuture, Connection, Reply, RequestHandler, ServerHandle};
+use rmq_store::{MessageStore, StoreConfig};
+
+const T: Duration = Duration::from_secs(5);
+
+struct Env {
+    ctl: BrokerController,
+    server: ServerHandle,
+    store: Arc<MessageStore>,
+    addr: SocketAddr,
+}
+
+async fn start(dir: &Path, extra: &[(&str, &str)]) -> Env {
+    let mut pairs = vec![
+        ("mappedFileSizeCommitLog", "1048576"),
+        ("mappedFileSizeConsumeQueue", "4000"),
+        ("maxHashSlotNum", "64"),
+        ("maxIndexNum", "256"),
+        ("flushIntervalCommitLog", "10"),
+        ("flushIntervalConsumeQueue", "10"),
+    ];
+    pairs.extend_from_slice(extra);
+    let sc = StoreConfig::from_pairs(pairs).unwrap();
+    let cfg = BrokerConfig {
+        config_dir: dir.join("config"),
+        ..BrokerConfig::default()
+    };
+    let store = MessageStore::open(dir.join("store"), sc, cfg.broker_addr).unwrap();
+    let ctl = BrokerController::new(cfg, Arc::clone(&store), None).unwrap();
+    let server = ctl.start("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let addr = server.local_addr();
+    Env {
+        ctl,
+        server,
+        store,
+        addr,
+    }
+}
+
+impl Env {
+    async fn client(&self) -> Connection {
+        connect(self.addr, None, T).await.unwrap()
+    }
+    async fn stop(self) {
+        self.ctl.shutdown().unwrap();
+        self.server.shutdown().await;
+        drop(self.ctl);
+        self.store.shutdown().unwrap();
+    }
+}
+
+fn props(tag: &str, keys: &str) -> String {
+    let mut p = Properties::new();
+    p.put("TAGS", tag);
+    p.put("KEYS", keys);
+    p.put("WAIT", "true");
+    p.encode()
+}
+
+fn send_v2(topic: &str, queue: i32, tag: &str, body: &[u8]) -> RemotingCommand {
+    RemotingCommand::request_with_header(
+        RequestCode::SEND_MESSAGE_V2.0,
+        &SendMessageRequestHeaderV2 {
+            a: "PG".into(),
+            b: topic.into(),
+            c: "TBW102".into(),
+            d: 4,
+            e: queue,
+            f: 0,
+            g: 1_700_000_000_000,
+            h: 0,
+            i: Some(props(tag, "k1")),
+            j: Some(0),
+            k: false,
+            l: None,
+            m: false,
+            n: Some("broker-a".into()),
+        },
+    )
+    .with_body(Bytes::copy_from_slice(body))
+}
+
+fn pull(topic: &str, queue: i32, offset: i64, sub: &str, suspend_ms: i64) -> RemotingCommand {
+    RemotingCommand::request_with_header(
+        RequestCode::PULL_MESSAGE.0,
+        &PullMessageRequestHeader {
+            consumer_group: "CG".into(),
+            topic: topic.into(),
+            queue_id: queue,
+            queue_offset: offset,
+            max_msg_nums: 32,
+            sys_flag: pull_sys_flag::build(false, suspend_ms > 0, true, false),
+            commit_offset: 0,
+            suspend_timeout_millis: suspend_ms,
+            subscription: Some(sub.into()),
+            sub_version: 0,
+            expression_type: Some("TAG".into()),
+            broker_name: None,
+        },
+    )
+}
+
+async fn send_ok(c: &Connection, req: RemotingCommand) -> SendMessageResponseHeader {
+    let r = c.request(req, T).await.unwrap();
+    assert_eq!(r.code, 0, "{:?}", r.remark);
+    SendMessageResponseHeader::from_ext_fields(&r.ext_fields).unwrap()
+}
+
+async fn wait_dispatched(store: &MessageStore, topic: &str, q: i32, n: i64) {
+    let t0 = Instant::now();
+    while store.get_max_offset_in_queue(topic, q) < n {
+        assert!(t0.elapsed() < T, "not dispatched");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+#[tokio::test]
+async fn send_v2_v1_batch_autocreate_and_pull() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = start(dir.path(), &[]).await;
+    let c = env.client().await;
+    // V2, JSON header, to a new topic: auto-created from TBW102 with min(4, 8) queues.
+    let r1 = send_ok(&c, send_v2("Auto1", 1, "TagA", b"m0")).await;
+    assert_eq!((r1.queue_id, r1.queue_offset), (1, 0));
+    let (host, phy) = rmq_common::decode_offset_msg_id(&r1.msg_id).unwrap();
+    assert_eq!((host, phy), ("127.0.0.1:10911".parse().unwrap(), 0));
+    // V2 with the ROCKETMQ binary header.
+    let r2 = send_ok(
+        &c,
+        send_v2("Auto1", 1, "TagB", b"m1").with_serialize_type(SerializeType::RocketMq),
+    )
+    .await;
+    assert_eq!(r2.queue_offset, 1);
+    // V1 (code 10).
+    let v1: SendMessageRequestHeader =
+        SendMessageRequestHeaderV2::from_ext_fields(&send_v2("Auto1", 1, "TagA", b"").ext_fields)
+            .unwrap()
+            .into();
+    let r3 = send_ok(
+        &c,
+        RemotingCommand::request_with_header(RequestCode::SEND_MESSAGE.0, &v1)
+            .with_body(Bytes::from_static(b"m2")),
+    )
+    .await;
+    assert_eq!(r3.queue_offset, 2);
+    // Batch of 3.
+    let batch: Vec<BatchMessage> = (0..3)
+        .map(|i| {
+            let mut p = Properties::new();
+            p.put("TAGS", "TagC");
+            p.put("UNIQ_KEY", format!("U{i}"));
+            BatchMessage {
+                flag: 7,
+                body: Bytes::from(format!("b{i}")),
+                properties: p,
+            }
+        })
+        .collect();
+    let mut req = send_v2("Auto1", 1, "", b"");
+    req.code = RequestCode::SEND_BATCH_MESSAGE.0;
+    req.ext_fields.insert("m".into(), "true".into());
+    req.ext_fields
+        .insert("i".into(), "WAIT\u{1}true\u{2}".into());
+    let rb = send_ok(&c, req.with_body(encode_batch(&batch).unwrap())).await;
+    assert_eq!(rb.queue_offset, 3);
+    assert_eq!(rb.msg_id.split(',').count(), 3);
+
+    let tc = env.ctl.broker().topics.select("Auto1").unwrap();
+    assert_eq!(
+        (tc.read_queue_nums, tc.write_queue_nums, tc.perm),
+        (4, 4, 6)
+    );
+    let file = std::fs::read_to_string(dir.path().join("config/topics.json")).unwrap();
+    let w: TopicConfigSerializeWrapper =
+        rmq_protocol::json_compat::from_slice(file.as_bytes()).unwrap();
+    assert!(w.topic_config_table.contains_key("Auto1"));
+    assert!(env
+        .ctl
+        .register_body()
+        .topic_config_serialize_wrapper
+        .topic_config_table
+        .contains_key("Auto1"));
+
+    wait_dispatched(&env.store, "Auto1", 1, 6).await;
+    // Pull everything.
+    let r = c.request(pull("Auto1", 1, 0, "*", 0), T).await.unwrap();
+    assert_eq!(r.code, 0, "{:?}", r.remark);
+    let h = PullMessageResponseHeader::from_ext_fields(&r.ext_fields).unwrap();
+    assert_eq!((h.next_begin_offset, h.min_offset, h.max_offset), (6, 0, 6));
+    let msgs = decode_messages(r.body.as_ref().unwrap()).unwrap();
+    let bodies: Vec<&[u8]> = msgs.iter().map(|m| &m.body[..]).collect();
+    assert_eq!(bodies, [&b"m0"[..], b"m1", b"m2", b"b0", b"b1", b"b2"]);
+    assert_eq!(msgs[0].msg_id, r1.msg_id);
+    assert_eq!(msgs[3].flag, 7);
+    assert_eq!(msgs[4].properties.get("UNIQ_KEY"), Some("U1"));
+    assert_eq!(msgs[0].properties.get("CLUSTER"), Some("DefaultCluster"));
+    // Tag filter: TagA only → m0, m2.
+    let r = c
+        .request(pull("Auto1", 1, 0, "TagA || TagX", 0), T)
+        .await
+        .unwrap();
+    let msgs = decode_messages(r.body.as_ref().unwrap()).unwrap();
+    assert_eq!(
+        msgs.iter().map(|m| &m.body[..]).collect::<Vec<_>>(),
+        [&b"m0"[..], b"m2"]
+    );
+    // From offset 3 with TagA: nothing matches → retry immediately, offset moves on.
+    let r = c.request(pull("Auto1", 1, 3, "TagA", 0), T).await.unwrap();
+    assert_eq!(r.code, ResponseCode::PULL_RETRY_IMMEDIATELY.0);
+    assert_eq!(
+        PullMessageResponseHeader::from_ext_fields(&r.ext_fields)
+            .unwrap()
+            .next_begin_offset,
+        6
+    );
+    // At the max offset without suspend: not found; far past it: offset moved.
+    let r = c.request(pull("Auto1", 1, 6, "*", 0), T).await.unwrap();
+    assert_eq!(r.code, ResponseCode::PULL_NOT_FOUND.0);
+    let r = c.request(pull("Auto1", 1, 60, "*", 0), T).await.unwrap();
+    assert_eq!(r.code, ResponseCode::PULL_OFFSET_MOVED.0);
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn long_polling_wakes_on_arrival_and_times_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = start(dir.path(), &[]).await;
+    let c = env.client().await;
+    send_ok(&c, send_v2("LP", 0, "TagA", b"first")).await;
+    wait_dispatched(&env.store, "LP", 0, 1).await;
+    // Nothing arrives: PULL_NOT_FOUND after the suspend timeout.
+    let t0 = Instant::now();
+    let r = c.request(pull("LP", 0, 1, "*", 400), T).await.unwrap();
+    assert_eq!(r.code, ResponseCode::PULL_NOT_FOUND.0);
+    assert!(
+        t0.elapsed() >= Duration::from_millis(380),
+        "{:?}",
+        t0.elapsed()
+    );
+    // A send arrives while held: answered right after.
+    let c2 = c.clone();
+    let held = tokio::spawn(async move { c2.request(pull("LP", 0, 1, "*", 10_000), T).await });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!held.is_finished());
+    let sent = Instant::now();
+    send_ok(&c, send_v2("LP", 0, "TagA", b"second")).await;
+    let r = held.await.unwrap().unwrap();
+    assert!(
+        sent.elapsed() < Duration::from_millis(150),
+        "{:?}",
+        sent.elapsed()
+    );
+    assert_eq!(r.code, 0);
+    let msgs = decode_messages(r.body.as_ref().unwrap()).unwrap();
+    assert_eq!(&msgs[0].body[..], b"second");
+    env.stop().await;
+}
+
+fn offset_update(group: &str, q: i32, off: i64) -> RemotingCommand {
+    RemotingCommand::request_with_header(
+        RequestCode::UPDATE_CONSUMER_OFFSET.0,
+        &UpdateConsumerOffsetRequestHeader {
+            consumer_group: group.into(),
+            topic: "OT".into(),
+            queue_id: q,
+            commit_offset: off,
+            broker_name: None,
+        },
+    )
+}
+
+fn offset_query(group: &str, q: i32) -> RemotingCommand {
+    RemotingCommand::request_with_header(
+        RequestCode::QUERY_CONSUMER_OFFSET.0,
+        &QueryConsumerOffsetRequestHeader {
+            consumer_group: group.into(),
+            topic: "OT".into(),
+            queue_id: q,
+            broker_name: None,
+        },
+    )
+}
+
+#[tokio::test]
+async fn offsets_update_query_and_survive_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = start(dir.path(), &[]).await;
+    let c = env.client().await;
+    let r = c.request(offset_update("G1", 2, 42), T).await.unwrap();
+    assert_eq!(r.code, 0);
+    c.oneway(offset_update("G1", 3, 7)).await.unwrap();
+    let r = c.request(offset_query("G1", 2), T).await.unwrap();
+    assert_eq!(r.ext_fields["offset"], "42");
+    // No offset, queue starts at 0: offset 0.
+    let r = c.request(offset_query("G2", 0), T).await.unwrap();
+    assert_eq!((r.code, r.ext_fields["offset"].as_str()), (0, "0"));
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    env.stop().await;
+    let text = std::fs::read_to_string(dir.path().join("config/consumerOffset.json")).unwrap();
+    assert!(text.contains("OT@G1"), "{text}");
+    let env = start(dir.path(), &[]).await;
+    let c = env.client().await;
+    let r = c.request(offset_query("G1", 3), T).await.unwrap();
+    assert_eq!(r.ext_fields["offset"], "7");
+    env.stop().await;
+}
+
+#[derive(Default)]
+struct Recorder(Mutex<Vec<RemotingCommand>>);
+
+impl RequestHandler for Recorder {
+    fn handle(&self, _c: Connection, req: RemotingCommand) -> BoxFuture<Option<Reply>> {
+        self.0.lock().unwrap().push(req);
+        Box::pin(async { None })
+    }
+}
+
+fn heartbeat(client_id: &str) -> RemotingCommand {
+    let data = HeartbeatData {
+        client_id: client_id.into(),
+        consumer_data_set: vec![ConsumerData {
+            group_name: "HG".into(),
+            consume_type: ConsumeType::ConsumePassively,
+            subscription_data_set: vec![SubscriptionData {
+                topic: "HT".into(),
+                sub_string: "*".into(),
+                ..SubscriptionData::default()
+            }],
+            ..ConsumerData::default()
+        }],
+        producer_data_set: vec![],
+    };
+    RemotingCommand::new_request(RequestCode::HEART_BEAT.0, Default::default())
+        .with_body(data.to_json_bytes().unwrap())
+}
+
+#[tokio::test]
+async fn heartbeat_retry_topic_consumer_list_and_notify() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = start(dir.path(), &[]).await;
+    let rec = Arc::new(Recorder::default());
+    let c1 = connect(env.addr, Some(rec.clone() as Arc<dyn RequestHandler>), T)
+        .await
+        .unwrap();
+    let r = c1.request(heartbeat("10.0.0.1@one"), T).await.unwrap();
+    assert_eq!(r.code, 0, "{:?}", r.remark);
+    let retry = env.ctl.broker().topics.select("%RETRY%HG").unwrap();
+    assert_eq!(retry.read_queue_nums, 1);
+    let list = |c: Connection| async move {
+        let r = c
+            .request(
+                RemotingCommand::request_with_header(
+                    RequestCode::GET_CONSUMER_LIST_BY_GROUP.0,
+                    &GetConsumerListByGroupRequestHeader {
+                        consumer_group: "HG".into(),
+                    },
+                ),
+                T,
+            )
+            .await
+            .unwrap();
+        GetConsumerListByGroupResponseBody::from_json_bytes(r.body.as_ref().unwrap())
+            .unwrap()
+            .consumer_id_list
+    };
+    assert_eq!(list(c1.clone()).await, ["10.0.0.1@one"]);
+    let before = rec.0.lock().unwrap().len();
+    let c2 = env.client().await;
+    c2.request(heartbeat("10.0.0.2@two"), T).await.unwrap();
+    assert_eq!(list(c2.clone()).await, ["10.0.0.1@one", "10.0.0.2@two"]);
+    let t0 = Instant::now();
+    loop {
+        let got = rec.0.lock().unwrap()[before..].iter().any(|r| {
+            r.code == RequestCode::NOTIFY_CONSUMER_IDS_CHANGED.0
+                && r.ext_fields.get("consumerGroup").map(String::as_str) == Some("HG")
+        });
+        if got {
+            break;
+        }
+        assert!(t0.elapsed() < T, "no NOTIFY_CONSUMER_IDS_CHANGED");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // Pull without a subscription in the request uses the heartbeat's.
+    let mut p = pull("HT", 0, 0, "*", 0);
+    p.ext_fields.insert("sysFlag".into(), "0".into());
+    p.ext_fields.insert("consumerGroup".into(), "HG".into());
+    send_ok(&c2, send_v2("HT", 0, "x", b"hb")).await;
+    wait_dispatched(&env.store, "HT", 0, 1).await;
+    let r = c2.request(p, T).await.unwrap();
+    assert_eq!(r.code, 0, "{:?}", r.remark);
+    // A closed connection leaves the group.
+    c2.close();
+    let t0 = Instant::now();
+    while list(c1.clone()).await.len() != 1 {
+        assert!(t0.elapsed() < T);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn illegal_messages_and_unknown_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = start(dir.path(), &[("maxMessageSize", "2048")]).await;
+    let c = env.client().await;
+    for (topic, body, needle) in [
+        ("bad topic", &b"x"[..], "illegal characters"),
+        (&*"t".repeat(128), b"x", "127"),
+        ("SCHEDULE_TOPIC_XXXX", b"x", "forbidden"),
+        ("Big", &[0u8; 4096][..], "body size"),
+    ] {
+        let r = c.request(send_v2(topic, 0, "a", body), T).await.unwrap();
+        assert_eq!(r.code, ResponseCode::MESSAGE_ILLEGAL.0, "{topic}");
+        assert!(
+            r.remark.as_deref().unwrap_or("").contains(needle),
+            "{:?}",
+            r.remark
+        );
+    }
+    let r = c.request(send_v2("Q", 9, "a", b"x"), T).await.unwrap();
+    assert_eq!(r.code, ResponseCode::SYSTEM_ERROR.0);
+    let r = c
+        .request(RemotingCommand::new_request(9999, Default::default()), T)
+        .await
+        .unwrap();
+    assert_eq!(r.code, ResponseCode::REQUEST_CODE_NOT_SUPPORTED.0);
+    assert_eq!(r.remark.as_deref(), Some("request type 9999 not supported"));
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn sync_flush_acks_after_flush() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = start(
+        dir.path(),
+        &[
+            ("flushDiskType", "SYNC_FLUSH"),
+            ("flushIntervalCommitLog", "1000"),
+        ],
+    )
+    .await;
+    let c = env.client().await;
+    for i in 0..5 {
+        let h = send_ok(&c, send_v2("SF", 0, "a", format!("m{i}").as_bytes())).await;
+        let (_, phy) = rmq_common::decode_offset_msg_id(&h.msg_id).unwrap();
+        assert!(
+            env.store.get_flushed_phy_offset() > phy,
+            "acked before flush"
+        );
+    }
+    env.stop().await;
+}
