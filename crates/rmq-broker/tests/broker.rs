@@ -474,3 +474,98 @@ async fn sync_flush_acks_after_flush() {
     }
     env.stop().await;
 }
+
+#[tokio::test]
+async fn admin_offsets_query_by_key_and_view_by_id() {
+    use rmq_protocol::header::{
+        GetMaxOffsetRequestHeader, GetMinOffsetRequestHeader, QueryMessageRequestHeader,
+        SearchOffsetRequestHeader, ViewMessageRequestHeader,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let env = start(dir.path(), &[]).await;
+    let c = env.client().await;
+    let mut ids = Vec::new();
+    for i in 0..3 {
+        ids.push(
+            send_ok(&c, send_v2("AQ", 2, "a", format!("q{i}").as_bytes()))
+                .await
+                .msg_id,
+        );
+    }
+    wait_dispatched(&env.store, "AQ", 2, 3).await;
+    let ask = |code: RequestCode, h: rmq_protocol::ExtFields| {
+        let c = c.clone();
+        async move {
+            c.request(RemotingCommand::new_request(code.0, h), T)
+                .await
+                .unwrap()
+        }
+    };
+    let r = ask(
+        RequestCode::GET_MAX_OFFSET,
+        GetMaxOffsetRequestHeader {
+            topic: "AQ".into(),
+            queue_id: 2,
+            broker_name: None,
+        }
+        .to_ext_fields(),
+    )
+    .await;
+    assert_eq!(r.ext_fields["offset"], "3");
+    let r = ask(
+        RequestCode::GET_MIN_OFFSET,
+        GetMinOffsetRequestHeader {
+            topic: "AQ".into(),
+            queue_id: 2,
+            broker_name: None,
+        }
+        .to_ext_fields(),
+    )
+    .await;
+    assert_eq!(r.ext_fields["offset"], "0");
+    let r = ask(
+        RequestCode::SEARCH_OFFSET_BY_TIMESTAMP,
+        SearchOffsetRequestHeader {
+            topic: "AQ".into(),
+            queue_id: 2,
+            timestamp: 0,
+            broker_name: None,
+        }
+        .to_ext_fields(),
+    )
+    .await;
+    assert_eq!((r.code, r.ext_fields["offset"].as_str()), (0, "0"));
+    let (_, phy) = rmq_common::decode_offset_msg_id(&ids[1]).unwrap();
+    let r = ask(
+        RequestCode::VIEW_MESSAGE_BY_ID,
+        ViewMessageRequestHeader { offset: phy }.to_ext_fields(),
+    )
+    .await;
+    assert_eq!(r.code, 0);
+    let m = decode_messages(r.body.as_ref().unwrap()).unwrap();
+    assert_eq!(
+        (&m[0].body[..], m[0].msg_id.as_str()),
+        (&b"q1"[..], ids[1].as_str())
+    );
+    let r = ask(
+        RequestCode::QUERY_MESSAGE,
+        QueryMessageRequestHeader {
+            topic: "AQ".into(),
+            key: "k1".into(),
+            max_num: 32,
+            begin_timestamp: 0,
+            end_timestamp: i64::MAX,
+        }
+        .to_ext_fields(),
+    )
+    .await;
+    assert_eq!(r.code, 0, "{:?}", r.remark);
+    assert!(r.ext_fields.contains_key("indexLastUpdatePhyoffset"));
+    assert_eq!(decode_messages(r.body.as_ref().unwrap()).unwrap().len(), 3);
+    let r = ask(RequestCode::GET_BROKER_RUNTIME_INFO, Default::default()).await;
+    assert_eq!(r.code, 0);
+    let r = ask(RequestCode::GET_ALL_TOPIC_CONFIG, Default::default()).await;
+    let w = TopicConfigSerializeWrapper::from_json_bytes(r.body.as_ref().unwrap()).unwrap();
+    assert!(w.topic_config_table.contains_key("AQ"));
+    env.stop().await;
+}
