@@ -4,11 +4,12 @@ The native module owns bytes and files; everything here releases the GIL while i
 Errors are raised as classes of :mod:`rmq.errors` (the one exception tree).
 """
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import final
 
 __version__: str
 __all__ = [
+    "BrokerServer",
     "GetMessageResult",
     "MessageStore",
     "PutMessageResult",
@@ -19,6 +20,7 @@ __all__ = [
     "StoredMessage",
     "__version__",
     "create_offset_msg_id",
+    "decode_messages",
     "decode_offset_msg_id",
     "java_string_hash",
     "request_codes",
@@ -28,6 +30,9 @@ __all__ = [
 
 def store_config_defaults() -> dict[str, str]:
     """Every store key the native engine understands (RocketMQ spelling), with its default."""
+
+def decode_messages(body: bytes) -> list[StoredMessage]:
+    """Decode concatenated CommitLog records (a pull, query or view response body)."""
 
 def java_string_hash(s: str) -> int:
     """Java's ``String.hashCode()`` of ``s`` (the ConsumeQueue tags code of a tag)."""
@@ -262,3 +267,30 @@ class RemotingClient:
         timeout_ms: int = 3000,
     ) -> None: ...
     def close(self) -> None: ...
+
+@final
+class BrokerServer:
+    """The broker's network server over a store: Rust processors for send, pull, offsets,
+    topics and heartbeats; codes it does not serve go to ``handler`` (like RemotingServer's),
+    or get REQUEST_CODE_NOT_SUPPORTED. ``config`` takes RocketMQ broker keys (brokerName,
+    brokerClusterName, brokerId, brokerAddr, autoCreateTopicEnable, defaultTopicQueueNums,
+    brokerPermission, ...). Topics, offsets and groups live under ``<store root>/config``."""
+
+    def __new__(
+        cls,
+        store: MessageStore,
+        config: Mapping[str, str],
+        host: str,
+        port: int,
+        handler: object | None = None,
+    ) -> BrokerServer: ...
+    @property
+    def local_addr(self) -> str: ...
+    def register_body(self) -> bytes:
+        """The REGISTER_BROKER body (RegisterBrokerBody JSON) for the nameservers."""
+    def persist(self) -> None:
+        """Write consumer offsets, subscription groups and topics."""
+    def set_topic_change_listener(self, callback: Callable[[], object]) -> None:
+        """Call ``callback()`` after every topic-table change."""
+    def shutdown(self) -> None:
+        """Stop serving, close connections, persist. Idempotent."""

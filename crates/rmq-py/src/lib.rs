@@ -16,6 +16,7 @@ use rmq_common::properties::{Properties, PropertyKey};
 use rmq_store::format::{scan_record, Scan};
 use rmq_store::{MessageStore, MessageToStore, SelectMappedBufferResult, StoreConfig, StoreError};
 
+mod broker;
 mod remoting;
 
 /// The `rmq.errors` class a store error is raised as.
@@ -123,7 +124,11 @@ impl StoredMessage {
 }
 
 fn decode_message(py: Python<'_>, sel: &SelectMappedBufferResult) -> Option<StoredMessage> {
-    let Scan::Message(r) = scan_record(sel.bytes(), false) else {
+    decode_record(py, sel.bytes())
+}
+
+fn decode_record(py: Python<'_>, bytes: &[u8]) -> Option<StoredMessage> {
+    let Scan::Message(r) = scan_record(bytes, false) else {
         return None;
     };
     let props = Properties::decode(&String::from_utf8_lossy(r.properties));
@@ -185,9 +190,9 @@ impl GetMessageResult {
 
 /// One broker's storage engine.
 #[pyclass(module = "rmq._rmq", frozen, name = "MessageStore")]
-struct PyMessageStore {
-    inner: Arc<MessageStore>,
-    root: String,
+pub(crate) struct PyMessageStore {
+    pub(crate) inner: Arc<MessageStore>,
+    pub(crate) root: String,
 }
 
 struct OwnedMessage {
@@ -520,6 +525,25 @@ fn response_codes() -> HashMap<String, i32> {
         .collect()
 }
 
+/// Decode a body of concatenated CommitLog records (a PULL_MESSAGE, QUERY_MESSAGE or
+/// VIEW_MESSAGE_BY_ID response). Stops at the first record that is not whole.
+#[pyfunction]
+fn decode_messages(py: Python<'_>, body: &[u8]) -> PyResult<Vec<Py<StoredMessage>>> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while pos < body.len() {
+        let Scan::Message(r) = scan_record(&body[pos..], true) else {
+            break;
+        };
+        let size = r.total_size;
+        if let Some(m) = decode_record(py, &body[pos..pos + size]) {
+            out.push(Py::new(py, m)?);
+        }
+        pos += size;
+    }
+    Ok(out)
+}
+
 /// Every store key with its default value.
 #[pyfunction]
 fn store_config_defaults() -> HashMap<String, String> {
@@ -560,11 +584,13 @@ fn _rmq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PutMessageResult>()?;
     m.add_class::<StoredMessage>()?;
     m.add_class::<GetMessageResult>()?;
+    m.add_class::<broker::BrokerServer>()?;
     m.add_class::<remoting::RemotingServer>()?;
     m.add_class::<remoting::RemotingClient>()?;
     m.add_class::<remoting::RemotingRequest>()?;
     m.add_class::<remoting::RemotingResponse>()?;
     m.add_function(wrap_pyfunction!(store_config_defaults, m)?)?;
+    m.add_function(wrap_pyfunction!(decode_messages, m)?)?;
     m.add_function(wrap_pyfunction!(request_codes, m)?)?;
     m.add_function(wrap_pyfunction!(response_codes, m)?)?;
     m.add_function(wrap_pyfunction!(java_string_hash, m)?)?;

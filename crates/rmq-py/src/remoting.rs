@@ -120,11 +120,15 @@ fn from_command(py: Python<'_>, cmd: &RemotingCommand) -> RemotingResponse {
 
 /// Runs a Python handler object: `handle(request) -> RemotingResponse | None` and, if it has
 /// one, `on_close(connection_id)`.
-struct PyHandler {
+pub(crate) struct PyHandler {
     handler: Py<PyAny>,
 }
 
 impl PyHandler {
+    pub(crate) fn new(handler: Py<PyAny>) -> Self {
+        Self { handler }
+    }
+
     fn call(&self, conn: &Connection, req: &RemotingCommand) -> Option<RemotingCommand> {
         Python::attach(|py| {
             let request = RemotingRequest {

@@ -22,8 +22,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m rmq.broker",
         description=(
-            "Run one rmq broker. This build runs the storage engine only (store-only mode): "
-            "the network server is not part of it yet."
+            "Run one rmq broker (RocketMQ-compatible): the store, the network server on "
+            "listenPort, and registration with the nameservers (an embedded one on 9876 when "
+            "none is configured)."
         ),
     )
     parser.add_argument(
@@ -102,6 +103,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.write(format_config(config, store_defaults))
         return 0
 
-    from rmq.broker.store_only import run_store_only
+    from rmq.broker.server import run_broker
 
-    return run_store_only(config, embedded_namesrv_port=args.namesrv_port)
+    return run_broker(config, embedded_namesrv_port=args.namesrv_port)

@@ -1,0 +1,135 @@
+"""The broker process: the store, the Rust network server (send, pull, offsets, topics,
+heartbeats), nameserver registration, and the broker's schedules.
+
+Python decides; Rust moves the bytes. This module wires the pieces and owns the timers:
+register with every nameserver every ``registerNameServerPeriod`` ms (and at once when topics
+change), persist consumer offsets every 5 s, delete expired files at ``deleteWhen``. SIGTERM
+or SIGINT stop it cleanly: unregister, stop serving, persist, flush, remove the ``abort`` file.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from types import FrameType
+
+from rmq.broker.registration import BrokerIdentity, NamesrvRegistrar
+from rmq.broker.store_only import retention_policy, start_embedded_namesrv
+from rmq.config import BrokerConfig
+from rmq.errors import RmqError
+from rmq.scheduling.retention import RetentionScheduler
+
+__all__ = ["run_broker"]
+
+log = logging.getLogger("rmq.broker")
+
+PERSIST_INTERVAL_S = 5.0
+"""RocketMQ's flushConsumerOffsetInterval."""
+
+
+def broker_keys(config: BrokerConfig) -> dict[str, str]:
+    """The settings the Rust broker server takes, by RocketMQ key name."""
+    return {
+        "brokerName": config.broker_name,
+        "brokerClusterName": config.broker_cluster_name,
+        "brokerId": str(config.broker_id),
+        "brokerAddr": config.store_host,
+        "autoCreateTopicEnable": str(config.auto_create_topic_enable).lower(),
+        "defaultTopicQueueNums": str(config.default_topic_queue_nums),
+        "brokerPermission": str(config.broker_permission),
+    }
+
+
+def run_broker(config: BrokerConfig, embedded_namesrv_port: int = 9876) -> int:
+    """Run until SIGTERM or SIGINT; return the exit status (0 after a clean shutdown)."""
+    from rmq._rmq import BrokerServer, MessageStore, RemotingClient
+
+    stopping = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        del frame
+        if not stopping.is_set():
+            log.info("%s received; shutting down", signal.Signals(signum).name)
+        stopping.set()
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, on_signal)
+
+    namesrv_addrs = list(config.namesrv_addrs)
+    embedded = None
+    if not namesrv_addrs:
+        embedded = start_embedded_namesrv(embedded_namesrv_port)
+        if embedded is None:
+            return 1
+        namesrv_addrs = [f"127.0.0.1:{embedded[0].local_addr.rsplit(':', 1)[1]}"]
+
+    root = config.store_path_root_dir
+    try:
+        store = MessageStore(root, dict(config.store), store_host=config.store_host)
+    except RmqError as exc:
+        log.error("cannot open the store at %s: %s", root, exc)
+        if embedded is not None:
+            embedded[0].shutdown()
+        return 1
+    try:
+        server = BrokerServer(store, broker_keys(config), "0.0.0.0", config.listen_port)
+    except (RmqError, RuntimeError) as exc:
+        log.error("%s", exc)
+        store.shutdown()
+        if embedded is not None:
+            embedded[0].shutdown()
+        return 1
+
+    identity = BrokerIdentity(
+        cluster_name=config.broker_cluster_name,
+        broker_name=config.broker_name,
+        broker_id=config.broker_id,
+        broker_addr=config.store_host,
+        ha_server_addr=f"{config.broker_ip1}:{config.listen_port + 1}",
+    )
+    registrar = NamesrvRegistrar(
+        RemotingClient(),
+        namesrv_addrs,
+        identity,
+        server.register_body,
+        period_s=config.register_name_server_period / 1000,
+    )
+    server.set_topic_change_listener(registrar.trigger)
+    scheduler = RetentionScheduler(store, retention_policy(config))
+    try:
+        log.info(
+            "broker %r (cluster %s, %s, %s): listening on %s as %s, nameservers %s; "
+            "store open at %s, last exit clean: %s, transient store pool: %s",
+            config.broker_name,
+            config.broker_cluster_name,
+            config.broker_role.value,
+            config.flush_disk_type.value,
+            server.local_addr,
+            config.store_host,
+            ";".join(namesrv_addrs),
+            store.root_dir,
+            "yes" if store.last_exit_ok else "no (recovered from an unclean exit)",
+            "on" if store.transient_store_pool_active else "off",
+        )
+        registrar.start()
+        scheduler.start()
+        ticks = 0
+        while not stopping.wait(1.0):
+            ticks += 1
+            if ticks % int(PERSIST_INTERVAL_S) == 0:
+                try:
+                    server.persist()
+                except RmqError as exc:
+                    log.error("persisting broker state failed: %s (retrying)", exc)
+            if embedded is not None and ticks % 5 == 0:
+                embedded[1].routes.scan_not_active_broker()
+    finally:
+        registrar.stop(unregister=True)
+        scheduler.stop()
+        server.shutdown()
+        store.shutdown()
+        if embedded is not None:
+            embedded[0].shutdown()
+    log.info("shutdown complete")
+    return 0
