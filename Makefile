@@ -26,7 +26,7 @@ export PYO3_PYTHON := $(VENV_ABS)/bin/python
 
 section = @printf '\n==== %s ====\n' "$(1)"
 
-.PHONY: help venv build run lint lint-rust lint-python stubtest test test-rust test-python bench \
+.PHONY: help venv build run lint lint-rust lint-python stubtest test test-rust test-python java-tools bench \
 	fmt clean distclean
 
 help:
@@ -101,9 +101,16 @@ test-rust: $(VENV_STAMP)
 	cargo test --workspace --release
 
 # Needs `make build` first (the CLI tests start real broker processes).
-test-python: $(VENV_STAMP)
+test-python: $(VENV_STAMP) java-tools
 	$(call section,test: pytest)
 	$(PY) -m pytest tests -q
+
+# The compatibility test builds a small program against the official RocketMQ Java client with
+# Maven; install a JDK and Maven from Debian when the machine has none.
+java-tools:
+	@command -v java >/dev/null && command -v mvn >/dev/null || { \
+		echo "installing openjdk-17-jdk-headless and maven (needed by tests/test_compat_java.py)"; \
+		apt-get update -q && apt-get install -y -q --no-install-recommends openjdk-17-jdk-headless maven; }
 
 # ---- bench ------------------------------------------------------------------------------------
 
