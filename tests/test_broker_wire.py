@@ -166,3 +166,42 @@ def test_send_pull_offsets_and_registration(broker: tuple[BrokerProcess, str, st
     assert proc.proc.wait(30) == 0
     assert route(c, ns, "WireTopic") is None, "a clean shutdown unregisters the broker"
     assert sys.executable
+
+
+def test_groups_bad_headers_and_connection_floods(broker: tuple[BrokerProcess, str, str]) -> None:
+    import socket
+
+    _, addr, _ = broker
+    c = RemotingClient()
+    group = {"groupName": "orders-group", "consumeEnable": True, "retryMaxTimes": 5}
+    r = c.invoke(addr, 200, None, json.dumps(group).encode())
+    assert r.code == ResponseCode.SUCCESS, r.remark
+    groups = json.loads(c.invoke(addr, 201).body or b"")
+    assert groups["subscriptionGroupTable"]["orders-group"]["retryMaxTimes"] == 5
+    assert c.invoke(addr, 200, None, b"not json").code == ResponseCode.SYSTEM_ERROR
+
+    # Headers missing required fields get an error naming the field, not a dropped connection.
+    r = c.invoke(addr, RequestCode.PULL_MESSAGE, {"topic": "WireTopic"})
+    assert r.code == ResponseCode.SYSTEM_ERROR
+    assert r.remark and "consumerGroup" in r.remark
+    r = c.invoke(addr, RequestCode.SEND_MESSAGE_V2, {"b": "WireTopic"})
+    assert r.code == ResponseCode.SYSTEM_ERROR and r.remark
+
+    # 300 connections at once, some sending garbage: the broker keeps serving everyone.
+    host, port = addr.split(":")
+    socks = []
+    for i in range(300):
+        s = socket.create_connection((host, int(port)), timeout=5)
+        if i % 3 == 0:
+            s.sendall(b"\x00\x00\x00\x05\x09\x00\x00\x00\x00")  # unknown serialize type
+        socks.append(s)
+    try:
+        assert send_v2(c, addr, "FloodTopic", b"still-ok", "t", "k").code == ResponseCode.SUCCESS
+    finally:
+        for s in socks:
+            s.close()
+    again = RemotingClient()
+    assert (
+        again.invoke(addr, RequestCode.GET_MAX_OFFSET, {"topic": "FloodTopic", "queueId": "0"}).code
+        == 0
+    )

@@ -14,6 +14,7 @@ pub mod pull_message;
 pub mod query_message;
 pub mod runtime_info;
 pub mod send_message;
+pub mod subscription_group;
 pub mod topic;
 
 /// A response to `req` with `code` and `remark`.
@@ -61,6 +62,8 @@ pub async fn dispatch(b: Arc<Broker>, conn: Connection, req: RemotingCommand) ->
         RequestCode::GET_ALL_TOPIC_CONFIG => topic::all(&b, &req),
         RequestCode::DELETE_TOPIC_IN_BROKER => topic::delete(&b, &req),
         RequestCode::GET_BROKER_RUNTIME_INFO => runtime_info::process(&b, &req),
+        RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => subscription_group::update(&b, &req),
+        RequestCode::GET_ALL_SUBSCRIPTIONGROUP_CONFIG => subscription_group::all(&b, &req),
         _ => match &b.fallback {
             Some(f) => f.handle(conn, req).await,
             None => reply(
