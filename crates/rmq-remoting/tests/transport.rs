@@ -16,6 +16,7 @@ const ECHO: i32 = 9001;
 const FILE: i32 = 9002;
 const ASK_BACK: i32 = 9003;
 const NOTE: i32 = 9004;
+const FILE_BIG: i32 = 9005;
 
 struct Region {
     file: std::fs::File,
@@ -70,6 +71,25 @@ impl RequestHandler for Handler {
                         data: content[100..150].to_vec(),
                     }),
                 ];
+                let command = RemotingCommand::response_to(&req, 0, None);
+                Box::pin(async move { Some(Reply::WithFileRegions { command, regions }) })
+            }
+            FILE_BIG => {
+                // Two 200 KiB regions: large enough to go out by sendfile.
+                let path = self.dir.path().join("big");
+                let content: Vec<u8> = (0..600_000u32).map(|i| (i % 251) as u8).collect();
+                std::fs::write(&path, &content).unwrap();
+                let regions: Vec<Box<dyn FileRegion>> =
+                    [(1000usize, 200_000usize), (300_000, 200_000)]
+                        .into_iter()
+                        .map(|(pos, len)| {
+                            Box::new(Region {
+                                file: std::fs::File::open(&path).unwrap(),
+                                pos: pos as u64,
+                                data: content[pos..pos + len].to_vec(),
+                            }) as Box<dyn FileRegion>
+                        })
+                        .collect();
                 let command = RemotingCommand::response_to(&req, 0, None);
                 Box::pin(async move { Some(Reply::WithFileRegions { command, regions }) })
             }

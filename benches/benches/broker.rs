@@ -1,0 +1,337 @@
+#![allow(missing_docs)] // criterion_group! generates undocumented items
+//! The broker over loopback TCP, 1 KiB bodies, ASYNC_FLUSH: the load-generator core of
+//! issue 3, in the same process as its baselines.
+//!
+//! * `produce`: SEND_MESSAGE_V2 with 64 requests in flight on one connection (as one Java
+//!   producer with async sends), and SEND_BATCH_MESSAGE with batches of 32 (16 in flight).
+//! * `consume`: PULL_MESSAGE over 4 queues, one puller per queue (bodies go out by `sendfile`),
+//!   against a raw loopback socket copy of 256 KiB writes measured in the same run.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use rmq_broker::{BrokerConfig, BrokerController};
+use rmq_common::properties::Properties;
+use rmq_protocol::message_decoder::{encode_batch, BatchMessage};
+use rmq_protocol::{ExtFields, RemotingCommand, RequestCode, ResponseCode};
+use rmq_remoting::Connection;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const BODY: [u8; 1024] = [b'x'; 1024];
+const T: Duration = Duration::from_secs(30);
+
+fn bench_dir() -> tempfile::TempDir {
+    let base = std::env::var_os("RMQ_BENCH_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/bench-tmp"));
+    std::fs::create_dir_all(&base).expect("bench dir");
+    tempfile::tempdir_in(base).expect("bench dir")
+}
+
+struct Running {
+    _dir: tempfile::TempDir,
+    _controller: BrokerController,
+    addr: SocketAddr,
+}
+
+fn start_broker(rt: &tokio::runtime::Runtime) -> Running {
+    let _ = std::process::Command::new("sync").status();
+    let dir = bench_dir();
+    let store_cfg = rmq_store::StoreConfig::from_pairs([("mappedFileSizeCommitLog", "268435456")])
+        .expect("config");
+    let store = rmq_store::MessageStore::open(
+        dir.path().join("store"),
+        store_cfg,
+        "127.0.0.1:10911".parse().expect("addr"),
+    )
+    .expect("store");
+    let mut cfg = BrokerConfig::default();
+    cfg.config_dir = dir.path().join("config");
+    let controller = BrokerController::new(cfg, store, None).expect("broker");
+    let handle = rt
+        .block_on(controller.start("127.0.0.1:0".parse().expect("addr")))
+        .expect("listen");
+    let addr = handle.local_addr();
+    std::mem::forget(handle); // served until the process exits
+    Running {
+        _dir: dir,
+        _controller: controller,
+        addr,
+    }
+}
+
+fn send_header(topic: &str, queue_id: i32, batch: bool) -> ExtFields {
+    let props = if batch {
+        String::new()
+    } else {
+        "TAGS\u{1}TagA\u{2}".to_owned()
+    };
+    [
+        ("a", "bench-producer".to_owned()),
+        ("b", topic.to_owned()),
+        ("c", "TBW102".to_owned()),
+        ("d", "4".to_owned()),
+        ("e", queue_id.to_string()),
+        ("f", "0".to_owned()),
+        ("g", "0".to_owned()),
+        ("h", "0".to_owned()),
+        ("i", props),
+        ("j", "0".to_owned()),
+        ("k", "false".to_owned()),
+        ("m", batch.to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect()
+}
+
+async fn send(c: &Connection, topic: &str, queue_id: i32) {
+    let req = RemotingCommand::new_request(
+        RequestCode::SEND_MESSAGE_V2.0,
+        send_header(topic, queue_id, false),
+    )
+    .with_body(Bytes::from_static(&BODY));
+    let r = c.request(req, T).await.expect("send");
+    assert_eq!(r.code, ResponseCode::SUCCESS.0, "{:?}", r.remark);
+}
+
+fn produce(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("rt");
+    let broker = start_broker(&rt);
+    let conn = rt
+        .block_on(rmq_remoting::connect(broker.addr, None, T))
+        .expect("connect");
+    let mut g = c.benchmark_group("broker_produce_1KiB");
+    g.sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("send_v2_64_in_flight", |b| {
+        b.iter_custom(|iters| {
+            let per = iters.div_ceil(64);
+            let start = Instant::now();
+            rt.block_on(async {
+                let tasks: Vec<_> = (0..64)
+                    .map(|t| {
+                        let c = conn.clone();
+                        tokio::spawn(async move {
+                            for _ in 0..per {
+                                send(&c, "BenchProduce", t % 4).await;
+                            }
+                        })
+                    })
+                    .collect();
+                for t in tasks {
+                    t.await.expect("sender");
+                }
+            });
+            start.elapsed().mul_f64(iters as f64 / (per * 64) as f64)
+        });
+    });
+    let batch_body = encode_batch(
+        &(0..32)
+            .map(|i| {
+                let mut p = Properties::new();
+                p.put("UNIQ_KEY", format!("7F0000010001{i:020X}"));
+                BatchMessage {
+                    flag: 0,
+                    body: Bytes::from_static(&BODY),
+                    properties: p,
+                }
+            })
+            .collect::<Vec<_>>(),
+    )
+    .expect("batch");
+    g.throughput(Throughput::Elements(32));
+    g.bench_function("send_batch_32_16_in_flight", |b| {
+        b.iter_custom(|iters| {
+            let per = iters.div_ceil(16);
+            let start = Instant::now();
+            rt.block_on(async {
+                let tasks: Vec<_> = (0..16)
+                    .map(|t| {
+                        let (c, body) = (conn.clone(), batch_body.clone());
+                        tokio::spawn(async move {
+                            for _ in 0..per {
+                                let req = RemotingCommand::new_request(
+                                    RequestCode::SEND_BATCH_MESSAGE.0,
+                                    send_header("BenchBatch", t % 4, true),
+                                )
+                                .with_body(body.clone());
+                                let r = c.request(req, T).await.expect("batch send");
+                                assert_eq!(r.code, ResponseCode::SUCCESS.0, "{:?}", r.remark);
+                            }
+                        })
+                    })
+                    .collect();
+                for t in tasks {
+                    t.await.expect("sender");
+                }
+            });
+            start.elapsed().mul_f64(iters as f64 / (per * 16) as f64)
+        });
+    });
+    g.finish();
+}
+
+fn consume(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("rt");
+    let broker = start_broker(&rt);
+    let conn = rt
+        .block_on(rmq_remoting::connect(broker.addr, None, T))
+        .expect("connect");
+    // 4 queues × 50 000 messages of 1 KiB.
+    const PER_QUEUE: i64 = 50_000;
+    rt.block_on(async {
+        let tasks: Vec<_> = (0..64)
+            .map(|t| {
+                let c = conn.clone();
+                tokio::spawn(async move {
+                    for _ in 0..(PER_QUEUE * 4 / 64) {
+                        send(&c, "BenchConsume", t % 4).await;
+                    }
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.expect("filler");
+        }
+    });
+    let record = rmq_store::format::calc_msg_length(
+        0,
+        BODY.len(),
+        "BenchConsume".len(),
+        "TAGS\u{1}TagA\u{2}".len() + 60,
+    );
+    let mut g = c.benchmark_group("broker_consume_1KiB");
+    g.sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
+    g.throughput(Throughput::Bytes(1 << 20));
+
+    // Baseline: one loopback connection, 256 KiB writes, a reader draining it.
+    let (tx_sock, rx_sock) = rt.block_on(async {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let a = l.local_addr().expect("addr");
+        let (w, r) = tokio::join!(tokio::net::TcpStream::connect(a), l.accept());
+        (w.expect("connect"), r.expect("accept").0)
+    });
+    let tx_sock = Arc::new(tokio::sync::Mutex::new(tx_sock));
+    let rx_sock = Arc::new(tokio::sync::Mutex::new(rx_sock));
+    g.bench_function("baseline_loopback_socket_copy", |b| {
+        b.iter_custom(|iters| {
+            let bytes = iters * (1 << 20);
+            let (tx, rx) = (Arc::clone(&tx_sock), Arc::clone(&rx_sock));
+            let start = Instant::now();
+            rt.block_on(async move {
+                let writer = tokio::spawn(async move {
+                    let chunk = vec![7u8; 256 * 1024];
+                    let mut w = tx.lock().await;
+                    let mut sent = 0u64;
+                    while sent < bytes {
+                        w.write_all(&chunk).await.expect("write");
+                        sent += chunk.len() as u64;
+                    }
+                });
+                let mut r = rx.lock().await;
+                let mut buf = vec![0u8; 256 * 1024];
+                let mut got = 0u64;
+                while got < bytes {
+                    got += r.read(&mut buf).await.expect("read") as u64;
+                }
+                writer.await.expect("writer");
+            });
+            start.elapsed()
+        });
+    });
+
+    // Pull: each iteration is 1 MiB of message bytes; pullers walk their queue and wrap.
+    for batch in [32usize, 1024] {
+        let offsets = Arc::new(
+            (0..4)
+                .map(|_| std::sync::atomic::AtomicI64::new(0))
+                .collect::<Vec<_>>(),
+        );
+        g.bench_function(format!("pull_4_queues_{batch}_per_pull"), |b| {
+            b.iter_custom(|iters| {
+                let target = iters * (1 << 20);
+                let start = Instant::now();
+                rt.block_on(async {
+                    let done = Arc::new(std::sync::atomic::AtomicU64::new(0));
+                    let tasks: Vec<_> = (0..4)
+                        .map(|q| {
+                            let (c, d, offs) =
+                                (conn.clone(), Arc::clone(&done), Arc::clone(&offsets));
+                            tokio::spawn(async move {
+                                while d.load(std::sync::atomic::Ordering::Relaxed) < target {
+                                    let mut off =
+                                        offs[q].load(std::sync::atomic::Ordering::Relaxed);
+                                    if off >= PER_QUEUE {
+                                        off = 0;
+                                    }
+                                    let header: ExtFields = [
+                                        ("consumerGroup", "bench".to_owned()),
+                                        ("topic", "BenchConsume".to_owned()),
+                                        ("queueId", q.to_string()),
+                                        ("queueOffset", off.to_string()),
+                                        ("maxMsgNums", batch.to_string()),
+                                        ("sysFlag", "4".to_owned()),
+                                        ("commitOffset", "0".to_owned()),
+                                        ("suspendTimeoutMillis", "0".to_owned()),
+                                        ("subscription", "*".to_owned()),
+                                        ("subVersion", "0".to_owned()),
+                                    ]
+                                    .into_iter()
+                                    .map(|(k, v)| (k.to_owned(), v))
+                                    .collect();
+                                    let r = c
+                                        .request(
+                                            RemotingCommand::new_request(
+                                                RequestCode::PULL_MESSAGE.0,
+                                                header,
+                                            ),
+                                            T,
+                                        )
+                                        .await
+                                        .expect("pull");
+                                    assert_eq!(r.code, ResponseCode::SUCCESS.0, "{:?}", r.remark);
+                                    let n = r.body.as_ref().map_or(0, |b| b.len());
+                                    let next: i64 = r
+                                        .ext_fields
+                                        .get("nextBeginOffset")
+                                        .and_then(|v| v.parse().ok())
+                                        .unwrap_or(off);
+                                    offs[q].store(next, std::sync::atomic::Ordering::Relaxed);
+                                    d.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+                                }
+                            })
+                        })
+                        .collect();
+                    for t in tasks {
+                        t.await.expect("puller");
+                    }
+                });
+                start.elapsed()
+            });
+        });
+    }
+    g.finish();
+    eprintln!("consume bench: record size ≈ {record} bytes per 1 KiB message");
+}
+
+criterion_group!(benches, produce, consume);
+criterion_main!(benches);
