@@ -49,8 +49,10 @@ fn start_broker(rt: &tokio::runtime::Runtime) -> Running {
         "127.0.0.1:10911".parse().expect("addr"),
     )
     .expect("store");
-    let mut cfg = BrokerConfig::default();
-    cfg.config_dir = dir.path().join("config");
+    let cfg = BrokerConfig {
+        config_dir: dir.path().join("config"),
+        ..BrokerConfig::default()
+    };
     let controller = BrokerController::new(cfg, store, None).expect("broker");
     let handle = rt
         .block_on(controller.start("127.0.0.1:0".parse().expect("addr")))
