@@ -295,6 +295,17 @@ impl RemotingClient {
     }
 }
 
+fn request(
+    addr: &str,
+    code: i32,
+    ext_fields: Option<HashMap<String, String>>,
+    body: Option<&[u8]>,
+) -> PyResult<(SocketAddr, RemotingCommand)> {
+    let mut cmd = RemotingCommand::new_request(code, to_ext(&ext_fields.unwrap_or_default()));
+    cmd.body = body.map(bytes::Bytes::copy_from_slice);
+    Ok((resolve(addr)?, cmd))
+}
+
 fn remoting_err(py: Python<'_>, e: &rmq_remoting::RemotingError) -> PyErr {
     let class = match e {
         rmq_remoting::RemotingError::Timeout { .. } => "RemotingTimeoutError",
@@ -323,11 +334,7 @@ impl RemotingClient {
         body: Option<&[u8]>,
         timeout_ms: u64,
     ) -> PyResult<RemotingResponse> {
-        let addr = resolve(addr)?;
-        let mut cmd = RemotingCommand::new_request(code, to_ext(&ext_fields.unwrap_or_default()));
-        if let Some(b) = body {
-            cmd.body = Some(bytes::Bytes::copy_from_slice(b));
-        }
+        let (addr, cmd) = request(addr, code, ext_fields, body)?;
         let timeout = Duration::from_millis(timeout_ms);
         let result = py.detach(|| {
             let c = self.connection(addr, timeout)?;
@@ -350,11 +357,7 @@ impl RemotingClient {
         body: Option<&[u8]>,
         timeout_ms: u64,
     ) -> PyResult<()> {
-        let addr = resolve(addr)?;
-        let mut cmd = RemotingCommand::new_request(code, to_ext(&ext_fields.unwrap_or_default()));
-        if let Some(b) = body {
-            cmd.body = Some(bytes::Bytes::copy_from_slice(b));
-        }
+        let (addr, cmd) = request(addr, code, ext_fields, body)?;
         let timeout = Duration::from_millis(timeout_ms);
         let result = py.detach(|| {
             let c = self.connection(addr, timeout)?;

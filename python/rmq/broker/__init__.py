@@ -1,13 +1,13 @@
 """The broker process: ``python -m rmq.broker [-c broker.conf] [-n host:port;host:port]``.
 
-Today it runs in *store-only* mode: it opens the storage engine, runs expired-file deletion at
-``deleteWhen`` and shuts down cleanly on SIGTERM/SIGINT. The remoting server, nameserver
-registration and the embedded nameserver land in later versions.
+It opens the storage engine, serves RocketMQ clients on ``listenPort`` (send, pull, offsets,
+topics, heartbeats), registers with every nameserver (running an embedded one when none is
+configured), deletes expired files at ``deleteWhen`` and shuts down cleanly on SIGTERM/SIGINT.
 """
 
 from __future__ import annotations
 
 from rmq.broker.cli import build_parser, main
-from rmq.broker.store_only import run_store_only
+from rmq.broker.server import run_broker
 
-__all__ = ["build_parser", "main", "run_store_only"]
+__all__ = ["build_parser", "main", "run_broker"]

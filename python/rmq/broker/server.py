@@ -13,19 +13,60 @@ import logging
 import signal
 import threading
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from rmq.broker.registration import BrokerIdentity, NamesrvRegistrar
-from rmq.broker.store_only import retention_policy, start_embedded_namesrv
 from rmq.config import BrokerConfig
 from rmq.errors import RmqError
-from rmq.scheduling.retention import RetentionScheduler
+from rmq.namesrv.server import NamesrvProcessor
+from rmq.scheduling.retention import (
+    DISK_SPACE_CLEAN_FORCIBLY_RATIO,
+    RetentionPolicy,
+    RetentionScheduler,
+)
 
-__all__ = ["run_broker"]
+if TYPE_CHECKING:
+    from rmq._rmq import RemotingServer
+
+__all__ = ["retention_policy", "run_broker", "start_embedded_namesrv"]
 
 log = logging.getLogger("rmq.broker")
 
 PERSIST_INTERVAL_S = 5.0
 """RocketMQ's flushConsumerOffsetInterval."""
+
+
+def retention_policy(config: BrokerConfig) -> RetentionPolicy:
+    """The expired-file schedule of a broker config (whose store keys the store has accepted)."""
+    forcibly = config.store.get("diskSpaceCleanForciblyRatio")
+    forcibly_enable = config.store.get("cleanFileForciblyEnable", "true").lower() == "true"
+    return RetentionPolicy(
+        delete_when=config.delete_when,
+        interval_s=config.clean_resource_interval / 1000,
+        disk_max_used_space_ratio=config.disk_max_used_space_ratio / 100,
+        disk_space_clean_forcibly_ratio=(
+            int(forcibly) / 100 if forcibly is not None else DISK_SPACE_CLEAN_FORCIBLY_RATIO
+        ),
+        clean_file_forcibly_enable=forcibly_enable,
+    )
+
+
+def start_embedded_namesrv(port: int) -> tuple[RemotingServer, NamesrvProcessor] | None:
+    """Run a nameserver in this process (when no ``namesrvAddr`` is configured)."""
+    from rmq._rmq import RemotingServer as Server
+
+    processor = NamesrvProcessor()
+    try:
+        server = Server("0.0.0.0", port, processor)
+    except RuntimeError as exc:
+        log.error(
+            "cannot start the embedded nameserver: %s. Set namesrvAddr (or -n host:port) to use "
+            "a running nameserver, or free the port (--namesrv-port picks another).",
+            exc,
+        )
+        return None
+    log.info("embedded nameserver listening on %s", server.local_addr)
+    return server, processor
 
 
 def broker_keys(config: BrokerConfig) -> dict[str, str]:

@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use rmq_protocol::{RemotingCommand, RequestCode, ResponseCode};
-use rmq_remoting::{Connection, Reply};
+use rmq_remoting::{Connection, FileRegion, Reply};
+use rmq_store::SelectMappedBufferResult;
 
 use crate::controller::Broker;
 
@@ -16,6 +17,24 @@ pub mod runtime_info;
 pub mod send_message;
 pub mod subscription_group;
 pub mod topic;
+
+/// A stored message range as a reply body region (sent with `writev` or `sendfile`).
+pub(crate) struct StoreRegion(pub(crate) SelectMappedBufferResult);
+
+impl FileRegion for StoreRegion {
+    fn file(&self) -> &std::fs::File {
+        self.0.mapped_file().file()
+    }
+    fn position(&self) -> u64 {
+        self.0.file_pos() as u64
+    }
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn bytes(&self) -> &[u8] {
+        self.0.bytes()
+    }
+}
 
 /// A response to `req` with `code` and `remark`.
 pub(crate) fn response(

@@ -10,29 +10,11 @@ use rmq_protocol::body::{MessageModel, PERM_READ};
 use rmq_protocol::header::{pull_sys_flag, PullMessageRequestHeader, PullMessageResponseHeader};
 use rmq_protocol::{CommandHeader, RemotingCommand, ResponseCode};
 use rmq_remoting::{FileRegion, Reply};
-use rmq_store::{GetMessageStatus, SelectMappedBufferResult};
+use rmq_store::GetMessageStatus;
 
-use super::{bad_header, response};
+use super::{bad_header, response, StoreRegion};
 use crate::controller::Broker;
 use crate::long_polling::TagFilter;
-
-/// A stored message range as a reply body region.
-struct StoreRegion(SelectMappedBufferResult);
-
-impl FileRegion for StoreRegion {
-    fn file(&self) -> &std::fs::File {
-        self.0.mapped_file().file()
-    }
-    fn position(&self) -> u64 {
-        self.0.file_pos() as u64
-    }
-    fn len(&self) -> usize {
-        self.0.len()
-    }
-    fn bytes(&self) -> &[u8] {
-        self.0.bytes()
-    }
-}
 
 enum Outcome {
     Reply(Reply),

@@ -8,7 +8,7 @@ use rmq_protocol::{CommandHeader, RemotingCommand, ResponseCode};
 use rmq_remoting::{FileRegion, Reply};
 use rmq_store::SelectMappedBufferResult;
 
-use super::{bad_header, reply, response};
+use super::{bad_header, reply, response, StoreRegion};
 use crate::controller::Broker;
 
 /// `MixAll.UNIQUE_MSG_QUERY_FLAG`.
@@ -16,26 +16,9 @@ const UNIQUE_MSG_QUERY_FLAG: &str = "_UNIQUE_KEY_QUERY";
 /// `defaultQueryMaxNum`.
 const DEFAULT_QUERY_MAX_NUM: i32 = 32;
 
-struct Region(SelectMappedBufferResult);
-
-impl FileRegion for Region {
-    fn file(&self) -> &std::fs::File {
-        self.0.mapped_file().file()
-    }
-    fn position(&self) -> u64 {
-        self.0.file_pos() as u64
-    }
-    fn len(&self) -> usize {
-        self.0.len()
-    }
-    fn bytes(&self) -> &[u8] {
-        self.0.bytes()
-    }
-}
-
 fn regions(v: Vec<SelectMappedBufferResult>) -> Vec<Box<dyn FileRegion>> {
     v.into_iter()
-        .map(|r| Box::new(Region(r)) as Box<dyn FileRegion>)
+        .map(|r| Box::new(StoreRegion(r)) as Box<dyn FileRegion>)
         .collect()
 }
 
