@@ -75,7 +75,47 @@ fn push_json_str(s: &mut String, v: &str) {
     s.push('"');
 }
 
+/// The common shape of a header, as Java clients send it: deserialized straight into the
+/// command's fields, without a `Value` tree or the compatibility pass. Anything else (numbers
+/// as strings, non-string ext values, fastjson's bare keys) falls back to [`decode_lenient`].
+#[derive(serde::Deserialize)]
+struct TypedHeader {
+    code: i32,
+    #[serde(default)]
+    language: Option<String>,
+    #[serde(default)]
+    version: Option<i32>,
+    #[serde(default)]
+    opaque: Option<i32>,
+    #[serde(default)]
+    flag: Option<i32>,
+    #[serde(default)]
+    remark: Option<String>,
+    #[serde(default, rename = "extFields")]
+    ext_fields: Option<ExtFields>,
+}
+
 pub(super) fn decode_header(bytes: &[u8]) -> Result<RemotingCommand> {
+    if let Ok(h) = serde_json::from_slice::<TypedHeader>(bytes) {
+        return Ok(RemotingCommand {
+            code: h.code,
+            language: h
+                .language
+                .as_deref()
+                .map_or(LanguageCode::Java, LanguageCode::from_name),
+            version: h.version.unwrap_or(0),
+            opaque: h.opaque.unwrap_or(0),
+            flag: h.flag.unwrap_or(0),
+            remark: h.remark,
+            ext_fields: h.ext_fields.unwrap_or_default(),
+            body: None,
+            serialize_type: crate::command::SerializeType::Json,
+        });
+    }
+    decode_lenient(bytes)
+}
+
+fn decode_lenient(bytes: &[u8]) -> Result<RemotingCommand> {
     let bad = |reason: String| ProtocolError::BadJsonHeader { reason };
     // Java decodes with `new String(bytes, UTF_8)`, which replaces bad sequences.
     let text = String::from_utf8_lossy(bytes);
@@ -200,5 +240,34 @@ mod tests {
                 "{s}"
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod fast_path_tests {
+    use super::decode_header;
+    use crate::command::LanguageCode;
+
+    #[test]
+    fn typical_and_unusual_headers_decode_the_same_way() {
+        // What the Java client sends: the typed fast path.
+        let java = br#"{"code":310,"extFields":{"a":"g","b":"T"},"flag":0,"language":"JAVA","opaque":7,"serializeTypeCurrentRPC":"JSON","version":409}"#;
+        let c = decode_header(java).unwrap();
+        assert_eq!(
+            (c.code, c.opaque, c.version, c.language),
+            (310, 7, 409, LanguageCode::Java)
+        );
+        assert_eq!(c.ext_fields.get("b").map(String::as_str), Some("T"));
+        // Numbers as strings, a numeric ext value, a null and fastjson's bare key: the lenient
+        // path, same result shape.
+        let odd = br#"{"code":"310","extFields":{"a":"g","n":5,"z":null},"opaque":"7",flag:0}"#;
+        let c = decode_header(odd).unwrap();
+        assert_eq!((c.code, c.opaque, c.flag), (310, 7, 0));
+        assert_eq!(c.ext_fields.get("n").map(String::as_str), Some("5"));
+        assert!(!c.ext_fields.contains_key("z"));
+        assert!(
+            decode_header(br#"{"opaque":1}"#).is_err(),
+            "code is required on both paths"
+        );
     }
 }
