@@ -40,6 +40,45 @@ fn bench_dir() -> tempfile::TempDir {
 
 const FILE_256M: &str = "268435456";
 
+/// The baseline writer: records copied into fresh mapped files, a new (allocated) file every
+/// 256 MiB, the old one removed — the page-cache work any log does for new data.
+struct FreshFiles {
+    dir: tempfile::TempDir,
+    map: MmapFile,
+    n: usize,
+    pos: usize,
+}
+
+impl FreshFiles {
+    const LEN: usize = 256 << 20;
+
+    fn new() -> Self {
+        let dir = bench_dir();
+        let map = MmapFile::create(&dir.path().join("raw0"), Self::LEN).expect("map");
+        Self {
+            dir,
+            map,
+            n: 0,
+            pos: 0,
+        }
+    }
+
+    fn write(&mut self, record: &[u8]) {
+        if self.pos + record.len() > Self::LEN {
+            std::fs::remove_file(self.dir.path().join(format!("raw{}", self.n))).expect("rm");
+            self.n += 1;
+            self.map = MmapFile::create(&self.dir.path().join(format!("raw{}", self.n)), Self::LEN)
+                .expect("map");
+            self.pos = 0;
+        }
+        self.map
+            .bytes_mut(self.pos, record.len())
+            .expect("in bounds")
+            .copy_from_slice(black_box(record));
+        self.pos += record.len();
+    }
+}
+
 fn append_dispatch(c: &mut Criterion) {
     let mut g = c.benchmark_group("append_dispatch_1KiB_async");
     g.throughput(Throughput::Elements(1));
@@ -78,31 +117,17 @@ fn append_dispatch(c: &mut Criterion) {
     // Baseline 2: copied into fresh mapped files, a new (allocated) file every 256 MiB.
     quiesce();
     {
-        let dir = bench_dir();
-        let mut n = 0;
-        let mut map = MmapFile::create(&dir.path().join("raw0"), len).expect("map");
-        let mut pos = 0usize;
+        let mut fresh = FreshFiles::new();
         g.bench_function("baseline_memcpy_into_fresh_mapped_files", |b| {
             b.iter_custom(|iters| {
                 let start = Instant::now();
                 for _ in 0..iters {
-                    if pos + record_len > len {
-                        std::fs::remove_file(dir.path().join(format!("raw{n}"))).expect("rm");
-                        n += 1;
-                        map = MmapFile::create(&dir.path().join(format!("raw{n}")), len)
-                            .expect("map");
-                        pos = 0;
-                    }
-                    map.bytes_mut(pos, record_len)
-                        .expect("in bounds")
-                        .copy_from_slice(black_box(&record));
-                    pos += record_len;
+                    fresh.write(&record);
                 }
                 start.elapsed()
             });
         });
     }
-
     for (name, pool, index) in [
         ("store_put_until_dispatched", "false", "false"),
         ("store_put_until_dispatched_pool", "true", "false"),
@@ -329,9 +354,8 @@ fn append_interleaved(_c: &mut Criterion) {
     let record_len =
         rmq_store::format::calc_msg_length(0, BODY_1K.len(), "BenchTopic".len(), props.len());
     let record = vec![7u8; record_len];
-    let len = 256 << 20;
     quiesce();
-    let base_dir = bench_dir();
+    let mut fresh = FreshFiles::new();
     let store_dir = bench_dir();
     let store = open_store(
         store_dir.path(),
@@ -340,23 +364,11 @@ fn append_interleaved(_c: &mut Criterion) {
             ("messageIndexEnable", "false"),
         ],
     );
-    let mut n = 0;
-    let mut map = MmapFile::create(&base_dir.path().join("raw0"), len).expect("map");
-    let mut pos = 0usize;
     let (mut base, mut ours) = (Vec::new(), Vec::new());
     for _ in 0..ROUNDS {
         let start = Instant::now();
         for _ in 0..CHUNK {
-            if pos + record_len > len {
-                std::fs::remove_file(base_dir.path().join(format!("raw{n}"))).expect("rm");
-                n += 1;
-                map = MmapFile::create(&base_dir.path().join(format!("raw{n}")), len).expect("map");
-                pos = 0;
-            }
-            map.bytes_mut(pos, record_len)
-                .expect("in bounds")
-                .copy_from_slice(black_box(&record));
-            pos += record_len;
+            fresh.write(&record);
         }
         base.push(start.elapsed().as_nanos() as u64 / CHUNK as u64);
         let start = Instant::now();
