@@ -74,8 +74,8 @@ pub fn append_one(
     props: &[u8],
 ) -> i64 {
     store
-        .append(&[message(topic, queue_id, body, props)])
-        .expect("append")[0]
+        .append_one(&message(topic, queue_id, body, props))
+        .expect("append")
         .end_offset()
 }
 

@@ -837,13 +837,23 @@ impl MessageStore {
     /// Illegal messages, refused writes (disk full, shut down, slave), I/O failures, and a
     /// failed flush — never a success for bytes that are not stored as promised.
     pub fn put_message(&self, msg: &MessageToStore<'_>) -> Result<PutMessageResult> {
+        let append = self.append_one(msg)?;
+        let status = self.wait_durable(append.end_offset())?;
+        Ok(PutMessageResult { status, append })
+    }
+
+    /// Append one message without waiting for durability (the single-message form of
+    /// [`append`](Self::append), without its per-batch vectors).
+    ///
+    /// # Errors
+    /// As [`append`](Self::append).
+    pub fn append_one(&self, msg: &MessageToStore<'_>) -> Result<AppendResult> {
         self.check_writable()?;
         let len = self.commit_log.validate(msg)?;
         let crc = rmq_common::body_crc(msg.body);
         let append = self.commit_log.put_message(msg, len, crc, now_millis())?;
         self.after_append(1, len);
-        let status = self.wait_durable(append.end_offset())?;
-        Ok(PutMessageResult { status, append })
+        Ok(append)
     }
 
     /// Store several messages under one hold of the put lock (a batch).

@@ -174,7 +174,12 @@ async fn send(
             ..common.clone()
         })
         .collect();
-    let results = b.store.append(&msgs).map_err(|e| {
+    let appended = if batch {
+        b.store.append(&msgs)
+    } else {
+        b.store.append_one(&msgs[0]).map(|a| vec![a])
+    };
+    let results = appended.map_err(|e| {
         let (code, remark) = store_error_to_response(&e);
         response(req, code, remark)
     })?;

@@ -18,15 +18,8 @@ pub fn create(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
     if let Err(reason) = validate_topic(&h.topic) {
         return reply(req, response(req, ResponseCode::SYSTEM_ERROR, reason));
     }
-    if SYSTEM_TOPICS.contains(&h.topic.as_str()) {
-        return reply(
-            req,
-            response(
-                req,
-                ResponseCode::SYSTEM_ERROR,
-                format!("The topic[{}] is conflict with system topic.", h.topic),
-            ),
-        );
+    if let Some(refused) = refuse_system_topic(req, &h.topic) {
+        return refused;
     }
     if h.topic == b.config.broker_cluster_name {
         return reply(
@@ -75,17 +68,24 @@ pub fn delete(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
         Ok(h) => h,
         Err(e) => return bad_header(req, &e),
     };
-    if SYSTEM_TOPICS.contains(&h.topic.as_str()) {
-        return reply(
-            req,
-            response(
-                req,
-                ResponseCode::SYSTEM_ERROR,
-                format!("The topic[{}] is conflict with system topic.", h.topic),
-            ),
-        );
+    if let Some(refused) = refuse_system_topic(req, &h.topic) {
+        return refused;
     }
     b.topics.delete(&h.topic);
     b.offsets.remove_topic(&h.topic);
     reply(req, response(req, ResponseCode::SUCCESS, ""))
+}
+
+/// System topics cannot be created or deleted by clients (RocketMQ's `TopicValidator`).
+fn refuse_system_topic(req: &RemotingCommand, topic: &str) -> Option<Option<Reply>> {
+    SYSTEM_TOPICS.contains(&topic).then(|| {
+        reply(
+            req,
+            response(
+                req,
+                ResponseCode::SYSTEM_ERROR,
+                format!("The topic[{topic}] is conflict with system topic."),
+            ),
+        )
+    })
 }
