@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from rmq.config import BrokerConfig, BrokerRole, FlushDiskType, RmqConfigWarning, load_broker_config
 from rmq.errors import (
     BrokerResponseError,
+    ClientError,
     ConfigError,
     FlushDiskTimeoutError,
     MessageIllegalError,
@@ -31,21 +32,51 @@ from rmq.errors import (
 )
 
 if TYPE_CHECKING:
-    from rmq._rmq import GetMessageResult, MessageStore, PutMessageResult, StoredMessage
+    from rmq._rmq import (
+        GetMessageResult,
+        MessageStore,
+        PullResult,
+        PutMessageResult,
+        SendResult,
+        StoredMessage,
+    )
+    from rmq.client import (
+        ConsumeConcurrentlyStatus,
+        ConsumeFromWhere,
+        ConsumeOrderlyStatus,
+        Message,
+        MessageModel,
+        MessageQueue,
+        Producer,
+        PullConsumer,
+        PushConsumer,
+    )
 
 __all__ = [
     "BrokerConfig",
     "BrokerResponseError",
     "BrokerRole",
+    "ClientError",
     "ConfigError",
+    "ConsumeConcurrentlyStatus",
+    "ConsumeFromWhere",
+    "ConsumeOrderlyStatus",
     "FlushDiskTimeoutError",
     "FlushDiskType",
     "GetMessageResult",
+    "Message",
     "MessageIllegalError",
+    "MessageModel",
+    "MessageQueue",
     "MessageStore",
+    "Producer",
+    "PullConsumer",
+    "PullResult",
+    "PushConsumer",
     "PutMessageResult",
     "RmqConfigWarning",
     "RmqError",
+    "SendResult",
     "ServiceNotAvailableError",
     "StoreError",
     "StoredMessage",
@@ -67,12 +98,39 @@ def _package_version() -> str:
 __version__: str = _package_version()
 
 _NATIVE_EXPORTS = frozenset(
-    {"GetMessageResult", "MessageStore", "PutMessageResult", "StoredMessage"}
+    {
+        "GetMessageResult",
+        "MessageStore",
+        "PullResult",
+        "PutMessageResult",
+        "SendResult",
+        "StoredMessage",
+    }
+)
+# The client (it imports the native module too), loaded on first use as well.
+_CLIENT_EXPORTS = frozenset(
+    {
+        "ConsumeConcurrentlyStatus",
+        "ConsumeFromWhere",
+        "ConsumeOrderlyStatus",
+        "Message",
+        "MessageModel",
+        "MessageQueue",
+        "Producer",
+        "PullConsumer",
+        "PushConsumer",
+    }
 )
 
 
 def __getattr__(name: str) -> Any:
-    """Load the native classes on first use (PEP 562)."""
+    """Load the native classes and the client on first use (PEP 562)."""
+    if name in _CLIENT_EXPORTS:
+        import rmq.client
+
+        value = getattr(rmq.client, name)
+        globals()[name] = value
+        return value
     if name not in _NATIVE_EXPORTS:
         raise AttributeError(f"module 'rmq' has no attribute {name!r}")
     try:

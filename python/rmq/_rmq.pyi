@@ -7,16 +7,22 @@ Errors are raised as classes of :mod:`rmq.errors` (the one exception tree).
 from collections.abc import Callable, Mapping, Sequence
 from typing import final
 
+from rmq.client.message_queue import MessageQueue
+
 __version__: str
 __all__ = [
     "BrokerServer",
+    "ClientInstance",
     "GetMessageResult",
     "MessageStore",
+    "NativeProducer",
+    "PullResult",
     "PutMessageResult",
     "RemotingClient",
     "RemotingRequest",
     "RemotingResponse",
     "RemotingServer",
+    "SendResult",
     "StoredMessage",
     "__version__",
     "create_offset_msg_id",
@@ -79,6 +85,9 @@ class StoredMessage:
     prepared_transaction_offset: int
     properties: dict[str, str]
     msg_id: str
+    """The client's unique id (``UNIQ_KEY``), or the offset id when the producer set none."""
+    offset_msg_id: str
+    """Store host + CommitLog offset, as VIEW_MESSAGE_BY_ID takes it."""
     @property
     def tags(self) -> str | None: ...
     @property
@@ -294,3 +303,137 @@ class BrokerServer:
         """Call ``callback()`` after every topic-table change."""
     def shutdown(self) -> None:
         """Stop serving, close connections, persist. Idempotent."""
+
+@final
+class SendResult:
+    """What a send returned (``SendResult``)."""
+
+    status: str
+    """``SEND_OK``, ``FLUSH_DISK_TIMEOUT``, ``FLUSH_SLAVE_TIMEOUT`` or ``SLAVE_NOT_AVAILABLE``."""
+    msg_id: str
+    offset_msg_id: str
+    queue: MessageQueue
+    queue_offset: int
+    transaction_id: str | None
+    region_id: str
+
+@final
+class PullResult:
+    """What a pull returned (``PullResult``)."""
+
+    status: str
+    """``FOUND``, ``NO_NEW_MSG``, ``NO_MATCHED_MSG`` or ``OFFSET_ILLEGAL``."""
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+    suggest_which_broker_id: int
+    messages: list[StoredMessage]
+
+@final
+class ClientInstance:
+    """One client instance (RocketMQ's ``MQClientInstance``): connections, routes refreshed
+    every ``poll_name_server_interval_ms``, heartbeats every ``heartbeat_broker_interval_ms``.
+    ``namesrv_addr`` may list several nameservers separated by ``;``."""
+
+    def __new__(
+        cls,
+        namesrv_addr: str,
+        instance_name: str | None = None,
+        client_ip: str | None = None,
+        poll_name_server_interval_ms: int = 30000,
+        heartbeat_broker_interval_ms: int = 30000,
+        api_timeout_ms: int = 3000,
+    ) -> ClientInstance: ...
+    @property
+    def client_id(self) -> str: ...
+    def set_listener(
+        self,
+        on_broker_request: Callable[[int, dict[str, str], bytes | None], object],
+        on_warning: Callable[[str], object],
+    ) -> None: ...
+    def fetch_subscribe_queues(self, topic: str) -> list[MessageQueue]: ...
+    def cached_subscribe_queues(self, topic: str) -> list[MessageQueue] | None: ...
+    def register_consumer(
+        self,
+        group: str,
+        subscriptions: Sequence[tuple[str, str]],
+        message_model: str = "CLUSTERING",
+        consume_type: str = "CONSUME_PASSIVELY",
+        consume_from_where: str = "CONSUME_FROM_LAST_OFFSET",
+    ) -> None: ...
+    def unregister_consumer(self, group: str) -> None: ...
+    def send_heartbeat(self) -> int: ...
+    def pull(
+        self,
+        group: str,
+        queue: MessageQueue,
+        offset: int,
+        max_nums: int,
+        expression: str = "*",
+        sub_version: int = 0,
+        commit_offset: int | None = None,
+        suspend_ms: int = 0,
+        timeout_ms: int = 3000,
+        broker_id: int = 0,
+    ) -> PullResult: ...
+    def pull_async(
+        self,
+        callback: Callable[[PullResult | None, BaseException | None], object],
+        group: str,
+        queue: MessageQueue,
+        offset: int,
+        max_nums: int,
+        expression: str = "*",
+        sub_version: int = 0,
+        commit_offset: int | None = None,
+        suspend_ms: int = 15000,
+        timeout_ms: int = 30000,
+        broker_id: int = 0,
+    ) -> None: ...
+    def query_consumer_offset(self, group: str, queue: MessageQueue) -> int | None: ...
+    def update_consumer_offset(
+        self, group: str, queue: MessageQueue, offset: int, oneway: bool = True
+    ) -> None: ...
+    def max_offset(self, queue: MessageQueue) -> int: ...
+    def min_offset(self, queue: MessageQueue) -> int: ...
+    def search_offset(self, queue: MessageQueue, timestamp_ms: int) -> int: ...
+    def consumer_id_list(self, topic: str, group: str) -> list[str]: ...
+    def lock_batch(
+        self, group: str, broker_name: str, queues: Sequence[MessageQueue]
+    ) -> list[MessageQueue]: ...
+    def unlock_batch(
+        self, group: str, broker_name: str, queues: Sequence[MessageQueue], oneway: bool = False
+    ) -> None: ...
+    def shutdown(self) -> None: ...
+
+@final
+class NativeProducer:
+    """The Rust producer under ``rmq.Producer``. Messages are any objects with ``topic``,
+    ``body``, ``flag`` and ``properties`` (``rmq.Message``)."""
+
+    def __new__(
+        cls,
+        instance: ClientInstance,
+        group: str,
+        send_timeout_ms: int = 3000,
+        retry_times_when_send_failed: int = 2,
+        retry_another_broker_when_not_store_ok: bool = False,
+        max_message_size: int = 4194304,
+        compress_msg_body_over_howmuch: int = 4096,
+        compress_level: int = 5,
+        send_latency_fault_enable: bool = False,
+        default_topic_queue_nums: int = 4,
+    ) -> NativeProducer: ...
+    def send(self, message: object, queue: MessageQueue | None = None) -> SendResult: ...
+    def send_async(
+        self,
+        message: object,
+        callback: Callable[[SendResult | None, BaseException | None], object],
+        queue: MessageQueue | None = None,
+    ) -> None: ...
+    def send_oneway(self, message: object, queue: MessageQueue | None = None) -> None: ...
+    def send_batch(
+        self, messages: Sequence[object], queue: MessageQueue | None = None
+    ) -> SendResult: ...
+    def publish_queues(self, topic: str) -> list[MessageQueue]: ...
+    def shutdown(self) -> None: ...

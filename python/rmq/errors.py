@@ -10,6 +10,10 @@ positional message, plus optional ``code`` and ``remark`` keywords.
     RmqError
     ├── ConfigError (also a ValueError)   a bad config value; names the key and what is allowed
     ├── StoreError                         an I/O failure in the storage engine
+    ├── ClientError                        the client cannot do what was asked (no broker
+    │                                      address for a queue, client shut down)
+    ├── RemotingError                      no connection (RemotingConnectError) or no answer
+    │                                      in time (RemotingTimeoutError)
     └── BrokerResponseError                a RocketMQ response code other than SUCCESS
         ├── BrokerSystemError               1  SYSTEM_ERROR
         ├── SystemBusyError                 2  SYSTEM_BUSY
@@ -27,6 +31,7 @@ from typing import ClassVar
 __all__ = [
     "BrokerResponseError",
     "BrokerSystemError",
+    "ClientError",
     "ConfigError",
     "FlushDiskTimeoutError",
     "FlushSlaveTimeoutError",
@@ -54,6 +59,7 @@ __all__ = [
     "TransactionFailedError",
     "VersionNotSupportedError",
     "for_code",
+    "for_response",
 ]
 
 
@@ -100,6 +106,11 @@ class ConfigError(RmqError, ValueError):
 class StoreError(RmqError):
     """An I/O failure in the storage engine (a file that could not be created, mapped,
     flushed, ...). Data already acknowledged is not affected by it."""
+
+
+class ClientError(RmqError):
+    """The client cannot do what was asked: no known address for a queue's broker, or the
+    client was shut down. The message says which."""
 
 
 class RemotingError(RmqError):
@@ -320,3 +331,11 @@ def for_code(code: int, remark: str | None = "") -> BrokerResponseError:
     name = cls.code_name if cls is not BrokerResponseError else "response code"
     text = remark or f"{name} ({code})"
     return cls(text, code=code, remark=remark or "")
+
+
+def for_response(code: int, message: str, remark: str) -> BrokerResponseError:
+    """Like :func:`for_code`, with the client's own ``message`` (which names the peer) and the
+    broker's ``remark`` kept apart."""
+    if code == 0:
+        raise ValueError("response code 0 is SUCCESS, not an error")
+    return _BY_CODE.get(code, BrokerResponseError)(message, code=code, remark=remark)

@@ -17,6 +17,7 @@ use rmq_store::format::{scan_record, Scan};
 use rmq_store::{MessageStore, MessageToStore, SelectMappedBufferResult, StoreConfig, StoreError};
 
 mod broker;
+mod client;
 mod remoting;
 
 /// The `rmq.errors` class a store error is raised as.
@@ -101,6 +102,7 @@ struct StoredMessage {
     prepared_transaction_offset: i64,
     properties: HashMap<String, String>,
     msg_id: String,
+    offset_msg_id: String,
 }
 
 #[pymethods]
@@ -152,8 +154,51 @@ fn decode_record(py: Python<'_>, bytes: &[u8]) -> Option<StoredMessage> {
             .iter()
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
             .collect(),
-        msg_id: rmq_common::create_offset_msg_id(r.store_host, r.physical_offset),
+        msg_id: client_msg_id(&props, r.store_host, r.physical_offset),
+        offset_msg_id: rmq_common::create_offset_msg_id(r.store_host, r.physical_offset),
     })
+}
+
+/// The id a client knows a message by: its `UNIQ_KEY`, or the offset id when it has none.
+fn client_msg_id(props: &Properties, store_host: SocketAddr, offset: i64) -> String {
+    props
+        .get(PropertyKey::UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+        .map_or_else(
+            || rmq_common::create_offset_msg_id(store_host, offset),
+            str::to_owned,
+        )
+}
+
+/// A message a consumer pulled, as Python sees it.
+pub(crate) fn stored_from_ext(
+    py: Python<'_>,
+    m: rmq_protocol::message_decoder::MessageExt,
+) -> PyResult<Py<StoredMessage>> {
+    let msg = StoredMessage {
+        msg_id: client_msg_id(&m.properties, m.store_host, m.commit_log_offset),
+        offset_msg_id: m.msg_id,
+        topic: m.topic,
+        queue_id: m.queue_id,
+        queue_offset: m.queue_offset,
+        commit_log_offset: m.commit_log_offset,
+        store_size: usize::try_from(m.store_size).unwrap_or_default(),
+        body: PyBytes::new(py, &m.body).unbind(),
+        body_crc: m.body_crc,
+        flag: m.flag,
+        sys_flag: m.sys_flag,
+        born_timestamp: m.born_timestamp,
+        born_host: m.born_host.to_string(),
+        store_timestamp: m.store_timestamp,
+        store_host: m.store_host.to_string(),
+        reconsume_times: m.reconsume_times,
+        prepared_transaction_offset: m.prepared_transaction_offset,
+        properties: m
+            .properties
+            .iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect(),
+    };
+    Py::new(py, msg)
 }
 
 fn decode_all(
@@ -590,6 +635,10 @@ fn _rmq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<remoting::RemotingRequest>()?;
     m.add_class::<remoting::RemotingResponse>()?;
     m.add_function(wrap_pyfunction!(store_config_defaults, m)?)?;
+    m.add_class::<client::ClientInstancePy>()?;
+    m.add_class::<client::NativeProducer>()?;
+    m.add_class::<client::SendResultPy>()?;
+    m.add_class::<client::PullResultPy>()?;
     m.add_function(wrap_pyfunction!(decode_messages, m)?)?;
     m.add_function(wrap_pyfunction!(request_codes, m)?)?;
     m.add_function(wrap_pyfunction!(response_codes, m)?)?;

@@ -1,0 +1,484 @@
+//! The calls consumers make (`MQClientAPIImpl`'s pull and offset side): PULL_MESSAGE with
+//! long polling, consumer offsets, queue offsets, the group's consumer ids, queue locks.
+//! What to pull, when and from which queue is decided above this (rebalance and flow
+//! control live in Python); this module only moves the bytes and decodes them.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use bytes::Bytes;
+use rmq_common::{sys_flag, PropertyKey};
+use rmq_protocol::body::{
+    GetConsumerListByGroupResponseBody, LockBatchRequestBody, LockBatchResponseBody, MessageQueue,
+    SubscriptionData, UnlockBatchRequestBody, EXPRESSION_TYPE_TAG, SUB_ALL,
+};
+use rmq_protocol::header::client::GetConsumerListByGroupRequestHeader;
+use rmq_protocol::header::offset::{
+    GetMaxOffsetRequestHeader, GetMaxOffsetResponseHeader, GetMinOffsetRequestHeader,
+    GetMinOffsetResponseHeader, QueryConsumerOffsetRequestHeader,
+    QueryConsumerOffsetResponseHeader, SearchOffsetRequestHeader, SearchOffsetResponseHeader,
+    UpdateConsumerOffsetRequestHeader,
+};
+use rmq_protocol::header::pull::{
+    pull_sys_flag, PullMessageRequestHeader, PullMessageResponseHeader,
+};
+use rmq_protocol::message_decoder::{self, MessageExt};
+use rmq_protocol::{CommandHeader, RemotingCommand, RemotingJson, RequestCode, ResponseCode};
+
+use crate::error::{ClientError, Result};
+use crate::instance::{expect_success, response_error, ClientInstance};
+use crate::message::uncompress;
+
+/// `FilterAPI.buildSubscriptionData`: `"*"` (or empty) takes everything, otherwise
+/// `"tagA || tagB"` lists the tags, hashed for the broker's ConsumeQueue filter.
+#[must_use]
+pub fn build_subscription(topic: &str, expression: &str) -> SubscriptionData {
+    let expression = expression.trim();
+    let mut data = SubscriptionData {
+        topic: topic.to_owned(),
+        sub_string: SUB_ALL.to_owned(),
+        expression_type: EXPRESSION_TYPE_TAG.to_owned(),
+        sub_version: rmq_common::time::now_millis(),
+        ..SubscriptionData::default()
+    };
+    if expression.is_empty() || expression == SUB_ALL {
+        return data;
+    }
+    data.sub_string = expression.to_owned();
+    for tag in expression
+        .split("||")
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+    {
+        if !data.tags_set.iter().any(|t| t == tag) {
+            data.tags_set.push(tag.to_owned());
+            data.code_set.push(rmq_common::java_string_hash(tag));
+        }
+    }
+    data
+}
+
+/// Outcome of a pull (`PullStatus`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PullStatus {
+    /// Messages came back.
+    Found,
+    /// Nothing new at this offset.
+    NoNewMsg,
+    /// Messages were there but none matched the subscription.
+    NoMatchedMsg,
+    /// The offset is outside the queue; restart from `next_begin_offset`.
+    OffsetIllegal,
+}
+
+impl PullStatus {
+    /// RocketMQ's name.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Found => "FOUND",
+            Self::NoNewMsg => "NO_NEW_MSG",
+            Self::NoMatchedMsg => "NO_MATCHED_MSG",
+            Self::OffsetIllegal => "OFFSET_ILLEGAL",
+        }
+    }
+}
+
+/// One PULL_MESSAGE.
+#[derive(Debug, Clone)]
+pub struct PullRequest {
+    /// Consumer group.
+    pub group: String,
+    /// The queue.
+    pub queue: MessageQueue,
+    /// First offset wanted.
+    pub offset: i64,
+    /// Most messages to return (`pullBatchSize`).
+    pub max_nums: i32,
+    /// The subscription (tags are hashed on the broker and checked exactly here).
+    pub subscription: SubscriptionData,
+    /// Commit this offset on the way (clustering push consumers), if any.
+    pub commit_offset: Option<i64>,
+    /// How long the broker may hold the request when nothing is there (0: answer at once).
+    pub suspend: Duration,
+    /// Deadline of the request (must exceed `suspend`).
+    pub timeout: Duration,
+    /// Broker id to pull from (the broker's last suggestion; 0 is the master).
+    pub broker_id: i64,
+}
+
+/// What a pull returns.
+#[derive(Debug, Clone)]
+pub struct PullResult {
+    /// Outcome.
+    pub status: PullStatus,
+    /// Offset to pull from next.
+    pub next_begin_offset: i64,
+    /// The queue's min offset.
+    pub min_offset: i64,
+    /// The queue's max offset.
+    pub max_offset: i64,
+    /// Which broker id to pull from next.
+    pub suggest_which_broker_id: i64,
+    /// The messages that passed the exact tag check, bodies decompressed.
+    pub messages: Vec<MessageExt>,
+}
+
+impl ClientInstance {
+    /// The address to pull `broker_name` from, refreshing `topic`'s route if unknown.
+    async fn addr_for(&self, topic: &str, broker_name: &str, broker_id: i64) -> Result<String> {
+        if let Ok(a) = self.broker_addr(broker_name, broker_id, false) {
+            return Ok(a);
+        }
+        self.update_route(topic).await?;
+        self.broker_addr(broker_name, broker_id, false)
+    }
+
+    /// Pull messages (`pullKernelImpl` + `processPullResult`).
+    ///
+    /// # Errors
+    /// Transport failures; broker error codes (e.g. SUBSCRIPTION_NOT_EXIST) as
+    /// [`ClientError::Response`].
+    pub async fn pull(&self, req: &PullRequest) -> Result<PullResult> {
+        let mq = &req.queue;
+        let addr = self
+            .addr_for(&mq.topic, &mq.broker_name, req.broker_id)
+            .await?;
+        let header = PullMessageRequestHeader {
+            consumer_group: req.group.clone(),
+            topic: mq.topic.clone(),
+            queue_id: mq.queue_id,
+            queue_offset: req.offset,
+            max_msg_nums: req.max_nums,
+            sys_flag: pull_sys_flag::build(
+                req.commit_offset.is_some(),
+                !req.suspend.is_zero(),
+                true,
+                false,
+            ),
+            commit_offset: req.commit_offset.unwrap_or(0),
+            suspend_timeout_millis: req.suspend.as_millis() as i64,
+            subscription: Some(req.subscription.sub_string.clone()),
+            sub_version: req.subscription.sub_version,
+            expression_type: Some(req.subscription.expression_type.clone()),
+            broker_name: Some(mq.broker_name.clone()),
+        };
+        let cmd = RemotingCommand::request_with_header(RequestCode::PULL_MESSAGE.0, &header);
+        let resp = self.invoke(&addr, cmd, req.timeout).await?;
+        let status = match ResponseCode(resp.code) {
+            ResponseCode::SUCCESS => PullStatus::Found,
+            ResponseCode::PULL_NOT_FOUND => PullStatus::NoNewMsg,
+            ResponseCode::PULL_RETRY_IMMEDIATELY => PullStatus::NoMatchedMsg,
+            ResponseCode::PULL_OFFSET_MOVED => PullStatus::OffsetIllegal,
+            _ => return Err(response_error(&addr, &resp)),
+        };
+        let h = PullMessageResponseHeader::from_ext_fields(&resp.ext_fields).map_err(|e| {
+            ClientError::BadResponse {
+                addr: addr.clone(),
+                detail: e.to_string(),
+            }
+        })?;
+        let mut result = PullResult {
+            status,
+            next_begin_offset: h.next_begin_offset,
+            min_offset: h.min_offset,
+            max_offset: h.max_offset,
+            suggest_which_broker_id: h.suggest_which_broker_id,
+            messages: Vec::new(),
+        };
+        if status == PullStatus::Found {
+            let body = resp.body.unwrap_or_default();
+            let messages =
+                message_decoder::decode_messages(&body).map_err(|e| ClientError::BadResponse {
+                    addr: addr.clone(),
+                    detail: format!("pulled messages do not decode: {e}"),
+                })?;
+            result.messages = self.process_pulled(&addr, &req.subscription, messages, &h)?;
+            // Everything filtered out by the exact tag check still advances the offset.
+            if result.messages.is_empty() {
+                result.status = PullStatus::NoMatchedMsg;
+            }
+        }
+        Ok(result)
+    }
+
+    fn process_pulled(
+        &self,
+        addr: &str,
+        sub: &SubscriptionData,
+        messages: Vec<MessageExt>,
+        h: &PullMessageResponseHeader,
+    ) -> Result<Vec<MessageExt>> {
+        let mut out = Vec::with_capacity(messages.len());
+        for mut m in messages {
+            if !sub.tags_set.is_empty()
+                && !m
+                    .tags()
+                    .is_some_and(|t| sub.tags_set.iter().any(|s| s == t))
+            {
+                continue;
+            }
+            if m.sys_flag & sys_flag::COMPRESSED_FLAG != 0 {
+                let body = uncompress(&m.body).map_err(|e| ClientError::BadResponse {
+                    addr: addr.to_owned(),
+                    detail: format!(
+                        "message at queue offset {} is flagged compressed but does not inflate: {e}",
+                        m.queue_offset
+                    ),
+                })?;
+                m.body = Bytes::from(body);
+                m.sys_flag &= !sys_flag::COMPRESSED_FLAG;
+            }
+            m.properties
+                .put(PropertyKey::MIN_OFFSET, h.min_offset.to_string());
+            m.properties
+                .put(PropertyKey::MAX_OFFSET, h.max_offset.to_string());
+            out.push(m);
+        }
+        Ok(out)
+    }
+
+    /// The group's committed offset of `mq` on its broker; `None` when there is none.
+    ///
+    /// # Errors
+    /// Transport and broker errors.
+    pub async fn query_consumer_offset(
+        &self,
+        group: &str,
+        mq: &MessageQueue,
+    ) -> Result<Option<i64>> {
+        let addr = self.addr_for(&mq.topic, &mq.broker_name, 0).await?;
+        let header = QueryConsumerOffsetRequestHeader {
+            consumer_group: group.to_owned(),
+            topic: mq.topic.clone(),
+            queue_id: mq.queue_id,
+            broker_name: Some(mq.broker_name.clone()),
+        };
+        let cmd =
+            RemotingCommand::request_with_header(RequestCode::QUERY_CONSUMER_OFFSET.0, &header);
+        let resp = self.invoke(&addr, cmd, self.config().api_timeout).await?;
+        if resp.code == ResponseCode::QUERY_NOT_FOUND.0 {
+            return Ok(None);
+        }
+        let resp = expect_success(&addr, resp)?;
+        let h: QueryConsumerOffsetResponseHeader = decode_header(&addr, &resp)?;
+        Ok(Some(h.offset))
+    }
+
+    /// Commit the group's offset of `mq` on its broker (oneway when `oneway`).
+    ///
+    /// # Errors
+    /// Transport and broker errors.
+    pub async fn update_consumer_offset(
+        &self,
+        group: &str,
+        mq: &MessageQueue,
+        offset: i64,
+        oneway: bool,
+    ) -> Result<()> {
+        let addr = self.addr_for(&mq.topic, &mq.broker_name, 0).await?;
+        let header = UpdateConsumerOffsetRequestHeader {
+            consumer_group: group.to_owned(),
+            topic: mq.topic.clone(),
+            queue_id: mq.queue_id,
+            commit_offset: offset,
+            broker_name: Some(mq.broker_name.clone()),
+        };
+        let cmd =
+            RemotingCommand::request_with_header(RequestCode::UPDATE_CONSUMER_OFFSET.0, &header);
+        if oneway {
+            self.invoke_oneway(&addr, cmd).await
+        } else {
+            self.invoke_ok(&addr, cmd, self.config().api_timeout)
+                .await
+                .map(|_| ())
+        }
+    }
+
+    /// The queue's max offset (one past the last message).
+    ///
+    /// # Errors
+    /// Transport and broker errors.
+    pub async fn max_offset(&self, mq: &MessageQueue) -> Result<i64> {
+        let header = GetMaxOffsetRequestHeader {
+            topic: mq.topic.clone(),
+            queue_id: mq.queue_id,
+            broker_name: Some(mq.broker_name.clone()),
+        };
+        let h: GetMaxOffsetResponseHeader = self
+            .queue_call(mq, RequestCode::GET_MAX_OFFSET, &header)
+            .await?;
+        Ok(h.offset)
+    }
+
+    /// The queue's min offset (the first message still stored).
+    ///
+    /// # Errors
+    /// Transport and broker errors.
+    pub async fn min_offset(&self, mq: &MessageQueue) -> Result<i64> {
+        let header = GetMinOffsetRequestHeader {
+            topic: mq.topic.clone(),
+            queue_id: mq.queue_id,
+            broker_name: Some(mq.broker_name.clone()),
+        };
+        let h: GetMinOffsetResponseHeader = self
+            .queue_call(mq, RequestCode::GET_MIN_OFFSET, &header)
+            .await?;
+        Ok(h.offset)
+    }
+
+    /// The offset of the first message stored at or after `timestamp` (ms).
+    ///
+    /// # Errors
+    /// Transport and broker errors.
+    pub async fn search_offset(&self, mq: &MessageQueue, timestamp: i64) -> Result<i64> {
+        let header = SearchOffsetRequestHeader {
+            topic: mq.topic.clone(),
+            queue_id: mq.queue_id,
+            timestamp,
+            broker_name: Some(mq.broker_name.clone()),
+        };
+        let h: SearchOffsetResponseHeader = self
+            .queue_call(mq, RequestCode::SEARCH_OFFSET_BY_TIMESTAMP, &header)
+            .await?;
+        Ok(h.offset)
+    }
+
+    async fn queue_call<H: CommandHeader, R: CommandHeader>(
+        &self,
+        mq: &MessageQueue,
+        code: RequestCode,
+        header: &H,
+    ) -> Result<R> {
+        let addr = self.addr_for(&mq.topic, &mq.broker_name, 0).await?;
+        let cmd = RemotingCommand::request_with_header(code.0, header);
+        let resp = self
+            .invoke_ok(&addr, cmd, self.config().api_timeout)
+            .await?;
+        decode_header(&addr, &resp)
+    }
+
+    /// Client ids of the group's live consumers, asked of a broker of `topic`.
+    ///
+    /// # Errors
+    /// Transport and broker errors; no route for the topic.
+    pub async fn consumer_id_list(&self, topic: &str, group: &str) -> Result<Vec<String>> {
+        let route = self.route(topic).await?;
+        let addr = route
+            .data
+            .broker_datas
+            .iter()
+            .find_map(|b| b.select_broker_addr().map(str::to_owned))
+            .ok_or_else(|| ClientError::NoRoute {
+                topic: topic.to_owned(),
+                detail: "the route lists no broker".to_owned(),
+            })?;
+        let header = GetConsumerListByGroupRequestHeader {
+            consumer_group: group.to_owned(),
+        };
+        let cmd = RemotingCommand::request_with_header(
+            RequestCode::GET_CONSUMER_LIST_BY_GROUP.0,
+            &header,
+        );
+        let resp = self.invoke(&addr, cmd, self.config().api_timeout).await?;
+        // A group with no live consumer on that broker yet answers SYSTEM_ERROR "no consumer".
+        if resp.code != ResponseCode::SUCCESS.0 {
+            return Ok(Vec::new());
+        }
+        let body = resp.body.unwrap_or_default();
+        GetConsumerListByGroupResponseBody::from_json_bytes(&body)
+            .map(|b| b.consumer_id_list)
+            .map_err(|e| ClientError::BadResponse {
+                addr,
+                detail: e.to_string(),
+            })
+    }
+
+    /// Lock `mqs` (all on `broker_name`) for this client in `group` (LOCK_BATCH_MQ); returns
+    /// the queues now locked by this client.
+    ///
+    /// # Errors
+    /// Transport and broker errors.
+    pub async fn lock_batch(
+        &self,
+        group: &str,
+        broker_name: &str,
+        mqs: BTreeSet<MessageQueue>,
+    ) -> Result<BTreeSet<MessageQueue>> {
+        let addr = self.master_addr(broker_name)?;
+        let body = LockBatchRequestBody {
+            client_id: self.client_id().to_owned(),
+            consumer_group: group.to_owned(),
+            mq_set: mqs,
+        };
+        let cmd = RemotingCommand::new_request(RequestCode::LOCK_BATCH_MQ.0, Default::default())
+            .with_body(encode_body(&body)?);
+        let resp = self
+            .invoke_ok(&addr, cmd, self.config().api_timeout)
+            .await?;
+        LockBatchResponseBody::from_json_bytes(&resp.body.unwrap_or_default())
+            .map(|b| b.lock_ok_mq_set)
+            .map_err(|e| ClientError::BadResponse {
+                addr,
+                detail: e.to_string(),
+            })
+    }
+
+    /// Release this client's locks of `mqs` on `broker_name` (UNLOCK_BATCH_MQ).
+    ///
+    /// # Errors
+    /// Transport and broker errors.
+    pub async fn unlock_batch(
+        &self,
+        group: &str,
+        broker_name: &str,
+        mqs: BTreeSet<MessageQueue>,
+        oneway: bool,
+    ) -> Result<()> {
+        let addr = self.master_addr(broker_name)?;
+        let body = UnlockBatchRequestBody {
+            client_id: self.client_id().to_owned(),
+            consumer_group: group.to_owned(),
+            mq_set: mqs,
+        };
+        let cmd = RemotingCommand::new_request(RequestCode::UNLOCK_BATCH_MQ.0, Default::default())
+            .with_body(encode_body(&body)?);
+        if oneway {
+            self.invoke_oneway(&addr, cmd).await
+        } else {
+            self.invoke_ok(&addr, cmd, self.config().api_timeout)
+                .await
+                .map(|_| ())
+        }
+    }
+}
+
+fn decode_header<H: CommandHeader>(addr: &str, resp: &RemotingCommand) -> Result<H> {
+    H::from_ext_fields(&resp.ext_fields).map_err(|e| ClientError::BadResponse {
+        addr: addr.to_owned(),
+        detail: e.to_string(),
+    })
+}
+
+fn encode_body<B: RemotingJson>(body: &B) -> Result<Bytes> {
+    body.to_json_bytes()
+        .map_err(|e| ClientError::IllegalMessage(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subscriptions_as_filter_api_builds_them() {
+        let all = build_subscription("T", " * ");
+        assert_eq!(all.sub_string, "*");
+        assert!(all.tags_set.is_empty() && all.code_set.is_empty());
+        let some = build_subscription("T", "TagA || TagB||TagA");
+        assert_eq!(some.sub_string, "TagA || TagB||TagA");
+        assert_eq!(some.tags_set, ["TagA", "TagB"]);
+        assert_eq!(some.code_set, [2_598_919, 2_598_920]);
+        assert_eq!(some.expression_type, "TAG");
+        assert!(some.sub_version > 0);
+    }
+}

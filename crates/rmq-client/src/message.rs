@@ -1,0 +1,309 @@
+//! Outgoing messages and what a send returns: validation as RocketMQ's `Validators`, the
+//! client-side unique id (`MessageClientIDSetter`), zlib body compression, and `SendResult`.
+
+use std::fmt::Write as _;
+use std::io::{Read as _, Write as _};
+use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::OnceLock;
+
+use bytes::Bytes;
+use rmq_common::{Properties, PropertyKey};
+use rmq_protocol::body::MessageQueue;
+
+use crate::error::{ClientError, Result};
+
+/// Longest topic name (`Validators.TOPIC_MAX_LENGTH`).
+pub const TOPIC_MAX_LENGTH: usize = 127;
+
+/// A message to send.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Message {
+    /// Topic.
+    pub topic: String,
+    /// Application flag.
+    pub flag: i32,
+    /// Body as given (compressed on the way out when large).
+    pub body: Bytes,
+    /// Properties: TAGS, KEYS, DELAY, user properties, …
+    pub properties: Properties,
+}
+
+impl Message {
+    /// A message with a topic and a body.
+    #[must_use]
+    pub fn new(topic: impl Into<String>, body: impl Into<Bytes>) -> Self {
+        Self {
+            topic: topic.into(),
+            body: body.into(),
+            ..Self::default()
+        }
+    }
+
+    /// The unique id, setting a fresh one if there is none.
+    pub fn ensure_uniq_id(&mut self) -> String {
+        if let Some(id) = self
+            .properties
+            .get(PropertyKey::UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+        {
+            return id.to_owned();
+        }
+        let id = new_uniq_id();
+        self.properties
+            .put(PropertyKey::UNIQ_CLIENT_MESSAGE_ID_KEYIDX, id.clone());
+        id
+    }
+}
+
+/// Check `topic` as `Validators.checkTopic` does (plus RocketMQ's reserved system topics).
+///
+/// # Errors
+/// [`ClientError::IllegalMessage`] saying what is wrong.
+pub fn check_topic(topic: &str) -> Result<()> {
+    let illegal = |why: String| Err(ClientError::IllegalMessage(why));
+    if topic.is_empty() {
+        return illegal("the topic is empty".to_owned());
+    }
+    if topic.len() > TOPIC_MAX_LENGTH {
+        return illegal(format!(
+            "topic {topic:?} is {} characters long; the most is {TOPIC_MAX_LENGTH}",
+            topic.len()
+        ));
+    }
+    if let Some(c) = topic
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '%' | '|' | '_' | '-')))
+    {
+        return illegal(format!(
+            "topic {topic:?} contains {c:?}; topics may use letters, digits, '%', '|', '_' and '-'"
+        ));
+    }
+    if topic == crate::instance::AUTO_CREATE_TOPIC_KEY {
+        return illegal(format!("{topic} is a system topic; send to your own topic"));
+    }
+    Ok(())
+}
+
+/// Check a message before sending (`Validators.checkMessage`).
+///
+/// # Errors
+/// [`ClientError::IllegalMessage`].
+pub fn check_message(msg: &Message, max_message_size: usize) -> Result<()> {
+    check_topic(&msg.topic)?;
+    if msg.body.is_empty() {
+        return Err(ClientError::IllegalMessage(
+            "the message body is empty".to_owned(),
+        ));
+    }
+    if msg.body.len() > max_message_size {
+        return Err(ClientError::IllegalMessage(format!(
+            "the message body is {} bytes; the most is {max_message_size} (maxMessageSize)",
+            msg.body.len()
+        )));
+    }
+    Ok(())
+}
+
+/// zlib-compress `body` at `level` (`UtilAll.compress`).
+#[must_use]
+pub fn compress(body: &[u8], level: u32) -> Option<Bytes> {
+    let mut enc = flate2::write::ZlibEncoder::new(
+        Vec::with_capacity(body.len() / 2),
+        flate2::Compression::new(level.min(9)),
+    );
+    enc.write_all(body).ok()?;
+    enc.finish().ok().map(Bytes::from)
+}
+
+/// Inflate a zlib body (`UtilAll.uncompress`).
+///
+/// # Errors
+/// When the bytes are not zlib data.
+pub fn uncompress(body: &[u8]) -> std::io::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(body.len() * 2);
+    flate2::read::ZlibDecoder::new(body).read_to_end(&mut out)?;
+    Ok(out)
+}
+
+/// How a successful send was stored (`SendStatus`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendStatus {
+    /// Stored as the broker promises.
+    SendOk,
+    /// Stored, but the SYNC_FLUSH flush did not finish in time.
+    FlushDiskTimeout,
+    /// Stored on the master; the slave did not confirm in time.
+    FlushSlaveTimeout,
+    /// Stored on the master; no slave is available (SYNC_MASTER).
+    SlaveNotAvailable,
+}
+
+impl SendStatus {
+    /// RocketMQ's name.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::SendOk => "SEND_OK",
+            Self::FlushDiskTimeout => "FLUSH_DISK_TIMEOUT",
+            Self::FlushSlaveTimeout => "FLUSH_SLAVE_TIMEOUT",
+            Self::SlaveNotAvailable => "SLAVE_NOT_AVAILABLE",
+        }
+    }
+}
+
+/// What a send returns (`SendResult`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SendResult {
+    /// How it was stored.
+    pub status: SendStatus,
+    /// The client's unique id (`UNIQ_KEY`); for a batch, the ids joined by commas.
+    pub msg_id: String,
+    /// The broker's offset message id (store host + CommitLog offset); comma-joined for a
+    /// batch.
+    pub offset_msg_id: String,
+    /// Where it went.
+    pub queue: MessageQueue,
+    /// Its ConsumeQueue offset (the first one, for a batch).
+    pub queue_offset: i64,
+    /// Transaction id, for half messages.
+    pub transaction_id: Option<String>,
+    /// The broker's region.
+    pub region_id: String,
+}
+
+/// A new client-side unique id: 32 upper-case hex digits, as `MessageClientIDSetter`
+/// builds them: this host's IPv4 address (4 bytes), the process id (2), a per-process random
+/// number (4), milliseconds since the start of the month (4) and a counter (2).
+#[must_use]
+pub fn new_uniq_id() -> String {
+    static PREFIX: OnceLock<String> = OnceLock::new();
+    static COUNTER: AtomicU16 = AtomicU16::new(0);
+    let prefix = PREFIX.get_or_init(|| {
+        let mut s = String::with_capacity(32);
+        let ip = local_ipv4().octets();
+        let pid = std::process::id() as u16;
+        let salt = random_u32();
+        for b in ip
+            .iter()
+            .chain(&pid.to_be_bytes())
+            .chain(&salt.to_be_bytes())
+        {
+            let _ = write!(s, "{b:02X}");
+        }
+        s
+    });
+    let now = rmq_common::time::now_millis();
+    let since_month = (now - month_start_millis(now)) as u32;
+    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let mut id = String::with_capacity(32);
+    id.push_str(prefix);
+    let _ = write!(id, "{since_month:08X}{count:04X}");
+    id
+}
+
+/// Unix milliseconds of the first instant of the UTC month holding `now_ms`.
+fn month_start_millis(now_ms: i64) -> i64 {
+    const DAY_MS: i64 = 86_400_000;
+    let days = now_ms.div_euclid(DAY_MS);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm), day of month only.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day_of_month = doy - (153 * mp + 2) / 5; // 0-based
+    (days - day_of_month) * DAY_MS
+}
+
+fn random_u32() -> u32 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.finish() as u32
+}
+
+/// The address this host uses to reach the outside, or loopback.
+#[must_use]
+pub fn local_ipv4() -> Ipv4Addr {
+    // Connecting a UDP socket sends nothing; it only asks the kernel for a route.
+    std::net::UdpSocket::bind("0.0.0.0:0")
+        .and_then(|s| {
+            s.connect("10.255.255.255:1")?;
+            s.local_addr()
+        })
+        .ok()
+        .and_then(|a| match a.ip() {
+            std::net::IpAddr::V4(ip) if !ip.is_unspecified() => Some(ip),
+            _ => None,
+        })
+        .unwrap_or(Ipv4Addr::LOCALHOST)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uniq_ids_are_32_hex_digits_and_distinct() {
+        let a = new_uniq_id();
+        let b = new_uniq_id();
+        assert_eq!(a.len(), 32);
+        assert!(a
+            .chars()
+            .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_lowercase()));
+        assert_ne!(a, b);
+        assert_eq!(a[..20], b[..20], "same process prefix");
+    }
+
+    #[test]
+    fn month_start() {
+        // 2026-11-22T05:51:24Z → 2026-11-01T00:00:00Z
+        assert_eq!(month_start_millis(1_795_326_684_000), 1_793_491_200_000);
+        assert_eq!(month_start_millis(1_793_491_200_000), 1_793_491_200_000);
+        // 2024-03-01 just after a leap day
+        assert_eq!(month_start_millis(1_709_251_200_000 + 5), 1_709_251_200_000);
+    }
+
+    #[test]
+    fn topic_rules() {
+        assert!(check_topic("Topic-A_1%x|y").is_ok());
+        for bad in ["", "a b", "TBW102", "tópico", &"t".repeat(128)] {
+            let e = check_topic(bad).unwrap_err().to_string();
+            assert!(e.starts_with("message illegal: "), "{e}");
+        }
+    }
+
+    #[test]
+    fn message_rules() {
+        let m = Message::new("T", Bytes::new());
+        assert!(check_message(&m, 10)
+            .unwrap_err()
+            .to_string()
+            .contains("empty"));
+        let m = Message::new("T", vec![0u8; 11]);
+        assert!(check_message(&m, 10)
+            .unwrap_err()
+            .to_string()
+            .contains("11 bytes"));
+        assert!(check_message(&Message::new("T", vec![1u8; 10]), 10).is_ok());
+    }
+
+    #[test]
+    fn compression_round_trips() {
+        let body = b"abc".repeat(5000);
+        let z = compress(&body, 5).unwrap();
+        assert!(z.len() < body.len() / 10);
+        assert_eq!(
+            &z[..1],
+            &[0x78],
+            "zlib header, as java.util.zip.Deflater writes"
+        );
+        assert_eq!(uncompress(&z).unwrap(), body);
+        assert!(uncompress(b"not zlib").is_err());
+    }
+}

@@ -1,0 +1,504 @@
+//! The producer's send path (`DefaultMQProducerImpl.sendDefaultImpl` and `sendKernelImpl`):
+//! find the topic's queues (falling back to the auto-create template `TBW102`), pick a queue
+//! round-robin while avoiding the broker that just failed (or, with latency fault avoidance,
+//! brokers that were slow), send SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE, and retry on another
+//! queue when the broker is unreachable or answers with a retriable code.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use rmq_common::{sys_flag, Properties, PropertyKey};
+use rmq_protocol::body::MessageQueue;
+use rmq_protocol::header::send::{SendMessageRequestHeaderV2, SendMessageResponseHeader};
+use rmq_protocol::{message_decoder, CommandHeader, RemotingCommand, RequestCode, ResponseCode};
+
+use crate::error::{ClientError, Result};
+use crate::fault::{LatencyFaultTolerance, FAILED_SEND_LATENCY};
+use crate::instance::{response_error, ClientInstance, TopicRoute, AUTO_CREATE_TOPIC_KEY};
+use crate::message::{check_message, compress, Message, SendResult, SendStatus};
+
+/// Producer settings, RocketMQ's `DefaultMQProducer` defaults.
+#[derive(Debug, Clone)]
+pub struct ProducerConfig {
+    /// Producer group.
+    pub group: String,
+    /// Deadline of one send, retries included (`sendMsgTimeout`, 3 s).
+    pub send_timeout: Duration,
+    /// Extra attempts of a failed sync send (`retryTimesWhenSendFailed`, 2).
+    pub retry_times_when_send_failed: u32,
+    /// Retry on another broker when the status is not SEND_OK (`retryAnotherBrokerWhenNotStoreOK`).
+    pub retry_another_broker_when_not_store_ok: bool,
+    /// Largest body, or batch (`maxMessageSize`, 4 MiB).
+    pub max_message_size: usize,
+    /// Bodies longer than this are zlib-compressed (`compressMsgBodyOverHowmuch`, 4096).
+    pub compress_over: usize,
+    /// zlib level (`rocketmq.message.compressLevel`, 5).
+    pub compress_level: u32,
+    /// Avoid slow brokers (`sendLatencyFaultEnable`).
+    pub send_latency_fault_enable: bool,
+    /// Queues of an auto-created topic (`defaultTopicQueueNums`, 4).
+    pub default_topic_queue_nums: i32,
+}
+
+impl ProducerConfig {
+    /// Defaults for `group`.
+    #[must_use]
+    pub fn new(group: impl Into<String>) -> Self {
+        Self {
+            group: group.into(),
+            send_timeout: Duration::from_secs(3),
+            retry_times_when_send_failed: 2,
+            retry_another_broker_when_not_store_ok: false,
+            max_message_size: 4 * 1024 * 1024,
+            compress_over: 4096,
+            compress_level: 5,
+            send_latency_fault_enable: false,
+            default_topic_queue_nums: 4,
+        }
+    }
+}
+
+/// Response codes after which a send is retried on another queue (`retryResponseCodes`).
+const RETRY_CODES: [ResponseCode; 6] = [
+    ResponseCode::TOPIC_NOT_EXIST,
+    ResponseCode::SERVICE_NOT_AVAILABLE,
+    ResponseCode::SYSTEM_ERROR,
+    ResponseCode::NO_PERMISSION,
+    ResponseCode::NO_BUYER_ID,
+    ResponseCode::NOT_IN_CURRENT_UNIT,
+];
+
+/// How a message goes out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommunicationMode {
+    /// Wait for the broker's answer.
+    Sync,
+    /// Do not wait (no result, no retries).
+    Oneway,
+}
+
+/// A producer over a shared [`ClientInstance`].
+pub struct Producer {
+    instance: ClientInstance,
+    config: ProducerConfig,
+    fault: LatencyFaultTolerance,
+    next_queue: AtomicUsize,
+}
+
+/// A message encoded for the wire: header fields and body, ready to be sent to any queue.
+/// Cloning shares the body.
+#[derive(Clone)]
+struct Prepared {
+    topic: String,
+    body: Bytes,
+    properties: String,
+    sys_flag: i32,
+    flag: i32,
+    batch: bool,
+    msg_id: String,
+    reconsume_times: Option<i32>,
+    max_reconsume_times: Option<i32>,
+}
+
+impl Producer {
+    /// A producer of `config.group`; announced to brokers in the instance's heartbeats.
+    #[must_use]
+    pub fn new(instance: ClientInstance, config: ProducerConfig) -> Arc<Self> {
+        instance.register_producer(&config.group);
+        Arc::new(Self {
+            instance,
+            config,
+            fault: LatencyFaultTolerance::default(),
+            next_queue: AtomicUsize::new(crate::message::new_uniq_id().len() * 7),
+        })
+    }
+
+    /// The settings.
+    #[must_use]
+    pub fn config(&self) -> &ProducerConfig {
+        &self.config
+    }
+
+    /// The instance.
+    #[must_use]
+    pub fn instance(&self) -> &ClientInstance {
+        &self.instance
+    }
+
+    /// The writable queues of `topic` (for selectors).
+    ///
+    /// # Errors
+    /// No route for the topic or its template.
+    pub async fn publish_queues(&self, topic: &str) -> Result<Vec<MessageQueue>> {
+        Ok(self.publish_route(topic).await?.publish_queues.clone())
+    }
+
+    /// `tryToFindTopicPublishInfo`: the topic's route, or for a topic no nameserver knows
+    /// yet, the auto-create template's queues renamed to the topic (the broker creates the
+    /// topic on the first send if `autoCreateTopicEnable`).
+    async fn publish_route(&self, topic: &str) -> Result<Arc<TopicRoute>> {
+        match self.instance.route(topic).await {
+            Ok(r) if !r.publish_queues.is_empty() => Ok(r),
+            Ok(_) => Err(ClientError::NoRoute {
+                topic: topic.to_owned(),
+                detail: "no writable queue on any broker with a master".to_owned(),
+            }),
+            Err(ClientError::NoRoute { detail, .. }) => {
+                let template = match self.instance.fetch_route(AUTO_CREATE_TOPIC_KEY).await {
+                    Ok(t) => t,
+                    Err(ClientError::NoRoute { .. }) => {
+                        return Err(ClientError::NoRoute {
+                            topic: topic.to_owned(),
+                            detail: format!("{detail}, and no broker allows auto-creation"),
+                        })
+                    }
+                    Err(e) => return Err(e),
+                };
+                let mut data = template;
+                for q in &mut data.queue_datas {
+                    q.read_queue_nums = q.read_queue_nums.min(self.config.default_topic_queue_nums);
+                    q.write_queue_nums =
+                        q.write_queue_nums.min(self.config.default_topic_queue_nums);
+                }
+                let route = Arc::new(TopicRoute::new(topic, data));
+                if route.publish_queues.is_empty() {
+                    return Err(ClientError::NoRoute {
+                        topic: topic.to_owned(),
+                        detail: format!("{detail}, and no broker allows auto-creation"),
+                    });
+                }
+                self.instance.remember_route(topic, route.clone());
+                Ok(route)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn prepare(&self, mut msg: Message) -> Result<Prepared> {
+        check_message(&msg, self.config.max_message_size)?;
+        let msg_id = msg.ensure_uniq_id();
+        let mut sys = 0;
+        let mut body = msg.body;
+        if body.len() > self.config.compress_over {
+            if let Some(z) = compress(&body, self.config.compress_level) {
+                body = z;
+                sys |= sys_flag::COMPRESSED_FLAG;
+            }
+        }
+        if msg
+            .properties
+            .get(PropertyKey::TRANSACTION_PREPARED)
+            .is_some_and(|v| v == "true")
+        {
+            sys |= sys_flag::TRANSACTION_PREPARED_TYPE;
+        }
+        let retry = msg.topic.starts_with("%RETRY%");
+        let int_prop = |p: &Properties, k| p.get(k).and_then(|v: &str| v.parse().ok());
+        Ok(Prepared {
+            reconsume_times: retry
+                .then(|| int_prop(&msg.properties, PropertyKey::RECONSUME_TIME))
+                .flatten(),
+            max_reconsume_times: retry
+                .then(|| int_prop(&msg.properties, PropertyKey::MAX_RECONSUME_TIMES))
+                .flatten(),
+            properties: msg.properties.encode(),
+            topic: msg.topic,
+            body,
+            sys_flag: sys,
+            flag: msg.flag,
+            batch: false,
+            msg_id,
+        })
+    }
+
+    fn prepare_batch(&self, msgs: Vec<Message>) -> Result<Prepared> {
+        let Some(first) = msgs.first() else {
+            return Err(ClientError::IllegalMessage("the batch is empty".to_owned()));
+        };
+        let topic = first.topic.clone();
+        let mut body = BytesMut::new();
+        let mut ids = String::new();
+        for mut m in msgs {
+            if m.topic != topic {
+                return Err(ClientError::IllegalMessage(format!(
+                    "a batch goes to one topic; it mixes {topic:?} and {:?}",
+                    m.topic
+                )));
+            }
+            if m.properties.get(PropertyKey::DELAY_TIME_LEVEL).is_some() {
+                return Err(ClientError::IllegalMessage(
+                    "delayed messages cannot be sent in a batch".to_owned(),
+                ));
+            }
+            check_message(&m, self.config.max_message_size)?;
+            if !ids.is_empty() {
+                ids.push(',');
+            }
+            ids.push_str(&m.ensure_uniq_id());
+            message_decoder::encode_batch_entry(
+                &mut body,
+                m.flag,
+                &m.body,
+                m.properties.encode().as_bytes(),
+            )
+            .map_err(|e| ClientError::IllegalMessage(e.to_string()))?;
+        }
+        if body.len() > self.config.max_message_size {
+            return Err(ClientError::IllegalMessage(format!(
+                "the batch is {} bytes; the most is {} (maxMessageSize): split it",
+                body.len(),
+                self.config.max_message_size
+            )));
+        }
+        Ok(Prepared {
+            topic,
+            body: body.freeze(),
+            properties: String::new(),
+            sys_flag: 0,
+            flag: 0,
+            batch: true,
+            msg_id: ids,
+            reconsume_times: None,
+            max_reconsume_times: None,
+        })
+    }
+
+    /// Send one message to a queue the producer picks, retrying on failure.
+    ///
+    /// # Errors
+    /// Illegal messages at once; otherwise the last attempt's error.
+    pub async fn send(&self, msg: Message) -> Result<SendResult> {
+        let p = self.prepare(msg)?;
+        self.send_default(p, CommunicationMode::Sync).await
+    }
+
+    /// Send messages of one topic as one SEND_BATCH_MESSAGE.
+    ///
+    /// # Errors
+    /// As [`send`](Self::send); a batch over `max_message_size` is illegal.
+    pub async fn send_batch(
+        &self,
+        msgs: Vec<Message>,
+        queue: Option<MessageQueue>,
+    ) -> Result<SendResult> {
+        let p = self.prepare_batch(msgs)?;
+        match queue {
+            Some(mq) => {
+                self.send_to(p, &mq, CommunicationMode::Sync, self.config.send_timeout)
+                    .await
+            }
+            None => self.send_default(p, CommunicationMode::Sync).await,
+        }
+    }
+
+    /// Send to `queue` (chosen by a selector): one attempt, no other queue.
+    ///
+    /// # Errors
+    /// As [`send`](Self::send).
+    pub async fn send_to_queue(&self, msg: Message, queue: &MessageQueue) -> Result<SendResult> {
+        let p = self.prepare(msg)?;
+        self.send_to(p, queue, CommunicationMode::Sync, self.config.send_timeout)
+            .await
+    }
+
+    /// Send without waiting for the broker (`sendOneway`): one attempt.
+    ///
+    /// # Errors
+    /// Illegal messages, no route, an unreachable broker.
+    pub async fn send_oneway(&self, msg: Message, queue: Option<MessageQueue>) -> Result<()> {
+        let p = self.prepare(msg)?;
+        let mq = match queue {
+            Some(q) => q,
+            None => {
+                let route = self.publish_route(&p.topic).await?;
+                self.select_queue(&route, None)
+            }
+        };
+        self.send_to(p, &mq, CommunicationMode::Oneway, self.config.send_timeout)
+            .await
+            .map(|_| ())
+    }
+
+    async fn send_default(&self, p: Prepared, mode: CommunicationMode) -> Result<SendResult> {
+        let started = Instant::now();
+        let timeout = self.config.send_timeout;
+        let route = self.publish_route(&p.topic).await?;
+        let attempts = 1 + self.config.retry_times_when_send_failed;
+        let mut last_broker: Option<String> = None;
+        let mut brokers_sent = Vec::new();
+        let mut last_err: Option<ClientError> = None;
+        let mut last_result: Option<SendResult> = None;
+        for _ in 0..attempts {
+            let Some(remaining) = timeout.checked_sub(started.elapsed()) else {
+                break;
+            };
+            let mq = self.select_queue(&route, last_broker.as_deref());
+            brokers_sent.push(mq.broker_name.clone());
+            last_broker = Some(mq.broker_name.clone());
+            let t0 = Instant::now();
+            match self.send_to(p.clone(), &mq, mode, remaining).await {
+                Ok(r) => {
+                    self.record_latency(&mq.broker_name, t0.elapsed().as_millis() as u64);
+                    if r.status != SendStatus::SendOk
+                        && self.config.retry_another_broker_when_not_store_ok
+                    {
+                        last_result = Some(r);
+                        continue;
+                    }
+                    return Ok(r);
+                }
+                Err(e) => {
+                    self.record_latency(&mq.broker_name, FAILED_SEND_LATENCY);
+                    let retriable = e.is_transport()
+                        || e.response_code()
+                            .is_some_and(|c| RETRY_CODES.contains(&ResponseCode(c)))
+                        || matches!(e, ClientError::BrokerNotFound { .. });
+                    if !retriable {
+                        return Err(e);
+                    }
+                    if matches!(e, ClientError::BrokerNotFound { .. }) || e.is_transport() {
+                        // The route may be stale (a broker gone); refresh for the next try.
+                        let _ = self.instance.update_route(&p.topic).await;
+                    }
+                    last_err = Some(e);
+                }
+            }
+        }
+        if let Some(r) = last_result {
+            return Ok(r);
+        }
+        let last = last_err.unwrap_or(ClientError::Timeout {
+            addr: brokers_sent.last().cloned().unwrap_or_default(),
+            code: RequestCode::SEND_MESSAGE_V2.0,
+            timeout_ms: timeout.as_millis() as u64,
+        });
+        Err(ClientError::SendFailed {
+            topic: p.topic,
+            attempts: brokers_sent.len(),
+            elapsed_ms: started.elapsed().as_millis() as u64,
+            brokers: brokers_sent,
+            last: Box::new(last),
+        })
+    }
+
+    fn record_latency(&self, broker: &str, latency_ms: u64) {
+        if self.config.send_latency_fault_enable {
+            self.fault.update(broker, latency_ms);
+        }
+    }
+
+    /// `selectOneMessageQueue`: round-robin, skipping the broker that just failed, and with
+    /// fault avoidance on, brokers in isolation.
+    fn select_queue(&self, route: &TopicRoute, last_broker: Option<&str>) -> MessageQueue {
+        let queues = &route.publish_queues;
+        let n = queues.len();
+        let next = || self.next_queue.fetch_add(1, Ordering::Relaxed) % n;
+        if self.config.send_latency_fault_enable {
+            for _ in 0..n {
+                let q = &queues[next()];
+                if self.fault.is_available(&q.broker_name) {
+                    return q.clone();
+                }
+            }
+            if let Some(broker) = self.fault.pick_one_at_least() {
+                let on_broker: Vec<&MessageQueue> =
+                    queues.iter().filter(|q| q.broker_name == broker).collect();
+                if on_broker.is_empty() {
+                    self.fault.remove(&broker);
+                } else {
+                    return on_broker[next() % on_broker.len()].clone();
+                }
+            }
+            return queues[next()].clone();
+        }
+        if let Some(last) = last_broker {
+            for _ in 0..n {
+                let q = &queues[next()];
+                if q.broker_name != last {
+                    return q.clone();
+                }
+            }
+        }
+        queues[next()].clone()
+    }
+
+    /// `sendKernelImpl`: one request to the queue's master.
+    async fn send_to(
+        &self,
+        p: Prepared,
+        mq: &MessageQueue,
+        mode: CommunicationMode,
+        timeout: Duration,
+    ) -> Result<SendResult> {
+        let addr = match self.instance.master_addr(&mq.broker_name) {
+            Ok(a) => a,
+            Err(_) => {
+                self.instance.update_route(&mq.topic).await?;
+                self.instance.master_addr(&mq.broker_name)?
+            }
+        };
+        let header = SendMessageRequestHeaderV2 {
+            a: self.config.group.clone(),
+            b: p.topic.clone(),
+            c: AUTO_CREATE_TOPIC_KEY.to_owned(),
+            d: self.config.default_topic_queue_nums,
+            e: mq.queue_id,
+            f: p.sys_flag,
+            g: rmq_common::time::now_millis(),
+            h: p.flag,
+            i: (!p.properties.is_empty()).then(|| p.properties.clone()),
+            j: p.reconsume_times.or(Some(0)),
+            k: false,
+            l: p.max_reconsume_times,
+            m: p.batch,
+            n: Some(mq.broker_name.clone()),
+        };
+        let code = if p.batch {
+            RequestCode::SEND_BATCH_MESSAGE
+        } else {
+            RequestCode::SEND_MESSAGE_V2
+        };
+        let cmd = RemotingCommand::new_request(code.0, header.to_ext_fields()).with_body(p.body);
+        if mode == CommunicationMode::Oneway {
+            self.instance.invoke_oneway(&addr, cmd).await?;
+            return Ok(SendResult {
+                status: SendStatus::SendOk,
+                msg_id: p.msg_id,
+                offset_msg_id: String::new(),
+                queue: mq.clone(),
+                queue_offset: -1,
+                transaction_id: None,
+                region_id: String::new(),
+            });
+        }
+        let resp = self.instance.invoke(&addr, cmd, timeout).await?;
+        let status = match ResponseCode(resp.code) {
+            ResponseCode::SUCCESS => SendStatus::SendOk,
+            ResponseCode::FLUSH_DISK_TIMEOUT => SendStatus::FlushDiskTimeout,
+            ResponseCode::FLUSH_SLAVE_TIMEOUT => SendStatus::FlushSlaveTimeout,
+            ResponseCode::SLAVE_NOT_AVAILABLE => SendStatus::SlaveNotAvailable,
+            _ => return Err(response_error(&addr, &resp)),
+        };
+        let h = SendMessageResponseHeader::from_ext_fields(&resp.ext_fields).map_err(|e| {
+            ClientError::BadResponse {
+                addr: addr.clone(),
+                detail: e.to_string(),
+            }
+        })?;
+        Ok(SendResult {
+            status,
+            msg_id: p.msg_id,
+            offset_msg_id: h.msg_id,
+            queue: MessageQueue::new(&mq.topic, &mq.broker_name, h.queue_id),
+            queue_offset: h.queue_offset,
+            transaction_id: h.transaction_id,
+            region_id: resp
+                .ext_fields
+                .get("MSG_REGION")
+                .cloned()
+                .unwrap_or_else(|| "DefaultRegion".to_owned()),
+        })
+    }
+}

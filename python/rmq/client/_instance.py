@@ -1,0 +1,113 @@
+"""One native client instance per nameserver list and instance name, shared by every producer
+and consumer that uses them (RocketMQ's ``MQClientManager``), and the routing of what brokers
+push (NOTIFY_CONSUMER_IDS_CHANGED, RESET_CONSUMER_CLIENT_OFFSET) to the consumer it is for.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import threading
+from typing import Protocol
+
+from rmq._rmq import ClientInstance
+
+__all__ = ["BrokerPushHandler", "acquire", "default_namesrv_addr", "release"]
+
+log = logging.getLogger("rmq.client")
+
+NOTIFY_CONSUMER_IDS_CHANGED = 40
+RESET_CONSUMER_CLIENT_OFFSET = 220
+CHECK_TRANSACTION_STATE = 39
+
+
+class BrokerPushHandler(Protocol):
+    """What a consumer (or transaction producer) registers to hear broker pushes."""
+
+    def on_broker_request(self, code: int, ext_fields: dict[str, str], body: bytes | None) -> None:
+        """A push for this group arrived."""
+
+
+def default_namesrv_addr(namesrv_addr: str | None) -> str:
+    """The address given, else ``$NAMESRV_ADDR``, else RocketMQ's default."""
+    return namesrv_addr or os.environ.get("NAMESRV_ADDR") or "127.0.0.1:9876"
+
+
+class _Shared:
+    def __init__(self, instance: ClientInstance) -> None:
+        self.instance = instance
+        self.users = 0
+        self.handlers: dict[str, BrokerPushHandler] = {}
+
+    def on_broker_request(self, code: int, ext_fields: dict[str, str], body: bytes | None) -> None:
+        group = ext_fields.get("consumerGroup") or ext_fields.get("group") or ""
+        if code == CHECK_TRANSACTION_STATE:
+            group = ext_fields.get("producerGroup", group)
+        handler = self.handlers.get(group)
+        if handler is None:
+            log.debug("broker push code %s for group %r, which has no handler here", code, group)
+            return
+        handler.on_broker_request(code, ext_fields, body)
+
+    @staticmethod
+    def on_warning(text: str) -> None:
+        log.warning("%s", text)
+
+
+_lock = threading.Lock()
+_shared: dict[tuple[str, str], _Shared] = {}
+
+
+def acquire(
+    namesrv_addr: str,
+    instance_name: str,
+    group: str | None = None,
+    handler: BrokerPushHandler | None = None,
+    *,
+    heartbeat_broker_interval_ms: int = 30000,
+    poll_name_server_interval_ms: int = 30000,
+) -> ClientInstance:
+    """The shared instance for ``(namesrv_addr, instance_name)``, created on first use;
+    ``handler`` receives broker pushes for ``group``. Pair with :func:`release`."""
+    key = (namesrv_addr, instance_name)
+    with _lock:
+        s = _shared.get(key)
+        if s is None:
+            inst = ClientInstance(
+                namesrv_addr,
+                instance_name=instance_name,
+                heartbeat_broker_interval_ms=heartbeat_broker_interval_ms,
+                poll_name_server_interval_ms=poll_name_server_interval_ms,
+            )
+            s = _Shared(inst)
+            inst.set_listener(s.on_broker_request, s.on_warning)
+            _shared[key] = s
+        s.users += 1
+        if group is not None and handler is not None:
+            s.handlers[group] = handler
+        return s.instance
+
+
+def release(instance: ClientInstance, group: str | None = None) -> None:
+    """Drop one user of ``instance``; the last one shuts it down."""
+    with _lock:
+        for key, s in list(_shared.items()):
+            if s.instance is instance:
+                if group is not None:
+                    s.handlers.pop(group, None)
+                s.users -= 1
+                if s.users <= 0:
+                    del _shared[key]
+                    s.instance.shutdown()
+                return
+
+
+def _shutdown_all() -> None:
+    with _lock:
+        for s in _shared.values():
+            s.instance.shutdown()
+        _shared.clear()
+
+
+atexit.register(_shutdown_all)

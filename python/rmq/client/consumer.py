@@ -1,0 +1,621 @@
+"""``rmq.PushConsumer``: RocketMQ's ``DefaultMQPushConsumer`` in Python over the Rust core.
+
+What runs where: pulls are asynchronous Rust requests (long polling, 15 s suspension) whose
+results come back on the client's callback thread; this module decides everything else, as
+RocketMQ's Java client does:
+
+* rebalance (every 20 s, and at once on NOTIFY_CONSUMER_IDS_CHANGED): each consumer of a
+  clustering group fetches the group's consumer ids and the topic's queues and takes its share
+  with an allocation strategy (``rmq.client.allocate``); broadcasting takes every queue;
+* flow control: a queue is not pulled while it holds more than ``pull_threshold_for_queue``
+  messages, ``pull_threshold_size_for_queue`` MiB, or (concurrently) a span over
+  ``consume_concurrently_max_span`` offsets;
+* consumption on a thread pool: batches of ``consume_message_batch_max_size`` messages go to
+  the listener; the committed offset is the lowest offset still in flight, so nothing is
+  skipped when batches finish out of order. Orderly consumption holds the broker's lock of
+  the queue (LOCK_BATCH_MQ, renewed every 20 s) and consumes one queue on one thread at a time;
+* offsets persisted every 5 s and on shutdown (broker for clustering, a local file for
+  broadcasting).
+
+Delivery is at least once: a message whose listener fails (returns RECONSUME_LATER or raises)
+is consumed again; the offset does not pass it until it succeeds.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from types import TracebackType
+
+from rmq._rmq import ClientInstance, PullResult, StoredMessage
+from rmq.client import _instance
+from rmq.client._process_queue import ProcessQueue
+from rmq.client._scheduler import Scheduler
+from rmq.client.allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
+from rmq.client.message_queue import MessageQueue
+from rmq.client.offset_store import (
+    LocalFileOffsetStore,
+    OffsetStore,
+    RemoteBrokerOffsetStore,
+    parse_offset_table,
+)
+
+__all__ = [
+    "ConsumeConcurrentlyStatus",
+    "ConsumeFromWhere",
+    "ConsumeOrderlyStatus",
+    "MessageModel",
+    "PushConsumer",
+]
+
+log = logging.getLogger("rmq.client")
+
+RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
+PULL_TIME_DELAY_ON_EXCEPTION_S = 3.0
+PULL_TIME_DELAY_ON_FLOW_CONTROL_S = 0.05
+PULL_TIME_DELAY_ON_SUSPEND_S = 1.0
+REBALANCE_LOCK_INTERVAL_S = 20.0
+BROKER_SUSPEND_MAX_TIME_MS = 15000
+CONSUMER_TIMEOUT_WHEN_SUSPEND_MS = 30000
+
+
+class MessageModel(str, enum.Enum):
+    """Clustering: the group shares the queues. Broadcasting: every consumer gets everything."""
+
+    CLUSTERING = "CLUSTERING"
+    BROADCASTING = "BROADCASTING"
+
+
+class ConsumeFromWhere(str, enum.Enum):
+    """Where a group with no committed offset starts."""
+
+    CONSUME_FROM_LAST_OFFSET = "CONSUME_FROM_LAST_OFFSET"
+    CONSUME_FROM_FIRST_OFFSET = "CONSUME_FROM_FIRST_OFFSET"
+    CONSUME_FROM_TIMESTAMP = "CONSUME_FROM_TIMESTAMP"
+
+
+class ConsumeConcurrentlyStatus(str, enum.Enum):
+    """What a concurrent listener returns (``None`` counts as success)."""
+
+    CONSUME_SUCCESS = "CONSUME_SUCCESS"
+    RECONSUME_LATER = "RECONSUME_LATER"
+
+
+class ConsumeOrderlyStatus(str, enum.Enum):
+    """What an orderly listener returns (``None`` counts as success)."""
+
+    SUCCESS = "SUCCESS"
+    SUSPEND_CURRENT_QUEUE_A_MOMENT = "SUSPEND_CURRENT_QUEUE_A_MOMENT"
+
+
+ConcurrentListener = Callable[[list[StoredMessage]], "ConsumeConcurrentlyStatus | None"]
+OrderlyListener = Callable[[list[StoredMessage]], "ConsumeOrderlyStatus | None"]
+
+
+def compute_pull_from_where(
+    instance: ClientInstance,
+    store: OffsetStore,
+    mq: MessageQueue,
+    where: ConsumeFromWhere,
+    consume_timestamp_ms: int,
+) -> int:
+    """RocketMQ's ``computePullFromWhere``: the committed offset when there is one, else the
+    start ``where`` names (a retry topic starts at 0 / the end, as RocketMQ does)."""
+    last = store.read_store(mq)
+    if last >= 0:
+        return last
+    retry = mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+    if where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET or (
+        retry and where is ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
+    ):
+        return 0
+    if where is ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET or retry:
+        return instance.max_offset(mq)
+    return instance.search_offset(mq, consume_timestamp_ms)
+
+
+class Rebalancer:
+    """Works out this consumer's queues of each subscribed topic (``RebalanceImpl``)."""
+
+    def __init__(
+        self,
+        instance: ClientInstance,
+        group: str,
+        model: MessageModel,
+        strategy: AllocateMessageQueueStrategy,
+    ) -> None:
+        self.instance = instance
+        self.group = group
+        self.model = model
+        self.strategy = strategy
+
+    def assigned(self, topic: str) -> list[MessageQueue] | None:
+        """This consumer's share of ``topic``; None when it cannot be worked out now (no
+        route, no consumer list), in which case the current assignment should stay."""
+        try:
+            mq_all = self.instance.fetch_subscribe_queues(topic)
+        except Exception as exc:
+            log.warning("rebalance of %s: no route for topic %s: %s", self.group, topic, exc)
+            return None
+        if self.model is MessageModel.BROADCASTING:
+            return sorted(mq_all)
+        try:
+            cid_all = self.instance.consumer_id_list(topic, self.group)
+        except Exception as exc:
+            log.warning("rebalance of %s: consumer list of %s: %s", self.group, topic, exc)
+            return None
+        if not cid_all or not mq_all:
+            return None
+        return self.strategy.allocate(self.group, self.instance.client_id, mq_all, cid_all)
+
+
+class PushConsumer:
+    """Consumes the topics it subscribes to, calling a listener for each batch.
+
+    >>> consumer = PushConsumer("my-group", "127.0.0.1:9876")           # doctest: +SKIP
+    >>> consumer.subscribe("TopicTest", "TagA || TagB")                  # doctest: +SKIP
+    >>> consumer.register_message_listener_concurrently(lambda msgs: None)  # doctest: +SKIP
+    >>> consumer.start()                                                 # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        group: str,
+        namesrv_addr: str | None = None,
+        *,
+        instance_name: str = "DEFAULT",
+        message_model: MessageModel | str = MessageModel.CLUSTERING,
+        consume_from_where: ConsumeFromWhere | str = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
+        consume_timestamp_ms: int | None = None,
+        allocate_strategy: AllocateMessageQueueStrategy | None = None,
+        consume_thread_max: int = 20,
+        consume_message_batch_max_size: int = 1,
+        pull_batch_size: int = 32,
+        pull_interval_ms: int = 0,
+        pull_threshold_for_queue: int = 1000,
+        pull_threshold_size_for_queue: int = 100,
+        consume_concurrently_max_span: int = 2000,
+        suspend_current_queue_time_millis: int = 1000,
+        reconsume_later_delay_ms: int = 5000,
+        persist_consumer_offset_interval: int = 5000,
+        rebalance_interval_ms: int = 20000,
+        heartbeat_broker_interval: int = 30000,
+        poll_name_server_interval: int = 30000,
+        offset_store_dir: str | Path | None = None,
+    ) -> None:
+        self.group = group
+        self.namesrv_addr = _instance.default_namesrv_addr(namesrv_addr)
+        self.instance_name = instance_name
+        self.message_model = MessageModel(message_model)
+        self.consume_from_where = ConsumeFromWhere(consume_from_where)
+        self.consume_timestamp_ms = (
+            consume_timestamp_ms
+            if consume_timestamp_ms is not None
+            else int(time.time() * 1000) - 30 * 60 * 1000
+        )
+        self.allocate_strategy = allocate_strategy or AllocateMessageQueueAveragely()
+        self.consume_thread_max = consume_thread_max
+        self.consume_message_batch_max_size = consume_message_batch_max_size
+        self.pull_batch_size = pull_batch_size
+        self.pull_interval_s = pull_interval_ms / 1000
+        self.pull_threshold_for_queue = pull_threshold_for_queue
+        self.pull_threshold_size_for_queue = pull_threshold_size_for_queue
+        self.consume_concurrently_max_span = consume_concurrently_max_span
+        self.suspend_s = suspend_current_queue_time_millis / 1000
+        self.reconsume_later_delay_s = reconsume_later_delay_ms / 1000
+        self.persist_interval_s = persist_consumer_offset_interval / 1000
+        self.rebalance_interval_s = rebalance_interval_ms / 1000
+        self.heartbeat_broker_interval = heartbeat_broker_interval
+        self.poll_name_server_interval = poll_name_server_interval
+        self.offset_store_dir = Path(offset_store_dir) if offset_store_dir else None
+        self._subscriptions: dict[str, str] = {}
+        self._listener: ConcurrentListener | None = None
+        self._orderly_listener: OrderlyListener | None = None
+        self._queues: dict[MessageQueue, ProcessQueue] = {}
+        self._queues_lock = threading.RLock()
+        self._rebalance_lock = threading.Lock()
+        self._running = False
+
+    # ---- configuration ------------------------------------------------------------------
+
+    def subscribe(self, topic: str, expression: str = "*") -> None:
+        """Consume ``topic``'s messages whose tag matches ``expression`` (``"*"`` for all,
+        or ``"tagA || tagB"``). May be called again to change the expression."""
+        self._subscriptions[topic] = expression or "*"
+        if self._running:
+            self._register()
+            self._instance.send_heartbeat()
+
+    def unsubscribe(self, topic: str) -> None:
+        """Stop consuming ``topic``."""
+        self._subscriptions.pop(topic, None)
+        if self._running:
+            self._register()
+            self.rebalance()
+
+    def register_message_listener_concurrently(self, listener: ConcurrentListener) -> None:
+        """Messages go to ``listener(msgs)`` on a pool of ``consume_thread_max`` threads."""
+        self._listener, self._orderly_listener = listener, None
+
+    def register_message_listener_orderly(self, listener: OrderlyListener) -> None:
+        """Each queue's messages go to ``listener(msgs)`` in queue order, one batch at a time;
+        in clustering mode the broker's queue lock makes this hold across the group."""
+        self._orderly_listener, self._listener = listener, None
+
+    @property
+    def orderly(self) -> bool:
+        return self._orderly_listener is not None
+
+    # ---- lifecycle ----------------------------------------------------------------------
+
+    def start(self) -> PushConsumer:
+        """Start pulling and consuming. Returns self."""
+        if self._running:
+            return self
+        if self._listener is None and self._orderly_listener is None:
+            raise RuntimeError(
+                "no listener: call register_message_listener_concurrently() or "
+                "register_message_listener_orderly() before start()"
+            )
+        if not self._subscriptions:
+            raise RuntimeError("no subscription: call subscribe(topic, expression) first")
+        self._instance = _instance.acquire(
+            self.namesrv_addr,
+            self.instance_name,
+            self.group,
+            self,
+            heartbeat_broker_interval_ms=self.heartbeat_broker_interval,
+            poll_name_server_interval_ms=self.poll_name_server_interval,
+        )
+        self._store: OffsetStore = (
+            RemoteBrokerOffsetStore(self._instance, self.group)
+            if self.message_model is MessageModel.CLUSTERING
+            else LocalFileOffsetStore(self._instance.client_id, self.group, self.offset_store_dir)
+        )
+        self._rebalancer = Rebalancer(
+            self._instance, self.group, self.message_model, self.allocate_strategy
+        )
+        self._executor = ThreadPoolExecutor(
+            max_workers=self.consume_thread_max, thread_name_prefix=f"rmq-consume-{self.group}"
+        )
+        self._scheduler = Scheduler(f"rmq-consumer-{self.group}")
+        self._running = True
+        self._register()
+        for topic in self._subscriptions:
+            self._instance.fetch_subscribe_queues(topic)
+        self._instance.send_heartbeat()
+        self._scheduler.call_later(0, self.rebalance)
+        self._scheduler.call_every(self.rebalance_interval_s, self.rebalance)
+        self._scheduler.call_every(self.persist_interval_s, self.persist_offsets)
+        if self.orderly and self.message_model is MessageModel.CLUSTERING:
+            self._scheduler.call_every(REBALANCE_LOCK_INTERVAL_S, self._lock_all, 1.0)
+        return self
+
+    def _register(self) -> None:
+        self._instance.register_consumer(
+            self.group,
+            list(self._subscriptions.items()),
+            message_model=self.message_model.value,
+            consume_type="CONSUME_PASSIVELY",
+            consume_from_where=self.consume_from_where.value,
+        )
+
+    def shutdown(self) -> None:
+        """Stop pulling, finish the batches being consumed, persist offsets, release queue
+        locks and unregister from the brokers. Idempotent."""
+        if not self._running:
+            return
+        self._running = False
+        self._scheduler.shutdown()
+        with self._queues_lock:
+            for pq in self._queues.values():
+                pq.dropped = True
+        self._executor.shutdown(wait=True)
+        self.persist_offsets()
+        if self.orderly and self.message_model is MessageModel.CLUSTERING:
+            self._unlock(list(self._queues), oneway=False)
+        self._instance.unregister_consumer(self.group)
+        _instance.release(self._instance, self.group)
+
+    def __enter__(self) -> PushConsumer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.shutdown()
+
+    def assignment(self) -> list[MessageQueue]:
+        """The queues this consumer pulls now."""
+        with self._queues_lock:
+            return sorted(mq for mq, pq in self._queues.items() if not pq.dropped)
+
+    # ---- rebalance ----------------------------------------------------------------------
+
+    def rebalance(self) -> None:
+        """Recompute this consumer's queues now (also runs every 20 s)."""
+        if not self._running:
+            return
+        with self._rebalance_lock:
+            for topic in list(self._subscriptions):
+                mine = self._rebalancer.assigned(topic)
+                if mine is not None:
+                    self._update_queues(topic, set(mine))
+            with self._queues_lock:
+                for mq in [mq for mq in self._queues if mq.topic not in self._subscriptions]:
+                    self._drop(mq)
+
+    def _update_queues(self, topic: str, mine: set[MessageQueue]) -> None:
+        with self._queues_lock:
+            current = {mq for mq in self._queues if mq.topic == topic}
+        for mq in current - mine:
+            self._drop(mq)
+        new = sorted(mine - current)
+        if new and self.orderly and self.message_model is MessageModel.CLUSTERING:
+            new = self._lock(new)
+        for mq in new:
+            try:
+                offset = compute_pull_from_where(
+                    self._instance,
+                    self._store,
+                    mq,
+                    self.consume_from_where,
+                    self.consume_timestamp_ms,
+                )
+            except Exception as exc:
+                log.warning("%s: cannot find where to start %s, retrying: %s", self.group, mq, exc)
+                continue
+            pq = ProcessQueue()
+            if self.orderly and self.message_model is MessageModel.CLUSTERING:
+                pq.locked, pq.last_lock_timestamp = True, time.monotonic()
+            self._store.update(mq, offset)
+            with self._queues_lock:
+                self._queues[mq] = pq
+            log.info("%s: now consuming %s from offset %d", self.group, mq, offset)
+            self._pull(mq, pq, offset)
+
+    def _drop(self, mq: MessageQueue) -> None:
+        with self._queues_lock:
+            pq = self._queues.pop(mq, None)
+        if pq is None:
+            return
+        pq.dropped = True
+        self._store.persist_all([mq])
+        self._store.remove(mq)
+        if self.orderly and self.message_model is MessageModel.CLUSTERING:
+            with pq.consume_lock:  # let a batch in flight finish first
+                self._unlock([mq], oneway=True)
+        log.info("%s: no longer consuming %s", self.group, mq)
+
+    def _by_broker(self, mqs: Sequence[MessageQueue]) -> dict[str, list[MessageQueue]]:
+        out: dict[str, list[MessageQueue]] = {}
+        for mq in mqs:
+            out.setdefault(mq.broker_name, []).append(mq)
+        return out
+
+    def _lock(self, mqs: Sequence[MessageQueue]) -> list[MessageQueue]:
+        locked: list[MessageQueue] = []
+        for broker, qs in self._by_broker(mqs).items():
+            try:
+                locked.extend(self._instance.lock_batch(self.group, broker, qs))
+            except Exception as exc:
+                log.warning("%s: locking queues on %s: %s", self.group, broker, exc)
+        return locked
+
+    def _unlock(self, mqs: Sequence[MessageQueue], oneway: bool) -> None:
+        for broker, qs in self._by_broker(mqs).items():
+            try:
+                self._instance.unlock_batch(self.group, broker, qs, oneway)
+            except Exception as exc:
+                log.warning("%s: unlocking queues on %s: %s", self.group, broker, exc)
+
+    def _lock_all(self) -> None:
+        with self._queues_lock:
+            held = dict(self._queues)
+        locked = set(self._lock(list(held)))
+        now = time.monotonic()
+        for mq, pq in held.items():
+            if mq in locked:
+                pq.locked, pq.last_lock_timestamp = True, now
+            else:
+                pq.locked = False
+
+    # ---- pulling ------------------------------------------------------------------------
+
+    def _pull(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
+        if pq.dropped or not self._running:
+            return
+        if pq.count > self.pull_threshold_for_queue or (
+            pq.size_bytes > self.pull_threshold_size_for_queue * 1024 * 1024
+        ):
+            self._pull_later(mq, pq, offset, PULL_TIME_DELAY_ON_FLOW_CONTROL_S)
+            return
+        if not self.orderly and pq.max_span > self.consume_concurrently_max_span:
+            self._pull_later(mq, pq, offset, PULL_TIME_DELAY_ON_FLOW_CONTROL_S)
+            return
+        if self.orderly and self.message_model is MessageModel.CLUSTERING and not pq.locked:
+            self._pull_later(mq, pq, offset, PULL_TIME_DELAY_ON_EXCEPTION_S)
+            return
+        commit = None
+        if self.message_model is MessageModel.CLUSTERING:
+            committed = self._store.read_memory(mq)
+            commit = committed if committed > 0 else None
+
+        def done(result: PullResult | None, error: BaseException | None) -> None:
+            self._on_pulled(mq, pq, offset, result, error)
+
+        try:
+            self._instance.pull_async(
+                done,
+                self.group,
+                mq,
+                offset,
+                self.pull_batch_size,
+                expression=self._subscriptions.get(mq.topic, "*"),
+                commit_offset=commit,
+                suspend_ms=BROKER_SUSPEND_MAX_TIME_MS,
+                timeout_ms=CONSUMER_TIMEOUT_WHEN_SUSPEND_MS,
+            )
+        except Exception as exc:
+            log.warning("%s: pulling %s: %s", self.group, mq, exc)
+            self._pull_later(mq, pq, offset, PULL_TIME_DELAY_ON_EXCEPTION_S)
+
+    def _pull_later(self, mq: MessageQueue, pq: ProcessQueue, offset: int, delay: float) -> None:
+        if self._running and not pq.dropped:
+            self._scheduler.call_later(delay, lambda: self._pull(mq, pq, offset))
+
+    def _on_pulled(
+        self,
+        mq: MessageQueue,
+        pq: ProcessQueue,
+        offset: int,
+        result: PullResult | None,
+        error: BaseException | None,
+    ) -> None:
+        if pq.dropped or not self._running:
+            return
+        if result is None:
+            log.warning("%s: pull of %s at %d failed: %s", self.group, mq, offset, error)
+            self._pull_later(mq, pq, offset, PULL_TIME_DELAY_ON_EXCEPTION_S)
+            return
+        next_offset = result.next_begin_offset
+        if result.status == "FOUND":
+            pq.put(result.messages)
+            self._submit(mq, pq, result.messages)
+        elif result.status == "OFFSET_ILLEGAL":
+            log.warning(
+                "%s: offset %d of %s is out of range; continuing from %d",
+                self.group,
+                offset,
+                mq,
+                next_offset,
+            )
+            self._store.update(mq, next_offset)
+        elif pq.count == 0:
+            # Nothing new (or nothing matched): the committed offset may move up to here.
+            self._store.update(mq, next_offset, increase_only=True)
+        if self.pull_interval_s > 0:
+            self._pull_later(mq, pq, next_offset, self.pull_interval_s)
+        else:
+            self._pull(mq, pq, next_offset)
+
+    # ---- consuming ----------------------------------------------------------------------
+
+    def _submit(self, mq: MessageQueue, pq: ProcessQueue, msgs: list[StoredMessage]) -> None:
+        if self.orderly:
+            self._schedule_orderly(mq, pq, 0)
+            return
+        n = self.consume_message_batch_max_size
+        for i in range(0, len(msgs), n):
+            self._executor.submit(self._consume_concurrently, mq, pq, msgs[i : i + n])
+
+    def _consume_concurrently(
+        self, mq: MessageQueue, pq: ProcessQueue, msgs: list[StoredMessage]
+    ) -> None:
+        if pq.dropped:
+            return
+        listener = self._listener
+        assert listener is not None
+        try:
+            status = listener(msgs)
+        except Exception:
+            log.exception(
+                "%s: the listener raised on %d message(s) of %s", self.group, len(msgs), mq
+            )
+            status = ConsumeConcurrentlyStatus.RECONSUME_LATER
+        if status == ConsumeConcurrentlyStatus.RECONSUME_LATER:
+            if self.message_model is MessageModel.BROADCASTING:
+                # RocketMQ drops failed broadcast messages: there is no group to retry for.
+                log.warning(
+                    "%s: broadcasting, dropping %d failed message(s)", self.group, len(msgs)
+                )
+            elif not pq.dropped and self._running:
+                self._scheduler.call_later(
+                    self.reconsume_later_delay_s,
+                    lambda: self._executor.submit(self._consume_concurrently, mq, pq, msgs),
+                )
+                return
+        offset = pq.remove(msgs)
+        if offset >= 0 and not pq.dropped:
+            self._store.update(mq, offset, increase_only=True)
+
+    def _schedule_orderly(self, mq: MessageQueue, pq: ProcessQueue, delay: float) -> None:
+        with pq.lock:
+            if pq.consuming_scheduled:
+                return
+            pq.consuming_scheduled = True
+
+        def run() -> None:
+            self._executor.submit(self._consume_orderly, mq, pq)
+
+        if delay:
+            self._scheduler.call_later(delay, run)
+        else:
+            run()
+
+    def _consume_orderly(self, mq: MessageQueue, pq: ProcessQueue) -> None:
+        listener = self._orderly_listener
+        assert listener is not None
+        clustering = self.message_model is MessageModel.CLUSTERING
+        with pq.consume_lock:
+            with pq.lock:
+                pq.consuming_scheduled = False
+            while not pq.dropped and self._running:
+                if clustering and (not pq.locked or pq.lock_expired()):
+                    self._schedule_orderly(mq, pq, PULL_TIME_DELAY_ON_SUSPEND_S)
+                    return
+                msgs = pq.take(self.consume_message_batch_max_size)
+                if not msgs:
+                    return
+                try:
+                    status = listener(msgs)
+                except Exception:
+                    log.exception("%s: the orderly listener raised on %s", self.group, mq)
+                    status = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+                if status == ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT:
+                    pq.rollback()
+                    self._schedule_orderly(mq, pq, self.suspend_s)
+                    return
+                offset = pq.commit()
+                if offset >= 0 and not pq.dropped:
+                    self._store.update(mq, offset, increase_only=True)
+
+    # ---- offsets and broker pushes ------------------------------------------------------
+
+    def persist_offsets(self) -> None:
+        """Persist the offsets of the queues held now (also runs every 5 s)."""
+        with self._queues_lock:
+            mqs = list(self._queues)
+        self._store.persist_all(mqs)
+
+    def on_broker_request(self, code: int, ext_fields: dict[str, str], body: bytes | None) -> None:
+        """Broker pushes: consumer ids changed → rebalance now; reset offsets → restart the
+        topic's queues from the broker's offsets."""
+        if not self._running:
+            return
+        if code == _instance.NOTIFY_CONSUMER_IDS_CHANGED:
+            self._scheduler.call_later(0, self.rebalance)
+        elif code == _instance.RESET_CONSUMER_CLIENT_OFFSET and body:
+            table = parse_offset_table(body.decode("utf-8", "replace"))
+            self._scheduler.call_later(0, lambda: self._reset_offsets(table))
+
+    def _reset_offsets(self, table: dict[MessageQueue, int]) -> None:
+        with self._rebalance_lock:
+            for mq, offset in table.items():
+                with self._queues_lock:
+                    held = mq in self._queues
+                if held:
+                    self._drop(mq)
+                self._store.update(mq, offset)
+                self._store.persist_all([mq])
+                self._store.remove(mq)
+            log.info("%s: offsets reset by the broker for %d queue(s)", self.group, len(table))
+        self.rebalance()
