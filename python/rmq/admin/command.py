@@ -1,0 +1,89 @@
+"""The sub-command registry: a sub-command is one decorated function.
+
+::
+
+    @subcommand("topicRoute", "Examine topic route info",
+                arg("-t", "--topic", required=True, help="topic name"))
+    def topic_route(admin: Admin, args: argparse.Namespace) -> Result:
+        ...
+
+The decorator records the name (mqadmin's), the one-line summary and the argparse options;
+:mod:`rmq.admin.cli` builds one sub-parser per entry. A module of sub-commands only has to be
+imported by :mod:`rmq.admin.commands` to appear in ``rmq --help``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from rmq.admin.client import Admin
+from rmq.admin.output import Result
+
+__all__ = ["REGISTRY", "Arg", "OneOf", "RunFn", "SubCommand", "arg", "one_of", "subcommand"]
+
+RunFn = Callable[[Admin, argparse.Namespace], Result]
+
+
+@dataclass(frozen=True, slots=True)
+class Arg:
+    """One ``add_argument`` call."""
+
+    flags: tuple[str, ...]
+    options: dict[str, Any]
+
+    def add_to(self, parser: argparse.ArgumentParser | argparse._MutuallyExclusiveGroup) -> None:
+        parser.add_argument(*self.flags, **self.options)
+
+
+@dataclass(frozen=True, slots=True)
+class OneOf:
+    """Options of which exactly one (``required``) or at most one may be given, like
+    mqadmin's ``-b brokerAddr | -c clusterName``."""
+
+    args: tuple[Arg, ...]
+    required: bool
+
+
+def arg(*flags: str, **options: Any) -> Arg:
+    """An option, with :meth:`argparse.ArgumentParser.add_argument`'s parameters."""
+    return Arg(flags, options)
+
+
+def one_of(*args: Arg, required: bool = True) -> OneOf:
+    return OneOf(args, required)
+
+
+@dataclass(frozen=True, slots=True)
+class SubCommand:
+    name: str
+    summary: str
+    args: tuple[Arg | OneOf, ...]
+    run: RunFn
+
+    def configure(self, parser: argparse.ArgumentParser) -> None:
+        for a in self.args:
+            if isinstance(a, OneOf):
+                group = parser.add_mutually_exclusive_group(required=a.required)
+                for member in a.args:
+                    member.add_to(group)
+            else:
+                a.add_to(parser)
+
+
+REGISTRY: dict[str, SubCommand] = {}
+"""Sub-commands by name, in registration order."""
+
+
+def subcommand(name: str, summary: str, *args: Arg | OneOf) -> Callable[[RunFn], RunFn]:
+    """Register the decorated function as sub-command ``name``."""
+
+    def register(run: RunFn) -> RunFn:
+        if name in REGISTRY:
+            raise ValueError(f"sub-command {name!r} is registered twice")
+        REGISTRY[name] = SubCommand(name, summary, args, run)
+        return run
+
+    return register

@@ -1,0 +1,188 @@
+"""Cluster and broker sub-commands: the cluster layout, a broker's runtime key/values, and
+reading or changing a broker's configuration."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from rmq.admin.client import MASTER_ID, Admin, AdminRequestCode, BrokerData
+from rmq.admin.command import arg, one_of, subcommand
+from rmq.admin.output import Result, table
+from rmq.codes import RequestCode
+from rmq.errors import RmqError
+
+
+def runtime_info(admin: Admin, addr: str) -> dict[str, str]:
+    """GET_BROKER_RUNTIME_INFO: the broker's KVTable."""
+    body = admin.broker_json(addr, RequestCode.GET_BROKER_RUNTIME_INFO)
+    return {str(k): str(v) for k, v in (body.get("table") or {}).items()}
+
+
+def _first_float(value: str | None) -> float:
+    """``putTps`` and friends hold several figures ("10.0 9.5 9.8"); mqadmin shows the first."""
+    try:
+        return float((value or "").split()[0])
+    except (IndexError, ValueError):
+        return 0.0
+
+
+def _tps(kv: dict[str, str], tps_key: str, pool: str) -> str:
+    tps = _first_float(kv.get(tps_key))
+    size = kv.get(f"{pool}ThreadPoolQueueSize")
+    wait = kv.get(f"{pool}ThreadPoolQueueHeadWaitTimeMills")
+    if size is None and wait is None:
+        return f"{tps:.2f}"
+    return f"{tps:.2f}({size or 0},{wait or 0}ms)"
+
+
+def _addresses(admin: Admin, args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(label, address) of ``-b ADDR``, or of every master and slave of ``-c CLUSTER``."""
+    if args.brokerAddr:
+        addr = admin.broker_addr(args.brokerAddr)
+        return [(addr, addr)]
+    out = []
+    for b in admin.cluster_info().brokers_of(args.clusterName):
+        master = b.master_addr
+        for bid, addr in sorted(b.addrs.items()):
+            if bid == MASTER_ID:
+                out.append((f"Master: {addr}", addr))
+            else:
+                out.append((f"My Master: {master}=====Slave: {addr}", addr))
+    return out
+
+
+@subcommand("clusterList", "List all of clusters")
+def cluster_list(admin: Admin, args: argparse.Namespace) -> Result:
+    info = admin.cluster_info()
+    now_ms = int(time.time() * 1000)
+    rows: list[dict[str, Any]] = []
+    warnings = []
+    for cluster in sorted(info.clusters):
+        for name in info.clusters[cluster]:
+            b: BrokerData | None = info.brokers.get(name)
+            if b is None:
+                continue
+            for bid, addr in sorted(b.addrs.items()):
+                try:
+                    kv = runtime_info(admin, addr)
+                except RmqError as exc:
+                    warnings.append(str(exc))
+                    kv = {}
+                earliest = kv.get("earliestMessageTimeStamp", "")
+                hours = (now_ms - int(earliest)) / 3_600_000 if earliest.isdigit() else 0.0
+                rows.append(
+                    {
+                        "cluster": cluster,
+                        "brokerName": name,
+                        "brokerId": bid,
+                        "addr": addr,
+                        "version": kv.get("brokerVersionDesc", ""),
+                        "inTps": _first_float(kv.get("putTps")),
+                        "outTps": _first_float(kv.get("getTransferedTps")),
+                        "in": _tps(kv, "putTps", "send"),
+                        "out": _tps(kv, "getTransferedTps", "pull"),
+                        "pageCacheLockTimeMills": kv.get("pageCacheLockTimeMills", ""),
+                        "hours": round(hours, 2),
+                        "commitLogDiskRatio": _first_float(kv.get("commitLogDiskRatio")),
+                        "reachable": bool(kv),
+                    }
+                )
+    lines = table(
+        (
+            "Cluster Name",
+            "Broker Name",
+            "BID",
+            "Addr",
+            "Version",
+            "InTPS(LOAD)",
+            "OutTPS(LOAD)",
+            "PCWait(ms)",
+            "Hour",
+            "SPACE",
+        ),
+        (
+            (
+                r["cluster"],
+                r["brokerName"],
+                r["brokerId"],
+                r["addr"],
+                r["version"] if r["reachable"] else "UNREACHABLE",
+                r["in"],
+                r["out"],
+                r["pageCacheLockTimeMills"],
+                f"{r['hours']:.2f}",
+                f"{r['commitLogDiskRatio']:.4f}",
+            )
+            for r in rows
+        ),
+    )
+    data = {"brokers": [{k: v for k, v in r.items() if k not in ("in", "out")} for r in rows]}
+    return Result(data, lines, warnings)
+
+
+BROKER_OR_CLUSTER = one_of(
+    arg("-b", "--brokerAddr", metavar="ADDR", help="broker address"),
+    arg("-c", "--clusterName", metavar="CLUSTER", help="every broker of this cluster"),
+)
+
+
+@subcommand("brokerStatus", "Fetch broker runtime status data", BROKER_OR_CLUSTER)
+def broker_status(admin: Admin, args: argparse.Namespace) -> Result:
+    tables = {addr: runtime_info(admin, addr) for _, addr in _addresses(admin, args)}
+    width = max((len(k) for kv in tables.values() for k in kv), default=0)
+    lines: list[str] = []
+    for addr, kv in tables.items():
+        prefix = "" if args.brokerAddr else f"{addr:<22} "
+        lines.extend(f"{prefix}{k:<{width}}: {v}" for k, v in sorted(kv.items()))
+    return Result(tables if not args.brokerAddr else next(iter(tables.values())), lines)
+
+
+def _properties(text: str) -> dict[str, str]:
+    """``key=value`` lines (RocketMQ's ``MixAll.properties2String`` output)."""
+    out = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith(("#", "!")):
+            continue
+        key, _, value = line.partition("=")
+        out[key.strip()] = value.strip()
+    return out
+
+
+@subcommand("getBrokerConfig", "Get broker config by cluster or special broker", BROKER_OR_CLUSTER)
+def get_broker_config(admin: Admin, args: argparse.Namespace) -> Result:
+    configs: dict[str, dict[str, str]] = {}
+    lines: list[str] = []
+    for label, addr in _addresses(admin, args):
+        resp = admin.broker(addr, AdminRequestCode.GET_BROKER_CONFIG)
+        config = dict(sorted(_properties((resp.body or b"").decode("utf-8")).items()))
+        configs[addr] = config
+        lines.append(f"============{label}============")
+        width = max((len(k) for k in config), default=0)
+        lines.extend(f"{k:<{width}} = {v}" for k, v in config.items())
+        lines.append("")
+    if args.brokerAddr:
+        return Result(next(iter(configs.values())), lines)
+    return Result(configs, lines)
+
+
+@subcommand(
+    "updateBrokerConfig",
+    "Update broker's config",
+    one_of(
+        arg("-b", "--brokerAddr", metavar="ADDR", help="update this broker"),
+        arg("-c", "--clusterName", metavar="CLUSTER", help="update every master of this cluster"),
+    ),
+    arg("-k", "--key", required=True, help="config key"),
+    arg("-v", "--value", required=True, help="config value"),
+)
+def update_broker_config(admin: Admin, args: argparse.Namespace) -> Result:
+    key, value = args.key.strip(), args.value.strip()
+    addrs = admin.masters(args.brokerAddr, args.clusterName)
+    body = f"{key}={value}\n".encode()
+    for addr in addrs:
+        admin.broker(addr, AdminRequestCode.UPDATE_BROKER_CONFIG, None, body)
+    lines = [f"update broker config success, {addr}" for addr in addrs]
+    return Result({"key": key, "value": value, "brokers": addrs}, lines)
