@@ -246,18 +246,6 @@ def test_help(tmp_path: Path) -> None:
         assert option in done.stdout
 
 
-def test_admin_placeholder(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "rmq.admin"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=STOP_TIMEOUT_S,
-    )
-    assert done.returncode == 2
-    assert "no sub-commands are available in this build yet" in done.stderr
-
-
 def test_embedded_nameserver_answers_and_busy_port_is_a_clear_error(
     run_broker: type[BrokerProcess], broker_conf: Path
 ) -> None:

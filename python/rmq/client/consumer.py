@@ -18,7 +18,9 @@ RocketMQ's Java client does:
   broadcasting).
 
 Delivery is at least once: a message whose listener fails (returns RECONSUME_LATER or raises)
-is consumed again; the offset does not pass it until it succeeds.
+is consumed again; the offset does not pass it until it succeeds. As in RocketMQ, a queue
+that moves to another consumer in a rebalance restarts from the offset last committed to the
+broker, so up to one persist interval of messages may be delivered again.
 """
 
 from __future__ import annotations
@@ -146,6 +148,10 @@ class Rebalancer:
             return sorted(mq_all)
         try:
             cid_all = self.instance.consumer_id_list(topic, self.group)
+            if self.instance.client_id not in cid_all:
+                # The brokers of a topic first seen now have not heard this client yet.
+                self.instance.send_heartbeat()
+                cid_all = self.instance.consumer_id_list(topic, self.group)
         except Exception as exc:
             log.warning("rebalance of %s: consumer list of %s: %s", self.group, topic, exc)
             return None
@@ -312,11 +318,12 @@ class PushConsumer:
             return
         self._running = False
         self._scheduler.shutdown()
+        # As RocketMQ: let the batches handed out finish (and move the offsets) first.
+        self._executor.shutdown(wait=True)
         with self._queues_lock:
             for pq in self._queues.values():
                 pq.dropped = True
-        self._executor.shutdown(wait=True)
-        self.persist_offsets()
+        self.persist_offsets(wait=True)
         if self.orderly and self.message_model is MessageModel.CLUSTERING:
             self._unlock(list(self._queues), oneway=False)
         self._instance.unregister_consumer(self.group)
@@ -590,11 +597,11 @@ class PushConsumer:
 
     # ---- offsets and broker pushes ------------------------------------------------------
 
-    def persist_offsets(self) -> None:
+    def persist_offsets(self, wait: bool = False) -> None:
         """Persist the offsets of the queues held now (also runs every 5 s)."""
         with self._queues_lock:
             mqs = list(self._queues)
-        self._store.persist_all(mqs)
+        self._store.persist_all(mqs, wait)
 
     def on_broker_request(self, code: int, ext_fields: dict[str, str], body: bytes | None) -> None:
         """Broker pushes: consumer ids changed → rebalance now; reset offsets → restart the
@@ -615,7 +622,7 @@ class PushConsumer:
                 if held:
                     self._drop(mq)
                 self._store.update(mq, offset)
-                self._store.persist_all([mq])
+                self._store.persist_all([mq], wait=True)
                 self._store.remove(mq)
             log.info("%s: offsets reset by the broker for %d queue(s)", self.group, len(table))
         self.rebalance()

@@ -67,8 +67,8 @@ class OffsetStore(ABC):
         """The persisted offset (remembered in memory too), or -1 when there is none."""
 
     @abstractmethod
-    def persist_all(self, mqs: Iterable[MessageQueue]) -> None:
-        """Persist the offsets of ``mqs``."""
+    def persist_all(self, mqs: Iterable[MessageQueue], wait: bool = False) -> None:
+        """Persist the offsets of ``mqs`` (``wait``: until the broker confirmed)."""
 
     def remove(self, mq: MessageQueue) -> None:
         """Forget ``mq`` (no longer ours)."""
@@ -96,14 +96,14 @@ class RemoteBrokerOffsetStore(OffsetStore):
         self.update(mq, offset)
         return offset
 
-    def persist_all(self, mqs: Iterable[MessageQueue]) -> None:
+    def persist_all(self, mqs: Iterable[MessageQueue], wait: bool = False) -> None:
         table = self.snapshot()
         for mq in mqs:
             offset = table.get(mq)
             if offset is None or offset < 0:
                 continue
             try:
-                self._instance.update_consumer_offset(self._group, mq, offset, oneway=True)
+                self._instance.update_consumer_offset(self._group, mq, offset, oneway=not wait)
             except Exception as exc:  # a broker down must not stop the others' commits
                 log.warning("committing offset %d of %s for %s: %s", offset, mq, self._group, exc)
 
@@ -139,7 +139,8 @@ class LocalFileOffsetStore(OffsetStore):
             self.update(mq, offset)
         return offset
 
-    def persist_all(self, mqs: Iterable[MessageQueue]) -> None:
+    def persist_all(self, mqs: Iterable[MessageQueue], wait: bool = False) -> None:
+        del wait  # the file is written before this returns
         table = self.snapshot()
         keep = {mq: table[mq] for mq in mqs if mq in table}
         # Queues not assigned now keep their last persisted offsets.

@@ -91,6 +91,7 @@ class PullConsumer:
         self._subscriptions[topic] = expression or "*"
         if self._running:
             self._register()
+            self._instance.send_heartbeat()
             self._rebalance_now.set()
 
     def assign(self, queues: Iterable[MessageQueue]) -> None:
@@ -288,5 +289,5 @@ class PullConsumer:
         if offsets:
             for mq, off in offsets.items():
                 self._store.update(mq, off)
-        self._store.persist_all(list(offsets or self._positions))
+        self._store.persist_all(list(offsets or self._positions), wait=True)
         self._last_commit = time.monotonic()
