@@ -1065,3 +1065,15 @@ def test_version_desc_table_and_timestamps() -> None:
     assert parse_timestamp("now", allow_now=True) == -1
     local = time.mktime(time.strptime("2024-01-31 13:45:00", "%Y-%m-%d %H:%M:%S"))
     assert parse_timestamp("2024-01-31#13:45:00:250") == int(local * 1000) + 250
+
+
+def test_send_and_consume_message_through_the_sdk(
+    cluster: Cluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """sendMessage stores through rmq.Producer (auto-creating the topic); consumeMessage
+    reads it back through rmq.PullConsumer."""
+    sent = rmq_json(capsys, cluster, "sendMessage", "-t", "AdminSdk", "-p", "hello", "-c", "TagX")
+    assert sent["sendStatus"] == "SEND_OK" and len(sent["msgId"]) == 32
+    wait_until("route of AdminSdk", lambda: cluster.route("AdminSdk"))
+    got = rmq_json(capsys, cluster, "consumeMessage", "-t", "AdminSdk", "-c", "10")
+    assert [(m["body"], m["tags"]) for m in got["messages"]] == [("hello", "TagX")]

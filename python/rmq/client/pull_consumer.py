@@ -279,6 +279,10 @@ class PullConsumer:
         """Pull only messages that arrive from now on."""
         self.seek(mq, self._instance.max_offset(mq))
 
+    def offset_for_timestamp(self, mq: MessageQueue, timestamp_ms: int) -> int:
+        """The offset of ``mq``'s first message stored at or after ``timestamp_ms``."""
+        return self._instance.search_offset(mq, timestamp_ms)
+
     def committed(self, mq: MessageQueue) -> int:
         """The offset stored for ``mq`` (-1 when none)."""
         return self._store.read_store(mq)
