@@ -216,7 +216,7 @@ fn month_start_millis(now_ms: i64) -> i64 {
     (days - day_of_month) * DAY_MS
 }
 
-fn random_u32() -> u32 {
+pub(crate) fn random_u32() -> u32 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u128(

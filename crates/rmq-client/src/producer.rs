@@ -111,7 +111,7 @@ impl Producer {
             instance,
             config,
             fault: LatencyFaultTolerance::default(),
-            next_queue: AtomicUsize::new(crate::message::new_uniq_id().len() * 7),
+            next_queue: AtomicUsize::new(crate::message::random_u32() as usize),
         })
     }
 
