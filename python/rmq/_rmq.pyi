@@ -25,6 +25,7 @@ __all__ = [
     "SendResult",
     "StoredMessage",
     "__version__",
+    "_stop_callbacks",
     "create_offset_msg_id",
     "decode_messages",
     "decode_offset_msg_id",
@@ -202,6 +203,9 @@ class MessageStore:
         """Stop services, flush, write the checkpoint and remove the abort file."""
     def __enter__(self) -> MessageStore: ...
     def __exit__(self, *exc: object) -> None: ...
+
+def _stop_callbacks() -> None:
+    """Stop running client callbacks (rmq calls it at interpreter exit)."""
 
 def request_codes() -> dict[str, int]:
     """RocketMQ's request codes by Java constant name."""
@@ -403,6 +407,14 @@ class ClientInstance:
     ) -> list[MessageQueue]: ...
     def unlock_batch(
         self, group: str, broker_name: str, queues: Sequence[MessageQueue], oneway: bool = False
+    ) -> None: ...
+    def send_msg_back(
+        self,
+        group: str,
+        message: StoredMessage,
+        broker_name: str,
+        delay_level: int = 0,
+        max_reconsume_times: int = 16,
     ) -> None: ...
     def shutdown(self) -> None: ...
 

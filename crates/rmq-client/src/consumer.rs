@@ -22,6 +22,7 @@ use rmq_protocol::header::offset::{
 use rmq_protocol::header::pull::{
     pull_sys_flag, PullMessageRequestHeader, PullMessageResponseHeader,
 };
+use rmq_protocol::header::send::ConsumerSendMsgBackRequestHeader;
 use rmq_protocol::message_decoder::{self, MessageExt};
 use rmq_protocol::{CommandHeader, RemotingCommand, RemotingJson, RequestCode, ResponseCode};
 
@@ -56,6 +57,30 @@ pub fn build_subscription(topic: &str, expression: &str) -> SubscriptionData {
         }
     }
     data
+}
+
+/// Prefix of a consumer group's retry topic (`MixAll.RETRY_GROUP_TOPIC_PREFIX`).
+pub const RETRY_GROUP_TOPIC_PREFIX: &str = "%RETRY%";
+
+/// A failed message to hand back to its broker.
+#[derive(Debug, Clone)]
+pub struct SendBack {
+    /// Consumer group.
+    pub group: String,
+    /// Broker the message was pulled from.
+    pub broker_name: String,
+    /// Its store host (`ip:port`), used when the broker name has no known address.
+    pub store_host: String,
+    /// Its CommitLog offset.
+    pub commit_log_offset: i64,
+    /// The message's original id (`ORIGIN_MESSAGE_ID`, or its own id).
+    pub origin_msg_id: String,
+    /// The topic it was sent to.
+    pub origin_topic: String,
+    /// 0: let the broker choose; negative: to the DLQ now.
+    pub delay_level: i32,
+    /// Redeliveries before the DLQ.
+    pub max_reconsume_times: i32,
 }
 
 /// Outcome of a pull (`PullStatus`).
@@ -193,7 +218,7 @@ impl ClientInstance {
                     addr: addr.clone(),
                     detail: format!("pulled messages do not decode: {e}"),
                 })?;
-            result.messages = self.process_pulled(&addr, &req.subscription, messages, &h)?;
+            result.messages = self.process_pulled(&addr, req, messages, &h)?;
             // Everything filtered out by the exact tag check still advances the offset.
             if result.messages.is_empty() {
                 result.status = PullStatus::NoMatchedMsg;
@@ -202,15 +227,24 @@ impl ClientInstance {
         Ok(result)
     }
 
+    /// `processPullResult`: exact tag check, decompression, queue bounds as properties, and
+    /// for redeliveries from `%RETRY%<group>` the original topic back (`resetRetryAndNamespace`).
     fn process_pulled(
         &self,
         addr: &str,
-        sub: &SubscriptionData,
+        req: &PullRequest,
         messages: Vec<MessageExt>,
         h: &PullMessageResponseHeader,
     ) -> Result<Vec<MessageExt>> {
+        let sub = &req.subscription;
+        let retry_topic = format!("{RETRY_GROUP_TOPIC_PREFIX}{}", req.group);
         let mut out = Vec::with_capacity(messages.len());
         for mut m in messages {
+            if m.topic == retry_topic {
+                if let Some(origin) = m.properties.get(PropertyKey::RETRY_TOPIC) {
+                    m.topic = origin.to_owned();
+                }
+            }
             if !sub.tags_set.is_empty()
                 && !m
                     .tags()
@@ -236,6 +270,35 @@ impl ClientInstance {
             out.push(m);
         }
         Ok(out)
+    }
+
+    /// Hand a message the group failed to consume back to its broker
+    /// (CONSUMER_SEND_MSG_BACK): it comes again through `%RETRY%<group>` after a delay
+    /// (`delay_level` 0 lets the broker pick 3 + reconsume times), or goes to `%DLQ%<group>`
+    /// after `max_reconsume_times`.
+    ///
+    /// # Errors
+    /// Transport and broker errors (the caller then retries locally).
+    pub async fn send_msg_back(&self, back: &SendBack) -> Result<()> {
+        let addr = self.master_addr(&back.broker_name).or_else(|_| {
+            // The store host is the broker the message came from.
+            Ok::<_, ClientError>(back.store_host.clone())
+        })?;
+        let header = ConsumerSendMsgBackRequestHeader {
+            offset: back.commit_log_offset,
+            group: back.group.clone(),
+            delay_level: back.delay_level,
+            origin_msg_id: Some(back.origin_msg_id.clone()),
+            origin_topic: Some(back.origin_topic.clone()),
+            unit_mode: false,
+            max_reconsume_times: Some(back.max_reconsume_times),
+            broker_name: Some(back.broker_name.clone()),
+        };
+        let cmd =
+            RemotingCommand::request_with_header(RequestCode::CONSUMER_SEND_MSG_BACK.0, &header);
+        self.invoke_ok(&addr, cmd, self.config().api_timeout)
+            .await
+            .map(|_| ())
     }
 
     /// The group's committed offset of `mq` on its broker; `None` when there is none.

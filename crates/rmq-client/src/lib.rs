@@ -20,7 +20,7 @@ pub mod instance;
 pub mod message;
 pub mod producer;
 
-pub use consumer::{build_subscription, PullRequest, PullResult, PullStatus};
+pub use consumer::{build_subscription, PullRequest, PullResult, PullStatus, SendBack};
 pub use error::{ClientError, Result};
 pub use instance::{ClientConfig, ClientInstance, ClientListener, TopicRoute};
 pub use message::{Message, SendResult, SendStatus};

@@ -4,6 +4,7 @@
 //! workers never wait for Python.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -26,22 +27,40 @@ use crate::remoting::runtime;
 
 type Callback = Box<dyn FnOnce(Python<'_>) + Send>;
 
+/// Set at interpreter exit: from then on callbacks are dropped, never run (attaching to a
+/// finalizing interpreter would panic).
+static CALLBACKS_STOPPED: AtomicBool = AtomicBool::new(false);
+
 /// Queue work for the callback thread (started on first use).
 fn dispatch(cb: Callback) {
     static TX: OnceLock<mpsc::Sender<Callback>> = OnceLock::new();
+    if CALLBACKS_STOPPED.load(Ordering::Acquire) {
+        std::mem::forget(cb); // its Python references cannot be released without the GIL
+        return;
+    }
     let tx = TX.get_or_init(|| {
         let (tx, rx) = mpsc::channel::<Callback>();
         std::thread::Builder::new()
             .name("rmq-callbacks".to_owned())
             .spawn(move || {
                 for cb in rx {
-                    Python::attach(cb);
+                    if CALLBACKS_STOPPED.load(Ordering::Acquire) {
+                        std::mem::forget(cb);
+                    } else {
+                        Python::attach(cb);
+                    }
                 }
             })
             .unwrap_or_else(|e| panic!("cannot start the rmq callback thread: {e}"));
         tx
     });
     let _ = tx.send(cb);
+}
+
+/// Stop running client callbacks (called by rmq at interpreter exit).
+#[pyfunction]
+pub(crate) fn _stop_callbacks() {
+    CALLBACKS_STOPPED.store(true, Ordering::Release);
 }
 
 /// Call a Python callback, reporting (not raising) what it raises, as threads do.
@@ -215,14 +234,16 @@ impl PullResultPy {
 }
 
 /// Hands broker pushes and warnings to Python callables on the callback thread.
+/// The callables are shared through `Arc`s, so a runtime worker never needs the GIL to
+/// hand work to the callback thread.
 struct PyListener {
-    on_broker_request: Py<PyAny>,
-    on_warning: Py<PyAny>,
+    on_broker_request: Arc<Py<PyAny>>,
+    on_warning: Arc<Py<PyAny>>,
 }
 
 impl ClientListener for PyListener {
     fn on_broker_request(&self, code: i32, ext_fields: ExtFields, body: Option<Bytes>) {
-        let f = Python::attach(|py| self.on_broker_request.clone_ref(py));
+        let f = self.on_broker_request.clone();
         dispatch(Box::new(move |py| {
             let fields: HashMap<String, String> = ext_fields.into_iter().collect();
             let body = body.map(|b| PyBytes::new(py, &b).unbind());
@@ -231,7 +252,7 @@ impl ClientListener for PyListener {
     }
 
     fn on_warning(&self, message: String) {
-        let f = Python::attach(|py| self.on_warning.clone_ref(py));
+        let f = self.on_warning.clone();
         dispatch(Box::new(move |py| call_reporting(py, &f, (message,))));
     }
 }
@@ -314,8 +335,8 @@ impl ClientInstancePy {
     /// warnings `on_warning(text)` to Python (called on the client's callback thread).
     fn set_listener(&self, on_broker_request: Py<PyAny>, on_warning: Py<PyAny>) {
         self.inner.set_listener(Arc::new(PyListener {
-            on_broker_request,
-            on_warning,
+            on_broker_request: Arc::new(on_broker_request),
+            on_warning: Arc::new(on_warning),
         }));
     }
 
@@ -598,6 +619,23 @@ impl ClientInstancePy {
             py,
             async move { inst.unlock_batch(&g, &b, mqs, oneway).await },
         )
+    }
+
+    /// Hand `message` (pulled from `broker_name`) back for redelivery through the group's
+    /// retry topic (CONSUMER_SEND_MSG_BACK).
+    #[pyo3(signature = (group, message, broker_name, delay_level=0, max_reconsume_times=16))]
+    fn send_msg_back(
+        &self,
+        py: Python<'_>,
+        group: &str,
+        message: &crate::StoredMessage,
+        broker_name: &str,
+        delay_level: i32,
+        max_reconsume_times: i32,
+    ) -> PyResult<()> {
+        let back = message.send_back(group, broker_name, delay_level, max_reconsume_times);
+        let inst = self.inner.clone();
+        block_on(py, async move { inst.send_msg_back(&back).await })
     }
 
     /// Stop the timers and close connections. Idempotent.

@@ -159,6 +159,32 @@ fn decode_record(py: Python<'_>, bytes: &[u8]) -> Option<StoredMessage> {
     })
 }
 
+impl StoredMessage {
+    /// What CONSUMER_SEND_MSG_BACK needs to hand this message back.
+    pub(crate) fn send_back(
+        &self,
+        group: &str,
+        broker_name: &str,
+        delay_level: i32,
+        max_reconsume_times: i32,
+    ) -> rmq_client::SendBack {
+        rmq_client::SendBack {
+            group: group.to_owned(),
+            broker_name: broker_name.to_owned(),
+            store_host: self.store_host.clone(),
+            commit_log_offset: self.commit_log_offset,
+            origin_msg_id: self
+                .properties
+                .get(PropertyKey::ORIGIN_MESSAGE_ID)
+                .unwrap_or(&self.msg_id)
+                .clone(),
+            origin_topic: self.topic.clone(),
+            delay_level,
+            max_reconsume_times,
+        }
+    }
+}
+
 /// The id a client knows a message by: its `UNIQ_KEY`, or the offset id when it has none.
 fn client_msg_id(props: &Properties, store_host: SocketAddr, offset: i64) -> String {
     props
@@ -639,6 +665,7 @@ fn _rmq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<client::NativeProducer>()?;
     m.add_class::<client::SendResultPy>()?;
     m.add_class::<client::PullResultPy>()?;
+    m.add_function(wrap_pyfunction!(client::_stop_callbacks, m)?)?;
     m.add_function(wrap_pyfunction!(decode_messages, m)?)?;
     m.add_function(wrap_pyfunction!(request_codes, m)?)?;
     m.add_function(wrap_pyfunction!(response_codes, m)?)?;

@@ -11,7 +11,7 @@ import os
 import threading
 from typing import Protocol
 
-from rmq._rmq import ClientInstance
+from rmq._rmq import ClientInstance, _stop_callbacks
 
 __all__ = ["BrokerPushHandler", "acquire", "default_namesrv_addr", "release"]
 
@@ -108,6 +108,8 @@ def _shutdown_all() -> None:
         for s in _shared.values():
             s.instance.shutdown()
         _shared.clear()
+    # Late completions (a long poll cut short) must not call into a finalizing interpreter.
+    _stop_callbacks()
 
 
 atexit.register(_shutdown_all)

@@ -17,10 +17,15 @@ RocketMQ's Java client does:
 * offsets persisted every 5 s and on shutdown (broker for clustering, a local file for
   broadcasting).
 
-Delivery is at least once: a message whose listener fails (returns RECONSUME_LATER or raises)
-is consumed again; the offset does not pass it until it succeeds. As in RocketMQ, a queue
-that moves to another consumer in a rebalance restarts from the offset last committed to the
-broker, so up to one persist interval of messages may be delivered again.
+Delivery is at least once. A message whose listener fails (returns RECONSUME_LATER or raises)
+is handed back to the broker (CONSUMER_SEND_MSG_BACK) and comes again through the group's
+retry topic ``%RETRY%<group>``, which clustering consumers subscribe to automatically, with its
+original topic restored; after ``max_reconsume_times`` the broker moves it to ``%DLQ%<group>``.
+When the broker cannot take it back, it is retried here after ``reconsume_later_delay_ms``.
+
+As in RocketMQ, a queue that moves to another consumer in a rebalance restarts from the
+offset last committed to the broker, so up to one persist interval of messages may be
+delivered again.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from rmq.client.offset_store import (
     RemoteBrokerOffsetStore,
     parse_offset_table,
 )
+from rmq.errors import RmqError
 
 __all__ = [
     "ConsumeConcurrentlyStatus",
@@ -188,6 +194,7 @@ class PushConsumer:
         consume_concurrently_max_span: int = 2000,
         suspend_current_queue_time_millis: int = 1000,
         reconsume_later_delay_ms: int = 5000,
+        max_reconsume_times: int = 16,
         persist_consumer_offset_interval: int = 5000,
         rebalance_interval_ms: int = 20000,
         heartbeat_broker_interval: int = 30000,
@@ -214,6 +221,7 @@ class PushConsumer:
         self.consume_concurrently_max_span = consume_concurrently_max_span
         self.suspend_s = suspend_current_queue_time_millis / 1000
         self.reconsume_later_delay_s = reconsume_later_delay_ms / 1000
+        self.max_reconsume_times = max_reconsume_times
         self.persist_interval_s = persist_consumer_offset_interval / 1000
         self.rebalance_interval_s = rebalance_interval_ms / 1000
         self.heartbeat_broker_interval = heartbeat_broker_interval
@@ -293,7 +301,10 @@ class PushConsumer:
         self._running = True
         self._register()
         for topic in self._subscriptions:
-            self._instance.fetch_subscribe_queues(topic)
+            try:
+                self._instance.fetch_subscribe_queues(topic)
+            except RmqError as exc:  # as RocketMQ: warn and keep going; rebalance retries
+                log.warning("%s: subscribed topic %s has no route yet: %s", self.group, topic, exc)
         self._instance.send_heartbeat()
         self._scheduler.call_later(0, self.rebalance)
         self._scheduler.call_every(self.rebalance_interval_s, self.rebalance)
@@ -302,10 +313,23 @@ class PushConsumer:
             self._scheduler.call_every(REBALANCE_LOCK_INTERVAL_S, self._lock_all, 1.0)
         return self
 
+    @property
+    def retry_topic(self) -> str:
+        """Where the group's failed messages come back (``%RETRY%<group>``)."""
+        return RETRY_GROUP_TOPIC_PREFIX + self.group
+
+    def _topics(self) -> dict[str, str]:
+        """Subscriptions, plus the retry topic in clustering mode (as RocketMQ's
+        ``copySubscription``)."""
+        topics = dict(self._subscriptions)
+        if self.message_model is MessageModel.CLUSTERING:
+            topics[self.retry_topic] = "*"
+        return topics
+
     def _register(self) -> None:
         self._instance.register_consumer(
             self.group,
-            list(self._subscriptions.items()),
+            list(self._topics().items()),
             message_model=self.message_model.value,
             consume_type="CONSUME_PASSIVELY",
             consume_from_where=self.consume_from_where.value,
@@ -341,9 +365,14 @@ class PushConsumer:
         self.shutdown()
 
     def assignment(self) -> list[MessageQueue]:
-        """The queues this consumer pulls now."""
+        """The queues of the subscribed topics this consumer pulls now (its share of the
+        retry topic is not listed)."""
         with self._queues_lock:
-            return sorted(mq for mq, pq in self._queues.items() if not pq.dropped)
+            return sorted(
+                mq
+                for mq, pq in self._queues.items()
+                if not pq.dropped and mq.topic in self._subscriptions
+            )
 
     # ---- rebalance ----------------------------------------------------------------------
 
@@ -351,14 +380,16 @@ class PushConsumer:
         """Recompute this consumer's queues now (also runs every 20 s)."""
         if not self._running:
             return
+        topics = self._topics()
         with self._rebalance_lock:
-            for topic in list(self._subscriptions):
+            for topic in topics:
                 mine = self._rebalancer.assigned(topic)
                 if mine is not None:
                     self._update_queues(topic, set(mine))
             with self._queues_lock:
-                for mq in [mq for mq in self._queues if mq.topic not in self._subscriptions]:
-                    self._drop(mq)
+                unsubscribed = [mq for mq in self._queues if mq.topic not in topics]
+            for mq in unsubscribed:
+                self._drop(mq)
 
     def _update_queues(self, topic: str, mine: set[MessageQueue]) -> None:
         with self._queues_lock:
@@ -466,7 +497,7 @@ class PushConsumer:
                 mq,
                 offset,
                 self.pull_batch_size,
-                expression=self._subscriptions.get(mq.topic, "*"),
+                expression=self._topics().get(mq.topic, "*"),
                 commit_offset=commit,
                 suspend_ms=BROKER_SUSPEND_MAX_TIME_MS,
                 timeout_ms=CONSUMER_TIMEOUT_WHEN_SUSPEND_MS,
@@ -544,15 +575,31 @@ class PushConsumer:
                 log.warning(
                     "%s: broadcasting, dropping %d failed message(s)", self.group, len(msgs)
                 )
-            elif not pq.dropped and self._running:
-                self._scheduler.call_later(
-                    self.reconsume_later_delay_s,
-                    lambda: self._executor.submit(self._consume_concurrently, mq, pq, msgs),
-                )
-                return
+            else:
+                failed = self._send_back(mq, msgs)
+                if failed and not pq.dropped and self._running:
+                    # The broker could not take them back: retry here, after a while.
+                    self._scheduler.call_later(
+                        self.reconsume_later_delay_s,
+                        lambda: self._executor.submit(self._consume_concurrently, mq, pq, failed),
+                    )
+                msgs = [m for m in msgs if m not in failed]
         offset = pq.remove(msgs)
         if offset >= 0 and not pq.dropped:
             self._store.update(mq, offset, increase_only=True)
+
+    def _send_back(self, mq: MessageQueue, msgs: list[StoredMessage]) -> list[StoredMessage]:
+        """CONSUMER_SEND_MSG_BACK each message; returns those the broker did not take."""
+        failed = []
+        for m in msgs:
+            try:
+                self._instance.send_msg_back(
+                    self.group, m, mq.broker_name, 0, self.max_reconsume_times
+                )
+            except RmqError as exc:
+                log.warning("%s: sending %s back for retry failed: %s", self.group, m.msg_id, exc)
+                failed.append(m)
+        return failed
 
     def _schedule_orderly(self, mq: MessageQueue, pq: ProcessQueue, delay: float) -> None:
         with pq.lock:
