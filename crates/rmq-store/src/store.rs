@@ -1113,25 +1113,43 @@ impl MessageStore {
             return 0;
         };
         let (mut lo, mut hi) = (cq.min_offset_in_queue(), cq.max_offset_in_queue());
-        let store_ts = |idx: i64| -> Option<i64> {
-            let u = cq.get_unit(idx)?;
-            let sel = self
-                .commit_log
-                .get_message(u.offset, usize::try_from(u.size).ok()?)?;
-            match scan_record(sel.bytes(), false) {
-                Scan::Message(r) => Some(r.store_timestamp),
-                _ => None,
-            }
-        };
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            match store_ts(mid) {
+            match self.store_timestamp_in(&cq, mid) {
                 Some(ts) if ts < timestamp => lo = mid + 1,
                 Some(_) => hi = mid,
                 None => lo = mid + 1, // expired under us: look later
             }
         }
         lo
+    }
+
+    /// Store time (ms) of the message at queue offset `offset` of `(topic, queue_id)`
+    /// (RocketMQ's `getMessageStoreTimeStamp`); `None` when there is no such message (never
+    /// written, or already deleted).
+    #[must_use]
+    pub fn get_message_store_timestamp(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+    ) -> Option<i64> {
+        let cq = self.get_consume_queue(topic, queue_id)?;
+        self.store_timestamp_in(&cq, offset)
+    }
+
+    fn store_timestamp_in(&self, cq: &ConsumeQueue, offset: i64) -> Option<i64> {
+        if offset < 0 || offset >= cq.max_offset_in_queue() {
+            return None;
+        }
+        let u = cq.get_unit(offset)?;
+        let sel = self
+            .commit_log
+            .get_message(u.offset, usize::try_from(u.size).ok()?)?;
+        match scan_record(sel.bytes(), false) {
+            Scan::Message(r) => Some(r.store_timestamp),
+            _ => None,
+        }
     }
 
     /// Smallest queue offset of `(topic, queue_id)`.

@@ -398,6 +398,17 @@ fn tag_hash_filter_and_offset_by_time() {
     assert_eq!(store.get_offset_in_queue_by_time("T", 0, stamps[10]), 10);
     assert_eq!(store.get_offset_in_queue_by_time("T", 0, 0), 0);
     assert_eq!(store.get_offset_in_queue_by_time("T", 0, i64::MAX), 20);
+    assert_eq!(
+        store.get_message_store_timestamp("T", 0, 19),
+        Some(stamps[19])
+    );
+    assert_eq!(
+        store.get_message_store_timestamp("T", 0, 0),
+        Some(stamps[0])
+    );
+    assert_eq!(store.get_message_store_timestamp("T", 0, 20), None);
+    assert_eq!(store.get_message_store_timestamp("T", 0, -1), None);
+    assert_eq!(store.get_message_store_timestamp("T", 1, 0), None);
     store.shutdown().unwrap();
 }
 
