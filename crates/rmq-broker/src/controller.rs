@@ -16,6 +16,7 @@ use crate::consumer_offset::ConsumerOffsetManager;
 use crate::error::BrokerError;
 use crate::long_polling::PullRequestHoldService;
 use crate::processor;
+use crate::rebalance_lock::RebalanceLockManager;
 use crate::subscription_group::SubscriptionGroupManager;
 use crate::topic_config::{TopicChangeListener, TopicConfigManager};
 
@@ -35,6 +36,8 @@ pub struct Broker {
     pub clients: ConsumerManager,
     /// Held pulls.
     pub hold: PullRequestHoldService,
+    /// Queue locks of orderly consumers.
+    pub locks: RebalanceLockManager,
     /// Where codes the broker does not serve go.
     pub fallback: Option<Arc<dyn RequestHandler>>,
     /// Start time (ms), for runtime info.
@@ -84,6 +87,7 @@ impl BrokerController {
             config.auto_create_subscription_group,
         )?;
         let broker = Arc::new(Broker {
+            locks: RebalanceLockManager::new(config.rebalance_lock_max_live_time_ms),
             config,
             store,
             topics,

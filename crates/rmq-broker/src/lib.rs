@@ -28,6 +28,7 @@
 //! * [`topic_config`], [`consumer_offset`], [`subscription_group`], [`consumer_manager`]:
 //!   the managers.
 //! * [`long_polling`]: held pulls.
+//! * [`rebalance_lock`]: queue locks of orderly consumers.
 //! * [`processor`]: one file per request family.
 //! * [`error`]: errors ([`BrokerError`]) and the one store-error → response-code mapping.
 #![forbid(unsafe_code)]
@@ -40,6 +41,7 @@ pub mod error;
 mod fsutil;
 pub mod long_polling;
 pub mod processor;
+pub mod rebalance_lock;
 pub mod subscription_group;
 pub mod topic_config;
 
