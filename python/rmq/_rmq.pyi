@@ -299,6 +299,10 @@ class BrokerServer:
         """The REGISTER_BROKER body (RegisterBrokerBody JSON) for the nameservers."""
     def persist(self) -> None:
         """Write consumer offsets, subscription groups and topics."""
+    def set_broker_permission(self, perm: int) -> None:
+        """Change ``brokerPermission`` (6, 4 or 2) while serving: sends and pulls see it at
+        once, and the topic data version moves on so the next registration carries it (the
+        topic change listener fires). Raises ``ConfigError`` for other values."""
     def set_topic_change_listener(self, callback: Callable[[], object]) -> None:
         """Call ``callback()`` after every topic-table change."""
     def shutdown(self) -> None:

@@ -931,3 +931,34 @@ async fn lock_and_unlock_batch_between_two_clients() {
     assert!(r.remark.unwrap().contains("LockBatchRequestBody"));
     env.stop().await;
 }
+
+#[tokio::test]
+async fn broker_permission_changes_while_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = start(dir.path(), &[]).await;
+    let c = env.client().await;
+    send_ok(&c, send_v2("PT", 0, "t", b"p")).await;
+    let v0 = env
+        .ctl
+        .register_body()
+        .topic_config_serialize_wrapper
+        .data_version;
+    env.ctl.set_broker_permission(4);
+    let r = c.request(send_v2("PT", 0, "t", b"p"), T).await.unwrap();
+    assert_eq!(r.code, ResponseCode::NO_PERMISSION.0);
+    let w = env.ctl.register_body().topic_config_serialize_wrapper;
+    assert!(w.data_version.counter > v0.counter);
+    assert!(w.topic_config_table.values().all(|t| t.perm == 4));
+    assert_eq!(env.ctl.broker().topics.select("PT").unwrap().perm, 6);
+    env.ctl.set_broker_permission(6);
+    send_ok(&c, send_v2("PT", 0, "t", b"p")).await;
+    assert_eq!(
+        env.ctl
+            .register_body()
+            .topic_config_serialize_wrapper
+            .topic_config_table["PT"]
+            .perm,
+        6
+    );
+    env.stop().await;
+}
