@@ -12,8 +12,11 @@
 //!        │                       └─ nothing new + suspend flag → PullRequestHoldService, woken
 //!        │                          by the store's arriving listener, a periodic check, or the
 //!        │                          suspend timeout, then answered once more without suspending
-//!        ├─ offset (14/15), admin (29-32), query_message (12/33), client (34/35/38),
-//!        │  topic (17/21/215), runtime_info (28)
+//!        ├─ offset (14/15), admin (29-32), query_message (12/33), client (34/35/38/203),
+//!        │  topic (17/21/215), runtime_info (28), subscription_group (200/201)
+//!        ├─ stats (202/208), lock (41/42) → RebalanceLockManager
+//!        ├─ reset_offset (222) → commit offsets, RESET_CONSUMER_CLIENT_OFFSET (220) to
+//!        │  the group's consumers
 //!        └─ anything else → the fallback handler (Python control plane) or code 3
 //! ```
 //!
