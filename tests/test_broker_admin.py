@@ -9,9 +9,11 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import shutil
 import socket
 import struct
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -520,3 +522,31 @@ def test_admin_handler_without_a_config_file() -> None:
     assert r.code == ResponseCode.SYSTEM_ERROR
     r = handler.handle(FakeRequest(RequestCode.PULL_MESSAGE))
     assert r.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+
+
+@pytest.mark.timeout(600)
+def test_java_client_admin_codes(broker: Broker, tmp_path: Path) -> None:
+    """The official Java client (4.9.8) parses every body: an orderly consumer (queue locks),
+    topic and consume stats, consumer connections, a reset it follows (it gets
+    RESET_CONSUMER_CLIENT_OFFSET and consumes again), broker config get and update
+    (tests/compat/java/.../AdminCheck.java)."""
+    sys.path.insert(0, str(Path(__file__).parent / "compat"))
+    from run_java_compat import build_jar
+
+    jar = build_jar()
+    java = shutil.which("java")
+    assert java, "java is not installed (make test installs it)"
+    args = [broker.namesrv, broker.addr, "AdminJavaTopic", str(tmp_path / "java-logs")]
+    proc = subprocess.run(
+        [java, "-Xmx512m", "-cp", str(jar), "rmq.compat.AdminCheck", *args],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    lines = proc.stdout.strip().splitlines()
+    assert lines, f"no summary; stderr:\n{proc.stderr[-4000:]}"
+    summary = json.loads(lines[-1])
+    assert summary["ok"], f"{summary}\nstderr:\n{proc.stderr[-4000:]}"
+    assert set(summary["checks"]) == {"orderly", "stats", "connectionsAndReset", "config"}
