@@ -466,11 +466,15 @@ def test_get_and_update_broker_config(broker: Broker, tmp_path: Path) -> None:
     assert props["brokerPermission"] == "4" and version["counter"] == 1
 
     # Clamped as RocketMQ clamps, and said so.
-    r = broker.update("registerNameServerPeriod = 5000\ndeleteWhen = 03;15\nbrokerPermission=6\n")
+    r = broker.update(
+        "registerNameServerPeriod = 5000\ndeleteWhen = 03;15\nbrokerPermission=6\n"
+        "fileReservedTime=96\n"
+    )
     assert r.code == ResponseCode.SUCCESS, r.remark
     assert r.remark and "using 10000" in r.remark
     props, version = broker.config()
     assert (props["registerNameServerPeriod"], props["deleteWhen"]) == ("10000", "03;15")
+    assert props["fileReservedTime"] == "96"
     assert version["counter"] == 2
     r = send_v2(broker.client, broker.addr, "PermTopic", b"y", "t", "k")
     assert r.code == ResponseCode.SUCCESS, r.remark
@@ -486,6 +490,7 @@ def test_get_and_update_broker_config(broker: Broker, tmp_path: Path) -> None:
     broker.proc = start_broker(tmp_path, broker.namesrv, broker.conf)
     props, version = broker.config()
     assert (props["brokerPermission"], props["deleteWhen"]) == ("2", "03;15")
+    assert props["fileReservedTime"] == "96"
     assert version["counter"] == 0
     loaded = load_broker_config(broker.conf)
     assert loaded.register_name_server_period == 10_000

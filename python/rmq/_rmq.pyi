@@ -188,6 +188,12 @@ class MessageStore:
         """Delete CommitLog files older than fileReservedTime (all but the active one when
         ``force``), then ConsumeQueue and index entries below the new min offset; files still
         being read are kept until destroyMapedFileIntervalForcibly. Returns files deleted."""
+    @property
+    def file_reserved_time(self) -> int:
+        """Hours a CommitLog file is kept (``fileReservedTime``), as in effect now."""
+    def set_file_reserved_time(self, hours: int) -> None:
+        """Change ``fileReservedTime`` while running (the next expired-file pass uses it);
+        raises ``ConfigError`` outside 0 to 876000 hours."""
     def disk_used_ratio(self) -> float:
         """Used fraction (0..1) of the partition holding the CommitLog."""
     def check_disk_space(self) -> None:

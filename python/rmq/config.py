@@ -528,7 +528,9 @@ BROKER_KEYS: dict[str, _Key] = {
         "delete_when", _delete_when, "use one or more hours 00-23 separated by ';', e.g. 04;16"
     ),
     "fileReservedTime": _Key(
-        "file_reserved_time", _int_range(1), _int_text(1) + " (hours to keep a file)"
+        "file_reserved_time",
+        _int_range(1, 24 * 365 * 100),
+        _int_text(1, 24 * 365 * 100) + " (hours to keep a file)",
     ),
     "autoCreateTopicEnable": _Key("auto_create_topic_enable", _bool, "use true or false"),
     "defaultTopicQueueNums": _Key(

@@ -53,12 +53,13 @@ RUNTIME_KEYS: tuple[str, ...] = (
     "brokerPermission",
     "deleteWhen",
     "diskMaxUsedSpaceRatio",
+    "fileReservedTime",
     "registerNameServerPeriod",
 )
 """Broker keys UPDATE_BROKER_CONFIG may change while the broker runs: the broker permission
 (sends and pulls check it at once; the nameservers learn it at the next registration, which
-follows immediately), the registration period, and when expired files are deleted. Every other
-key is read once at start-up."""
+follows immediately), the registration period, and when and which expired files are deleted.
+Every other key is read once at start-up."""
 
 _ALLOWED = "keys that can change while the broker runs: " + ", ".join(RUNTIME_KEYS)
 

@@ -28,7 +28,7 @@ from rmq.scheduling.retention import (
 )
 
 if TYPE_CHECKING:
-    from rmq._rmq import BrokerServer, RemotingServer
+    from rmq._rmq import BrokerServer, MessageStore, RemotingServer
 
 __all__ = ["apply_runtime_config", "retention_policy", "run_broker", "start_embedded_namesrv"]
 
@@ -87,12 +87,16 @@ def broker_keys(config: BrokerConfig) -> dict[str, str]:
 def apply_runtime_config(
     old: BrokerConfig,
     new: BrokerConfig,
+    *,
     server: BrokerServer,
+    store: MessageStore,
     registrar: NamesrvRegistrar,
     scheduler: RetentionScheduler,
 ) -> None:
     """Make a running broker follow an accepted UPDATE_BROKER_CONFIG (see
     :data:`rmq.broker.admin_handler.RUNTIME_KEYS`)."""
+    if new.file_reserved_time != old.file_reserved_time:
+        store.set_file_reserved_time(new.file_reserved_time)
     if new.broker_permission != old.broker_permission:
         # Bumps the topic data version; the topic change listener registers at once.
         server.set_broker_permission(new.broker_permission)
@@ -172,7 +176,9 @@ def run_broker(
     server.set_topic_change_listener(registrar.trigger)
     scheduler = RetentionScheduler(store, retention_policy(config))
     admin.set_listener(
-        lambda old, new: apply_runtime_config(old, new, server, registrar, scheduler)
+        lambda old, new: apply_runtime_config(
+            old, new, server=server, store=store, registrar=registrar, scheduler=scheduler
+        )
     )
     try:
         log.info(
