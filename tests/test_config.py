@@ -14,9 +14,12 @@ from rmq.config import (
     BrokerRole,
     FlushDiskType,
     RmqConfigWarning,
+    check_broker_value,
     iter_properties,
     load_broker_config,
     parse_properties,
+    update_properties_text,
+    write_properties_update,
 )
 from rmq.errors import ConfigError, RmqError
 
@@ -205,7 +208,8 @@ def test_to_properties_round_trip(tmp_path: Path) -> None:
         ("listenPort", "http", "use an integer from 1 to 65535"),
         ("defaultTopicQueueNums", "0", "use an integer from 1 to 1024"),
         ("defaultTopicQueueNums", "1025", "use an integer from 1 to 1024"),
-        ("fileReservedTime", "0", "use an integer >= 1"),
+        ("fileReservedTime", "0", "use an integer from 1 to 876000"),
+        ("fileReservedTime", "876001", "use an integer from 1 to 876000"),
         ("brokerId", "-1", "use an integer >= 0"),
         ("autoCreateTopicEnable", "yes", "use true or false"),
         ("autoCreateTopicEnable", "1", "use true or false"),
@@ -305,3 +309,57 @@ def test_duplicate_key_warns(tmp_path: Path) -> None:
     with pytest.warns(RmqConfigWarning, match=r"brokerName is set again \(first on line 1\)"):
         config = load(tmp_path, "brokerName=a\nbrokerName=b\n")
     assert config.broker_name == "b"
+
+
+def test_update_properties_text_keeps_the_rest_of_the_file() -> None:
+    text = (
+        "# broker.conf\r\n"
+        "brokerName = broker-a\r\n"
+        "brokerPermission=6\r\n"
+        "! a comment\r\n"
+        "deleteWhen = 04;\\\r\n"
+        "  16\r\n"
+        "brokerPermission: 6\r\n"
+    )
+    out = update_properties_text(
+        text, {"brokerPermission": "4", "deleteWhen": "05", "newKey": "a\\b"}
+    )
+    assert out == (
+        "# broker.conf\r\n"
+        "brokerName = broker-a\r\n"
+        "brokerPermission=4\r\n"
+        "! a comment\r\n"
+        "deleteWhen=05\r\n"
+        "brokerPermission=4\r\n"
+        "newKey=a\\\\b\n"
+    )
+    parsed = parse_properties(out)
+    assert (parsed["brokerPermission"], parsed["deleteWhen"], parsed["newKey"]) == (
+        "4",
+        "05",
+        "a\\b",
+    )
+    # A file without a final newline gets one before the appended keys.
+    assert update_properties_text("a=1", {"b": "2"}) == "a=1\nb=2\n"
+    assert update_properties_text("", {"b": " lead"}) == "b=\\ lead\n"
+
+
+def test_check_broker_value_names_the_key_and_clamps() -> None:
+    assert check_broker_value("brokerPermission", "4") == (4, None)
+    with pytest.raises(ConfigError, match=r"brokerPermission = '5' is not allowed; use 6"):
+        check_broker_value("brokerPermission", "5", "here")
+    value, note = check_broker_value("registerNameServerPeriod", "5000")
+    assert value == 10_000 and note and "using 10000" in note
+    with pytest.raises(ConfigError, match="not a broker key"):
+        check_broker_value("flushIntervalCommitLog", "5")
+
+
+def test_write_properties_update_is_atomic_and_keeps_the_mode(tmp_path: Path) -> None:
+    conf = write_conf(tmp_path, "# keep me\nbrokerPermission = 6\n")
+    conf.chmod(0o640)
+    write_properties_update(conf, {"brokerPermission": "2"})
+    assert conf.read_text() == "# keep me\nbrokerPermission=2\n"
+    assert conf.stat().st_mode & 0o777 == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["broker.conf"]
+    with pytest.raises(OSError):
+        write_properties_update(tmp_path / "missing.conf", {"a": "b"})

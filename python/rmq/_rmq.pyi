@@ -189,6 +189,12 @@ class MessageStore:
         """Delete CommitLog files older than fileReservedTime (all but the active one when
         ``force``), then ConsumeQueue and index entries below the new min offset; files still
         being read are kept until destroyMapedFileIntervalForcibly. Returns files deleted."""
+    @property
+    def file_reserved_time(self) -> int:
+        """Hours a CommitLog file is kept (``fileReservedTime``), as in effect now."""
+    def set_file_reserved_time(self, hours: int) -> None:
+        """Change ``fileReservedTime`` while running (the next expired-file pass uses it);
+        raises ``ConfigError`` outside 0 to 876000 hours."""
     def disk_used_ratio(self) -> float:
         """Used fraction (0..1) of the partition holding the CommitLog."""
     def check_disk_space(self) -> None:
@@ -303,6 +309,10 @@ class BrokerServer:
         """The REGISTER_BROKER body (RegisterBrokerBody JSON) for the nameservers."""
     def persist(self) -> None:
         """Write consumer offsets, subscription groups and topics."""
+    def set_broker_permission(self, perm: int) -> None:
+        """Change ``brokerPermission`` (6, 4 or 2) while serving: sends and pulls see it at
+        once, and the topic data version moves on so the next registration carries it (the
+        topic change listener fires). Raises ``ConfigError`` for other values."""
     def set_topic_change_listener(self, callback: Callable[[], object]) -> None:
         """Call ``callback()`` after every topic-table change."""
     def shutdown(self) -> None:

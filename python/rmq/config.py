@@ -26,6 +26,7 @@ allowed::
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import difflib
 import enum
@@ -49,9 +50,15 @@ __all__ = [
     "BrokerRole",
     "FlushDiskType",
     "RmqConfigWarning",
+    "check_broker_value",
+    "escape_property_value",
+    "format_properties",
     "iter_properties",
     "load_broker_config",
     "parse_properties",
+    "suggest_key",
+    "update_properties_text",
+    "write_properties_update",
 ]
 
 log = logging.getLogger(__name__)
@@ -194,6 +201,92 @@ def iter_properties(text: str, source: str = "<string>") -> Iterator[tuple[str, 
 def parse_properties(text: str, source: str = "<string>") -> dict[str, str]:
     """A Java-properties text as a dict (a key given twice keeps its last value, as in Java)."""
     return {key: value for key, value, _ in iter_properties(text, source)}
+
+
+def escape_property_value(value: str) -> str:
+    """A value as a Java-properties file must spell it to read it back unchanged."""
+    escaped = value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+    return "\\" + escaped if escaped[:1] in (" ", "\t", "\f") else escaped
+
+
+def format_properties(entries: Mapping[str, str]) -> str:
+    """``key=value`` lines (sorted by key) that :func:`parse_properties` reads back unchanged."""
+    return "".join(f"{key}={escape_property_value(entries[key])}\n" for key in sorted(entries))
+
+
+def update_properties_text(text: str, updates: Mapping[str, str]) -> str:
+    """``text`` (a Java-properties file) with the keys of ``updates`` set to their values.
+
+    Every entry of an updated key is rewritten in place as one ``key=value`` line (continuation
+    lines included); comments, blank lines and other entries stay as they were. Keys the text
+    does not have are appended at the end.
+    """
+    lines = re.split(r"(?<=\n)", text)
+    if lines and lines[-1] == "":
+        lines.pop()
+    out: list[str] = []
+    done: set[str] = set()
+    i = 0
+    while i < len(lines):
+        first = lines[i]
+        i += 1
+        logical = first.rstrip("\r\n").lstrip(" \t\f")
+        if not logical or logical[0] in "#!":
+            out.append(first)
+            continue
+        consumed = [first]
+        while _trailing_backslashes(logical) % 2 == 1 and i < len(lines):
+            logical = logical[:-1] + lines[i].rstrip("\r\n").lstrip(" \t\f")
+            consumed.append(lines[i])
+            i += 1
+        key = _unescape(_split_key_value(logical)[0], "<update>")
+        if key in updates:
+            ending = "\r\n" if first.endswith("\r\n") else "\n"
+            out.append(f"{key}={escape_property_value(updates[key])}{ending}")
+            done.add(key)
+        else:
+            out.extend(consumed)
+    missing = [key for key in updates if key not in done]
+    if missing:
+        if out and not out[-1].endswith("\n"):
+            out.append("\n")
+        out.extend(f"{key}={escape_property_value(updates[key])}\n" for key in missing)
+    return "".join(out)
+
+
+def write_properties_update(path: str | os.PathLike[str], updates: Mapping[str, str]) -> None:
+    """Set ``updates`` in the properties file at ``path`` (see :func:`update_properties_text`),
+    atomically: the new text goes to a temporary file in the same directory, is flushed to disk
+    and renamed over the old one, so a crash leaves either the old or the new file.
+
+    Raises :class:`OSError` when the file cannot be read or replaced.
+    """
+    target = os.fspath(path)
+    with open(target, "rb") as fh:
+        data = fh.read()
+    try:
+        encoding, text = "utf-8", data.decode("utf-8")
+    except UnicodeDecodeError:
+        encoding, text = "latin-1", data.decode("latin-1")
+    new = update_properties_text(text, updates).encode(encoding, errors="backslashreplace")
+    directory = os.path.dirname(os.path.abspath(target))
+    tmp = os.path.join(directory, f".{os.path.basename(target)}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(new)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, os.stat(target).st_mode & 0o7777)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    dir_fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
 
 
 # --------------------------------------------------------------------------------------------
@@ -400,6 +493,12 @@ class BrokerConfig:
             out[key] = _to_text(getattr(self, spec.attr))
         return out
 
+    def all_properties(self, store_defaults: Mapping[str, str]) -> dict[str, str]:
+        """Every setting in effect, broker and store keys, as ``broker.conf`` strings:
+        ``store_defaults`` (``rmq._rmq.store_config_defaults()``), overridden by the store keys
+        given, overridden by the broker keys."""
+        return {**store_defaults, **self.store, **self.to_properties()}
+
 
 def _to_text(value: object) -> str:
     if value is None:
@@ -429,7 +528,9 @@ BROKER_KEYS: dict[str, _Key] = {
         "delete_when", _delete_when, "use one or more hours 00-23 separated by ';', e.g. 04;16"
     ),
     "fileReservedTime": _Key(
-        "file_reserved_time", _int_range(1), _int_text(1) + " (hours to keep a file)"
+        "file_reserved_time",
+        _int_range(1, 24 * 365 * 100),
+        _int_text(1, 24 * 365 * 100) + " (hours to keep a file)",
     ),
     "autoCreateTopicEnable": _Key("auto_create_topic_enable", _bool, "use true or false"),
     "defaultTopicQueueNums": _Key(
@@ -535,19 +636,14 @@ def load_broker_config(
     for key, raw, where in entries:
         spec = BROKER_KEYS.get(key)
         if spec is not None:
-            try:
-                values[spec.attr] = spec.parse(raw)
-            except _Invalid:
-                raise ConfigError(
-                    f"{where}: {key} = {raw!r} is not allowed; {spec.allowed}", key=key
-                ) from None
+            values[spec.attr] = _parse_value(key, spec, raw, where)
             given[key] = where
         elif key in store_keys:
             raw_store[key] = raw
         elif key in KNOWN_BUT_UNUSED:
             unused.append(key)
         else:
-            _warn(f"{where}: unknown key {key!r} is ignored{_suggest(key, store_keys)}")
+            _warn(f"{where}: unknown key {key!r} is ignored{suggest_key(key, store_keys)}")
     if unused:
         log.info("accepted but not used by this build: %s", ", ".join(sorted(set(unused))))
 
@@ -584,7 +680,38 @@ def load_broker_config(
     return dataclasses.replace(config, store=store)
 
 
-def _suggest(key: str, store_keys: Mapping[str, str]) -> str:
+def _parse_value(key: str, spec: _Key, raw: str, where: str) -> Any:
+    try:
+        return spec.parse(raw)
+    except _Invalid:
+        raise ConfigError(
+            f"{where}: {key} = {raw!r} is not allowed; {spec.allowed}", key=key
+        ) from None
+
+
+def check_broker_value(key: str, raw: str, where: str = "<string>") -> tuple[Any, str | None]:
+    """Check one broker key's text value as :func:`load_broker_config` does.
+
+    Returns ``(value, note)``: the value to use (typed; clamped where RocketMQ clamps) and, when
+    it was clamped, a note saying so (else None). Raises :class:`~rmq.errors.ConfigError`
+    naming ``where``, the key and what is allowed, also for a key that is not in
+    :data:`BROKER_KEYS`.
+    """
+    spec = BROKER_KEYS.get(key)
+    if spec is None:
+        raise ConfigError(f"{where}: {key} is not a broker key", key=key)
+    value = _parse_value(key, spec, raw, where)
+    bounds = _CLAMPS.get(key)
+    if bounds is not None and not bounds[0] <= value <= bounds[1]:
+        clamped = min(max(value, bounds[0]), bounds[1])
+        lo, hi = bounds
+        note = f"{key} = {value} is outside {lo}-{hi}; using {clamped} (as RocketMQ does)"
+        return clamped, note
+    return value, None
+
+
+def suggest_key(key: str, store_keys: Mapping[str, str]) -> str:
+    """`` (did you mean 'x'?)`` for the known key closest to a misspelt one, or ``""``."""
     known = [*BROKER_KEYS, *store_keys, *KNOWN_BUT_UNUSED]
     by_lower = {name.lower(): name for name in known}
     match = by_lower.get(key.lower())

@@ -44,6 +44,9 @@ pub struct BrokerConfig {
     pub broker_topic_enable: bool,
     /// `channelExpiredTimeout` (ms, default 120 000): clients silent this long are dropped.
     pub channel_expired_timeout_ms: u64,
+    /// `rocketmq.broker.rebalance.lockMaxLiveTime` (ms, default 60 000; a JVM system property
+    /// in RocketMQ): an orderly consumer's queue lock not renewed for this long expires.
+    pub rebalance_lock_max_live_time_ms: i64,
 }
 
 impl Default for BrokerConfig {
@@ -66,6 +69,7 @@ impl Default for BrokerConfig {
             cluster_topic_enable: true,
             broker_topic_enable: true,
             channel_expired_timeout_ms: 120_000,
+            rebalance_lock_max_live_time_ms: 60_000,
         }
     }
 }
@@ -100,6 +104,9 @@ impl BrokerConfig {
             "clusterTopicEnable" => self.cluster_topic_enable = parse(key, value)?,
             "brokerTopicEnable" => self.broker_topic_enable = parse(key, value)?,
             "channelExpiredTimeout" => self.channel_expired_timeout_ms = parse(key, value)?,
+            "rocketmq.broker.rebalance.lockMaxLiveTime" => {
+                self.rebalance_lock_max_live_time_ms = parse(key, value)?;
+            }
             _ => return Err(format!("broker config: unknown key {key}")),
         }
         Ok(())

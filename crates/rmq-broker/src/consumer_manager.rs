@@ -8,9 +8,12 @@ use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use rmq_protocol::body::{ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData};
+use rmq_protocol::body::{
+    Connection as ConnectionInfo, ConsumeFromWhere, ConsumeType, ConsumerConnection, MessageModel,
+    SubscriptionData,
+};
 use rmq_protocol::header::NotifyConsumerIdsChangedRequestHeader;
-use rmq_protocol::{RemotingCommand, RequestCode};
+use rmq_protocol::{LanguageCode, RemotingCommand, RequestCode};
 use rmq_remoting::Connection;
 
 /// One client connection of a group.
@@ -20,8 +23,25 @@ pub struct ClientChannel {
     pub conn: Connection,
     /// `ip@instance`.
     pub client_id: String,
+    /// The client's language, from its heartbeat command.
+    pub language: LanguageCode,
+    /// The client's version (`MQVersion` ordinal), from its heartbeat command.
+    pub version: i32,
     /// Last heartbeat.
     pub last_update: Instant,
+}
+
+impl ClientChannel {
+    /// The connection as admin tools list it.
+    #[must_use]
+    pub fn to_connection_info(&self) -> ConnectionInfo {
+        ConnectionInfo {
+            client_addr: self.conn.peer().to_string(),
+            client_id: self.client_id.clone(),
+            language: self.language,
+            version: self.version,
+        }
+    }
 }
 
 /// One consumer group.
@@ -110,6 +130,8 @@ impl ConsumerManager {
                 Some(c) => {
                     c.last_update = channel.last_update;
                     c.client_id = channel.client_id;
+                    c.language = channel.language;
+                    c.version = channel.version;
                     false
                 }
                 None => {
@@ -281,6 +303,49 @@ impl ConsumerManager {
         let info = all.get(group).ok_or(false)?;
         let sub = info.subscriptions.get(topic).ok_or(true)?;
         Ok((sub.clone(), info.message_model))
+    }
+
+    /// Number of topics the group's live consumers subscribe (0 when it has none).
+    #[must_use]
+    pub fn subscription_count(&self, group: &str) -> usize {
+        self.consumers()
+            .get(group)
+            .map_or(0, |info| info.subscriptions.len())
+    }
+
+    /// The group's connections, subscriptions and consume settings as admin tools list them
+    /// (GET_CONSUMER_CONNECTION_LIST); `None` when no client of the group is connected.
+    #[must_use]
+    pub fn consumer_connection(&self, group: &str) -> Option<ConsumerConnection> {
+        let all = self.consumers();
+        let info = all.get(group)?;
+        let mut connection_set: Vec<ConnectionInfo> = info
+            .channels
+            .values()
+            .map(ClientChannel::to_connection_info)
+            .collect();
+        connection_set
+            .sort_by(|a, b| (&a.client_id, &a.client_addr).cmp(&(&b.client_id, &b.client_addr)));
+        Some(ConsumerConnection {
+            connection_set,
+            consume_from_where: Some(info.consume_from_where),
+            consume_type: Some(info.consume_type),
+            message_model: Some(info.message_model),
+            subscription_table: info
+                .subscriptions
+                .iter()
+                .map(|(t, s)| (t.clone(), s.clone()))
+                .collect(),
+        })
+    }
+
+    /// The connections of the group's consumers (to send them requests).
+    #[must_use]
+    pub fn consumer_channels(&self, group: &str) -> Vec<ClientChannel> {
+        self.consumers()
+            .get(group)
+            .map(|info| info.channels.values().cloned().collect())
+            .unwrap_or_default()
     }
 
     /// Names of the consumer groups with clients.

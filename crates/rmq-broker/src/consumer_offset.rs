@@ -2,7 +2,7 @@
 //! id → offset, persisted to `consumerOffset.json` by [`ConsumerOffsetManager::persist`],
 //! which the owner calls every 5 s and at shutdown.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
 
@@ -82,6 +82,19 @@ impl ConsumerOffsetManager {
             .collect()
     }
 
+    /// Topics on which `group` has committed offsets (`whichTopicByConsumer`); this includes
+    /// the group's retry topic `%RETRY%<group>` once its consumers commit there.
+    #[must_use]
+    pub fn topics_of_group(&self, group: &str) -> BTreeSet<String> {
+        self.lock()
+            .keys()
+            .filter_map(|k| {
+                let (topic, g) = k.split_once('@')?;
+                (g == group).then(|| topic.to_owned())
+            })
+            .collect()
+    }
+
     /// The whole table as RocketMQ serializes it.
     #[must_use]
     pub fn wrapper(&self) -> ConsumerOffsetSerializeWrapper {
@@ -126,6 +139,14 @@ mod tests {
         m.persist().unwrap();
         let again = ConsumerOffsetManager::new(dir.path()).unwrap();
         assert_eq!(again.query("G", "T", 2), 7);
+        again.commit("G", "%RETRY%G", 0, 1);
+        again.commit("G2", "U", 0, 1);
+        again.commit("G@x", "V", 0, 1);
+        assert_eq!(
+            again.topics_of_group("G").into_iter().collect::<Vec<_>>(),
+            ["%RETRY%G", "T"]
+        );
+        assert_eq!(again.topics_of_group("G@x").len(), 1);
         assert!(dir.path().join("consumerOffset.json.bak").exists());
     }
 }

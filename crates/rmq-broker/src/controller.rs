@@ -1,6 +1,7 @@
 //! [`BrokerController`]: owns the store, the managers, the hold service and the server.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -16,6 +17,7 @@ use crate::consumer_offset::ConsumerOffsetManager;
 use crate::error::BrokerError;
 use crate::long_polling::PullRequestHoldService;
 use crate::processor;
+use crate::rebalance_lock::RebalanceLockManager;
 use crate::subscription_group::SubscriptionGroupManager;
 use crate::topic_config::{TopicChangeListener, TopicConfigManager};
 
@@ -35,10 +37,23 @@ pub struct Broker {
     pub clients: ConsumerManager,
     /// Held pulls.
     pub hold: PullRequestHoldService,
+    /// Queue locks of orderly consumers.
+    pub locks: RebalanceLockManager,
+    /// `brokerPermission` as it is now (starts as `config.broker_permission`; the control
+    /// plane may change it while the broker runs).
+    permission: AtomicI32,
     /// Where codes the broker does not serve go.
     pub fallback: Option<Arc<dyn RequestHandler>>,
     /// Start time (ms), for runtime info.
     pub boot_timestamp: i64,
+}
+
+impl Broker {
+    /// The current `brokerPermission` (`PermName` bits: read 4, write 2).
+    #[must_use]
+    pub fn broker_permission(&self) -> i32 {
+        self.permission.load(Ordering::Acquire)
+    }
 }
 
 /// The broker: build it with [`BrokerController::new`], then [`start`](Self::start) it.
@@ -84,6 +99,8 @@ impl BrokerController {
             config.auto_create_subscription_group,
         )?;
         let broker = Arc::new(Broker {
+            locks: RebalanceLockManager::new(config.rebalance_lock_max_live_time_ms),
+            permission: AtomicI32::new(config.broker_permission),
             config,
             store,
             topics,
@@ -167,7 +184,20 @@ impl BrokerController {
     /// The REGISTER_BROKER body (topic table and data version) for the nameservers.
     #[must_use]
     pub fn register_body(&self) -> RegisterBrokerBody {
-        self.broker.topics.to_register_body()
+        self.broker
+            .topics
+            .to_register_body(self.broker.broker_permission())
+    }
+
+    /// Change `brokerPermission` while running (UPDATE_BROKER_CONFIG): sends and pulls check
+    /// the new value at once, and the topic data version moves on so that the next
+    /// registration (triggered through the topic change listener) carries it to the
+    /// nameservers, as RocketMQ's `updateBrokerConfig` does.
+    pub fn set_broker_permission(&self, perm: i32) {
+        let old = self.broker.permission.swap(perm, Ordering::AcqRel);
+        if old != perm {
+            self.broker.topics.next_data_version();
+        }
     }
 
     /// Write consumer offsets, subscription groups and topics (every 5 s and at shutdown).

@@ -12,8 +12,11 @@
 //!        │                       └─ nothing new + suspend flag → PullRequestHoldService, woken
 //!        │                          by the store's arriving listener, a periodic check, or the
 //!        │                          suspend timeout, then answered once more without suspending
-//!        ├─ offset (14/15), admin (29-32), query_message (12/33), client (34/35/38),
-//!        │  topic (17/21/215), runtime_info (28)
+//!        ├─ offset (14/15), admin (29-32), query_message (12/33), client (34/35/38/203),
+//!        │  topic (17/21/215), runtime_info (28), subscription_group (200/201)
+//!        ├─ stats (202/208), lock (41/42) → RebalanceLockManager
+//!        ├─ reset_offset (222) → commit offsets, RESET_CONSUMER_CLIENT_OFFSET (220) to
+//!        │  the group's consumers
 //!        └─ anything else → the fallback handler (Python control plane) or code 3
 //! ```
 //!
@@ -28,6 +31,7 @@
 //! * [`topic_config`], [`consumer_offset`], [`subscription_group`], [`consumer_manager`]:
 //!   the managers.
 //! * [`long_polling`]: held pulls.
+//! * [`rebalance_lock`]: queue locks of orderly consumers.
 //! * [`processor`]: one file per request family.
 //! * [`error`]: errors ([`BrokerError`]) and the one store-error → response-code mapping.
 #![forbid(unsafe_code)]
@@ -40,6 +44,7 @@ pub mod error;
 mod fsutil;
 pub mod long_polling;
 pub mod processor;
+pub mod rebalance_lock;
 pub mod subscription_group;
 pub mod topic_config;
 

@@ -285,6 +285,13 @@ impl TopicConfigManager {
         removed
     }
 
+    /// Bump the data version without changing a topic (RocketMQ does this when the broker
+    /// permission changes), so that nameservers take the next registration's topic table.
+    pub fn next_data_version(&self) {
+        next_version(&mut self.lock().version);
+        self.changed();
+    }
+
     /// The table as RocketMQ serializes it (GET_ALL_TOPIC_CONFIG, `topics.json`).
     #[must_use]
     pub fn wrapper(&self) -> TopicConfigSerializeWrapper {
@@ -295,12 +302,21 @@ impl TopicConfigManager {
         }
     }
 
-    /// The REGISTER_BROKER body for nameservers.
+    /// The REGISTER_BROKER body for nameservers. A broker that is not both readable and
+    /// writable (`broker_permission`) announces every topic with the broker's permission
+    /// instead of the topic's, as RocketMQ's `registerBrokerAll` does, so clients stop
+    /// sending to (or pulling from) it.
     #[must_use]
-    pub fn to_register_body(&self) -> RegisterBrokerBody {
+    pub fn to_register_body(&self, broker_permission: i32) -> RegisterBrokerBody {
+        let mut wrapper = self.wrapper();
+        if broker_permission & PERM_READ == 0 || broker_permission & PERM_WRITE == 0 {
+            for t in wrapper.topic_config_table.values_mut() {
+                t.perm = broker_permission;
+            }
+        }
         RegisterBrokerBody {
             filter_server_list: Vec::new(),
-            topic_config_serialize_wrapper: self.wrapper(),
+            topic_config_serialize_wrapper: wrapper,
         }
     }
 

@@ -92,6 +92,23 @@ impl BrokerServer {
             .map_err(|e| crate::raise(py, "StoreError", e.to_string()))
     }
 
+    /// Change `brokerPermission` while serving: sends and pulls see it at once, and the topic
+    /// data version moves on (the topic change listener fires, so registration follows).
+    fn set_broker_permission(&self, py: Python<'_>, perm: i32) -> PyResult<()> {
+        if ![2, 4, 6].contains(&perm) {
+            return Err(crate::raise(
+                py,
+                "ConfigError",
+                format!(
+                    "brokerPermission = {perm} is not allowed; use 6 (read and write), \
+                     4 (read only) or 2 (write only)"
+                ),
+            ));
+        }
+        py.detach(|| self.controller.set_broker_permission(perm));
+        Ok(())
+    }
+
     /// Call `callback()` after every topic-table change (to register with nameservers soon).
     fn set_topic_change_listener(&self, callback: Py<PyAny>) {
         self.controller.set_topic_change_listener(Arc::new(move || {

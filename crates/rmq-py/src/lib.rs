@@ -512,6 +512,30 @@ impl PyMessageStore {
         py.detach(|| store.delete_expired_files(force))
     }
 
+    /// Hours a CommitLog file is kept (`fileReservedTime`), as in effect now.
+    #[getter]
+    fn file_reserved_time(&self) -> u32 {
+        self.inner.file_reserved_time()
+    }
+
+    /// Change `fileReservedTime` while running; the next expired-file pass uses it.
+    fn set_file_reserved_time(&self, py: Python<'_>, hours: i64) -> PyResult<()> {
+        const MAX_HOURS: i64 = 24 * 365 * 100;
+        match u32::try_from(hours) {
+            Ok(h) if hours <= MAX_HOURS => {
+                self.inner.set_file_reserved_time(h);
+                Ok(())
+            }
+            _ => Err(raise(
+                py,
+                "ConfigError",
+                format!(
+                    "fileReservedTime = {hours} is not allowed; use hours from 0 to {MAX_HOURS}"
+                ),
+            )),
+        }
+    }
+
     fn disk_used_ratio(&self, py: Python<'_>) -> f64 {
         let store = Arc::clone(&self.inner);
         py.detach(|| store.disk_used_ratio())

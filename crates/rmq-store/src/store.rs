@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -169,6 +169,9 @@ pub struct MessageStore {
     put_bytes: AtomicU64,
     last_dispatched_store_ts: AtomicI64,
     last_dispatch_error_log: AtomicI64,
+    /// `fileReservedTime` (hours) as it is now: starts as the config's, and the broker may
+    /// change it while running (UPDATE_BROKER_CONFIG), as RocketMQ reads it at every cleanup.
+    file_reserved_hours: AtomicU32,
     lock_file: File,
 }
 
@@ -267,6 +270,7 @@ impl MessageStore {
             put_bytes: AtomicU64::new(0),
             last_dispatched_store_ts: AtomicI64::new(0),
             last_dispatch_error_log: AtomicI64::new(0),
+            file_reserved_hours: AtomicU32::new(config.file_reserved_time),
             lock_file,
             config,
         };
@@ -1113,25 +1117,43 @@ impl MessageStore {
             return 0;
         };
         let (mut lo, mut hi) = (cq.min_offset_in_queue(), cq.max_offset_in_queue());
-        let store_ts = |idx: i64| -> Option<i64> {
-            let u = cq.get_unit(idx)?;
-            let sel = self
-                .commit_log
-                .get_message(u.offset, usize::try_from(u.size).ok()?)?;
-            match scan_record(sel.bytes(), false) {
-                Scan::Message(r) => Some(r.store_timestamp),
-                _ => None,
-            }
-        };
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            match store_ts(mid) {
+            match self.store_timestamp_in(&cq, mid) {
                 Some(ts) if ts < timestamp => lo = mid + 1,
                 Some(_) => hi = mid,
                 None => lo = mid + 1, // expired under us: look later
             }
         }
         lo
+    }
+
+    /// Store time (ms) of the message at queue offset `offset` of `(topic, queue_id)`
+    /// (RocketMQ's `getMessageStoreTimeStamp`); `None` when there is no such message (never
+    /// written, or already deleted).
+    #[must_use]
+    pub fn get_message_store_timestamp(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+    ) -> Option<i64> {
+        let cq = self.get_consume_queue(topic, queue_id)?;
+        self.store_timestamp_in(&cq, offset)
+    }
+
+    fn store_timestamp_in(&self, cq: &ConsumeQueue, offset: i64) -> Option<i64> {
+        if offset < 0 || offset >= cq.max_offset_in_queue() {
+            return None;
+        }
+        let u = cq.get_unit(offset)?;
+        let sel = self
+            .commit_log
+            .get_message(u.offset, usize::try_from(u.size).ok()?)?;
+        match scan_record(sel.bytes(), false) {
+            Scan::Message(r) => Some(r.store_timestamp),
+            _ => None,
+        }
     }
 
     /// Smallest queue offset of `(topic, queue_id)`.
@@ -1199,7 +1221,7 @@ impl MessageStore {
         let c = &self.config;
         let n = self.commit_log.queue().delete_expired_by_time(
             now_millis(),
-            i64::from(c.file_reserved_time) * 3_600_000,
+            i64::from(self.file_reserved_time()) * 3_600_000,
             u64::from(c.delete_commit_log_files_interval),
             i64::from(c.destroy_mapped_file_interval_forcibly),
             force,
@@ -1208,6 +1230,19 @@ impl MessageStore {
             self.clean_logics();
         }
         n
+    }
+
+    /// Hours a CommitLog file is kept (`fileReservedTime`), as in effect now.
+    #[must_use]
+    pub fn file_reserved_time(&self) -> u32 {
+        self.file_reserved_hours.load(Ordering::Relaxed)
+    }
+
+    /// Change `fileReservedTime` (hours) while running; the next
+    /// [`delete_expired_files`](Self::delete_expired_files) uses it. The caller checks the
+    /// value (the config's range).
+    pub fn set_file_reserved_time(&self, hours: u32) {
+        self.file_reserved_hours.store(hours, Ordering::Relaxed);
     }
 
     fn clean_logics(&self) {

@@ -398,6 +398,17 @@ fn tag_hash_filter_and_offset_by_time() {
     assert_eq!(store.get_offset_in_queue_by_time("T", 0, stamps[10]), 10);
     assert_eq!(store.get_offset_in_queue_by_time("T", 0, 0), 0);
     assert_eq!(store.get_offset_in_queue_by_time("T", 0, i64::MAX), 20);
+    assert_eq!(
+        store.get_message_store_timestamp("T", 0, 19),
+        Some(stamps[19])
+    );
+    assert_eq!(
+        store.get_message_store_timestamp("T", 0, 0),
+        Some(stamps[0])
+    );
+    assert_eq!(store.get_message_store_timestamp("T", 0, 20), None);
+    assert_eq!(store.get_message_store_timestamp("T", 0, -1), None);
+    assert_eq!(store.get_message_store_timestamp("T", 1, 0), None);
     store.shutdown().unwrap();
 }
 
@@ -464,15 +475,16 @@ fn sync_flush_acks_only_durable_bytes_under_concurrency() {
 #[test]
 fn retention_deletes_old_files_but_waits_for_readers() {
     let dir = tempfile::tempdir().unwrap();
-    let cfg = small_config(&[
-        ("fileReservedTime", "0"),
-        ("destroyMapedFileIntervalForcibly", "3600000"),
-    ]);
+    let cfg = small_config(&[("destroyMapedFileIntervalForcibly", "3600000")]);
     let store = MessageStore::open(dir.path(), cfg, host()).unwrap();
     for i in 0..300 {
         put(&store, "T", 0, &body_of(i), &props("", &format!("k{i}")));
     }
     wait_dispatched(&store);
+    // Within the default 72 h nothing expires; fileReservedTime can change while running.
+    assert_eq!(store.file_reserved_time(), 72);
+    assert_eq!(store.delete_expired_files(false), 0);
+    store.set_file_reserved_time(0);
     // Files in use (the allocator may have pre-created one more, unused, file on disk).
     let files_before = usize::try_from(store.get_max_phy_offset() / 65536 + 1).unwrap();
     assert!(files_before >= 3);

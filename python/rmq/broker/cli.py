@@ -8,7 +8,12 @@ import sys
 import warnings
 from collections.abc import Sequence
 
-from rmq.config import BrokerConfig, RmqConfigWarning, load_broker_config
+from rmq.config import (
+    BrokerConfig,
+    RmqConfigWarning,
+    escape_property_value,
+    load_broker_config,
+)
 from rmq.errors import RmqError
 
 __all__ = ["build_parser", "main"]
@@ -62,20 +67,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _escape(value: str) -> str:
-    """A value as a Java-properties file must spell it to read it back unchanged."""
-    escaped = value.replace("\\", "\\\\")
-    return "\\" + escaped if escaped[:1] in (" ", "\t") else escaped
-
-
 def format_config(config: BrokerConfig, store_defaults: dict[str, str]) -> str:
     """The effective configuration as a ``broker.conf`` text (it loads back unchanged)."""
     broker = config.to_properties()
     lines = ["# rmq broker: effective configuration", "", "# broker keys"]
-    lines += [f"{key}={_escape(value)}" for key, value in broker.items()]
+    lines += [f"{key}={escape_property_value(value)}" for key, value in broker.items()]
     store = {**store_defaults, **config.store}
     lines += ["", "# store keys (checked by the native store)"]
-    lines += [f"{key}={_escape(store[key])}" for key in sorted(store) if key not in broker]
+    lines += [
+        f"{key}={escape_property_value(store[key])}" for key in sorted(store) if key not in broker
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -105,4 +106,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from rmq.broker.server import run_broker
 
-    return run_broker(config, embedded_namesrv_port=args.namesrv_port)
+    return run_broker(config, embedded_namesrv_port=args.namesrv_port, config_path=args.config)

@@ -118,6 +118,18 @@ class NamesrvRegistrar:
             except RemotingError as exc:
                 log.warning("cannot unregister from nameserver %s: %s", addr, exc)
 
+    @property
+    def period_s(self) -> float:
+        """Seconds between registrations."""
+        return self._period_s
+
+    @period_s.setter
+    def period_s(self, value: float) -> None:
+        """Takes effect after the current wait (a change of ``registerNameServerPeriod``)."""
+        if value <= 0:
+            raise ValueError(f"period_s must be > 0, not {value}")
+        self._period_s = value
+
     def trigger(self) -> None:
         """Register again now (topic configs changed)."""
         self._wake.set()

@@ -1,5 +1,6 @@
 """The broker process: the store, the Rust network server (send, pull, offsets, topics,
-heartbeats), nameserver registration, and the broker's schedules.
+heartbeats, consumer admin), the config codes served in Python (:mod:`rmq.broker.admin_handler`),
+nameserver registration, and the broker's schedules.
 
 Python decides; Rust moves the bytes. This module wires the pieces and owns the timers:
 register with every nameserver every ``registerNameServerPeriod`` ms (and at once when topics
@@ -15,6 +16,7 @@ import threading
 from types import FrameType
 from typing import TYPE_CHECKING
 
+from rmq.broker.admin_handler import BrokerAdminHandler
 from rmq.broker.registration import BrokerIdentity, NamesrvRegistrar
 from rmq.config import BrokerConfig
 from rmq.errors import RmqError
@@ -26,9 +28,9 @@ from rmq.scheduling.retention import (
 )
 
 if TYPE_CHECKING:
-    from rmq._rmq import RemotingServer
+    from rmq._rmq import BrokerServer, MessageStore, RemotingServer
 
-__all__ = ["retention_policy", "run_broker", "start_embedded_namesrv"]
+__all__ = ["apply_runtime_config", "retention_policy", "run_broker", "start_embedded_namesrv"]
 
 log = logging.getLogger("rmq.broker")
 
@@ -82,9 +84,41 @@ def broker_keys(config: BrokerConfig) -> dict[str, str]:
     }
 
 
-def run_broker(config: BrokerConfig, embedded_namesrv_port: int = 9876) -> int:
-    """Run until SIGTERM or SIGINT; return the exit status (0 after a clean shutdown)."""
-    from rmq._rmq import BrokerServer, MessageStore, RemotingClient
+def apply_runtime_config(
+    old: BrokerConfig,
+    new: BrokerConfig,
+    *,
+    server: BrokerServer,
+    store: MessageStore,
+    registrar: NamesrvRegistrar,
+    scheduler: RetentionScheduler,
+) -> None:
+    """Make a running broker follow an accepted UPDATE_BROKER_CONFIG (see
+    :data:`rmq.broker.admin_handler.RUNTIME_KEYS`)."""
+    if new.file_reserved_time != old.file_reserved_time:
+        store.set_file_reserved_time(new.file_reserved_time)
+    if new.broker_permission != old.broker_permission:
+        # Bumps the topic data version; the topic change listener registers at once.
+        server.set_broker_permission(new.broker_permission)
+    if new.register_name_server_period != old.register_name_server_period:
+        registrar.period_s = new.register_name_server_period / 1000
+    policy = retention_policy(new)
+    if policy != scheduler.policy:
+        scheduler.policy = policy
+
+
+def run_broker(
+    config: BrokerConfig,
+    embedded_namesrv_port: int = 9876,
+    *,
+    config_path: str | None = None,
+) -> int:
+    """Run until SIGTERM or SIGINT; return the exit status (0 after a clean shutdown).
+
+    ``config_path`` is the file ``config`` was loaded from: UPDATE_BROKER_CONFIG writes accepted
+    changes back to it.
+    """
+    from rmq._rmq import BrokerServer, MessageStore, RemotingClient, store_config_defaults
 
     stopping = threading.Event()
 
@@ -113,8 +147,11 @@ def run_broker(config: BrokerConfig, embedded_namesrv_port: int = 9876) -> int:
         if embedded is not None:
             embedded[0].shutdown()
         return 1
+    admin = BrokerAdminHandler(
+        config, config_path=config_path, store_defaults=store_config_defaults()
+    )
     try:
-        server = BrokerServer(store, broker_keys(config), "0.0.0.0", config.listen_port)
+        server = BrokerServer(store, broker_keys(config), "0.0.0.0", config.listen_port, admin)
     except (RmqError, RuntimeError) as exc:
         log.error("%s", exc)
         store.shutdown()
@@ -138,6 +175,11 @@ def run_broker(config: BrokerConfig, embedded_namesrv_port: int = 9876) -> int:
     )
     server.set_topic_change_listener(registrar.trigger)
     scheduler = RetentionScheduler(store, retention_policy(config))
+    admin.set_listener(
+        lambda old, new: apply_runtime_config(
+            old, new, server=server, store=store, registrar=registrar, scheduler=scheduler
+        )
+    )
     try:
         log.info(
             "broker %r (cluster %s, %s, %s): listening on %s as %s, nameservers %s; "

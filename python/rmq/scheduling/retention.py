@@ -187,6 +187,16 @@ class RetentionScheduler:
     def running(self) -> bool:
         return self._thread.is_alive()
 
+    @property
+    def policy(self) -> RetentionPolicy:
+        """The policy the next check applies."""
+        return self._policy
+
+    @policy.setter
+    def policy(self, policy: RetentionPolicy) -> None:
+        """Replace the policy (a config change at runtime); the next check uses it."""
+        self._policy = policy
+
     def _run(self) -> None:
         while not self._stopping.wait(self._policy.interval_s):
             try:

@@ -1,16 +1,20 @@
-//! HEART_BEAT (34), UNREGISTER_CLIENT (35), GET_CONSUMER_LIST_BY_GROUP (38), as RocketMQ's
-//! `ClientManageProcessor` and `ConsumerManageProcessor`.
+//! HEART_BEAT (34), UNREGISTER_CLIENT (35), GET_CONSUMER_LIST_BY_GROUP (38) and
+//! GET_CONSUMER_CONNECTION_LIST (203), as RocketMQ's `ClientManageProcessor`,
+//! `ConsumerManageProcessor` and `AdminBrokerProcessor`.
 
 use std::time::Instant;
 
 use rmq_protocol::body::{
     GetConsumerListByGroupResponseBody, HeartbeatData, PERM_READ, PERM_WRITE,
 };
-use rmq_protocol::header::{GetConsumerListByGroupRequestHeader, UnregisterClientRequestHeader};
+use rmq_protocol::header::{
+    GetConsumerConnectionListRequestHeader, GetConsumerListByGroupRequestHeader,
+    UnregisterClientRequestHeader,
+};
 use rmq_protocol::{CommandHeader, RemotingCommand, RemotingJson, ResponseCode};
 use rmq_remoting::{Connection, Reply};
 
-use super::{bad_header, reply, response};
+use super::{bad_header, json_response, reply, response};
 use crate::consumer_manager::{ClientChannel, ConsumerRegistration};
 use crate::controller::Broker;
 use crate::topic_config::RETRY_GROUP_TOPIC_PREFIX;
@@ -30,6 +34,8 @@ pub fn heartbeat(b: &Broker, conn: &Connection, req: &RemotingCommand) -> Option
     let channel = ClientChannel {
         conn: conn.clone(),
         client_id: data.client_id.clone(),
+        language: req.language,
+        version: req.version,
         last_update: Instant::now(),
     };
     for c in data.consumer_data_set {
@@ -83,25 +89,13 @@ pub fn unregister(b: &Broker, conn: &Connection, req: &RemotingCommand) -> Optio
 
 /// 38.
 pub fn consumer_list(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
-    let h = match GetConsumerListByGroupRequestHeader::from_ext_fields(&req.ext_fields) {
-        Ok(h) => h,
-        Err(e) => return bad_header(req, &e),
-    };
+    let h = decode_header!(req, GetConsumerListByGroupRequestHeader);
     match b.clients.consumer_ids(&h.consumer_group) {
         Some(ids) if !ids.is_empty() => {
             let body = GetConsumerListByGroupResponseBody {
                 consumer_id_list: ids,
             };
-            match body.to_json_bytes() {
-                Ok(bytes) => reply(
-                    req,
-                    response(req, ResponseCode::SUCCESS, "").with_body(bytes),
-                ),
-                Err(e) => reply(
-                    req,
-                    response(req, ResponseCode::SYSTEM_ERROR, e.to_string()),
-                ),
-            }
+            reply(req, json_response(req, &body))
         }
         _ => reply(
             req,
@@ -109,6 +103,27 @@ pub fn consumer_list(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
                 req,
                 ResponseCode::SYSTEM_ERROR,
                 format!("no consumer for this group, {}", h.consumer_group),
+            ),
+        ),
+    }
+}
+
+/// 203: the group's connections (client id, address, language, version), subscriptions and
+/// consume settings; CONSUMER_NOT_ONLINE when no consumer of the group is connected.
+pub fn consumer_connections(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+    let h = decode_header!(req, GetConsumerConnectionListRequestHeader);
+    match b.clients.consumer_connection(&h.consumer_group) {
+        Some(body) => reply(req, json_response(req, &body)),
+        None => reply(
+            req,
+            response(
+                req,
+                ResponseCode::CONSUMER_NOT_ONLINE,
+                format!(
+                    "the consumer group[{}] not online: no consumer of it sends heartbeats to \
+                     this broker; check the group name, or start its consumers",
+                    h.consumer_group
+                ),
             ),
         ),
     }

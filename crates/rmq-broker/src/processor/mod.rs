@@ -2,19 +2,33 @@
 
 use std::sync::Arc;
 
-use rmq_protocol::{RemotingCommand, RequestCode, ResponseCode};
+use rmq_protocol::{RemotingCommand, RemotingJson, RequestCode, ResponseCode};
 use rmq_remoting::{Connection, FileRegion, Reply};
 use rmq_store::SelectMappedBufferResult;
 
 use crate::controller::Broker;
 
+/// Decode the request's typed header, or return the bad-header answer from the processor.
+/// (Defined before the processor modules, which see it by textual scope.)
+macro_rules! decode_header {
+    ($req:expr, $t:ty) => {
+        match <$t as rmq_protocol::CommandHeader>::from_ext_fields(&$req.ext_fields) {
+            Ok(h) => h,
+            Err(e) => return $crate::processor::bad_header($req, &e),
+        }
+    };
+}
+
 pub mod admin;
 pub mod client;
+pub mod lock;
 pub mod offset;
 pub mod pull_message;
 pub mod query_message;
+pub mod reset_offset;
 pub mod runtime_info;
 pub mod send_message;
+pub mod stats;
 pub mod subscription_group;
 pub mod topic;
 
@@ -44,6 +58,15 @@ pub(crate) fn response(
 ) -> RemotingCommand {
     let remark: String = remark.into();
     RemotingCommand::response_to(req, code.0, (!remark.is_empty()).then_some(remark))
+}
+
+/// A SUCCESS response carrying `body` as RocketMQ JSON (SYSTEM_ERROR if it cannot be
+/// encoded, which the body types of this crate never cause).
+pub(crate) fn json_response<T: RemotingJson>(req: &RemotingCommand, body: &T) -> RemotingCommand {
+    match body.to_json_bytes() {
+        Ok(bytes) => response(req, ResponseCode::SUCCESS, "").with_body(bytes),
+        Err(e) => response(req, ResponseCode::SYSTEM_ERROR, e.to_string()),
+    }
 }
 
 /// A reply, unless the request was oneway.
@@ -77,6 +100,12 @@ pub async fn dispatch(b: Arc<Broker>, conn: Connection, req: RemotingCommand) ->
         RequestCode::HEART_BEAT => client::heartbeat(&b, &conn, &req),
         RequestCode::UNREGISTER_CLIENT => client::unregister(&b, &conn, &req),
         RequestCode::GET_CONSUMER_LIST_BY_GROUP => client::consumer_list(&b, &req),
+        RequestCode::GET_CONSUMER_CONNECTION_LIST => client::consumer_connections(&b, &req),
+        RequestCode::LOCK_BATCH_MQ => lock::lock_batch(&b, &req),
+        RequestCode::UNLOCK_BATCH_MQ => lock::unlock_batch(&b, &req),
+        RequestCode::GET_TOPIC_STATS_INFO => stats::topic_stats(&b, &req),
+        RequestCode::GET_CONSUME_STATS => stats::consume_stats(&b, &req),
+        RequestCode::INVOKE_BROKER_TO_RESET_OFFSET => reset_offset::process(&b, &req).await,
         RequestCode::UPDATE_AND_CREATE_TOPIC => topic::create(&b, &req),
         RequestCode::GET_ALL_TOPIC_CONFIG => topic::all(&b, &req),
         RequestCode::DELETE_TOPIC_IN_BROKER => topic::delete(&b, &req),

@@ -52,7 +52,7 @@ fn pull_once(
     let fail = |code: ResponseCode, remark: String| {
         Outcome::Reply(Reply::Command(response(req, code, remark)))
     };
-    if b.config.broker_permission & PERM_READ == 0 {
+    if b.broker_permission() & PERM_READ == 0 {
         return fail(
             ResponseCode::NO_PERMISSION,
             format!(

@@ -1,10 +1,10 @@
 //! GET_BROKER_RUNTIME_INFO (28): a KVTable of store figures and the version.
 
 use rmq_protocol::body::KvTable;
-use rmq_protocol::{RemotingCommand, RemotingJson, ResponseCode};
+use rmq_protocol::RemotingCommand;
 use rmq_remoting::Reply;
 
-use super::{reply, response};
+use super::{json_response, reply};
 use crate::controller::Broker;
 
 /// 28.
@@ -28,14 +28,5 @@ pub fn process(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
             .unwrap_or_default(),
     );
     t.table.insert("brokerActive".into(), "true".into());
-    match t.to_json_bytes() {
-        Ok(body) => reply(
-            req,
-            response(req, ResponseCode::SUCCESS, "").with_body(body),
-        ),
-        Err(e) => reply(
-            req,
-            response(req, ResponseCode::SYSTEM_ERROR, e.to_string()),
-        ),
-    }
+    reply(req, json_response(req, &t))
 }

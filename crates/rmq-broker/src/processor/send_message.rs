@@ -32,7 +32,7 @@ fn msg_check(
     h: &SendMessageRequestHeader,
 ) -> Result<TopicConfig, RemotingCommand> {
     let fail = |code, remark: String| Err(response(req, code, remark));
-    if b.config.broker_permission & PERM_WRITE == 0 {
+    if b.broker_permission() & PERM_WRITE == 0 {
         return fail(
             ResponseCode::NO_PERMISSION,
             format!(

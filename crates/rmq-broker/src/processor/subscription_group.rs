@@ -5,7 +5,7 @@ use rmq_protocol::body::{SubscriptionGroupConfig, SubscriptionGroupWrapper};
 use rmq_protocol::{RemotingCommand, RemotingJson, ResponseCode};
 use rmq_remoting::Reply;
 
-use super::{reply, response};
+use super::{json_response, reply, response};
 use crate::controller::Broker;
 
 /// 200: create or replace a group's config (body: SubscriptionGroupConfig JSON).
@@ -43,15 +43,5 @@ pub(crate) fn update(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
 /// 201: every group's config (body: SubscriptionGroupWrapper JSON).
 pub(crate) fn all(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
     let wrapper: SubscriptionGroupWrapper = b.groups.wrapper();
-    match wrapper.to_json_bytes() {
-        Ok(body) => {
-            let mut resp = response(req, ResponseCode::SUCCESS, "");
-            resp.body = Some(body);
-            reply(req, resp)
-        }
-        Err(e) => reply(
-            req,
-            response(req, ResponseCode::SYSTEM_ERROR, e.to_string()),
-        ),
-    }
+    reply(req, json_response(req, &wrapper))
 }

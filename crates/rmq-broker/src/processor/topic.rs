@@ -2,10 +2,10 @@
 
 use rmq_protocol::body::{TopicConfig, TopicFilterType};
 use rmq_protocol::header::{CreateTopicRequestHeader, DeleteTopicRequestHeader};
-use rmq_protocol::{CommandHeader, RemotingCommand, RemotingJson, ResponseCode};
+use rmq_protocol::{CommandHeader, RemotingCommand, ResponseCode};
 use rmq_remoting::Reply;
 
-use super::{bad_header, reply, response};
+use super::{bad_header, json_response, reply, response};
 use crate::controller::Broker;
 use crate::topic_config::{validate_topic, SYSTEM_TOPICS};
 
@@ -50,16 +50,7 @@ pub fn create(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
 
 /// 21: the whole table with its data version.
 pub fn all(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
-    match b.topics.wrapper().to_json_bytes() {
-        Ok(body) => reply(
-            req,
-            response(req, ResponseCode::SUCCESS, "").with_body(body),
-        ),
-        Err(e) => reply(
-            req,
-            response(req, ResponseCode::SYSTEM_ERROR, e.to_string()),
-        ),
-    }
+    reply(req, json_response(req, &b.topics.wrapper()))
 }
 
 /// 215: forget the topic and its consumer offsets (its files stay until retention).

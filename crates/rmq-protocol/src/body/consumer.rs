@@ -174,4 +174,15 @@ mod tests {
             c
         );
     }
+
+    #[test]
+    fn consumer_connection_writes_fastjson_order() {
+        // What a Java 4.9 broker sends for one push consumer (fastjson sorts properties).
+        let java = r#"{"connectionSet":[{"clientAddr":"127.0.0.1:50000","clientId":"127.0.0.1@1","language":"JAVA","version":409}],"consumeFromWhere":"CONSUME_FROM_FIRST_OFFSET","consumeType":"CONSUME_PASSIVELY","messageModel":"CLUSTERING","subscriptionTable":{"T":{"classFilterMode":false,"codeSet":[],"expressionType":"TAG","subString":"*","subVersion":1700000000000,"tagsSet":[],"topic":"T"}}}"#;
+        let c = ConsumerConnection::from_json_bytes(java.as_bytes()).unwrap();
+        assert_eq!(
+            std::str::from_utf8(&c.to_json_bytes().unwrap()).unwrap(),
+            java
+        );
+    }
 }

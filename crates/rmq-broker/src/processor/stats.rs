@@ -1,0 +1,128 @@
+//! GET_TOPIC_STATS_INFO (202) and GET_CONSUME_STATS (208), as RocketMQ's
+//! `AdminBrokerProcessor`: per-queue offsets of a topic, and a consumer group's progress
+//! against them (what `mqadmin topicStatus` and `consumerProgress` print).
+
+use std::collections::BTreeSet;
+
+use rmq_protocol::body::{ConsumeStats, MessageQueue, OffsetWrapper, TopicOffset, TopicStatsTable};
+use rmq_protocol::header::{GetConsumeStatsRequestHeader, GetTopicStatsInfoRequestHeader};
+use rmq_protocol::{RemotingCommand, ResponseCode};
+use rmq_remoting::Reply;
+
+use super::{json_response, reply, response};
+use crate::controller::Broker;
+
+/// 202: min and max offset of every queue of the topic, and the store time of its last
+/// message (0 for an empty queue).
+pub fn topic_stats(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+    let h = decode_header!(req, GetTopicStatsInfoRequestHeader);
+    let Some(config) = b.topics.select(&h.topic) else {
+        return reply(
+            req,
+            response(
+                req,
+                ResponseCode::TOPIC_NOT_EXIST,
+                format!(
+                    "topic[{}] not exist on broker {}; create it first (UPDATE_AND_CREATE_TOPIC, \
+                     mqadmin updateTopic), or send to it while autoCreateTopicEnable=true",
+                    h.topic, b.config.broker_name
+                ),
+            ),
+        );
+    };
+    let mut table = TopicStatsTable::default();
+    for queue_id in 0..config.write_queue_nums.max(config.read_queue_nums) {
+        let min_offset = b.store.get_min_offset_in_queue(&h.topic, queue_id).max(0);
+        let max_offset = b.store.get_max_offset_in_queue(&h.topic, queue_id).max(0);
+        let last_update_timestamp = if max_offset > 0 {
+            b.store
+                .get_message_store_timestamp(&h.topic, queue_id, max_offset - 1)
+                .unwrap_or(0)
+        } else {
+            0
+        };
+        table.offset_table.0.insert(
+            MessageQueue::new(&h.topic, &b.config.broker_name, queue_id),
+            TopicOffset {
+                last_update_timestamp,
+                max_offset,
+                min_offset,
+            },
+        );
+    }
+    reply(req, json_response(req, &table))
+}
+
+/// The topics GET_CONSUME_STATS reports for `group` (RocketMQ's
+/// `getTopicsForCollectingConsumeStats`): the one asked for, or else every topic the group has
+/// committed offsets on (its retry topic included); while the group has live consumers, only
+/// the topics they subscribe.
+fn topics_for_consume_stats(b: &Broker, group: &str, topic: Option<&str>) -> BTreeSet<String> {
+    let mut topics = match topic.filter(|t| !t.trim().is_empty()) {
+        Some(t) => BTreeSet::from([t.to_owned()]),
+        None => b.offsets.topics_of_group(group),
+    };
+    if b.clients.subscription_count(group) > 0 {
+        topics.retain(|t| b.clients.find_subscription(group, t).is_ok());
+    }
+    topics
+}
+
+/// 208: for each queue of each reported topic (see [`topics_for_consume_stats`]): the queue's
+/// max offset, the group's committed offset (0 when none) and the store time of the last
+/// message it consumed.
+///
+/// An unknown group or topic is not an error, as in RocketMQ: the answer is SUCCESS with an
+/// empty table (admin tools merge the tables of every broker of a cluster, and a broker that
+/// does not know the topic must not fail the whole query). The remark then says why it is empty.
+pub fn consume_stats(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+    let h = decode_header!(req, GetConsumeStatsRequestHeader);
+    let group = h.consumer_group.as_str();
+    let mut stats = ConsumeStats::default();
+    for topic in topics_for_consume_stats(b, group, h.topic.as_deref()) {
+        let Some(config) = b.topics.select(&topic) else {
+            continue;
+        };
+        for queue_id in 0..config.read_queue_nums {
+            let broker_offset = b.store.get_max_offset_in_queue(&topic, queue_id).max(0);
+            let consumer_offset = b.offsets.query(group, &topic, queue_id).max(0);
+            let last_timestamp = if consumer_offset > 0 {
+                b.store
+                    .get_message_store_timestamp(&topic, queue_id, consumer_offset - 1)
+                    .filter(|&ts| ts > 0)
+                    .unwrap_or(0)
+            } else {
+                0
+            };
+            stats.offset_table.0.insert(
+                MessageQueue::new(&topic, &b.config.broker_name, queue_id),
+                OffsetWrapper {
+                    broker_offset,
+                    consumer_offset,
+                    last_timestamp,
+                },
+            );
+        }
+    }
+    // consumeTps stays 0.0: this broker keeps no per-group pull statistics (RocketMQ's
+    // BrokerStatsManager GROUP_GET_NUMS) to derive a rate from yet.
+    let mut resp = json_response(req, &stats);
+    if resp.code == ResponseCode::SUCCESS.0 && stats.offset_table.0.is_empty() {
+        resp.remark = Some(match &h.topic {
+            Some(t) if b.topics.select(t).is_none() => format!(
+                "topic[{t}] not exist on broker {}; check the topic name",
+                b.config.broker_name
+            ),
+            Some(t) => format!(
+                "consumer group [{group}] does not subscribe topic[{t}]; ask for one of the \
+                 topics it subscribes, or for all of them (no topic)"
+            ),
+            None => format!(
+                "consumer group [{group}] has no consumer offsets on broker {}; it has not \
+                 consumed here yet (start its consumers, then ask again)",
+                b.config.broker_name
+            ),
+        });
+    }
+    reply(req, resp)
+}
