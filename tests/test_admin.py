@@ -42,6 +42,8 @@ BROKER_NAME = "broker-admin"
 MQADMIN_COMMANDS = {
     "updateTopic",
     "deleteTopic",
+    "sendMessage",
+    "consumeMessage",
     "topicList",
     "topicRoute",
     "topicStatus",
@@ -181,7 +183,6 @@ def test_help_lists_mqadmin_commands() -> None:
     for name in MQADMIN_COMMANDS:
         assert name in done.stdout
     assert set(REGISTRY) >= MQADMIN_COMMANDS
-    assert "sendMessage" not in REGISTRY and "consumeMessage" not in REGISTRY
 
 
 def test_console_script_is_installed() -> None:
