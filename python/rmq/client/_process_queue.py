@@ -29,6 +29,7 @@ class ProcessQueue:
         self.last_lock_timestamp = 0.0
         self.consume_lock = threading.Lock()
         self._consuming: dict[int, StoredMessage] = {}
+        self._failed_attempts: dict[int, int] = {}
         self.consuming_scheduled = False
 
     def put(self, msgs: list[StoredMessage]) -> None:
@@ -87,10 +88,18 @@ class ProcessQueue:
             if not self._consuming:
                 return -1
             nxt = max(self._consuming) + 1
-            for m in self._consuming.values():
+            for off, m in self._consuming.items():
                 self._size -= len(m.body)
+                self._failed_attempts.pop(off, None)
             self._consuming.clear()
             return nxt
+
+    def failed_attempt(self, queue_offset: int) -> int:
+        """Count one more failed orderly attempt of the message; returns the count."""
+        with self.lock:
+            n = self._failed_attempts.get(queue_offset, 0) + 1
+            self._failed_attempts[queue_offset] = n
+            return n
 
     def rollback(self) -> None:
         """Put the consuming set back, to be taken again in order."""

@@ -194,7 +194,7 @@ class PushConsumer:
         consume_concurrently_max_span: int = 2000,
         suspend_current_queue_time_millis: int = 1000,
         reconsume_later_delay_ms: int = 5000,
-        max_reconsume_times: int = 16,
+        max_reconsume_times: int | None = None,
         persist_consumer_offset_interval: int = 5000,
         rebalance_interval_ms: int = 20000,
         heartbeat_broker_interval: int = 30000,
@@ -221,7 +221,9 @@ class PushConsumer:
         self.consume_concurrently_max_span = consume_concurrently_max_span
         self.suspend_s = suspend_current_queue_time_millis / 1000
         self.reconsume_later_delay_s = reconsume_later_delay_ms / 1000
-        self.max_reconsume_times = max_reconsume_times
+        # RocketMQ: 16 for concurrent consumers, unlimited for orderly ones unless set.
+        self.max_reconsume_times = 16 if max_reconsume_times is None else max_reconsume_times
+        self.max_reconsume_times_orderly = max_reconsume_times
         self.persist_interval_s = persist_consumer_offset_interval / 1000
         self.rebalance_interval_s = rebalance_interval_ms / 1000
         self.heartbeat_broker_interval = heartbeat_broker_interval
@@ -634,13 +636,42 @@ class PushConsumer:
                 except Exception:
                     log.exception("%s: the orderly listener raised on %s", self.group, mq)
                     status = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
-                if status == ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT:
+                if status == ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT and (
+                    self._keep_suspending(mq, pq, msgs)
+                ):
                     pq.rollback()
                     self._schedule_orderly(mq, pq, self.suspend_s)
                     return
                 offset = pq.commit()
                 if offset >= 0 and not pq.dropped:
                     self._store.update(mq, offset, increase_only=True)
+
+    def _keep_suspending(
+        self, mq: MessageQueue, pq: ProcessQueue, msgs: list[StoredMessage]
+    ) -> bool:
+        """RocketMQ's ``checkReconsumeTimes``: count a failed attempt of each message; one
+        that reached the orderly limit goes to ``%DLQ%<group>`` (CONSUMER_SEND_MSG_BACK with a
+        negative delay level). Returns whether the batch must be tried again."""
+        limit = self.max_reconsume_times_orderly
+        suspend = False
+        for m in msgs:
+            attempts = pq.failed_attempt(m.queue_offset)
+            if limit is None or attempts <= limit:
+                suspend = True
+                continue
+            try:
+                self._instance.send_msg_back(self.group, m, mq.broker_name, -1, limit)
+                log.warning(
+                    "%s: %s failed %d times in order; moved to %%DLQ%%%s",
+                    self.group,
+                    m.msg_id,
+                    attempts,
+                    self.group,
+                )
+            except RmqError as exc:
+                log.warning("%s: moving %s to the DLQ failed: %s", self.group, m.msg_id, exc)
+                suspend = True
+        return suspend
 
     # ---- offsets and broker pushes ------------------------------------------------------
 
