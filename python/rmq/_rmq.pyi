@@ -25,6 +25,7 @@ __all__ = [
     "SendResult",
     "StoredMessage",
     "__version__",
+    "_run_callbacks",
     "_stop_callbacks",
     "create_offset_msg_id",
     "decode_messages",
@@ -209,6 +210,9 @@ class MessageStore:
         """Stop services, flush, write the checkpoint and remove the abort file."""
     def __enter__(self) -> MessageStore: ...
     def __exit__(self, *exc: object) -> None: ...
+
+def _run_callbacks() -> None:
+    """The body of the ``rmq-callbacks`` thread (started by ``ClientInstance``)."""
 
 def _stop_callbacks() -> None:
     """Stop running client callbacks (rmq calls it at interpreter exit)."""

@@ -6,7 +6,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -27,40 +27,111 @@ use crate::remoting::runtime;
 
 type Callback = Box<dyn FnOnce(Python<'_>) + Send>;
 
-/// Set at interpreter exit: from then on callbacks are dropped, never run (attaching to a
-/// finalizing interpreter would panic).
+/// Set at interpreter exit: from then on callbacks are dropped, never run.
 static CALLBACKS_STOPPED: AtomicBool = AtomicBool::new(false);
 
-/// Queue work for the callback thread (started on first use).
+/// `None` tells the callback thread to return.
+type Queued = Option<Callback>;
+
+struct CallbackQueue {
+    tx: Mutex<mpsc::Sender<Queued>>,
+    rx: Mutex<Option<mpsc::Receiver<Queued>>>,
+    thread: PyOnceLock<Py<PyAny>>,
+}
+
+fn callback_queue() -> &'static CallbackQueue {
+    static QUEUE: OnceLock<CallbackQueue> = OnceLock::new();
+    QUEUE.get_or_init(|| {
+        let (tx, rx) = mpsc::channel();
+        CallbackQueue {
+            tx: Mutex::new(tx),
+            rx: Mutex::new(Some(rx)),
+            thread: PyOnceLock::new(),
+        }
+    })
+}
+
+/// Queue work for the callback thread.
 fn dispatch(cb: Callback) {
-    static TX: OnceLock<mpsc::Sender<Callback>> = OnceLock::new();
     if CALLBACKS_STOPPED.load(Ordering::Acquire) {
         std::mem::forget(cb); // its Python references cannot be released without the GIL
         return;
     }
-    let tx = TX.get_or_init(|| {
-        let (tx, rx) = mpsc::channel::<Callback>();
-        std::thread::Builder::new()
-            .name("rmq-callbacks".to_owned())
-            .spawn(move || {
-                for cb in rx {
-                    if CALLBACKS_STOPPED.load(Ordering::Acquire) {
-                        std::mem::forget(cb);
-                    } else {
-                        Python::attach(cb);
-                    }
-                }
-            })
-            .unwrap_or_else(|e| panic!("cannot start the rmq callback thread: {e}"));
-        tx
-    });
-    let _ = tx.send(cb);
+    let tx = callback_queue()
+        .tx
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    let _ = tx.send(Some(cb));
 }
 
-/// Stop running client callbacks (called by rmq at interpreter exit).
+/// Run client callbacks until the interpreter exits: the body of the `rmq-callbacks` thread.
+/// It is a Python thread (started by [`ensure_callback_thread`]), so callbacks keep one
+/// thread state (`threading.local` works in them) and nothing attaches a foreign thread to
+/// a finalizing interpreter.
 #[pyfunction]
-pub(crate) fn _stop_callbacks() {
-    CALLBACKS_STOPPED.store(true, Ordering::Release);
+pub(crate) fn _run_callbacks(py: Python<'_>) {
+    let rx = callback_queue()
+        .rx
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take();
+    let Some(mut rx) = rx else { return };
+    loop {
+        // The receiver moves into the GIL-free section and back (it is not `Sync`).
+        let (back, next) = py.detach(move || {
+            let next = rx.recv();
+            (rx, next)
+        });
+        rx = back;
+        let Ok(Some(cb)) = next else { return };
+        if CALLBACKS_STOPPED.load(Ordering::Acquire) {
+            std::mem::forget(cb);
+        } else {
+            cb(py);
+        }
+    }
+}
+
+/// Start the `rmq-callbacks` daemon thread once per process, and have it stopped at
+/// interpreter exit (a daemon thread must not be inside Rust when the interpreter ends).
+fn ensure_callback_thread(py: Python<'_>) -> PyResult<()> {
+    let queue = callback_queue();
+    queue.thread.get_or_try_init(py, || {
+        let module = py.import("rmq._rmq")?;
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("target", module.getattr("_run_callbacks")?)?;
+        kwargs.set_item("name", "rmq-callbacks")?;
+        kwargs.set_item("daemon", true)?;
+        let thread = py
+            .import("threading")?
+            .getattr("Thread")?
+            .call((), Some(&kwargs))?;
+        thread.call_method0("start")?;
+        py.import("atexit")?
+            .getattr("register")?
+            .call1((module.getattr("_stop_callbacks")?,))?;
+        Ok::<_, PyErr>(thread.unbind())
+    })?;
+    Ok(())
+}
+
+/// Stop running client callbacks and end the callback thread (registered with `atexit`).
+#[pyfunction]
+pub(crate) fn _stop_callbacks(py: Python<'_>) -> PyResult<()> {
+    if CALLBACKS_STOPPED.swap(true, Ordering::AcqRel) {
+        return Ok(());
+    }
+    let queue = callback_queue();
+    let _ = queue
+        .tx
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .send(None);
+    if let Some(thread) = queue.thread.get(py) {
+        thread.bind(py).call_method1("join", (5.0,))?;
+    }
+    Ok(())
 }
 
 /// Call a Python callback, reporting (not raising) what it raises, as threads do.
@@ -320,6 +391,7 @@ impl ClientInstancePy {
         config.heartbeat_broker_interval =
             Duration::from_millis(heartbeat_broker_interval_ms.max(10));
         config.api_timeout = Duration::from_millis(api_timeout_ms.max(1));
+        ensure_callback_thread(py)?;
         let inner = ClientInstance::start(config, runtime().handle().clone())
             .map_err(|e| client_err(py, &e))?;
         Ok(Self { inner })

@@ -690,6 +690,7 @@ fn _rmq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<client::SendResultPy>()?;
     m.add_class::<client::PullResultPy>()?;
     m.add_function(wrap_pyfunction!(client::_stop_callbacks, m)?)?;
+    m.add_function(wrap_pyfunction!(client::_run_callbacks, m)?)?;
     m.add_function(wrap_pyfunction!(decode_messages, m)?)?;
     m.add_function(wrap_pyfunction!(request_codes, m)?)?;
     m.add_function(wrap_pyfunction!(response_codes, m)?)?;
