@@ -457,3 +457,67 @@ def test_sends_continue_on_the_other_broker_when_one_dies(cluster: Cluster) -> N
         results = [producer.send(rmq.Message("TwoBrokers", b"after-%d" % i)) for i in range(40)]
     assert all(r.status == "SEND_OK" for r in results)
     assert {r.queue.broker_name for r in results} == {"broker-a"}
+
+
+class _FakeQueues:
+    """Queue offsets as a broker reports them: max 100, the first message stored at or after
+    t=5000 is at offset 40."""
+
+    def max_offset(self, mq: rmq.MessageQueue) -> int:
+        return 100
+
+    def search_offset(self, mq: rmq.MessageQueue, timestamp_ms: int) -> int:
+        return 40 if timestamp_ms >= 5000 else 0
+
+
+class _FakeStore:
+    def __init__(self, committed: int) -> None:
+        self.committed = committed
+
+    def read_store(self, mq: rmq.MessageQueue) -> int:
+        return self.committed
+
+
+@pytest.mark.parametrize(
+    ("topic", "committed", "where", "expected"),
+    [
+        ("T", 7, "CONSUME_FROM_LAST_OFFSET", 7),  # a committed offset always wins
+        ("T", 7, "CONSUME_FROM_TIMESTAMP", 7),
+        ("T", -1, "CONSUME_FROM_LAST_OFFSET", 100),
+        ("T", -1, "CONSUME_FROM_FIRST_OFFSET", 0),
+        ("T", -1, "CONSUME_FROM_TIMESTAMP", 40),
+        ("%RETRY%g", -1, "CONSUME_FROM_LAST_OFFSET", 0),  # retry topics: from the start
+        ("%RETRY%g", -1, "CONSUME_FROM_TIMESTAMP", 100),
+    ],
+)
+def test_where_a_new_group_starts(topic: str, committed: int, where: str, expected: int) -> None:
+    from rmq.client.consumer import compute_pull_from_where
+
+    mq = rmq.MessageQueue(topic, "broker-a", 0)
+    start = compute_pull_from_where(
+        _FakeQueues(),  # type: ignore[arg-type]
+        _FakeStore(committed),  # type: ignore[arg-type]
+        mq,
+        rmq.ConsumeFromWhere(where),
+        6000,
+    )
+    assert start == expected
+
+
+def test_a_new_group_on_a_young_queue_reads_it_from_the_start(cluster: Cluster) -> None:
+    """As RocketMQ's broker: a group with no offset on a queue that still starts at 0 is told
+    0, so even CONSUME_FROM_LAST_OFFSET reads the queue from its first message (the start
+    position matters once retention has removed the queue's head)."""
+    cluster.create_topic("Young", queues=2)
+    with rmq.Producer("pg-young", cluster.namesrv) as producer:
+        for i in range(20):
+            producer.send(rmq.Message("Young", b"%d" % i))
+    got = Collector()
+    consumer = push_consumer(
+        cluster, "cg-young", "Young", got, consume_from_where="CONSUME_FROM_LAST_OFFSET"
+    )
+    try:
+        wait_until(lambda: len(got.bodies()) >= 20, "the queue from its start")
+    finally:
+        consumer.shutdown()
+    assert sorted(got.bodies()) == sorted(b"%d" % i for i in range(20))
