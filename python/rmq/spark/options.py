@@ -1,0 +1,288 @@
+"""The options of the ``rmq`` data source, parsed and checked once, on the driver.
+
+Spark hands a data source its options as a case-insensitive ``str -> str`` mapping. Everything
+here turns that mapping into frozen dataclasses (picklable, so they travel to the executors with
+the reader or writer) and raises :class:`rmq.errors.ConfigError` naming the option and what it
+accepts. Nothing here imports pyspark.
+
+Option names and meanings follow Spark's Kafka connector where one exists (``startingOffsets``,
+``endingOffsets``, ``startingTimestamp``, ``minPartitions``, ``maxOffsetsPerTrigger``,
+``failOnDataLoss``), and RocketMQ's client where it does not (``producerGroup``,
+``sendTimeoutMs``, ``pullBatchSize``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from rmq.errors import ConfigError
+
+__all__ = [
+    "EARLIEST",
+    "LATEST",
+    "OffsetSpec",
+    "ReadOptions",
+    "WriteOptions",
+    "parse_offset_spec",
+    "parse_read_options",
+    "parse_write_options",
+]
+
+log = logging.getLogger("rmq.spark")
+
+EARLIEST = -2
+"""An offset in ``startingOffsets``/``endingOffsets`` JSON meaning "the queue's min offset"."""
+LATEST = -1
+"""An offset meaning "the queue's max offset" (where the next message will go)."""
+
+DEFAULT_READ_GROUP = "spark-rmq-reader"
+DEFAULT_WRITE_GROUP = "spark-rmq-writer"
+
+OffsetSpec = Literal["earliest", "latest"] | dict[str, dict[str, dict[int, int]]]
+"""``"earliest"``, ``"latest"``, or per topic, broker and queue id an offset (-2, -1 or >= 0)."""
+
+_COMMON = {"namesrv", "topic", "instancename"}
+_READ = _COMMON | {
+    "startingoffsets",
+    "endingoffsets",
+    "startingtimestamp",
+    "minpartitions",
+    "maxoffsetspertrigger",
+    "failondataloss",
+    "consumergroup",
+    "pullbatchsize",
+    "pulltimeoutms",
+}
+_WRITE = _COMMON | {
+    "batchsize",
+    "sendtimeoutms",
+    "producergroup",
+    "shardingkeycolumn",
+    "maxinflightbatches",
+    "retrytimeswhensendfailed",
+    "deliveryguarantee",
+}
+# Options Spark itself (or a DataFrameWriter habit) passes along; never worth a warning.
+_SPARK_OWN = {"path", "checkpointlocation", "queryname"}
+
+
+@dataclass(frozen=True, slots=True)
+class ReadOptions:
+    """What ``spark.read`` / ``spark.readStream`` were told."""
+
+    namesrv: str
+    topics: tuple[str, ...]
+    starting_offsets: OffsetSpec
+    ending_offsets: OffsetSpec
+    starting_timestamp: int | None
+    min_partitions: int | None
+    max_offsets_per_trigger: int | None
+    fail_on_data_loss: bool
+    consumer_group: str
+    pull_batch_size: int
+    pull_timeout_ms: int
+    instance_name: str
+
+
+@dataclass(frozen=True, slots=True)
+class WriteOptions:
+    """What ``df.write`` / ``df.writeStream`` were told."""
+
+    namesrv: str
+    topic: str | None
+    batch_size: int
+    send_timeout_ms: int
+    producer_group: str
+    sharding_key_column: str | None
+    max_in_flight_batches: int
+    retry_times_when_send_failed: int
+    delivery_guarantee: Literal["at-least-once", "exactly-once"]
+    instance_name: str
+
+
+def _lower(options: Mapping[str, str]) -> dict[str, str]:
+    return {k.lower(): v for k, v in options.items()}
+
+
+def _warn_unknown(opts: Mapping[str, str], known: set[str], what: str) -> None:
+    for key in sorted(set(opts) - known - _SPARK_OWN):
+        log.warning("rmq %s: unknown option %r is ignored (known: %s)", what, key, sorted(known))
+
+
+def _required(opts: Mapping[str, str], key: str, name: str, hint: str) -> str:
+    value = opts.get(key, "").strip()
+    if not value:
+        raise ConfigError(f"the rmq data source needs option {name!r} ({hint})")
+    return value
+
+
+def _int(
+    opts: Mapping[str, str], key: str, name: str, default: int | None, minimum: int
+) -> int | None:
+    raw = opts.get(key)
+    if raw is None:
+        return default
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise ConfigError(f"option {name!r} must be an integer >= {minimum}, not {raw!r}") from None
+    if value < minimum:
+        raise ConfigError(f"option {name!r} must be an integer >= {minimum}, not {value}")
+    return value
+
+
+def _int_default(opts: Mapping[str, str], key: str, name: str, default: int, minimum: int) -> int:
+    value = _int(opts, key, name, default, minimum)
+    assert value is not None
+    return value
+
+
+def _bool(opts: Mapping[str, str], key: str, name: str, default: bool) -> bool:
+    raw = opts.get(key)
+    if raw is None:
+        return default
+    v = raw.strip().lower()
+    if v not in ("true", "false"):
+        raise ConfigError(f"option {name!r} must be 'true' or 'false', not {raw!r}")
+    return v == "true"
+
+
+def parse_offset_spec(raw: str, name: str, *, allow_earliest: bool = True) -> OffsetSpec:
+    """``earliest``, ``latest`` or ``{"topic":{"broker":{"queueId":offset}}}`` (-2 earliest,
+    -1 latest), as ``startingOffsets`` and ``endingOffsets`` take it."""
+    v = raw.strip()
+    allowed = "'earliest', 'latest'" if allow_earliest else "'latest'"
+    example = '{"topic":{"broker-a":{"0":42,"1":-1}}}'
+    if v.lower() == "latest":
+        return "latest"
+    if v.lower() == "earliest":
+        if not allow_earliest:
+            raise ConfigError(f"option {name!r} cannot be 'earliest'; use {allowed} or JSON")
+        return "earliest"
+    try:
+        doc = json.loads(v)
+    except ValueError:
+        raise ConfigError(
+            f"option {name!r} must be {allowed} or JSON like {example} "
+            f"(-2 = earliest, -1 = latest), not {raw!r}"
+        ) from None
+    if not isinstance(doc, dict):
+        raise ConfigError(f"option {name!r}: JSON must be an object like {example}, not {raw!r}")
+    spec: dict[str, dict[str, dict[int, int]]] = {}
+    for topic, brokers in doc.items():
+        if not isinstance(brokers, dict):
+            raise ConfigError(
+                f"option {name!r}: topic {topic!r} must map broker names to "
+                f"{{queueId: offset}} objects, as in {example}"
+            )
+        spec[topic] = {}
+        for broker, queues in brokers.items():
+            if not isinstance(queues, dict):
+                raise ConfigError(
+                    f"option {name!r}: {topic!r}/{broker!r} must map queue ids to offsets, "
+                    f"as in {example}"
+                )
+            spec[topic][broker] = {}
+            for qid, offset in queues.items():
+                try:
+                    queue_id = int(qid)
+                except ValueError:
+                    raise ConfigError(
+                        f"option {name!r}: queue id {qid!r} of {topic}/{broker} is not an integer"
+                    ) from None
+                if not isinstance(offset, int) or isinstance(offset, bool) or offset < -2:
+                    raise ConfigError(
+                        f"option {name!r}: offset {offset!r} of {topic}/{broker}/{qid} must be "
+                        "an integer >= 0, or -2 (earliest) or -1 (latest)"
+                    )
+                if offset == EARLIEST and not allow_earliest:
+                    raise ConfigError(
+                        f"option {name!r}: -2 (earliest) is not allowed, "
+                        f"as for {topic}/{broker}/{qid}; use -1 (latest) or an offset"
+                    )
+                spec[topic][broker][queue_id] = offset
+    return spec
+
+
+def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
+    """Check the options of ``spark.read`` (``streaming=False``) or ``spark.readStream``."""
+    opts = _lower(options)
+    what = "readStream" if streaming else "read"
+    _warn_unknown(opts, _READ, what)
+    namesrv = _required(opts, "namesrv", "namesrv", "nameserver address, 'host:port[;host:port]'")
+    topic = _required(opts, "topic", "topic", "the topic to read; several separated by ','")
+    topics = tuple(t.strip() for t in topic.split(",") if t.strip())
+    if len(set(topics)) != len(topics):
+        raise ConfigError(f"option 'topic' names a topic twice: {topic!r}")
+
+    starting: OffsetSpec = "latest" if streaming else "earliest"
+    if "startingoffsets" in opts:
+        starting = parse_offset_spec(opts["startingoffsets"], "startingOffsets")
+    ending: OffsetSpec = "latest"
+    if "endingoffsets" in opts:
+        if streaming:
+            raise ConfigError(
+                "option 'endingOffsets' is for batch reads (spark.read); a stream has no end"
+            )
+        ending = parse_offset_spec(opts["endingoffsets"], "endingOffsets", allow_earliest=False)
+    for spec, name in ((starting, "startingOffsets"), (ending, "endingOffsets")):
+        if isinstance(spec, dict) and (unknown := set(spec) - set(topics)):
+            raise ConfigError(
+                f"option {name!r} names topic(s) {sorted(unknown)} not in option 'topic' "
+                f"({', '.join(topics)})"
+            )
+    max_per_trigger = _int(opts, "maxoffsetspertrigger", "maxOffsetsPerTrigger", None, 1)
+    if max_per_trigger is not None and not streaming:
+        raise ConfigError("option 'maxOffsetsPerTrigger' is for streaming reads (readStream)")
+    return ReadOptions(
+        namesrv=namesrv,
+        topics=topics,
+        starting_offsets=starting,
+        ending_offsets=ending,
+        starting_timestamp=_int(opts, "startingtimestamp", "startingTimestamp", None, 0),
+        min_partitions=_int(opts, "minpartitions", "minPartitions", None, 1),
+        max_offsets_per_trigger=max_per_trigger,
+        fail_on_data_loss=_bool(opts, "failondataloss", "failOnDataLoss", True),
+        consumer_group=opts.get("consumergroup", DEFAULT_READ_GROUP).strip() or DEFAULT_READ_GROUP,
+        pull_batch_size=_int_default(opts, "pullbatchsize", "pullBatchSize", 32, 1),
+        pull_timeout_ms=_int_default(opts, "pulltimeoutms", "pullTimeoutMs", 10000, 1),
+        instance_name=opts.get("instancename", "spark").strip() or "spark",
+    )
+
+
+def parse_write_options(options: Mapping[str, str], *, streaming: bool) -> WriteOptions:
+    """Check the options of ``df.write`` (``streaming=False``) or ``df.writeStream``."""
+    opts = _lower(options)
+    _warn_unknown(opts, _WRITE, "writeStream" if streaming else "write")
+    namesrv = _required(opts, "namesrv", "namesrv", "nameserver address, 'host:port[;host:port]'")
+    guarantee = opts.get("deliveryguarantee", "at-least-once").strip().lower()
+    if guarantee not in ("at-least-once", "exactly-once"):
+        raise ConfigError(
+            "option 'deliveryGuarantee' must be 'at-least-once' or 'exactly-once', "
+            f"not {opts['deliveryguarantee']!r}"
+        )
+    if guarantee == "exactly-once" and not streaming:
+        raise ConfigError(
+            "option 'deliveryGuarantee' = 'exactly-once' is for df.writeStream; a batch write "
+            "(df.write) is at-least-once: Spark retries failed tasks"
+        )
+    return WriteOptions(
+        namesrv=namesrv,
+        topic=opts.get("topic", "").strip() or None,
+        batch_size=_int_default(opts, "batchsize", "batchSize", 4096, 1),
+        send_timeout_ms=_int_default(opts, "sendtimeoutms", "sendTimeoutMs", 10000, 1),
+        producer_group=(
+            opts.get("producergroup", DEFAULT_WRITE_GROUP).strip() or DEFAULT_WRITE_GROUP
+        ),
+        sharding_key_column=opts.get("shardingkeycolumn", "").strip() or None,
+        max_in_flight_batches=_int_default(opts, "maxinflightbatches", "maxInFlightBatches", 4, 1),
+        retry_times_when_send_failed=_int_default(
+            opts, "retrytimeswhensendfailed", "retryTimesWhenSendFailed", 2, 0
+        ),
+        delivery_guarantee="exactly-once" if guarantee == "exactly-once" else "at-least-once",
+        instance_name=opts.get("instancename", "spark").strip() or "spark",
+    )

@@ -1,0 +1,510 @@
+"""The Spark data source ``format("rmq")`` end to end: local Spark (``local[2]``) against real
+``rmq.namesrv`` and ``rmq.broker`` processes. One SparkSession and one cluster serve the whole
+module (a Spark session takes seconds to start on a small machine).
+
+Covered: a 200 000-row batch write read back by batch and by stream (Trigger.AvailableNow),
+exactly, row by row; a stream restarted from its checkpoint reads only what came after;
+``maxOffsetsPerTrigger``; a stream written through the streaming sink; ``minPartitions`` and
+offset JSON; ``failOnDataLoss`` against files really deleted by the broker's retention; and
+the errors bad options give.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pyspark", minversion="4.2")
+pytest.importorskip("pyarrow")
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+import rmq
+from rmq._rmq import ClientInstance, RemotingClient
+from rmq.codes import RequestCode
+from rmq.errors import RmqError
+from test_broker_cli import BrokerProcess, free_port
+
+ROWS = 200_000
+
+
+# ---- processes ---------------------------------------------------------------------------------
+
+
+class SparkCluster:
+    """A nameserver and brokers for the module, started on demand."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.procs: list[BrokerProcess] = []
+        self.namesrv_proc = subprocess.Popen(
+            [sys.executable, "-m", "rmq.namesrv", "--host", "127.0.0.1", "-p", "0"],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert self.namesrv_proc.stderr is not None
+        deadline = time.monotonic() + 30
+        addr = None
+        while addr is None and time.monotonic() < deadline:
+            m = re.search(r"listening on (127\.0\.0\.1:\d+)", self.namesrv_proc.stderr.readline())
+            addr = m.group(1) if m else None
+        assert addr, "nameserver did not start"
+        self.namesrv = addr
+        self.broker_addrs: dict[str, str] = {}
+
+    def start_broker(self, name: str, extra: str = "") -> BrokerProcess:
+        port = free_port()
+        conf = self.tmp / f"{name}.conf"
+        conf.write_text(
+            "brokerClusterName = SparkCluster\n"
+            f"brokerName = {name}\n"
+            "brokerIP1 = 127.0.0.1\n"
+            f"listenPort = {port}\n"
+            f"storePathRootDir = {self.tmp / name}\n"
+            "mappedFileSizeCommitLog = 67108864\n"
+            "registerNameServerPeriod = 2000\n" + extra
+        )
+        proc = BrokerProcess("-c", str(conf), "-n", self.namesrv, cwd=self.tmp)
+        proc.wait_for("listening on")
+        self.procs.append(proc)
+        self.broker_addrs[name] = f"127.0.0.1:{port}"
+        return proc
+
+    def create_topic(self, topic: str, queues: int = 4, brokers: list[str] | None = None) -> None:
+        names = brokers or list(self.broker_addrs)
+        client = RemotingClient()
+        try:
+            for name in names:
+                resp = client.invoke(
+                    self.broker_addrs[name],
+                    RequestCode.UPDATE_AND_CREATE_TOPIC,
+                    {
+                        "topic": topic,
+                        "defaultTopic": "TBW102",
+                        "readQueueNums": str(queues),
+                        "writeQueueNums": str(queues),
+                        "perm": "6",
+                        "topicFilterType": "SINGLE_TAG",
+                        "topicSysFlag": "0",
+                        "order": "false",
+                    },
+                )
+                assert resp.code == 0, resp.remark
+        finally:
+            client.close()
+        inst = ClientInstance(self.namesrv)
+        try:
+            wait_until(
+                lambda: len(_queues(inst, topic)) == queues * len(names), f"route of {topic}"
+            )
+        finally:
+            inst.shutdown()
+
+    def stop(self) -> None:
+        for p in self.procs:
+            p.kill()
+        self.namesrv_proc.kill()
+        self.namesrv_proc.wait(10)
+        assert self.namesrv_proc.stderr is not None
+        self.namesrv_proc.stderr.close()
+
+
+def _queues(inst: ClientInstance, topic: str) -> list[rmq.MessageQueue]:
+    try:
+        return inst.fetch_subscribe_queues(topic)
+    except RmqError:
+        return []
+
+
+def wait_until(cond: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkCluster]:
+    c = SparkCluster(tmp_path_factory.mktemp("spark-cluster"))
+    try:
+        c.start_broker("broker-a")
+        c.start_broker("broker-b")
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.fixture(scope="module")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
+    saved = {k: os.environ.get(k) for k in ("PYSPARK_PYTHON", "SPARK_LOCAL_IP")}
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("rmq-spark-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("warehouse")))
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    import rmq.spark
+
+    rmq.spark.register(session)
+    try:
+        yield session
+    finally:
+        session.stop()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+# ---- helpers -----------------------------------------------------------------------------------
+
+
+def events(spark: SparkSession, n: int, start: int = 0) -> DataFrame:
+    """``n`` rows: body ``event-<i>-`` padded to 100 bytes, keys ``<i>``, tags by parity, one
+    property."""
+    i = F.col("id")
+    return spark.range(start, start + n, numPartitions=2).select(
+        F.rpad(F.concat(F.lit("event-"), i.cast("string"), F.lit("-")), 100, "x")
+        .cast("binary")
+        .alias("body"),
+        i.cast("string").alias("keys"),
+        F.when(i % 2 == 0, F.lit("even")).otherwise(F.lit("odd")).alias("tags"),
+        F.create_map(F.lit("n"), i.cast("string")).alias("properties"),
+    )
+
+
+def write(df: DataFrame, ns: str, topic: str, **options: str) -> None:
+    w = df.write.format("rmq").option("namesrv", ns).option("topic", topic).mode("append")
+    for k, v in options.items():
+        w = w.option(k, v)
+    w.save()
+
+
+def read(spark: SparkSession, ns: str, topic: str, **options: str) -> DataFrame:
+    r = spark.read.format("rmq").option("namesrv", ns).option("topic", topic)
+    for k, v in options.items():
+        r = r.option(k, v)
+    return r.load()
+
+
+def assert_events(df: DataFrame, lo: int, hi: int, topic: str) -> None:
+    """``df`` (as read) holds exactly the events ``lo..hi-1``, each once, intact."""
+    rows = df.select(
+        "keys", "body", "tags", "properties", "topic", "msg_id", "queue_offset", "broker"
+    ).collect()
+    keys = sorted(int(r["keys"]) for r in rows)
+    assert keys == list(range(lo, hi)), (len(keys), hi - lo)
+    for r in rows[:: max(1, len(rows) // 2000)]:
+        i = int(r["keys"])
+        assert bytes(r["body"]) == f"event-{i}-".ljust(100, "x").encode()
+        assert r["tags"] == ("even" if i % 2 == 0 else "odd")
+        assert r["properties"] == {"n": str(i)}
+        assert r["topic"] == topic
+    assert len({r["msg_id"] for r in rows}) == len(rows)
+    assert {r["broker"] for r in rows} <= {"broker-a", "broker-b"}
+
+
+def total_messages(ns: str, topic: str) -> int:
+    inst = ClientInstance(ns)
+    try:
+        return sum(
+            inst.max_offset(q) - inst.min_offset(q) for q in inst.fetch_subscribe_queues(topic)
+        )
+    finally:
+        inst.shutdown()
+
+
+@pytest.fixture(scope="module")
+def events_topic(spark: SparkSession, cluster: SparkCluster) -> str:
+    """A topic holding events 0..ROWS-1, written by the batch sink."""
+    cluster.create_topic("SparkEvents", queues=4)
+    write(events(spark, ROWS), cluster.namesrv, "SparkEvents", batchSize="2000")
+    assert total_messages(cluster.namesrv, "SparkEvents") == ROWS
+    return "SparkEvents"
+
+
+# ---- batch -------------------------------------------------------------------------------------
+
+
+def test_batch_write_then_batch_read(
+    spark: SparkSession, cluster: SparkCluster, events_topic: str
+) -> None:
+    df = read(spark, cluster.namesrv, events_topic)
+    assert df.schema.simpleString() == (
+        "struct<topic:string,queue_id:int,broker:string,queue_offset:bigint,body:binary,"
+        "tags:string,keys:string,properties:map<string,string>,born_timestamp:timestamp,"
+        "store_timestamp:timestamp,msg_id:string>"
+    )
+    # One partition per (broker, queue): 2 brokers x 4 queues.
+    assert df.rdd.getNumPartitions() == 8
+    assert_events(df, 0, ROWS, events_topic)
+    # Offsets are dense per queue and timestamps are sane.
+    per_queue = (
+        df.groupBy("broker", "queue_id")
+        .agg(
+            F.count("*").alias("n"),
+            F.min("queue_offset").alias("lo"),
+            F.max("queue_offset").alias("hi"),
+        )
+        .collect()
+    )
+    assert sum(r["n"] for r in per_queue) == ROWS
+    assert all(r["hi"] - r["lo"] + 1 == r["n"] and r["lo"] == 0 for r in per_queue)
+    assert (
+        df.where(
+            F.col("store_timestamp") < F.col("born_timestamp") - F.expr("INTERVAL 1 MINUTE")
+        ).count()
+        == 0
+    )
+
+
+def test_batch_read_offsets_json_and_min_partitions(
+    spark: SparkSession, cluster: SparkCluster, events_topic: str
+) -> None:
+    df = read(spark, cluster.namesrv, events_topic, minPartitions="20")
+    assert df.rdd.getNumPartitions() >= 20
+    assert df.count() == ROWS
+    # Ten messages of one queue: from offset 5 (JSON) to 15; the other queues are empty
+    # ranges (latest..latest).
+    inst = ClientInstance(cluster.namesrv)
+    try:
+        queues = inst.fetch_subscribe_queues(events_topic)
+    finally:
+        inst.shutdown()
+    start: dict[str, dict[str, dict[str, int]]] = {events_topic: {}}
+    end: dict[str, dict[str, dict[str, int]]] = {events_topic: {}}
+    for q in queues:
+        first = (q.broker_name, q.queue_id) == ("broker-a", 1)
+        start[events_topic].setdefault(q.broker_name, {})[str(q.queue_id)] = 5 if first else -1
+        end[events_topic].setdefault(q.broker_name, {})[str(q.queue_id)] = 15 if first else -1
+    part = read(
+        spark,
+        cluster.namesrv,
+        events_topic,
+        startingOffsets=json.dumps(start),
+        endingOffsets=json.dumps(end),
+    ).collect()
+    assert sorted(r["queue_offset"] for r in part) == list(range(5, 15))
+    assert {(r["broker"], r["queue_id"]) for r in part} == {("broker-a", 1)}
+
+
+def test_batch_read_starting_timestamp(
+    spark: SparkSession, cluster: SparkCluster, events_topic: str
+) -> None:
+    future = int(time.time() * 1000) + 3_600_000
+    assert read(spark, cluster.namesrv, events_topic, startingTimestamp=str(future)).count() == 0
+    assert read(spark, cluster.namesrv, events_topic, startingTimestamp="0").count() == ROWS
+
+
+# ---- streaming ---------------------------------------------------------------------------------
+
+
+def run_available_now(df: DataFrame, sink_dir: Path, checkpoint: Path) -> Any:
+    q = (
+        df.writeStream.format("parquet")
+        .option("path", str(sink_dir))
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    q.awaitTermination(240)
+    assert q.exception() is None, q.exception()
+    return q
+
+
+def test_stream_read_available_now_and_restart_from_checkpoint(
+    spark: SparkSession, cluster: SparkCluster, events_topic: str, tmp_path: Path
+) -> None:
+    stream = (
+        spark.readStream.format("rmq")
+        .option("namesrv", cluster.namesrv)
+        .option("topic", events_topic)
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", "80000")
+        .load()
+    )
+    sink, checkpoint = tmp_path / "sink", tmp_path / "checkpoint"
+    q = run_available_now(stream, sink, checkpoint)
+    batches = [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
+    assert sum(batches) == ROWS and max(batches) <= 80000 and len(batches) >= 3, batches
+    assert_events(spark.read.parquet(str(sink)), 0, ROWS, events_topic)
+
+    # More events arrive; the restarted query reads only those.
+    write(events(spark, 1000, start=ROWS), cluster.namesrv, events_topic)
+    q = run_available_now(stream, sink, checkpoint)
+    assert sum(p["numInputRows"] for p in q.recentProgress) == 1000
+    assert_events(spark.read.parquet(str(sink)), 0, ROWS + 1000, events_topic)
+    # Offsets in the checkpoint are the documented JSON.
+    offsets_dir = checkpoint / "offsets"
+    last = max((p for p in offsets_dir.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
+    offset = json.loads(last.read_text().splitlines()[-1])
+    assert set(offset) == {events_topic}
+    assert set(offset[events_topic]) == {"broker-a", "broker-b"}
+    assert sum(sum(v.values()) for v in offset[events_topic].values()) == ROWS + 1000
+
+
+def test_stream_write_through_the_streaming_sink(
+    spark: SparkSession, cluster: SparkCluster, events_topic: str, tmp_path: Path
+) -> None:
+    cluster.create_topic("SparkEventsCopy", queues=2, brokers=["broker-a"])
+    copy = (
+        spark.readStream.format("rmq")
+        .option("namesrv", cluster.namesrv)
+        .option("topic", events_topic)
+        .option("startingOffsets", "earliest")
+        .load()
+        .where(F.col("queue_offset") < 1000)
+        .select("body", "keys", "tags", "properties")
+    )
+    q = (
+        copy.writeStream.format("rmq")
+        .option("namesrv", cluster.namesrv)
+        .option("topic", "SparkEventsCopy")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    q.awaitTermination(240)
+    assert q.exception() is None, q.exception()
+    got = read(spark, cluster.namesrv, "SparkEventsCopy").collect()
+    assert len(got) == 8 * 1000
+    assert len({r["msg_id"] for r in got}) == len(got)
+    assert all(re.fullmatch(r"[0-9A-F]{32}", r["msg_id"]) for r in got)
+    by_key = {r["keys"]: r for r in got}
+    r = by_key[got[0]["keys"]]
+    i = int(r["keys"])
+    assert bytes(r["body"]) == f"event-{i}-".ljust(100, "x").encode()
+
+
+# ---- retention -------------------------------------------------------------------------------
+
+
+def test_fail_on_data_loss(spark: SparkSession, cluster: SparkCluster, tmp_path: Path) -> None:
+    every_hour = ";".join(f"{h:02d}" for h in range(24))
+    cluster.start_broker(
+        "broker-r",
+        f"mappedFileSizeCommitLog = 65536\ndeleteWhen = {every_hour}\n"
+        "fileReservedTime = 1\ncleanResourceInterval = 200\n",
+    )
+    cluster.create_topic("SparkRetention", queues=1, brokers=["broker-r"])
+    with rmq.Producer("spark-retention", cluster.namesrv) as p:
+        for chunk in range(10):
+            p.send_batch(
+                [
+                    rmq.Message("SparkRetention", b"r" * 500)
+                    for _ in range(100 * chunk, 100 * chunk + 100)
+                ]
+            )
+    # Age every CommitLog file but the newest by two hours: retention deletes them.
+    files = sorted((cluster.tmp / "broker-r" / "commitlog").iterdir())
+    assert len(files) > 3
+    old = time.time() - 7200
+    for f in files[:-1]:
+        os.utime(f, (old, old))
+    inst = ClientInstance(cluster.namesrv)
+    try:
+        mq = inst.fetch_subscribe_queues("SparkRetention")[0]
+        wait_until(lambda: inst.min_offset(mq) > 0, "retention to delete old files")
+        lo, hi = inst.min_offset(mq), inst.max_offset(mq)
+    finally:
+        inst.shutdown()
+    from_zero = json.dumps({"SparkRetention": {"broker-r": {"0": 0}}})
+    with pytest.raises(Exception, match=r"deleted by the broker's retention.*failOnDataLoss=false"):
+        read(spark, cluster.namesrv, "SparkRetention", startingOffsets=from_zero).count()
+    skipped = read(
+        spark, cluster.namesrv, "SparkRetention", startingOffsets=from_zero, failOnDataLoss="false"
+    )
+    assert skipped.count() == hi - lo
+    stream = (
+        spark.readStream.format("rmq")
+        .option("namesrv", cluster.namesrv)
+        .option("topic", "SparkRetention")
+        .option("startingOffsets", from_zero)
+        .load()
+    )
+    q = (
+        stream.writeStream.format("noop")
+        .option("checkpointLocation", str(tmp_path / "cp"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    with pytest.raises(Exception, match=r"deleted by the broker's retention"):
+        q.awaitTermination(240)
+
+
+# ---- bad options -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"namesrv": None}, r"needs option 'namesrv'"),
+        ({"topic": None}, r"needs option 'topic'"),
+        ({"startingOffsets": "newest"}, r"'startingOffsets' must be 'earliest', 'latest' or JSON"),
+        ({"startingOffsets": '{"SparkEvents": [1]}'}, r"'startingOffsets'.*broker names"),
+        ({"endingOffsets": "earliest"}, r"'endingOffsets' cannot be 'earliest'"),
+        ({"minPartitions": "0"}, r"'minPartitions' must be an integer >= 1"),
+        ({"failOnDataLoss": "maybe"}, r"'failOnDataLoss' must be 'true' or 'false'"),
+        ({"maxOffsetsPerTrigger": "10"}, r"'maxOffsetsPerTrigger' is for streaming"),
+        ({"topic": "NoSuchTopic"}, r"topic 'NoSuchTopic' does not exist"),
+        ({"startingOffsets": '{"Other": {"b": {"0": 1}}}'}, r"not in option 'topic'"),
+    ],
+)
+def test_bad_read_options(
+    spark: SparkSession,
+    cluster: SparkCluster,
+    events_topic: str,
+    options: dict[str, str | None],
+    match: str,
+) -> None:
+    opts: dict[str, str | None] = {"namesrv": cluster.namesrv, "topic": events_topic, **options}
+    r = spark.read.format("rmq")
+    for k, v in opts.items():
+        if v is not None:
+            r = r.option(k, v)
+    with pytest.raises(Exception, match=match):
+        r.load().count()
+
+
+def test_bad_write_options(spark: SparkSession, cluster: SparkCluster, events_topic: str) -> None:
+    df = events(spark, 10)
+    with pytest.raises(Exception, match=r"needs a 'body' column"):
+        write(df.drop("body"), cluster.namesrv, events_topic)
+    with pytest.raises(Exception, match=r"column 'tags' must be string"):
+        write(df.withColumn("tags", F.lit(1)), cluster.namesrv, events_topic)
+    with pytest.raises(Exception, match=r"option 'topic' or a 'topic' column"):
+        df.write.format("rmq").option("namesrv", cluster.namesrv).mode("append").save()
+    with pytest.raises(Exception, match=r"'batchSize' must be an integer >= 1"):
+        write(df, cluster.namesrv, events_topic, batchSize="lots")
+    with pytest.raises(Exception, match=r"append-only"):
+        df.write.format("rmq").option("namesrv", cluster.namesrv).option("topic", "t").mode(
+            "overwrite"
+        ).save()
+    with pytest.raises(Exception, match=r"'shardingKeyColumn' names column 'nope'"):
+        write(df, cluster.namesrv, events_topic, shardingKeyColumn="nope")
+    assert total_messages(cluster.namesrv, events_topic) >= ROWS  # nothing half-written
+
+
+def test_rmq_does_not_import_pyspark() -> None:
+    code = "import sys, rmq, rmq.client; assert 'pyspark' not in sys.modules; print('ok')"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "ok"
