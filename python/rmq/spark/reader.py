@@ -13,12 +13,16 @@ broker: ``consumerGroup`` only names the pulls.
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
+from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow.compute as pc  # type: ignore[import-untyped]
 from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming.datasource import (
@@ -78,6 +82,8 @@ SCHEMA = StructType(
 """The row schema on read (SPEC §7)."""
 
 ROWS_PER_ARROW_BATCH = 8192
+PULLS_IN_FLIGHT = 4
+"""Pull requests a task keeps in flight for its queue (consecutive offset windows)."""
 # Properties left out of the `properties` column: those with a column of their own (tags,
 # keys, msg_id), and those the wire adds to every message (the producer's WAIT, the broker's
 # CLUSTER, the MIN/MAX_OFFSET a pull adds), which say nothing about the message.
@@ -111,10 +117,11 @@ class _Columns:
     def __init__(self, queue: QueueKey, arrow_schema: Any) -> None:
         self.queue = queue
         self.schema = arrow_schema
+        self._reset()
+
+    def _reset(self) -> None:
         self.offsets: list[int] = []
         self.bodies: list[bytes] = []
-        self.tags: list[str | None] = []
-        self.keys: list[str | None] = []
         self.props: list[dict[str, str]] = []
         self.born: list[int] = []
         self.stored: list[int] = []
@@ -123,84 +130,137 @@ class _Columns:
     def __len__(self) -> int:
         return len(self.offsets)
 
-    def add(self, messages: list[Any], end: int) -> None:
-        skip = _SKIPPED_PROPERTIES
-        for m in messages:
-            if m.queue_offset >= end:
-                break
-            props = m.properties
-            self.offsets.append(m.queue_offset)
-            self.bodies.append(m.body)
-            self.tags.append(props.get("TAGS"))
-            self.keys.append(props.get("KEYS"))
-            self.props.append({k: v for k, v in props.items() if k not in skip})
-            self.born.append(m.born_timestamp * 1000)
-            self.stored.append(m.store_timestamp * 1000)
-            self.ids.append(m.msg_id)
+    def add(self, messages: list[Any]) -> None:
+        self.offsets += [m.queue_offset for m in messages]
+        self.bodies += [m.body for m in messages]
+        self.props += [m.properties for m in messages]
+        self.born += [m.born_timestamp for m in messages]
+        self.stored += [m.store_timestamp for m in messages]
+        self.ids += [m.msg_id for m in messages]
 
     def flush(self) -> Any:
         n = len(self.offsets)
         q = self.queue
+        skip = _SKIPPED_PROPERTIES
+        props = self.props
+        ms = pa.array(self.born, pa.int64())
+        stored = pa.array(self.stored, pa.int64())
+        ts_type = self.schema.field("born_timestamp").type
         arrays = [
             pa.array([q.topic] * n, pa.string()),
             pa.array([q.queue_id] * n, pa.int32()),
             pa.array([q.broker] * n, pa.string()),
             pa.array(self.offsets, pa.int64()),
             pa.array(self.bodies, pa.binary()),
-            pa.array(self.tags, pa.string()),
-            pa.array(self.keys, pa.string()),
-            pa.array(self.props, self.schema.field("properties").type),
-            pa.array(self.born, self.schema.field("born_timestamp").type),
-            pa.array(self.stored, self.schema.field("store_timestamp").type),
+            pa.array([p.get("TAGS") for p in props], pa.string()),
+            pa.array([p.get("KEYS") for p in props], pa.string()),
+            pa.array(
+                [{k: v for k, v in p.items() if k not in skip} for p in props],
+                self.schema.field("properties").type,
+            ),
+            pc.multiply(ms, 1000).cast(ts_type),
+            pc.multiply(stored, 1000).cast(ts_type),
             pa.array(self.ids, pa.string()),
         ]
-        self.__init__(self.queue, self.schema)  # type: ignore[misc]
+        self._reset()
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+
+class _Puller:
+    """Pulls one range with up to ``depth`` requests in flight, each for the next
+    ``pullBatchSize`` offsets, handing back the results in offset order (the broker answers a
+    pull with at most 32 messages by default, so a range is many round trips)."""
+
+    def __init__(self, opts: ReadOptions, rng: OffsetRange, pool: ThreadPoolExecutor) -> None:
+        self.opts = opts
+        self.rng = rng
+        self.pool = pool
+        self.client = _clients.client(opts.namesrv, opts.instance_name)
+        self.mq = rng.queue.mq
+        self.ahead: deque[tuple[int, Future[Any]]] = deque()
+        self.next_window = rng.start
+
+    def _pull(self, offset: int, upto: int) -> Future[Any]:
+        return self.pool.submit(
+            self.client.pull,
+            self.opts.consumer_group,
+            self.mq,
+            offset,
+            min(self.opts.pull_batch_size, upto - offset),
+            timeout_ms=self.opts.pull_timeout_ms,
+        )
+
+    def result_at(self, offset: int, depth: int) -> Any:
+        """The pull result for ``offset``, reusing a pull already in flight for it."""
+        while self.ahead and self.ahead[0][0] < offset:
+            self.ahead.popleft()[1].cancel()  # a window the reader skipped past
+        if self.ahead and self.ahead[0][0] > offset:
+            # The last pull came back short (the broker caps pulls by count and bytes, fewer
+            # for messages no longer in memory): fill the gap before the next window.
+            self.ahead.appendleft((offset, self._pull(offset, self.ahead[0][0])))
+        if not self.ahead:
+            self.next_window = offset
+        while len(self.ahead) < depth and self.next_window < self.rng.end:
+            self.ahead.append((self.next_window, self._pull(self.next_window, self.rng.end)))
+            self.next_window += self.opts.pull_batch_size
+        return self.ahead.popleft()[1].result()
+
+    def close(self) -> None:
+        for _, f in self.ahead:
+            f.cancel()
 
 
 def read_range(opts: ReadOptions, rng: OffsetRange, where: str) -> Iterator[Any]:
     """Pull ``rng`` and yield it as RecordBatches of :data:`SCHEMA`."""
-    client = _clients.client(opts.namesrv, opts.instance_name)
     arrow_schema = to_arrow_schema(SCHEMA, timezone="UTC")
-    mq = rng.queue.mq
     cols = _Columns(rng.queue, arrow_schema)
     offset = rng.start
     empty_pulls = 0
-    while offset < rng.end:
-        r = client.pull(
-            opts.consumer_group,
-            mq,
-            offset,
-            min(opts.pull_batch_size, rng.end - offset),
-            timeout_ms=opts.pull_timeout_ms,
-        )
-        if r.status == "FOUND" and r.messages:
-            first = r.messages[0].queue_offset
-            if first > offset:  # a gap: the messages in between are gone
-                check_data_loss(rng.queue, offset, first, opts.fail_on_data_loss, where)
-            cols.add(r.messages, rng.end)
-            offset = max(r.next_begin_offset, r.messages[-1].queue_offset + 1)
-            empty_pulls = 0
-        elif r.status == "OFFSET_ILLEGAL" and offset < r.min_offset:
-            offset = check_data_loss(rng.queue, offset, r.min_offset, opts.fail_on_data_loss, where)
-        elif r.status == "OFFSET_ILLEGAL" or (r.max_offset <= offset and empty_pulls > 5):
-            raise ClientError(
-                f"rmq {where}: queue {rng.queue} ends at offset {r.max_offset} but the query "
-                f"planned to read it up to {rng.end}: the queue was truncated or recreated"
-            )
-        else:
-            empty_pulls += 1
-            if empty_pulls > _EMPTY_PULL_RETRIES:
-                raise ClientError(
-                    f"rmq {where}: pulling {rng.queue} at offset {offset} found nothing "
-                    f"({r.status}) {_EMPTY_PULL_RETRIES} times although the broker reported "
-                    f"offsets up to {rng.end}"
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # the rows are many small acyclic objects
+    pool = ThreadPoolExecutor(max_workers=PULLS_IN_FLIGHT, thread_name_prefix="rmq-spark-pull")
+    puller = _Puller(opts, rng, pool)
+    try:
+        while offset < rng.end:
+            r = puller.result_at(offset, PULLS_IN_FLIGHT)
+            if r.status == "FOUND" and r.messages:
+                msgs = r.messages
+                first = msgs[0].queue_offset
+                if first > offset:  # a gap: the messages in between are gone
+                    check_data_loss(rng.queue, offset, first, opts.fail_on_data_loss, where)
+                if msgs[-1].queue_offset >= rng.end:
+                    msgs = [m for m in msgs if m.queue_offset < rng.end]
+                cols.add(msgs)
+                offset = max(r.next_begin_offset, r.messages[-1].queue_offset + 1)
+                empty_pulls = 0
+            elif r.status == "OFFSET_ILLEGAL" and offset < r.min_offset:
+                offset = check_data_loss(
+                    rng.queue, offset, r.min_offset, opts.fail_on_data_loss, where
                 )
-            time.sleep(0.1)
-        if len(cols) >= ROWS_PER_ARROW_BATCH:
+            elif r.status == "OFFSET_ILLEGAL" or (r.max_offset <= offset and empty_pulls > 5):
+                raise ClientError(
+                    f"rmq {where}: queue {rng.queue} ends at offset {r.max_offset} but the "
+                    f"query planned to read it up to {rng.end}: the queue was truncated or "
+                    "recreated"
+                )
+            else:
+                empty_pulls += 1
+                if empty_pulls > _EMPTY_PULL_RETRIES:
+                    raise ClientError(
+                        f"rmq {where}: pulling {rng.queue} at offset {offset} found nothing "
+                        f"({r.status}) {_EMPTY_PULL_RETRIES} times although the broker "
+                        f"reported offsets up to {rng.end}"
+                    )
+                time.sleep(0.1)
+            if len(cols) >= ROWS_PER_ARROW_BATCH:
+                yield cols.flush()
+        if len(cols):
             yield cols.flush()
-    if len(cols):
-        yield cols.flush()
+    finally:
+        puller.close()
+        pool.shutdown(wait=True, cancel_futures=True)
+        if gc_was_enabled:
+            gc.enable()
 
 
 def _plan(

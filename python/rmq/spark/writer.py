@@ -20,16 +20,21 @@ same ids again, so readers can drop the duplicates. Delivery is at least once.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import logging
 import uuid
+from bisect import bisect_right
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from itertools import accumulate, repeat
+from operator import itemgetter
 from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow.compute as pc  # type: ignore[import-untyped]
 from pyspark import TaskContext
 from pyspark.sql.datasource import (
     DataSourceArrowWriter,
@@ -110,17 +115,21 @@ def check_write_schema(schema: StructType, opts: WriteOptions) -> None:
         )
 
 
-class _Msg:
-    """What the native producer reads from a message: ``topic``, ``body``, ``flag`` and
-    ``properties``. Lighter than ``rmq.Message``: one is made per row."""
-
-    __slots__ = ("body", "flag", "properties", "topic")
-
-    def __init__(self, topic: str, body: bytes, properties: dict[str, str]) -> None:
-        self.topic = topic
-        self.body = body
-        self.flag = 0
-        self.properties = properties
+def _message_class(topic: str) -> type[Any]:
+    """A class for ``topic``'s messages as the native producer reads them (``topic``, ``body``,
+    ``flag``, ``properties``): a ``(body, properties)`` tuple whose topic and flag live on the
+    class, so making one per row is a single C call (``map(cls, zip(bodies, props))``)."""
+    return type(
+        "_Msg",
+        (tuple,),
+        {
+            "__slots__": (),
+            "topic": topic,
+            "flag": 0,
+            "body": property(itemgetter(0)),
+            "properties": property(itemgetter(1)),
+        },
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +146,16 @@ def _id_prefix(write_id: str) -> str:
     return hashlib.blake2b(write_id.encode(), digest_size=8).hexdigest().upper()
 
 
+class _Buffer:
+    """Messages for one (topic, queue) not sent yet, and their estimated encoded size."""
+
+    __slots__ = ("msgs", "nbytes")
+
+    def __init__(self) -> None:
+        self.msgs: list[Any] = []
+        self.nbytes = 0
+
+
 class _TaskSender:
     """Sends one task's rows: buffers per (topic, queue), requests in flight, ids."""
 
@@ -149,8 +168,10 @@ class _TaskSender:
             opts.send_timeout_ms,
             opts.retry_times_when_send_failed,
         )
-        # 16 hex (write) + 4 hex (partition) + 12 hex (row): a 32-digit id like RocketMQ's own.
-        self.id_head = f"{id_prefix}{partition & 0xFFFF:04X}"
+        self.partition = partition
+        # 16 hex digits (the write) + 4 (the partition) + 12 decimal digits (the row's index):
+        # 32 hex digits, like RocketMQ's own ids.
+        self.id_head = pa.scalar(f"{id_prefix}{partition & 0xFFFF:04X}")
         self.rows = 0
         self.requests = 0
         self.pool = ThreadPoolExecutor(
@@ -159,8 +180,15 @@ class _TaskSender:
         self.in_flight: deque[Future[SendResult]] = deque()
         # Per queue, the request last sent there: ordered sends wait for it.
         self.last_to_queue: dict[MessageQueue, Future[SendResult]] = {}
-        self.buffers: dict[tuple[str, MessageQueue | None], tuple[list[_Msg], list[int]]] = {}
+        self.buffers: dict[tuple[str, MessageQueue | None], _Buffer] = {}
         self.queues: dict[str, list[MessageQueue]] = {}
+        self.classes: dict[str, type[Any]] = {}
+
+    def _class(self, topic: str) -> type[Any]:
+        cls = self.classes.get(topic)
+        if cls is None:
+            cls = self.classes[topic] = _message_class(topic)
+        return cls
 
     def _queue_for(self, topic: str, key: Any) -> MessageQueue:
         queues = self.queues.get(topic)
@@ -169,6 +197,12 @@ class _TaskSender:
         if not isinstance(key, str | int) or isinstance(key, bool):
             key = str(key)
         return select_by_hash(queues, None, key)  # type: ignore[arg-type]
+
+    def _ids(self, n: int) -> list[str]:
+        index = pa.array(range(self.rows, self.rows + n), pa.int64())
+        digits = pc.utf8_lpad(pc.cast(index, pa.string()), 12, "0")
+        ids: list[str] = pc.binary_join_element_wise(self.id_head, digits, "").to_pylist()
+        return ids
 
     def add_batch(self, rb: Any) -> None:
         n = rb.num_rows
@@ -179,60 +213,95 @@ class _TaskSender:
         if pa.types.is_string(body_col.type) or pa.types.is_large_string(body_col.type):
             body_col = body_col.cast(pa.binary())  # the UTF-8 bytes, without a copy
         bodies: list[bytes | None] = body_col.to_pylist()
+        if body_col.null_count:
+            raise ConfigError(
+                f"row {self.rows + bodies.index(None)} of partition {self.partition} has a "
+                "null body"
+            )
 
         def column(name: str | None) -> list[Any] | None:
             return rb.column(names.index(name)).to_pylist() if name in names else None
 
+        ids = self._ids(n)
+        tags, keys, props = column("tags"), column("keys"), column("properties")
+        plist: list[dict[str, str]]
+        if tags is None and keys is None and props is None:
+            plist = [{UNIQ_KEY: u} for u in ids]
+        else:
+            plist = [
+                _properties(u, t, k, p)
+                for u, t, k, p in zip(
+                    ids,
+                    tags or repeat(None),
+                    keys or repeat(None),
+                    props or repeat(None),
+                    strict=False,
+                )
+            ]
         topics = column("topic")
-        tags = column("tags")
-        keys = column("keys")
-        props = column("properties")
         shard = column(self.opts.sharding_key_column) if self.opts.sharding_key_column else None
         default_topic = self.opts.topic
-        head = self.id_head
-        row0 = self.rows
-        for i in range(n):
-            body = bodies[i]
-            if body is None:
-                raise ConfigError(f"row {row0 + i} of partition {head[16:]} has a null body")
-            topic = (topics[i] if topics is not None else None) or default_topic
-            if topic is None:
-                raise ConfigError(
-                    f"row {row0 + i} has a null topic and option 'topic' is not set; "
-                    "set the option or fill the column"
-                )
-            p: dict[str, str] = {UNIQ_KEY: f"{head}{(row0 + i) & 0xFFFFFFFFFFFF:012X}"}
-            if props is not None and props[i]:
-                p.update(props[i])
-            if tags is not None and tags[i] is not None:
-                p[TAGS] = tags[i]
-            if keys is not None and keys[i] is not None:
-                p[KEYS] = keys[i]
-            queue = None
-            if shard is not None and shard[i] is not None:
-                queue = self._queue_for(topic, shard[i])
-            self._add(topic, queue, _Msg(topic, body, p))
+        if topics is not None and default_topic is not None:
+            topics = [t or default_topic for t in topics]
+        if topics is not None and None in topics:
+            raise ConfigError(
+                f"row {self.rows + topics.index(None)} has a null topic and option 'topic' is "
+                "not set; set the option or fill the column"
+            )
+        sizes = _sizes(body_col, plist, tags is not None or keys is not None or props is not None)
+        if topics is None and shard is None:
+            assert default_topic is not None
+            msgs = list(map(self._class(default_topic), zip(bodies, plist, strict=True)))
+            self._add_many(default_topic, msgs, sizes)
+        else:
+            for i in range(n):
+                topic = topics[i] if topics is not None else default_topic
+                assert topic is not None
+                key = shard[i] if shard is not None else None
+                queue = self._queue_for(topic, key) if key is not None else None
+                self._add(topic, queue, self._class(topic)((bodies[i], plist[i])), sizes[i])
         self.rows += n
 
-    def _add(self, topic: str, queue: MessageQueue | None, msg: _Msg) -> None:
-        size = _ENTRY_OVERHEAD_BYTES + len(msg.body)
-        for k, v in msg.properties.items():
-            size += len(k) + len(v) + 2
+    def _buffer(self, topic: str, queue: MessageQueue | None) -> _Buffer:
         buf = self.buffers.get((topic, queue))
         if buf is None:
-            buf = self.buffers[(topic, queue)] = ([], [0])
-        msgs, nbytes = buf
-        if msgs and nbytes[0] + size > _MAX_REQUEST_BYTES:
+            buf = self.buffers[(topic, queue)] = _Buffer()
+        return buf
+
+    def _add(self, topic: str, queue: MessageQueue | None, msg: Any, size: int) -> None:
+        buf = self._buffer(topic, queue)
+        if buf.msgs and buf.nbytes + size > _MAX_REQUEST_BYTES:
             self._send(topic, queue)
-            msgs, nbytes = self.buffers[(topic, queue)] = ([], [0])
-        msgs.append(msg)
-        nbytes[0] += size
-        if len(msgs) >= self.opts.batch_size:
+            buf = self._buffer(topic, queue)
+        buf.msgs.append(msg)
+        buf.nbytes += size
+        if len(buf.msgs) >= self.opts.batch_size:
             self._send(topic, queue)
 
+    def _add_many(self, topic: str, msgs: list[Any], sizes: list[int]) -> None:
+        """Add ``msgs`` (of one topic, any queue) a slice at a time: each slice fills the
+        buffer to ``batchSize`` rows or the request size limit."""
+        cum = list(accumulate(sizes))
+        n, start = len(msgs), 0
+        while start < n:
+            buf = self._buffer(topic, None)
+            base = cum[start - 1] if start else 0
+            limit = min(n, start + self.opts.batch_size - len(buf.msgs))
+            end = bisect_right(cum, base + _MAX_REQUEST_BYTES - buf.nbytes, start, limit)
+            if end == start:
+                if buf.msgs:  # the next row does not fit: send what is there first
+                    self._send(topic, None)
+                    continue
+                end = start + 1  # one message over the limit: the producer will say so
+            buf.msgs.extend(msgs[start:end])
+            buf.nbytes += cum[end - 1] - base
+            if end < n or len(buf.msgs) >= self.opts.batch_size:
+                self._send(topic, None)
+            start = end
+
     def _send(self, topic: str, queue: MessageQueue | None) -> None:
-        msgs, _ = self.buffers.pop((topic, queue), ([], [0]))
-        if not msgs:
+        buf = self.buffers.pop((topic, queue), None)
+        if buf is None or not buf.msgs:
             return
         while len(self.in_flight) >= self.opts.max_in_flight_batches:
             self.in_flight.popleft().result()
@@ -242,7 +311,7 @@ class _TaskSender:
             if previous is not None:
                 previous.result()
         native = self.producer.native
-        future = self.pool.submit(native.send_batch, msgs, queue)
+        future = self.pool.submit(native.send_batch, buf.msgs, queue)
         self.in_flight.append(future)
         if queue is not None:
             self.last_to_queue[queue] = future
@@ -258,18 +327,48 @@ class _TaskSender:
             self.pool.shutdown(wait=True, cancel_futures=True)
 
 
+def _properties(
+    uniq: str, tags: str | None, keys: str | None, props: list[tuple[str, str]] | None
+) -> dict[str, str]:
+    p = dict(props) if props else {}
+    p[UNIQ_KEY] = uniq
+    if tags is not None:
+        p[TAGS] = tags
+    if keys is not None:
+        p[KEYS] = keys
+    return p
+
+
+def _sizes(body_col: Any, plist: list[dict[str, str]], varied: bool) -> list[int]:
+    """Each row's estimated encoded size: body, properties (``k\x01v\x02``), overhead."""
+    lengths: list[int] = pc.binary_length(body_col).to_pylist()
+    if not varied:
+        extra = _ENTRY_OVERHEAD_BYTES + len(UNIQ_KEY) + 32 + 2
+        return [n + extra for n in lengths]
+    return [
+        n + _ENTRY_OVERHEAD_BYTES + sum(len(k) + len(v) + 2 for k, v in p.items())
+        for n, p in zip(lengths, plist, strict=True)
+    ]
+
+
 def _write_task(opts: WriteOptions, id_prefix: str, batches: Iterator[Any]) -> RmqCommitMessage:
     ctx = TaskContext.get()
     partition = ctx.partitionId() if ctx is not None else 0
     sender = _TaskSender(opts, id_prefix, partition)
+    # Rows become millions of small acyclic objects: the cyclic GC would only rescan them.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
     try:
         for rb in batches:
             sender.add_batch(rb)
+        sender.finish()
     except BaseException:
         sender.pool.shutdown(wait=True, cancel_futures=True)
         raise
-    sender.finish()
-    return RmqCommitMessage(rows=sender.rows, requests=sender.requests, partition=partition)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    return RmqCommitMessage(rows=sender.rows, requests=sender.requests, partition=sender.partition)
 
 
 def _total(messages: Sequence[WriterCommitMessage | None]) -> int:
