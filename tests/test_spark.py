@@ -151,7 +151,8 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     session = (
-        SparkSession.builder.master("local[2]")
+        # Two threads; a failed task is retried once (local mode retries nothing by default).
+        SparkSession.builder.master("local[2,2]")
         .appName("rmq-spark-tests")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
@@ -393,6 +394,37 @@ def test_stream_write_through_the_streaming_sink(
     r = by_key[got[0]["keys"]]
     i = int(r["keys"])
     assert bytes(r["body"]) == f"event-{i}-".ljust(100, "x").encode()
+
+
+def test_a_retried_task_resends_with_the_same_msg_ids(
+    spark: SparkSession, cluster: SparkCluster
+) -> None:
+    """At least once: a task that fails mid-write is retried and sends its rows again, with
+    the same msg_id, so dropping duplicates by msg_id gives every row exactly once."""
+    cluster.create_topic("SparkRetried", queues=2, brokers=["broker-b"])
+
+    def fail_once(i: int) -> int:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        if ctx is not None and ctx.attemptNumber() == 0 and i == 25_000:
+            raise RuntimeError("injected failure")
+        return i
+
+    ids = spark.range(0, 60_000, numPartitions=2).select(
+        F.udf(fail_once, "long", useArrow=False)("id").alias("id")
+    )
+    df = ids.select(
+        F.col("id").cast("string").cast("binary").alias("body"),
+        F.col("id").cast("string").alias("keys"),
+    )
+    write(df, cluster.namesrv, "SparkRetried", batchSize="1000")
+    got = read(spark, cluster.namesrv, "SparkRetried")
+    total = got.count()
+    assert total > 60_000, "the first attempt sent nothing before failing"
+    unique = got.dropDuplicates(["msg_id"]).select("keys", "body").collect()
+    assert sorted(int(r["keys"]) for r in unique) == list(range(60_000))
+    assert all(bytes(r["body"]).decode() == r["keys"] for r in unique)
 
 
 # ---- retention -------------------------------------------------------------------------------
