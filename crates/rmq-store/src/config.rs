@@ -128,9 +128,9 @@ pub fn parse_delay_levels(s: &str) -> Result<Vec<i64>, String> {
                 ))
             }
         };
-        let ms = num
-            .parse::<i64>()
-            .ok()
+        let ms = Some(num)
+            .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|n| n.parse::<i64>().ok())
             .filter(|n| *n >= 1)
             .and_then(|n| n.checked_mul(mult))
             .ok_or_else(|| {
