@@ -14,6 +14,7 @@ push consumer, and the broker's store read back after it stopped.
 from __future__ import annotations
 
 import collections
+import json
 import signal
 import subprocess
 import threading
@@ -147,8 +148,9 @@ def test_a_failing_message_is_retried_then_dead_lettered(cluster: DelayCluster) 
     assert d.properties["ORIGIN_MESSAGE_ID"] == sent.offset_msg_id
     assert "DELAY" not in d.properties
     assert [m.reconsume_times for m in retried] == [1, 2]
-    topics = (cluster.root / "config" / "topics.json").read_text()
-    assert f'"%DLQ%{group}"' in topics and f'"%RETRY%{group}"' in topics
+    topics = json.loads((cluster.root / "config" / "topics.json").read_text())["topicConfigTable"]
+    assert topics[f"%DLQ%{group}"]["perm"] == 2, "write-only: consumers cannot read it"
+    assert topics[f"%RETRY%{group}"]["perm"] == 6
 
 
 def test_delay_levels_deliver_to_the_chosen_queue_when_due(cluster: DelayCluster) -> None:
