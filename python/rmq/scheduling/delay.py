@@ -88,8 +88,12 @@ MAX_IDLE_CHECK_S = 0.5
 """An empty level is checked again after half its delay, and at least this often."""
 
 BATCH_UNITS = 2048
-"""Units one check reads (and at most delivers) at a time; a level with more due goes again at
-once, after the other levels that are due."""
+"""Units one check delivers at most; a level with more due goes again at once, after the other
+levels that are due."""
+
+FIRST_READ_UNITS = 64
+"""Units a check reads first: when they are all due it reads on (up to :data:`BATCH_UNITS`), so a
+level whose head is not due costs one small read."""
 
 _UNITS_MS = {"s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 _EXAMPLE = 'e.g. "1s 5s 10s 30s 1m 2m"'
@@ -407,51 +411,61 @@ class DelayService:
 
     def check(self, level: int) -> float:
         """One due-check of ``level``: deliver what is due; returns the seconds until the next
-        check of this level should run."""
+        check of this level should run.
+
+        It reads :data:`FIRST_READ_UNITS` units first (usually only the head matters) and, while
+        everything read is due, up to ``batch_units`` more, then yields to the other levels."""
         delay_ms = self._levels_ms[level - 1]
         idle = min(max(delay_ms / 2000, MIN_CHECK_INTERVAL_S), MAX_IDLE_CHECK_S)
-        with self._lock:
-            offset = self._offsets.get(level, 0)
-        got = self._store.get_consume_queue_units(SCHEDULE_TOPIC, level - 1, offset, self._batch)
-        units = got.units
-        if not units:
-            if offset < got.min_offset:
-                log.error(
-                    "delay level %d: messages from offset %d to %d were deleted before they were "
-                    "due (CommitLog retention); continuing at %d",
-                    level,
-                    offset,
-                    got.min_offset,
-                    got.min_offset,
-                )
-                self._set_offset(level, got.min_offset)
-                return 0.0
-            return idle
-        now_ms = int(self._clock() * 1000)
-        due = 0
-        next_due_ms: int | None = None
-        for _, _, deliver_ms in units:
-            if deliver_ms > now_ms + delay_ms:
-                deliver_ms = now_ms  # the clock went back: RocketMQ delivers now
-            if deliver_ms > now_ms:
-                next_due_ms = deliver_ms
-                break
-            due += 1
-        if due:
-            result = self._store.deliver_scheduled(units if due == len(units) else units[:due])
-            if result.processed:
-                self._delivered += result.delivered
-                self._set_offset(level, offset + result.processed)
-                # Right after the re-put: a kill now repeats at most this batch.
-                self.persist(sync=False)
-            if result.error is not None:
-                self._log_failure(level, result.error)
-                return RETRY_AFTER_FAILURE_S
-        if next_due_ms is not None:
-            return max((next_due_ms - int(self._clock() * 1000)) / 1000, MIN_CHECK_INTERVAL_S)
-        if len(units) == self._batch:
-            return 0.0  # more to look at
-        return idle
+        read = min(FIRST_READ_UNITS, self._batch)
+        done = 0
+        while True:
+            with self._lock:
+                offset = self._offsets.get(level, 0)
+            got = self._store.get_consume_queue_units(SCHEDULE_TOPIC, level - 1, offset, read)
+            units = got.units
+            if not units:
+                if offset < got.min_offset:
+                    log.error(
+                        "delay level %d: messages from offset %d to %d were deleted before they "
+                        "were due (CommitLog retention); continuing at %d",
+                        level,
+                        offset,
+                        got.min_offset,
+                        got.min_offset,
+                    )
+                    self._set_offset(level, got.min_offset)
+                    return 0.0
+                return idle
+            now_ms = int(self._clock() * 1000)
+            due = 0
+            next_due_ms: int | None = None
+            for _, _, deliver_ms in units:
+                if deliver_ms > now_ms + delay_ms:
+                    deliver_ms = now_ms  # the clock went back: RocketMQ delivers now
+                if deliver_ms > now_ms:
+                    next_due_ms = deliver_ms
+                    break
+                due += 1
+            if due:
+                result = self._store.deliver_scheduled(units if due == len(units) else units[:due])
+                if result.processed:
+                    self._delivered += result.delivered
+                    self._set_offset(level, offset + result.processed)
+                    # Right after the re-put: a kill now repeats at most this batch.
+                    self.persist(sync=False)
+                if result.error is not None:
+                    self._log_failure(level, result.error)
+                    return RETRY_AFTER_FAILURE_S
+            if next_due_ms is not None:
+                wait_ms = next_due_ms - int(self._clock() * 1000)
+                return max(wait_ms / 1000, MIN_CHECK_INTERVAL_S)
+            if len(units) < read:
+                return idle  # the queue is drained
+            done += len(units)
+            if done >= self._batch:
+                return 0.0  # more is due: again once the other levels had their turn
+            read = self._batch - done
 
     def _set_offset(self, level: int, offset: int) -> None:
         with self._lock:
