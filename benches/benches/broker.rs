@@ -6,6 +6,9 @@
 //!   producer with async sends), and SEND_BATCH_MESSAGE with batches of 32 (16 in flight).
 //! * `consume`: PULL_MESSAGE over 4 queues, one puller per queue (bodies go out by `sendfile`),
 //!   against a raw loopback socket copy of 256 KiB writes measured in the same run.
+//! * `retry`: CONSUMER_SEND_MSG_BACK with 64 requests in flight (each looks the failed message
+//!   up by offset and parks a copy for `%RETRY%<group>` at level 3), against SEND_MESSAGE_V2 with
+//!   64 in flight measured in the same group as the baseline.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -335,5 +338,106 @@ fn consume(c: &mut Criterion) {
     eprintln!("consume bench: record size ≈ {record} bytes per 1 KiB message");
 }
 
-criterion_group!(benches, produce, consume);
+async fn send_offset(c: &Connection, topic: &str, queue_id: i32) -> i64 {
+    let req = RemotingCommand::new_request(
+        RequestCode::SEND_MESSAGE_V2.0,
+        send_header(topic, queue_id, false),
+    )
+    .with_body(Bytes::from_static(&BODY));
+    let r = c.request(req, T).await.expect("send");
+    assert_eq!(r.code, ResponseCode::SUCCESS.0, "{:?}", r.remark);
+    let id = r.ext_fields.get("msgId").expect("msgId");
+    rmq_common::decode_offset_msg_id(id).expect("offset id").1
+}
+
+fn retry(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("rt");
+    let broker = start_broker(&rt);
+    let conn = rt
+        .block_on(rmq_remoting::connect(broker.addr, None, T))
+        .expect("connect");
+    // 4 096 stored messages the "consumer" fails, handed back round-robin.
+    let offsets: Arc<Vec<i64>> = Arc::new(rt.block_on(async {
+        let mut v = Vec::with_capacity(4096);
+        for i in 0..4096 {
+            v.push(send_offset(&conn, "BenchRetry", i % 4).await);
+        }
+        v
+    }));
+    let mut g = c.benchmark_group("broker_retry_1KiB");
+    g.sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("baseline_send_v2_64_in_flight", |b| {
+        b.iter_custom(|iters| {
+            let per = iters.div_ceil(64);
+            let start = Instant::now();
+            rt.block_on(async {
+                let tasks: Vec<_> = (0..64)
+                    .map(|t| {
+                        let c = conn.clone();
+                        tokio::spawn(async move {
+                            for _ in 0..per {
+                                send(&c, "BenchRetryBaseline", t % 4).await;
+                            }
+                        })
+                    })
+                    .collect();
+                for t in tasks {
+                    t.await.expect("sender");
+                }
+            });
+            start.elapsed().mul_f64(iters as f64 / (per * 64) as f64)
+        });
+    });
+    g.bench_function("send_msg_back_64_in_flight", |b| {
+        b.iter_custom(|iters| {
+            let per = iters.div_ceil(64);
+            let start = Instant::now();
+            rt.block_on(async {
+                let tasks: Vec<_> = (0..64)
+                    .map(|t| {
+                        let (c, offs) = (conn.clone(), Arc::clone(&offsets));
+                        tokio::spawn(async move {
+                            for i in 0..per {
+                                let idx = (t as u64 + i * 64) as usize % offs.len();
+                                let header: ExtFields = [
+                                    ("offset", offs[idx].to_string()),
+                                    ("group", "bench-group".to_owned()),
+                                    ("delayLevel", "0".to_owned()),
+                                    ("originMsgId", "x".to_owned()),
+                                    ("originTopic", "BenchRetry".to_owned()),
+                                    ("unitMode", "false".to_owned()),
+                                    ("maxReconsumeTimes", "16".to_owned()),
+                                ]
+                                .into_iter()
+                                .map(|(k, v)| (k.to_owned(), v))
+                                .collect();
+                                let req = RemotingCommand::new_request(
+                                    RequestCode::CONSUMER_SEND_MSG_BACK.0,
+                                    header,
+                                )
+                                .with_version(rmq_protocol::version::CURRENT_VERSION);
+                                let r = c.request(req, T).await.expect("send back");
+                                assert_eq!(r.code, ResponseCode::SUCCESS.0, "{:?}", r.remark);
+                            }
+                        })
+                    })
+                    .collect();
+                for t in tasks {
+                    t.await.expect("sender");
+                }
+            });
+            start.elapsed().mul_f64(iters as f64 / (per * 64) as f64)
+        });
+    });
+    g.finish();
+}
+
+criterion_group!(benches, produce, consume, retry);
 criterion_main!(benches);

@@ -13,6 +13,8 @@ __version__: str
 __all__ = [
     "BrokerServer",
     "ClientInstance",
+    "ConsumeQueueUnits",
+    "DeliverResult",
     "GetMessageResult",
     "MessageStore",
     "NativeProducer",
@@ -107,6 +109,35 @@ class GetMessageResult:
     messages: list[StoredMessage]
 
 @final
+class ConsumeQueueUnits:
+    """ConsumeQueue units of one queue, as :meth:`MessageStore.get_consume_queue_units` read
+    them."""
+
+    min_offset: int
+    """The queue's first valid offset (0 when the queue does not exist)."""
+    max_offset: int
+    """The queue's next offset to be written (0 when the queue does not exist)."""
+    units: list[tuple[int, int, int]]
+    """``(commit_log_offset, size, tags_code)`` per unit from the offset asked for; in
+    ``SCHEDULE_TOPIC_XXXX`` the tags code is the delivery time in ms."""
+
+@final
+class DeliverResult:
+    """What :meth:`MessageStore.deliver_scheduled` did."""
+
+    processed: int
+    """Units dealt with, from the first (delivered or skipped for good): the level's offset
+    moves on by this much."""
+    delivered: int
+    """Messages re-put into their real topic and queue."""
+    skipped: int
+    """Units that can never be delivered (message gone, not a parked message, refused by its
+    real queue); each is reported on stderr."""
+    error: str | None
+    """Why the call stopped early (the store refused a write: disk full, busy, shut down), or
+    None. The units from ``processed`` on are to be tried again later."""
+
+@final
 class MessageStore:
     """One broker's storage engine over a store root directory.
 
@@ -168,6 +199,20 @@ class MessageStore:
     ) -> GetMessageResult:
         """Read from a ConsumeQueue; ``tags`` filters by tag hash (None means ``*``)."""
     def look_message_by_offset(self, commit_log_offset: int) -> StoredMessage | None: ...
+    def get_consume_queue_units(
+        self, topic: str, queue_id: int, offset: int, max_count: int = 1024
+    ) -> ConsumeQueueUnits:
+        """Up to ``max_count`` ConsumeQueue units of ``(topic, queue_id)`` from ``offset`` on;
+        none when ``offset`` is outside ``[min_offset, max_offset)``."""
+    def deliver_scheduled(self, units: Sequence[tuple[int, int, int]]) -> DeliverResult:
+        """Deliver delayed messages parked in ``SCHEDULE_TOPIC_XXXX``: each unit (as
+        :meth:`get_consume_queue_units` returns them), in order, is re-put into the topic and
+        queue its ``REAL_TOPIC`` / ``REAL_QID`` name with ``DELAY`` removed and everything else
+        kept (``UNIQ_KEY`` set to the parked record's offset id when it had none). Stops at the
+        first write the store refuses; under SYNC_FLUSH returns once the last one is durable."""
+    @property
+    def delay_levels_ms(self) -> list[int]:
+        """``messageDelayLevel`` in milliseconds, level 1 first (what delivery times use)."""
     def query_message(
         self,
         topic: str,

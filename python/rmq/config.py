@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rmq.errors import ConfigError
+from rmq.scheduling.delay import DEFAULT_DELAY_LEVELS, parse_delay_levels
 from rmq.scheduling.retention import parse_delete_when
 
 __all__ = [
@@ -294,7 +295,8 @@ def write_properties_update(path: str | os.PathLike[str], updates: Mapping[str, 
 
 
 class _Invalid(ValueError):
-    """A raw value that a parser refused; the key's ``allowed`` text says what would do."""
+    """A raw value that a parser refused; the key's ``allowed`` text says what would do, and an
+    optional second argument what exactly is wrong with this value."""
 
 
 def _int_range(lo: int, hi: int | None = None) -> Callable[[str], int]:
@@ -359,6 +361,14 @@ def _delete_when(raw: str) -> str:
     except ValueError:
         raise _Invalid(raw) from None
     return raw
+
+
+def _delay_levels(raw: str) -> str:
+    try:
+        parse_delay_levels(raw)
+    except ValueError as exc:
+        raise _Invalid(raw, str(exc)) from None
+    return " ".join(raw.split())
 
 
 def _enum(cls: type[BrokerRole] | type[FlushDiskType]) -> Callable[[str], object]:
@@ -471,6 +481,12 @@ class BrokerConfig:
     disk_max_used_space_ratio: int = 75
     """``diskMaxUsedSpaceRatio``: percent of the disk above which expired files go at once
     (clamped to 10-95, as RocketMQ does)."""
+    message_delay_level: str = DEFAULT_DELAY_LEVELS
+    """``messageDelayLevel``: the delay of each level (1 first), blank-separated, each a whole
+    number >= 1 with a unit ``s``, ``m``, ``h`` or ``d``."""
+    flush_delay_offset_interval: int = 10_000
+    """``flushDelayOffsetInterval``: ms between fsynced writes of ``config/delayOffset.json``
+    (it is also written, without fsync, after every delivery)."""
     store: dict[str, str] = field(default_factory=dict)
     """Store keys for ``rmq._rmq.MessageStore``, as strings (checked by the native store)."""
 
@@ -554,6 +570,17 @@ BROKER_KEYS: dict[str, _Key] = {
     ),
     "diskMaxUsedSpaceRatio": _Key(
         "disk_max_used_space_ratio", _int_range(0, 100), _int_text(0, 100) + " (percent)"
+    ),
+    "messageDelayLevel": _Key(
+        "message_delay_level",
+        _delay_levels,
+        "use levels separated by blanks, level 1 first, each a whole number >= 1 followed by "
+        "s, m, h or d",
+    ),
+    "flushDelayOffsetInterval": _Key(
+        "flush_delay_offset_interval",
+        _int_range(100, 3_600_000),
+        _int_text(100, 3_600_000) + " (milliseconds)",
     ),
 }
 """Every key :class:`BrokerConfig` reads: RocketMQ key → field, parser, allowed values."""
@@ -683,9 +710,10 @@ def load_broker_config(
 def _parse_value(key: str, spec: _Key, raw: str, where: str) -> Any:
     try:
         return spec.parse(raw)
-    except _Invalid:
+    except _Invalid as exc:
+        why = f" ({exc.args[1]})" if len(exc.args) > 1 else ""
         raise ConfigError(
-            f"{where}: {key} = {raw!r} is not allowed; {spec.allowed}", key=key
+            f"{where}: {key} = {raw!r} is not allowed{why}; {spec.allowed}", key=key
         ) from None
 
 

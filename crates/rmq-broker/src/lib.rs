@@ -7,6 +7,8 @@
 //!   └─ controller::Dispatcher::handle ─ processor::dispatch (one `match` on the code)
 //!        ├─ send_message  (10/310/320) → TopicConfigManager (auto-create) → MessageStore::append
 //!        │                               → flush_future (SYNC_FLUSH) → SendMessageResponseHeader
+//!        ├─ send_msg_back (36) → %RETRY%<group> with a delay level (the store parks it in
+//!        │                       SCHEDULE_TOPIC_XXXX), or %DLQ%<group> after maxReconsumeTimes
 //!        ├─ pull_message  (11)  → SubscriptionGroupManager / ConsumerManager (subscription)
 //!        │                       → MessageStore::get_message → file regions (sendfile)
 //!        │                       └─ nothing new + suspend flag → PullRequestHoldService, woken

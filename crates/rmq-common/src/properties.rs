@@ -137,6 +137,38 @@ pub fn find_property<'a>(encoded: &'a [u8], name: &str) -> Option<&'a [u8]> {
     None
 }
 
+/// Re-encode `encoded` with the properties named in `remove` dropped and each `(name, value)`
+/// of `set` replacing any earlier value of that name (appended at the end), without decoding
+/// into owned strings. Other pairs keep their bytes and order; empty pairs are dropped. This
+/// is the broker's `MessageAccessor.putProperty`/`clearProperty` on a stored properties string
+/// (e.g. parking a delayed message: `REAL_TOPIC`/`REAL_QID` set; delivering it: `DELAY` removed).
+#[must_use]
+pub fn edit_properties(encoded: &[u8], remove: &[&str], set: &[(&str, &str)]) -> Vec<u8> {
+    let extra: usize = set.iter().map(|(n, v)| n.len() + v.len() + 2).sum();
+    let mut out = Vec::with_capacity(encoded.len() + extra);
+    let dropped = |pair: &[u8]| {
+        let name = pair
+            .iter()
+            .position(|&b| b == NAME_VALUE_SEPARATOR as u8)
+            .map_or(pair, |i| &pair[..i]);
+        remove.iter().any(|r| r.as_bytes() == name) || set.iter().any(|(n, _)| n.as_bytes() == name)
+    };
+    for pair in encoded.split(|&b| b == PROPERTY_SEPARATOR as u8) {
+        if pair.is_empty() || dropped(pair) {
+            continue;
+        }
+        out.extend_from_slice(pair);
+        out.push(PROPERTY_SEPARATOR as u8);
+    }
+    for (n, v) in set {
+        out.extend_from_slice(n.as_bytes());
+        out.push(NAME_VALUE_SEPARATOR as u8);
+        out.extend_from_slice(v.as_bytes());
+        out.push(PROPERTY_SEPARATOR as u8);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,5 +204,21 @@ mod tests {
         assert_eq!(find_property(enc, "TAGS"), Some(&b"yes"[..]));
         assert_eq!(find_property(enc, "KEYS"), None);
         assert_eq!(find_property(b"TAGS\x01\x02", "TAGS"), Some(&b""[..]));
+    }
+
+    #[test]
+    fn edit_properties_removes_replaces_and_appends() {
+        let enc = "TAGS\u{1}A\u{2}DELAY\u{1}3\u{2}REAL_TOPIC\u{1}old\u{2}KEYS\u{1}k".as_bytes();
+        let out = edit_properties(enc, &["DELAY"], &[("REAL_TOPIC", "T"), ("REAL_QID", "2")]);
+        assert_eq!(
+            std::str::from_utf8(&out).unwrap(),
+            "TAGS\u{1}A\u{2}KEYS\u{1}k\u{2}REAL_TOPIC\u{1}T\u{2}REAL_QID\u{1}2\u{2}"
+        );
+        assert_eq!(edit_properties(b"", &["X"], &[]), b"");
+        // A name that only starts like a removed one stays.
+        assert_eq!(
+            edit_properties("DELAYED\u{1}1\u{2}".as_bytes(), &["DELAY"], &[]),
+            "DELAYED\u{1}1\u{2}".as_bytes()
+        );
     }
 }

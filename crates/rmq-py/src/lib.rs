@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyList};
 
 use rmq_common::properties::{Properties, PropertyKey};
 use rmq_store::format::{scan_record, Scan};
@@ -259,6 +259,45 @@ impl GetMessageResult {
     }
 }
 
+/// ConsumeQueue units of one queue (what the delay scheduler reads of a level's queue).
+#[pyclass(module = "rmq._rmq", frozen, get_all)]
+struct ConsumeQueueUnits {
+    min_offset: i64,
+    max_offset: i64,
+    units: Py<PyList>,
+}
+
+#[pymethods]
+impl ConsumeQueueUnits {
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!(
+            "ConsumeQueueUnits(min_offset={}, max_offset={}, units={})",
+            self.min_offset,
+            self.max_offset,
+            self.units.bind(py).len()
+        )
+    }
+}
+
+/// What one `MessageStore.deliver_scheduled` call did.
+#[pyclass(module = "rmq._rmq", frozen, get_all)]
+struct DeliverResult {
+    processed: usize,
+    delivered: usize,
+    skipped: usize,
+    error: Option<String>,
+}
+
+#[pymethods]
+impl DeliverResult {
+    fn __repr__(&self) -> String {
+        format!(
+            "DeliverResult(processed={}, delivered={}, skipped={}, error={:?})",
+            self.processed, self.delivered, self.skipped, self.error
+        )
+    }
+}
+
 /// One broker's storage engine.
 #[pyclass(module = "rmq._rmq", frozen, name = "MessageStore")]
 pub(crate) struct PyMessageStore {
@@ -452,6 +491,43 @@ impl PyMessageStore {
         sel.and_then(|s| decode_message(py, &s))
             .map(|m| Py::new(py, m))
             .transpose()
+    }
+
+    #[pyo3(signature = (topic, queue_id, offset, max_count=1024))]
+    fn get_consume_queue_units(
+        &self,
+        py: Python<'_>,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+        max_count: usize,
+    ) -> PyResult<ConsumeQueueUnits> {
+        let store = Arc::clone(&self.inner);
+        let r = py.detach(|| store.get_consume_queue_units(topic, queue_id, offset, max_count));
+        let units = PyList::new(py, r.units.iter().map(|u| (u.offset, u.size, u.tags_code)))?;
+        Ok(ConsumeQueueUnits {
+            min_offset: r.min_offset,
+            max_offset: r.max_offset,
+            units: units.unbind(),
+        })
+    }
+
+    fn deliver_scheduled(&self, py: Python<'_>, units: Vec<(i64, i32, i64)>) -> DeliverResult {
+        let positions: Vec<(i64, i32)> = units.iter().map(|&(o, s, _)| (o, s)).collect();
+        let store = Arc::clone(&self.inner);
+        let out = py.detach(|| store.deliver_scheduled(&positions));
+        DeliverResult {
+            processed: out.processed,
+            delivered: out.delivered,
+            skipped: out.skipped,
+            error: out.error.map(|e| e.to_string()),
+        }
+    }
+
+    /// `messageDelayLevel` in milliseconds, level 1 first.
+    #[getter]
+    fn delay_levels_ms(&self) -> Vec<i64> {
+        self.inner.delay_levels_ms().to_vec()
     }
 
     #[pyo3(signature = (topic, key, max_num=32, begin_timestamp=0, end_timestamp=i64::MAX), text_signature = "(self, /, topic, key, max_num=32, begin_timestamp=0, end_timestamp=9223372036854775807)")]
@@ -679,6 +755,8 @@ fn _rmq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PutMessageResult>()?;
     m.add_class::<StoredMessage>()?;
     m.add_class::<GetMessageResult>()?;
+    m.add_class::<ConsumeQueueUnits>()?;
+    m.add_class::<DeliverResult>()?;
     m.add_class::<broker::BrokerServer>()?;
     m.add_class::<remoting::RemotingServer>()?;
     m.add_class::<remoting::RemotingClient>()?;

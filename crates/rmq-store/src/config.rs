@@ -103,32 +103,43 @@ fn delay_levels(v: &String) -> Result<(), String> {
     parse_delay_levels(v).map(|_| ())
 }
 
-/// Parse `messageDelayLevel` ("1s 5s 10s 30s 1m … 2h") into milliseconds per level.
+/// Parse `messageDelayLevel` ("1s 5s 10s 30s 1m … 2h", levels separated by blanks) into
+/// milliseconds per level, as RocketMQ's `parseDelayLevel` (units `s`, `m`, `h`, `d`), but
+/// refusing what RocketMQ would silently mis-parse: a level must be a whole number above zero
+/// with one of those units.
 ///
 /// # Errors
-/// A message naming the bad token when a level is not `<number><s|m|h|d>`.
+/// A message naming the bad level and its position when a level is not
+/// `<number><s|m|h|d>` with a number of at least 1, or when no level is given.
 pub fn parse_delay_levels(s: &str) -> Result<Vec<i64>, String> {
+    const EXAMPLE: &str = "e.g. \"1s 5s 10s 30s 1m 2m\"";
     let mut out = Vec::new();
-    for tok in s.split_whitespace() {
-        let (num, unit) = tok.split_at(tok.len().saturating_sub(1));
-        let mult = match unit {
+    for (i, tok) in s.split_whitespace().enumerate() {
+        let level = i + 1;
+        let (num, unit) = tok.split_at(tok.len() - tok.chars().last().map_or(0, char::len_utf8));
+        let mult: i64 = match unit {
             "s" => 1_000,
             "m" => 60_000,
             "h" => 3_600_000,
             "d" => 86_400_000,
             _ => {
                 return Err(format!(
-                    "level {tok:?} needs a unit s, m, h or d (e.g. \"1s 5s 10s\")"
+                    "level {level} ({tok:?}) needs a unit s, m, h or d after the number, {EXAMPLE}"
                 ))
             }
         };
-        let n: i64 = num
-            .parse()
-            .map_err(|_| format!("level {tok:?} is not <number><s|m|h|d>"))?;
-        out.push(n * mult);
+        let ms = Some(num)
+            .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|n| n.parse::<i64>().ok())
+            .filter(|n| *n >= 1)
+            .and_then(|n| n.checked_mul(mult))
+            .ok_or_else(|| {
+                format!("level {level} ({tok:?}) needs a whole number of at least 1 before its unit, {EXAMPLE}")
+            })?;
+        out.push(ms);
     }
     if out.is_empty() {
-        return Err("at least one level is needed, e.g. \"1s 5s 10s\"".into());
+        return Err(format!("at least one delay level is needed, {EXAMPLE}"));
     }
     Ok(out)
 }
@@ -374,7 +385,29 @@ mod tests {
         assert!(e.contains("10..=95"), "{e}");
         let e = c.set("nope", "1").unwrap_err().to_string();
         assert!(e.contains("not a store key"), "{e}");
-        assert!(c.set("messageDelayLevel", "1s 5x").is_err());
+        let e = c.set("messageDelayLevel", "1s 5x").unwrap_err().to_string();
+        assert!(
+            e.contains("messageDelayLevel") && e.contains("level 2 (\"5x\")"),
+            "{e}"
+        );
+        for bad in [
+            "",
+            "  ",
+            "0s",
+            "-1s",
+            "1.5s",
+            "s",
+            "1S",
+            "1s,2s",
+            "99999999999999999d",
+        ] {
+            assert!(c.set("messageDelayLevel", bad).is_err(), "{bad:?} accepted");
+        }
+        c.set("messageDelayLevel", " 1s  2m 3h 1d ").unwrap();
+        assert_eq!(
+            c.delay_levels_ms(),
+            [1_000, 120_000, 10_800_000, 86_400_000]
+        );
         assert!(c.set("deleteWhen", "04;25").is_err());
         c.set("deleteWhen", "04;16").unwrap();
     }

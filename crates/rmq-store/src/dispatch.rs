@@ -6,9 +6,8 @@ use rmq_common::properties::{find_property, PropertyKey};
 use rmq_common::sys_flag::{transaction_value, TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE};
 
 use crate::format::DecodedRecord;
-
-/// Topic that parks delayed messages, one queue per delay level.
-pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
+pub use crate::schedule::SCHEDULE_TOPIC;
+use crate::schedule::{delay_level, deliver_timestamp};
 
 /// What dispatchers need of one record (RocketMQ's `DispatchRequest`).
 #[derive(Debug, Clone)]
@@ -44,11 +43,11 @@ impl<'a> DispatchRequest<'a> {
             |name| find_property(r.properties, name).and_then(|v| std::str::from_utf8(v).ok());
         let mut tags_code = rmq_common::tags_hash_code(prop(PropertyKey::TAGS));
         if r.topic == SCHEDULE_TOPIC {
-            if let Some(level) =
-                prop(PropertyKey::DELAY_TIME_LEVEL).and_then(|l| l.parse::<usize>().ok())
-            {
-                let idx = level.clamp(1, delay_levels_ms.len().max(1)) - 1;
-                tags_code = r.store_timestamp + delay_levels_ms.get(idx).copied().unwrap_or(1000);
+            // RocketMQ's CommitLog.checkMessageAndReturnSize: a parked message's unit carries
+            // its delivery time, so the scheduler never reads the CommitLog to decide.
+            let level = delay_level(r.properties).unwrap_or(0);
+            if level > 0 {
+                tags_code = deliver_timestamp(delay_levels_ms, level, r.store_timestamp);
             }
         }
         Self {

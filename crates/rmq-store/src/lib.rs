@@ -20,7 +20,8 @@
 //! # Modules
 //! [`format`] (bytes on disk) → [`mmap`] (the only `unsafe`) → [`mapped_file`] →
 //! [`mapped_file_queue`] → [`commit_log`], [`consume_queue`], [`index_file`] → [`store`]
-//! (recovery, dispatch, flush and clean services).
+//! (recovery, dispatch, flush and clean services); [`schedule`] parks delayed messages in
+//! `SCHEDULE_TOPIC_XXXX` on put and re-puts them when the broker's scheduler says they are due.
 
 pub mod checkpoint;
 pub mod commit_log;
@@ -34,14 +35,17 @@ pub mod index_file;
 pub mod mapped_file;
 pub mod mapped_file_queue;
 pub mod mmap;
+pub mod schedule;
 pub mod store;
 pub mod transient_store_pool;
 
 pub use commit_log::AppendResult;
 pub use config::{BrokerRole, FlushDiskType, StoreConfig};
 pub use error::{Result, StoreError};
-pub use format::{DecodedRecord, MessageToStore};
+pub use format::{CqUnit, DecodedRecord, MessageToStore};
 pub use mapped_file::SelectMappedBufferResult;
+pub use schedule::{DeliverOutcome, SCHEDULE_TOPIC};
 pub use store::{
-    GetMessageResult, GetMessageStatus, MessageStore, PutMessageResult, PutMessageStatus,
+    ConsumeQueueUnits, GetMessageResult, GetMessageStatus, MessageStore, PutMessageResult,
+    PutMessageStatus,
 };

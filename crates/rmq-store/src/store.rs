@@ -35,6 +35,7 @@ use crate::format::{scan_record, CqUnit, DecodedRecord, MessageToStore, Scan, CQ
 use crate::index_file::{IndexRequest, IndexService};
 use crate::mapped_file::{MappedFile, SelectMappedBufferResult};
 use crate::mapped_file_queue::MappedFileQueue;
+use crate::schedule;
 use crate::transient_store_pool::TransientStorePool;
 
 /// Status of a put that stored the message (RocketMQ's `PutMessageStatus`, stored cases).
@@ -130,6 +131,17 @@ impl GetMessageResult {
             suggest_pulling_from_slave: false,
         }
     }
+}
+
+/// ConsumeQueue units read by [`MessageStore::get_consume_queue_units`].
+#[derive(Debug, Clone, Default)]
+pub struct ConsumeQueueUnits {
+    /// The queue's first valid offset (0 when the queue does not exist).
+    pub min_offset: i64,
+    /// The queue's next offset to be written (0 when the queue does not exist).
+    pub max_offset: i64,
+    /// The units read, from the requested offset on.
+    pub units: Vec<CqUnit>,
 }
 
 /// Called after each dispatched message: `(topic, queue_id, next queue offset, tags code,
@@ -837,6 +849,10 @@ impl MessageStore {
 
     /// Store one message. Under SYNC_FLUSH it returns when the bytes are durable.
     ///
+    /// Every put path parks a message whose `DELAY` property names a level (see
+    /// [`schedule`](crate::schedule)): it is stored in `SCHEDULE_TOPIC_XXXX` and the result
+    /// describes that record.
+    ///
     /// # Errors
     /// Illegal messages, refused writes (disk full, shut down, slave), I/O failures, and a
     /// failed flush — never a success for bytes that are not stored as promised.
@@ -853,6 +869,15 @@ impl MessageStore {
     /// As [`append`](Self::append).
     pub fn append_one(&self, msg: &MessageToStore<'_>) -> Result<AppendResult> {
         self.check_writable()?;
+        let parked = schedule::park(msg, &self.delay_levels_ms)?;
+        let rerouted;
+        let msg = match &parked {
+            Some(p) => {
+                rerouted = p.apply(msg);
+                &rerouted
+            }
+            None => msg,
+        };
         let len = self.commit_log.validate(msg)?;
         let crc = rmq_common::body_crc(msg.body);
         let append = self.commit_log.put_message(msg, len, crc, now_millis())?;
@@ -880,6 +905,21 @@ impl MessageStore {
     /// As [`put_message`](Self::put_message), flush failures excepted.
     pub fn append(&self, msgs: &[MessageToStore<'_>]) -> Result<Vec<AppendResult>> {
         self.check_writable()?;
+        let parked = msgs
+            .iter()
+            .map(|m| schedule::park(m, &self.delay_levels_ms))
+            .collect::<Result<Vec<_>>>()?;
+        let rerouted: Vec<MessageToStore<'_>>;
+        let msgs = if parked.iter().any(Option::is_some) {
+            rerouted = msgs
+                .iter()
+                .zip(&parked)
+                .map(|(m, p)| p.as_ref().map_or_else(|| m.clone(), |p| p.apply(m)))
+                .collect();
+            &rerouted[..]
+        } else {
+            msgs
+        };
         let mut lens = Vec::with_capacity(msgs.len());
         let mut crcs = Vec::with_capacity(msgs.len());
         for m in msgs {
@@ -1070,6 +1110,60 @@ impl MessageStore {
         }
         let sel = self.commit_log.get_message(phy_offset, size)?;
         matches!(scan_record(sel.bytes(), false), Scan::Message(_)).then_some(sel)
+    }
+
+    /// Up to `max_count` ConsumeQueue units of `(topic, queue_id)` from queue offset `offset`
+    /// on (fewer at the end of the queue; none when `offset` is outside
+    /// `[min_offset, max_offset)`, which the result reports so the caller can correct it).
+    #[must_use]
+    pub fn get_consume_queue_units(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+        max_count: usize,
+    ) -> ConsumeQueueUnits {
+        let mut out = ConsumeQueueUnits::default();
+        let Some(cq) = self.get_consume_queue(topic, queue_id) else {
+            return out;
+        };
+        out.min_offset = cq.min_offset_in_queue();
+        out.max_offset = cq.max_offset_in_queue();
+        if offset < out.min_offset {
+            return out;
+        }
+        let mut at = offset;
+        while out.units.len() < max_count && at < out.max_offset {
+            let Some((file, pos)) = cq.units_from(at) else {
+                break;
+            };
+            let Some(bytes) = file.read_from(pos) else {
+                break;
+            };
+            let before = out.units.len();
+            for chunk in bytes.chunks_exact(CQ_STORE_UNIT_SIZE) {
+                if out.units.len() >= max_count {
+                    break;
+                }
+                match CqUnit::decode(chunk) {
+                    Some(u) => out.units.push(u),
+                    None => break,
+                }
+            }
+            let read = out.units.len() - before;
+            if read == 0 {
+                break;
+            }
+            at += i64::try_from(read).unwrap_or(i64::MAX);
+        }
+        out
+    }
+
+    /// The delay level table in milliseconds (`messageDelayLevel`; level 1 is index 0), as
+    /// dispatch uses it to compute delivery times.
+    #[must_use]
+    pub fn delay_levels_ms(&self) -> &[i64] {
+        &self.delay_levels_ms
     }
 
     /// Messages of `topic` whose KEYS contain `key` (or whose UNIQ_KEY is `key`), stored within

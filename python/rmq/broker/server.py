@@ -4,13 +4,16 @@ nameserver registration, and the broker's schedules.
 
 Python decides; Rust moves the bytes. This module wires the pieces and owns the timers:
 register with every nameserver every ``registerNameServerPeriod`` ms (and at once when topics
-change), persist consumer offsets every 5 s, delete expired files at ``deleteWhen``. SIGTERM
-or SIGINT stop it cleanly: unregister, stop serving, persist, flush, remove the ``abort`` file.
+change), persist consumer offsets every 5 s, delete expired files at ``deleteWhen``, deliver
+delayed messages when due (:class:`rmq.scheduling.delay.DelayService`, on a master). SIGTERM or
+SIGINT stop it cleanly: unregister, stop serving, stop delivering and write the delay offsets,
+persist, flush, remove the ``abort`` file.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 from types import FrameType
@@ -18,9 +21,10 @@ from typing import TYPE_CHECKING
 
 from rmq.broker.admin_handler import BrokerAdminHandler
 from rmq.broker.registration import BrokerIdentity, NamesrvRegistrar
-from rmq.config import BrokerConfig
+from rmq.config import BrokerConfig, BrokerRole
 from rmq.errors import RmqError
 from rmq.namesrv.server import NamesrvProcessor
+from rmq.scheduling.delay import DelayService
 from rmq.scheduling.retention import (
     DISK_SPACE_CLEAN_FORCIBLY_RATIO,
     RetentionPolicy,
@@ -175,6 +179,16 @@ def run_broker(
     )
     server.set_topic_change_listener(registrar.trigger)
     scheduler = RetentionScheduler(store, retention_policy(config))
+    # RocketMQ runs its ScheduleMessageService on masters only (a slave's store takes no puts).
+    delay = (
+        DelayService(
+            store,
+            os.path.join(root, "config"),
+            persist_interval_s=config.flush_delay_offset_interval / 1000,
+        )
+        if config.broker_role is not BrokerRole.SLAVE
+        else None
+    )
     admin.set_listener(
         lambda old, new: apply_runtime_config(
             old, new, server=server, store=store, registrar=registrar, scheduler=scheduler
@@ -197,6 +211,8 @@ def run_broker(
         )
         registrar.start()
         scheduler.start()
+        if delay is not None:
+            delay.start()
         ticks = 0
         while not stopping.wait(1.0):
             ticks += 1
@@ -211,6 +227,10 @@ def run_broker(
         registrar.stop(unregister=True)
         scheduler.stop()
         server.shutdown()
+        if delay is not None:
+            # After the server: sends that were still being answered are parked by now; the
+            # offsets written here are what the next start continues from.
+            delay.stop()
         store.shutdown()
         if embedded is not None:
             embedded[0].shutdown()

@@ -28,6 +28,7 @@ pub mod query_message;
 pub mod reset_offset;
 pub mod runtime_info;
 pub mod send_message;
+pub mod send_msg_back;
 pub mod stats;
 pub mod subscription_group;
 pub mod topic;
@@ -88,6 +89,7 @@ pub async fn dispatch(b: Arc<Broker>, conn: Connection, req: RemotingCommand) ->
         RequestCode::SEND_MESSAGE
         | RequestCode::SEND_MESSAGE_V2
         | RequestCode::SEND_BATCH_MESSAGE => send_message::process(&b, &conn, &req).await,
+        RequestCode::CONSUMER_SEND_MSG_BACK => send_msg_back::process(&b, &req).await,
         RequestCode::PULL_MESSAGE => pull_message::process(&b, &req).await,
         RequestCode::QUERY_CONSUMER_OFFSET => offset::query(&b, &req),
         RequestCode::UPDATE_CONSUMER_OFFSET => offset::update(&b, &req),

@@ -1,0 +1,332 @@
+//! CONSUMER_SEND_MSG_BACK (36) and delayed sends against a real broker on 127.0.0.1:0: the
+//! retry copy parked at level 3 + reconsume times with its origin kept, its delivery into
+//! `%RETRY%<group>`, the dead-letter queue after `maxReconsumeTimes` (write-only, so pulls are
+//! refused) or at once for a negative level, and the errors a consumer can get.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use rmq_broker::{BrokerConfig, BrokerController};
+use rmq_common::Properties;
+use rmq_protocol::header::{
+    pull_sys_flag, ConsumerSendMsgBackRequestHeader, PullMessageRequestHeader,
+    SendMessageRequestHeaderV2, SendMessageResponseHeader,
+};
+use rmq_protocol::message_decoder::{decode_messages, MessageExt};
+use rmq_protocol::{CommandHeader, RemotingCommand, RequestCode, ResponseCode};
+use rmq_remoting::{connect, Connection, ServerHandle};
+use rmq_store::{MessageStore, StoreConfig, SCHEDULE_TOPIC};
+
+const T: Duration = Duration::from_secs(5);
+
+struct Env {
+    ctl: BrokerController,
+    server: ServerHandle,
+    store: Arc<MessageStore>,
+    addr: SocketAddr,
+}
+
+async fn start(dir: &Path, auto_create_group: bool) -> Env {
+    let sc = StoreConfig::from_pairs([
+        ("mappedFileSizeCommitLog", "1048576"),
+        ("maxHashSlotNum", "64"),
+        ("maxIndexNum", "256"),
+        ("messageDelayLevel", "1s 2s 3s 4s 5s"),
+    ])
+    .unwrap();
+    let cfg = BrokerConfig {
+        config_dir: dir.join("config"),
+        auto_create_subscription_group: auto_create_group,
+        ..BrokerConfig::default()
+    };
+    let store = MessageStore::open(dir.join("store"), sc, cfg.broker_addr).unwrap();
+    let ctl = BrokerController::new(cfg, Arc::clone(&store), None).unwrap();
+    let server = ctl.start("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let addr = server.local_addr();
+    Env {
+        ctl,
+        server,
+        store,
+        addr,
+    }
+}
+
+impl Env {
+    async fn stop(self) {
+        self.ctl.shutdown().unwrap();
+        self.server.shutdown().await;
+        drop(self.ctl);
+        self.store.shutdown().unwrap();
+    }
+
+    /// The one message at `offset` of `(topic, q)`, once dispatched.
+    async fn message(&self, topic: &str, q: i32, offset: i64) -> MessageExt {
+        let t0 = Instant::now();
+        while self.store.get_max_offset_in_queue(topic, q) <= offset {
+            assert!(t0.elapsed() < T, "nothing at {topic}/{q}/{offset}");
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        let got = self.store.get_message(topic, q, offset, 1, None);
+        let mut body = Vec::new();
+        for m in &got.messages {
+            body.extend_from_slice(m.bytes());
+        }
+        decode_messages(&Bytes::from(body)).unwrap().remove(0)
+    }
+
+    /// Deliver the message parked at `offset` of `level`'s queue, as the broker's scheduler
+    /// does when it is due.
+    async fn deliver(&self, level: i32, offset: i64) {
+        let qid = level - 1;
+        self.message(SCHEDULE_TOPIC, qid, offset).await;
+        let units = self
+            .store
+            .get_consume_queue_units(SCHEDULE_TOPIC, qid, offset, 1);
+        let units: Vec<(i64, i32)> = units.units.iter().map(|u| (u.offset, u.size)).collect();
+        let out = self.store.deliver_scheduled(&units);
+        assert!(out.error.is_none(), "{:?}", out.error);
+    }
+}
+
+fn send(topic: &str, body: &[u8], props: &Properties) -> RemotingCommand {
+    RemotingCommand::request_with_header(
+        RequestCode::SEND_MESSAGE_V2.0,
+        &SendMessageRequestHeaderV2 {
+            a: "PG".into(),
+            b: topic.into(),
+            c: "TBW102".into(),
+            d: 4,
+            e: 1,
+            f: 0,
+            g: 1_700_000_000_000,
+            h: 9,
+            i: Some(props.encode()),
+            j: Some(0),
+            k: false,
+            l: None,
+            m: false,
+            n: Some("broker-a".into()),
+        },
+    )
+    .with_body(Bytes::copy_from_slice(body))
+}
+
+fn send_back(offset: i64, group: &str, delay_level: i32, max: Option<i32>) -> RemotingCommand {
+    RemotingCommand::request_with_header(
+        RequestCode::CONSUMER_SEND_MSG_BACK.0,
+        &ConsumerSendMsgBackRequestHeader {
+            offset,
+            group: group.into(),
+            delay_level,
+            origin_msg_id: Some("whatever the client says".into()),
+            origin_topic: Some("Orders".into()),
+            unit_mode: false,
+            max_reconsume_times: max,
+            broker_name: Some("broker-a".into()),
+        },
+    )
+    .with_version(rmq_protocol::version::CURRENT_VERSION)
+}
+
+async fn call(c: &Connection, req: RemotingCommand) -> RemotingCommand {
+    c.request(req, T).await.unwrap()
+}
+
+fn props(pairs: &[(&str, &str)]) -> Properties {
+    let mut p = Properties::new();
+    for (k, v) in pairs {
+        p.put(*k, *v);
+    }
+    p
+}
+
+#[tokio::test]
+async fn failed_messages_go_to_retry_then_to_the_dlq() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = start(dir.path(), true).await;
+    let c = connect(env.addr, None, T).await.unwrap();
+    let p = props(&[("TAGS", "TagA"), ("KEYS", "order-1"), ("UNIQ_KEY", "UNIQ1")]);
+    let r = call(&c, send("Orders", b"pay", &p)).await;
+    assert_eq!(r.code, 0, "{:?}", r.remark);
+    let sent = SendMessageResponseHeader::from_ext_fields(&r.ext_fields).unwrap();
+    let original = env.message("Orders", 1, 0).await;
+    assert_eq!(original.msg_id, sent.msg_id);
+
+    // First failure: parked at level 3 (3 + 0 reconsumes) for %RETRY%CG.
+    let r = call(&c, send_back(original.commit_log_offset, "CG", 0, Some(3))).await;
+    assert_eq!((r.code, r.remark.as_deref()), (0, None));
+    let retry = env.ctl.broker().topics.select("%RETRY%CG").unwrap();
+    assert_eq!((retry.read_queue_nums, retry.perm), (1, 6));
+    let parked = env.message(SCHEDULE_TOPIC, 2, 0).await;
+    let get = |m: &MessageExt, k: &str| m.properties.get(k).map(str::to_owned);
+    assert_eq!(get(&parked, "REAL_TOPIC").as_deref(), Some("%RETRY%CG"));
+    assert_eq!(get(&parked, "REAL_QID").as_deref(), Some("0"));
+    assert_eq!(get(&parked, "DELAY").as_deref(), Some("3"));
+    assert_eq!(get(&parked, "RETRY_TOPIC").as_deref(), Some("Orders"));
+    assert_eq!(
+        get(&parked, "ORIGIN_MESSAGE_ID").as_deref(),
+        Some(sent.msg_id.as_str())
+    );
+    assert_eq!(get(&parked, "WAIT").as_deref(), Some("false"));
+    assert_eq!(parked.reconsume_times, 1);
+    assert_eq!((parked.body.as_ref(), parked.flag), (&b"pay"[..], 9));
+    assert_eq!(parked.born_timestamp, original.born_timestamp);
+    let unit = env
+        .store
+        .get_consume_queue_units(SCHEDULE_TOPIC, 2, 0, 1)
+        .units[0];
+    assert_eq!(unit.tags_code, parked.store_timestamp + 3000);
+
+    // Delivered into the retry topic, with the client's id and tag intact.
+    env.deliver(3, 0).await;
+    let first_retry = env.message("%RETRY%CG", 0, 0).await;
+    assert_eq!(first_retry.uniq_msg_id(), Some("UNIQ1"));
+    assert_eq!(get(&first_retry, "DELAY"), None);
+    assert_eq!(get(&first_retry, "TAGS").as_deref(), Some("TagA"));
+    assert_eq!(first_retry.reconsume_times, 1);
+
+    // Second failure of the retried copy: level 4, origin unchanged.
+    let r = call(
+        &c,
+        send_back(first_retry.commit_log_offset, "CG", 0, Some(3)),
+    )
+    .await;
+    assert_eq!(r.code, 0, "{:?}", r.remark);
+    let parked = env.message(SCHEDULE_TOPIC, 3, 0).await;
+    assert_eq!(parked.reconsume_times, 2);
+    assert_eq!(get(&parked, "RETRY_TOPIC").as_deref(), Some("Orders"));
+    assert_eq!(
+        get(&parked, "ORIGIN_MESSAGE_ID").as_deref(),
+        Some(sent.msg_id.as_str())
+    );
+    env.deliver(4, 0).await;
+    let second_retry = env.message("%RETRY%CG", 0, 1).await;
+    let r = call(
+        &c,
+        send_back(second_retry.commit_log_offset, "CG", 0, Some(3)),
+    )
+    .await;
+    assert_eq!(r.code, 0);
+    // A level past the table's highest (3 + 2 = 5 of 5 here) is the highest.
+    env.deliver(5, 0).await;
+    let third_retry = env.message("%RETRY%CG", 0, 2).await;
+    assert_eq!(third_retry.reconsume_times, 3);
+
+    // Consumed 3 times, max 3: dead letter.
+    let r = call(
+        &c,
+        send_back(third_retry.commit_log_offset, "CG", 0, Some(3)),
+    )
+    .await;
+    assert_eq!(r.code, 0, "{:?}", r.remark);
+    let dlq = env.ctl.broker().topics.select("%DLQ%CG").unwrap();
+    assert_eq!((dlq.read_queue_nums, dlq.perm), (1, 2), "write-only");
+    let dead = env.message("%DLQ%CG", 0, 0).await;
+    assert_eq!(dead.reconsume_times, 4);
+    assert_eq!(get(&dead, "DELAY"), None);
+    assert_eq!(get(&dead, "RETRY_TOPIC").as_deref(), Some("Orders"));
+    assert_eq!(dead.uniq_msg_id(), Some("UNIQ1"));
+    assert_eq!(dead.body.as_ref(), b"pay");
+    // Consumers cannot pull it.
+    let pull = RemotingCommand::request_with_header(
+        RequestCode::PULL_MESSAGE.0,
+        &PullMessageRequestHeader {
+            consumer_group: "CG".into(),
+            topic: "%DLQ%CG".into(),
+            queue_id: 0,
+            queue_offset: 0,
+            max_msg_nums: 32,
+            sys_flag: pull_sys_flag::build(false, false, true, false),
+            commit_offset: 0,
+            suspend_timeout_millis: 0,
+            subscription: Some("*".into()),
+            sub_version: 0,
+            expression_type: Some("TAG".into()),
+            broker_name: None,
+        },
+    );
+    let r = call(&c, pull).await;
+    assert_eq!(r.code, ResponseCode::NO_PERMISSION.0);
+    assert!(r.remark.unwrap().contains("pulling message is forbidden"));
+
+    // A negative level sends the original to the DLQ at once.
+    let r = call(
+        &c,
+        send_back(original.commit_log_offset, "CG", -1, Some(16)),
+    )
+    .await;
+    assert_eq!(r.code, 0);
+    let dead = env.message("%DLQ%CG", 0, 1).await;
+    assert_eq!(dead.reconsume_times, 1);
+
+    // Without maxReconsumeTimes in the header the group's retryMaxTimes (16) counts, and so
+    // it does for clients older than 3.4.9, whatever the header says.
+    let r = call(&c, send_back(third_retry.commit_log_offset, "CG", 0, None)).await;
+    assert_eq!(r.code, 0);
+    assert_eq!(env.message(SCHEDULE_TOPIC, 4, 1).await.reconsume_times, 4);
+    let old_client = send_back(third_retry.commit_log_offset, "CG", 0, Some(3)).with_version(120);
+    assert_eq!(call(&c, old_client).await.code, 0);
+    assert_eq!(env.message(SCHEDULE_TOPIC, 4, 2).await.reconsume_times, 4);
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn delayed_sends_are_parked_until_delivered() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = start(dir.path(), true).await;
+    let c = connect(env.addr, None, T).await.unwrap();
+    let p = props(&[("TAGS", "TagA"), ("DELAY", "2"), ("UNIQ_KEY", "U2")]);
+    let r = call(&c, send("Later", b"soon", &p)).await;
+    assert_eq!(r.code, 0, "{:?}", r.remark);
+    let h = SendMessageResponseHeader::from_ext_fields(&r.ext_fields).unwrap();
+    // The answer names the queue the producer chose; the message waits in level 2's queue.
+    assert_eq!((h.queue_id, h.queue_offset), (1, 0));
+    let parked = env.message(SCHEDULE_TOPIC, 1, 0).await;
+    assert_eq!(parked.msg_id, h.msg_id);
+    assert_eq!(env.store.get_max_offset_in_queue("Later", 1), 0);
+    env.deliver(2, 0).await;
+    let m = env.message("Later", 1, 0).await;
+    assert_eq!(
+        (m.body.as_ref(), m.uniq_msg_id(), m.flag),
+        (&b"soon"[..], Some("U2"), 9)
+    );
+    assert_eq!(m.properties.get("DELAY"), None);
+    assert_eq!(m.properties.get("REAL_TOPIC"), Some("Later"));
+    // A DELAY that is not a level is refused with the reason.
+    let bad = props(&[("DELAY", "x")]);
+    let r = call(&c, send("Later", b"x", &bad)).await;
+    assert_eq!(r.code, ResponseCode::MESSAGE_ILLEGAL.0);
+    assert!(r.remark.unwrap().contains("not a delay level"));
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn send_back_errors_say_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = start(dir.path(), false).await;
+    let c = connect(env.addr, None, T).await.unwrap();
+    let r = call(&c, send_back(0, "NoSuchGroup", 0, Some(16))).await;
+    assert_eq!(r.code, ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST.0);
+    assert!(r.remark.unwrap().contains("NoSuchGroup"));
+    // A system group exists; an offset where no message starts is refused.
+    let r = call(&c, send_back(123_456, "TOOLS_CONSUMER", 0, Some(16))).await;
+    assert_eq!(r.code, ResponseCode::SYSTEM_ERROR.0);
+    assert!(r
+        .remark
+        .unwrap()
+        .contains("look message by offset failed, 123456"));
+    // A missing header field is named.
+    let mut req = send_back(0, "TOOLS_CONSUMER", 0, None);
+    req.ext_fields.remove("offset");
+    let r = call(&c, req).await;
+    assert_eq!(r.code, ResponseCode::SYSTEM_ERROR.0);
+    assert!(r.remark.unwrap().contains("offset"));
+    // A broker that does not take writes refuses.
+    env.ctl.set_broker_permission(4);
+    let r = call(&c, send_back(0, "TOOLS_CONSUMER", 0, None)).await;
+    assert_eq!(r.code, ResponseCode::NO_PERMISSION.0);
+    env.stop().await;
+}
