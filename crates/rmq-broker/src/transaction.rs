@@ -186,6 +186,9 @@ fn real_destination(half: &MessageExt) -> Option<(String, i32)> {
 /// What a commit stores (`endMessageTransaction`): the half's real topic and queue, and its
 /// properties without `REAL_TOPIC`, `REAL_QID` and `TRAN_MSG` (`PGROUP` stays).
 /// `None` when the half lacks its real destination.
+///
+/// (RocketMQ 4.9 means to drop those three too, but clears them after it has built the
+/// properties string it stores, so its committed messages still carry them.)
 #[must_use]
 pub fn end_message_transaction(half: &MessageExt) -> Option<(String, i32, String)> {
     let (topic, queue_id) = real_destination(half)?;
