@@ -258,6 +258,8 @@ class TransactionChecker:
         self.policy = policy
         self._now_ms = now_ms
         self._next_connection = 0
+        # Half offsets below the progress whose op records this round read.
+        self._ended_before: set[int] = set()
 
     # ---- progress -----------------------------------------------------------------------
 
@@ -279,6 +281,7 @@ class TransactionChecker:
         result = CheckRound(half_offset=half_offset, op_offset=op_offset)
         remove: dict[int, int] = {}  # half queue offset -> op queue offset
         done_op: list[int] = []
+        self._ended_before.clear()
         op_read = self._fill_op_remove_map(remove, op_offset, half_offset, done_op)
         null_reads = 1
         new_offset = i = half_offset
@@ -367,6 +370,7 @@ class TransactionChecker:
                 log.error("transaction op record with tag %r, not %r: ignored", op.tags, REMOVE_TAG)
             elif half_offset < mini_offset:
                 done_op.append(op.queue_offset)
+                self._ended_before.add(half_offset)
             else:
                 remove[half_offset] = op.queue_offset
         return _OpRead(pulled.next_begin_offset, list(pulled.messages))
@@ -393,7 +397,10 @@ class TransactionChecker:
         self, remove: dict[int, int], done_op: list[int], msg: StoredHalf
     ) -> bool:
         """A half within its check immunity: done when the op record of its original is known,
-        else stored again (remembering the original's offset) to be looked at later."""
+        else stored again (remembering the original's offset) to be looked at later. (RocketMQ
+        looks only among the op records of halves not yet passed, so a copy whose original
+        ended after the copy was made goes on being copied, and is checked once its immunity
+        is over; here any op record read this round counts.)"""
         prepared = msg.properties.get(_PROP_PREPARED_QUEUE_OFFSET)
         if prepared is None:
             return self._put_back_immune(msg)
@@ -402,6 +409,8 @@ class TransactionChecker:
             return False
         if offset in remove:
             done_op.append(remove.pop(offset))
+            return True
+        if offset in self._ended_before:
             return True
         return self._put_back_immune(msg)
 
