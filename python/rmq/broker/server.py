@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from rmq.broker.admin_handler import BrokerAdminHandler
 from rmq.broker.registration import BrokerIdentity, NamesrvRegistrar
-from rmq.config import BrokerConfig
+from rmq.config import BrokerConfig, BrokerRole
 from rmq.errors import RmqError
 from rmq.namesrv.server import NamesrvProcessor
 from rmq.scheduling.retention import (
@@ -223,7 +223,8 @@ def run_broker(
         )
         registrar.start()
         scheduler.start()
-        transactions.start()
+        if config.broker_role is not BrokerRole.SLAVE:  # a slave's halves are its master's
+            transactions.start()
         ticks = 0
         while not stopping.wait(1.0):
             ticks += 1
