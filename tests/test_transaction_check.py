@@ -86,15 +86,19 @@ def dispatched(store: MessageStore, topic: str, n: int) -> None:
         time.sleep(0.005)
 
 
-def checker(store: MessageStore, server: FakeServer, later_ms: int = 60_000, **policy: int):
-    now = time.time_ns() // 1_000_000 + later_ms
-    return TransactionChecker(store, server, TransactionCheckPolicy(**policy), now_ms=lambda: now)
+def checker(store: MessageStore, server: FakeServer, **policy: int) -> TransactionChecker:
+    # The real clock: a round must see the copies it stores as fresh (stored after it began).
+    return TransactionChecker(store, server, TransactionCheckPolicy(**policy))
+
+
+def minute_ago() -> int:
+    return time.time_ns() // 1_000_000 - 60_000
 
 
 def test_old_halves_without_op_records_are_checked_and_restored(store: MessageStore) -> None:
     server = FakeServer()
     server.connections["pg"] = [(1, "c1", "a1"), (2, "c2", "a2")]
-    born = time.time_ns() // 1_000_000
+    born = minute_ago()
     for i in range(4):
         half(store, f"U{i}", born)
     op(store, 1)  # U1 was committed or rolled back
@@ -134,7 +138,7 @@ def test_young_halves_wait_and_so_does_everything_after_them(store: MessageStore
     half(store, "young", now)
     half(store, "old-behind", now - 10_000)
     dispatched(store, HALF_TOPIC, 3)
-    r = checker(store, server, later_ms=1000, timeout_ms=6000).check_once()
+    r = checker(store, server, timeout_ms=6000).check_once()
     assert r.checked == ["old"] and r.half_offset == 1
 
 
@@ -142,7 +146,7 @@ def test_a_dead_connection_is_skipped_and_no_producer_is_reported(store: Message
     server = FakeServer()
     server.connections["pg"] = [(1, "c1", "a1"), (2, "c2", "a2")]
     server.dead = {1}
-    born = time.time_ns() // 1_000_000
+    born = minute_ago()
     half(store, "A", born)
     half(store, "B", born, PGROUP="gone")
     dispatched(store, HALF_TOPIC, 2)
@@ -154,10 +158,10 @@ def test_a_dead_connection_is_skipped_and_no_producer_is_reported(store: Message
 def test_checked_too_often_or_expired_is_discarded(store: MessageStore) -> None:
     server = FakeServer()
     server.connections["pg"] = [(1, "c1", "a1")]
-    now = time.time_ns() // 1_000_000
-    half(store, "max", now, TRANSACTION_CHECK_TIMES="3")
-    half(store, "expired", now - 100 * HOUR_MS)  # fileReservedTime is 72 h
-    half(store, "fine", now, TRANSACTION_CHECK_TIMES="2")
+    born = minute_ago()
+    half(store, "max", born, TRANSACTION_CHECK_TIMES="3")
+    half(store, "expired", born - 100 * HOUR_MS)  # fileReservedTime is 72 h
+    half(store, "fine", born, TRANSACTION_CHECK_TIMES="2")
     dispatched(store, HALF_TOPIC, 3)
     r = checker(store, server, check_max=3).check_once()
     assert r.discarded == ["max", "expired"] and r.checked == ["fine"]
@@ -170,8 +174,7 @@ def test_checked_too_often_or_expired_is_discarded(store: MessageStore) -> None:
 def test_check_immunity_postpones_a_half(store: MessageStore) -> None:
     server = FakeServer()
     server.connections["pg"] = [(1, "c1", "a1")]
-    now = time.time_ns() // 1_000_000
-    off = half(store, "immune", now, CHECK_IMMUNITY_TIME_IN_SECONDS="3600")
+    off = half(store, "immune", minute_ago(), CHECK_IMMUNITY_TIME_IN_SECONDS="3600")
     dispatched(store, HALF_TOPIC, 1)
     r = checker(store, server).check_once()
     # Within its immunity: stored again (remembering where it started), not asked about.
