@@ -2,7 +2,8 @@
 Maven Central, started once for this module; see tests/compat/apache_broker/ and
 tests/compat/README.md): every send mode, a compressed body, push consumers with broker-side
 tag filtering, a pull consumer's commits, orderly consumption under the broker's queue locks,
-offsets kept by the broker across a consumer restart, and the errors for bad topics.
+offsets kept by the broker across a consumer restart, transactions (commit, rollback, and the
+broker's check of an unknown one), and the errors for bad topics.
 
 What the client sends is checked through the Apache servers' own answers: raw requests from
 ``rmq._rmq.RemotingClient`` (VIEW_MESSAGE_BY_ID, QUERY_CONSUMER_OFFSET, PULL_MESSAGE with the
@@ -577,6 +578,63 @@ def test_a_failed_message_comes_back_through_the_apache_brokers_retry_topic(
             assert again[0].msg_id == sent.msg_id, (again[0].msg_id, sent.msg_id)
             assert retry_topic_max_offset() == 1
         finally:
+            consumer.shutdown()
+
+
+def test_transactions_against_the_apache_broker(apache: ApacheRocketMQ) -> None:
+    """SPEC §5: a committed transaction is delivered, a rolled-back one never; an unknown one
+    is checked by the Apache broker (CHECK_TRANSACTION_STATE with the half message as body),
+    answered from the check thread pool, and delivered after the answer. (The test broker
+    checks every second for halves older than a second.)"""
+    topic = "ApacheTx"
+    outcome = {
+        "commit": rmq.LocalTransactionState.COMMIT_MESSAGE,
+        "rollback": rmq.LocalTransactionState.ROLLBACK_MESSAGE,
+        "unknown": rmq.LocalTransactionState.UNKNOW,
+    }
+    lock = threading.Lock()
+    checked: list[StoredMessage] = []
+
+    def check(msg: StoredMessage) -> rmq.LocalTransactionState:
+        with lock:
+            checked.append(msg)
+        return rmq.LocalTransactionState.COMMIT_MESSAGE
+
+    got = Collector()
+    with explained(apache):
+        create_topic(apache, topic)
+        consumer = push_consumer(apache, "cg-apache-tx", topic, got)
+        producer = rmq.TransactionProducer(
+            "pg-apache-tx",
+            apache.namesrv_addr,
+            execute_local_transaction=lambda msg, arg: outcome[arg],
+            check_local_transaction=check,
+        ).start()
+        try:
+            sent = {
+                arg: producer.send_message_in_transaction(
+                    rmq.Message(topic, arg.encode(), tags="TagTx", keys=f"k-{arg}"), arg
+                )
+                for arg in outcome
+            }
+            assert all(r.status == "SEND_OK" for r in sent.values())
+            wait_until(lambda: got.count() >= 2, "the committed and the checked message")
+            time.sleep(2.5)  # more check rounds: nothing else arrives
+            by_body = {m.body: m for m in got.snapshot()}
+            assert sorted(by_body) == [b"commit", b"unknown"], sorted(by_body)
+            assert got.count() == 2
+            assert by_body[b"unknown"].msg_id == sent["unknown"].msg_id
+            # (The Apache broker stores committed messages with TRAN_MSG, REAL_TOPIC and
+            # REAL_QID still in their properties: EndTransactionProcessor clears them after
+            # building the properties string. rmq's broker drops them.)
+            assert by_body[b"commit"].properties["PGROUP"] == "pg-apache-tx"
+            with lock:
+                asked = list(checked)
+            assert [m.msg_id for m in asked] == [sent["unknown"].msg_id]
+            assert (asked[0].topic, asked[0].keys) == (topic, "k-unknown")
+            assert asked[0].properties["TRANSACTION_CHECK_TIMES"] == "1"
+        finally:
+            producer.shutdown()
             consumer.shutdown()
 
 

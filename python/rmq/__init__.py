@@ -44,12 +44,15 @@ if TYPE_CHECKING:
         ConsumeConcurrentlyStatus,
         ConsumeFromWhere,
         ConsumeOrderlyStatus,
+        LocalTransactionState,
         Message,
         MessageModel,
         MessageQueue,
         Producer,
         PullConsumer,
         PushConsumer,
+        TransactionProducer,
+        TransactionSendResult,
     )
 
 __all__ = [
@@ -64,6 +67,7 @@ __all__ = [
     "FlushDiskTimeoutError",
     "FlushDiskType",
     "GetMessageResult",
+    "LocalTransactionState",
     "Message",
     "MessageIllegalError",
     "MessageModel",
@@ -80,6 +84,8 @@ __all__ = [
     "ServiceNotAvailableError",
     "StoreError",
     "StoredMessage",
+    "TransactionProducer",
+    "TransactionSendResult",
     "__version__",
     "for_code",
     "load_broker_config",
@@ -113,12 +119,15 @@ _CLIENT_EXPORTS = frozenset(
         "ConsumeConcurrentlyStatus",
         "ConsumeFromWhere",
         "ConsumeOrderlyStatus",
+        "LocalTransactionState",
         "Message",
         "MessageModel",
         "MessageQueue",
         "Producer",
         "PullConsumer",
         "PushConsumer",
+        "TransactionProducer",
+        "TransactionSendResult",
     }
 )
 

@@ -364,6 +364,21 @@ class BrokerServer:
         topic change listener fires). Raises ``ConfigError`` for other values."""
     def set_topic_change_listener(self, callback: Callable[[], object]) -> None:
         """Call ``callback()`` after every topic-table change."""
+    def producer_connections(self, group: str) -> list[tuple[int, str, str]]:
+        """The open connections of producer group ``group`` as ``(connection_id, client_id,
+        client_addr)``, oldest first (registered by heartbeats; gone on close, unregister or
+        expiry)."""
+    def check_transaction_state(self, connection_id: int, commit_log_offset: int) -> bool:
+        """Send CHECK_TRANSACTION_STATE (oneway) about the half message stored at
+        ``commit_log_offset`` to producer connection ``connection_id``. False when that
+        connection is no longer an open producer connection; raises ``StoreError`` when no half
+        message is stored there."""
+    def query_consumer_offset(self, group: str, topic: str, queue_id: int) -> int:
+        """The committed offset of ``group`` in a queue; -1 when none."""
+    def commit_consumer_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        """Commit an offset of ``group`` (written to consumerOffset.json by :meth:`persist`)."""
+    def create_topic_if_absent(self, topic: str, queue_nums: int = 1, perm: int = 6) -> None:
+        """Create ``topic`` with ``queue_nums`` read and write queues unless it exists."""
     def shutdown(self) -> None:
         """Stop serving, close connections, persist. Idempotent."""
 
@@ -506,5 +521,19 @@ class NativeProducer:
     def send_batch(
         self, messages: Sequence[object], queue: MessageQueue | None = None
     ) -> SendResult: ...
+    def end_transaction(self, result: SendResult, state: str, remark: str | None = None) -> None:
+        """END_TRANSACTION (oneway) for the half message ``result`` was sent as; ``state`` is
+        ``COMMIT_MESSAGE``, ``ROLLBACK_MESSAGE`` or ``UNKNOW``."""
+    def end_transaction_from_check(
+        self,
+        broker_addr: str,
+        check_fields: Mapping[str, str],
+        msg_id: str,
+        state: str,
+        remark: str | None = None,
+    ) -> None:
+        """Answer a CHECK_TRANSACTION_STATE from ``broker_addr`` (header fields
+        ``check_fields``) about the message with unique id ``msg_id``: END_TRANSACTION, oneway,
+        fromTransactionCheck."""
     def publish_queues(self, topic: str) -> list[MessageQueue]: ...
     def shutdown(self) -> None: ...

@@ -487,6 +487,15 @@ class BrokerConfig:
     flush_delay_offset_interval: int = 10_000
     """``flushDelayOffsetInterval``: ms between fsynced writes of ``config/delayOffset.json``
     (it is also written, without fsync, after every delivery)."""
+    transaction_time_out: int = 6000
+    """``transactionTimeOut``: ms a half message waits for its producer's END_TRANSACTION
+    before the broker asks (CHECK_TRANSACTION_STATE)."""
+    transaction_check_max: int = 15
+    """``transactionCheckMax``: checks of one half message before it is discarded."""
+    transaction_check_interval: int = 60_000
+    """``transactionCheckInterval``: ms between two rounds of transaction checks."""
+    reject_transaction_message: bool = False
+    """``rejectTransactionMessage``: refuse half messages (NO_PERMISSION)."""
     store: dict[str, str] = field(default_factory=dict)
     """Store keys for ``rmq._rmq.MessageStore``, as strings (checked by the native store)."""
 
@@ -582,6 +591,20 @@ BROKER_KEYS: dict[str, _Key] = {
         _int_range(100, 3_600_000),
         _int_text(100, 3_600_000) + " (milliseconds)",
     ),
+    "transactionTimeOut": _Key(
+        "transaction_time_out",
+        _int_range(0, 86_400_000),
+        _int_text(0, 86_400_000) + " (milliseconds)",
+    ),
+    "transactionCheckMax": _Key(
+        "transaction_check_max", _int_range(1, 1_000_000), _int_text(1, 1_000_000)
+    ),
+    "transactionCheckInterval": _Key(
+        "transaction_check_interval",
+        _int_range(100, 86_400_000),
+        _int_text(100, 86_400_000) + " (milliseconds)",
+    ),
+    "rejectTransactionMessage": _Key("reject_transaction_message", _bool, "use true or false"),
 }
 """Every key :class:`BrokerConfig` reads: RocketMQ key → field, parser, allowed values."""
 

@@ -47,6 +47,8 @@ pub struct BrokerConfig {
     /// `rocketmq.broker.rebalance.lockMaxLiveTime` (ms, default 60 000; a JVM system property
     /// in RocketMQ): an orderly consumer's queue lock not renewed for this long expires.
     pub rebalance_lock_max_live_time_ms: i64,
+    /// `rejectTransactionMessage` (default false): refuse half messages (NO_PERMISSION).
+    pub reject_transaction_message: bool,
 }
 
 impl Default for BrokerConfig {
@@ -70,6 +72,7 @@ impl Default for BrokerConfig {
             broker_topic_enable: true,
             channel_expired_timeout_ms: 120_000,
             rebalance_lock_max_live_time_ms: 60_000,
+            reject_transaction_message: false,
         }
     }
 }
@@ -107,6 +110,7 @@ impl BrokerConfig {
             "rocketmq.broker.rebalance.lockMaxLiveTime" => {
                 self.rebalance_lock_max_live_time_ms = parse(key, value)?;
             }
+            "rejectTransactionMessage" => self.reject_transaction_message = parse(key, value)?,
             _ => return Err(format!("broker config: unknown key {key}")),
         }
         Ok(())

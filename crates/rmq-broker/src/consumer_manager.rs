@@ -1,5 +1,5 @@
-//! Live clients (RocketMQ's `ConsumerManager` and `ProducerManager`): group → client
-//! connections, subscriptions and consume settings, refreshed by heartbeats. When a
+//! Live consumers (RocketMQ's `ConsumerManager`): group → client connections,
+//! subscriptions and consume settings, refreshed by heartbeats. When a
 //! consumer group's client set changes, every client of the group gets
 //! NOTIFY_CONSUMER_IDS_CHANGED (40, oneway) so it rebalances at once. Connections are
 //! dropped when they close or stay silent for `channelExpiredTimeout`.
@@ -70,11 +70,10 @@ pub struct ConsumerRegistration {
     pub subscriptions: Vec<SubscriptionData>,
 }
 
-/// Every consumer and producer group with live clients.
+/// Every consumer group with live clients (producers: [`crate::producer_manager`]).
 #[derive(Default)]
 pub struct ConsumerManager {
     consumers: Mutex<HashMap<String, ConsumerGroupInfo>>,
-    producers: Mutex<HashMap<String, HashMap<u64, ClientChannel>>>,
 }
 
 fn notify(group: &str, conns: Vec<Connection>) {
@@ -202,14 +201,6 @@ impl ConsumerManager {
         for (g, conns) in notices {
             notify(&g, conns);
         }
-        let mut prods = self
-            .producers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        prods.retain(|_, m| {
-            m.remove(&conn_id);
-            !m.is_empty()
-        });
     }
 
     /// Drop clients silent for longer than `timeout` (closing their connections).
@@ -226,19 +217,6 @@ impl ConsumerManager {
                 }
             }
         }
-        {
-            let prods = self
-                .producers
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            for m in prods.values() {
-                for c in m.values() {
-                    if now.duration_since(c.last_update) > timeout {
-                        stale.push(c.conn.clone());
-                    }
-                }
-            }
-        }
         for conn in stale {
             eprintln!(
                 "rmq-broker WARN: client {} sent no heartbeat for {} ms, closing",
@@ -247,30 +225,6 @@ impl ConsumerManager {
             );
             self.do_channel_close(conn.id());
             conn.close();
-        }
-    }
-
-    /// Register (or refresh) a producer.
-    pub fn register_producer(&self, group: &str, channel: ClientChannel) {
-        self.producers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .entry(group.to_owned())
-            .or_default()
-            .insert(channel.conn.id(), channel);
-    }
-
-    /// A producer left its group.
-    pub fn unregister_producer(&self, group: &str, conn: &Connection) {
-        let mut prods = self
-            .producers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if let Some(m) = prods.get_mut(group) {
-            m.remove(&conn.id());
-            if m.is_empty() {
-                prods.remove(group);
-            }
         }
     }
 

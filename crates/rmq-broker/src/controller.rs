@@ -17,6 +17,7 @@ use crate::consumer_offset::ConsumerOffsetManager;
 use crate::error::BrokerError;
 use crate::long_polling::PullRequestHoldService;
 use crate::processor;
+use crate::producer_manager::ProducerManager;
 use crate::rebalance_lock::RebalanceLockManager;
 use crate::subscription_group::SubscriptionGroupManager;
 use crate::topic_config::{TopicChangeListener, TopicConfigManager};
@@ -33,8 +34,10 @@ pub struct Broker {
     pub offsets: ConsumerOffsetManager,
     /// Subscription groups.
     pub groups: SubscriptionGroupManager,
-    /// Live clients.
+    /// Live consumers.
     pub clients: ConsumerManager,
+    /// Live producers.
+    pub producers: ProducerManager,
     /// Held pulls.
     pub hold: PullRequestHoldService,
     /// Queue locks of orderly consumers.
@@ -75,6 +78,7 @@ impl RequestHandler for Dispatcher {
     }
     fn on_close(&self, conn: &Connection) {
         self.0.clients.do_channel_close(conn.id());
+        self.0.producers.do_channel_close(conn.id());
         if let Some(f) = &self.0.fallback {
             f.on_close(conn);
         }
@@ -107,6 +111,7 @@ impl BrokerController {
             offsets,
             groups,
             clients: ConsumerManager::default(),
+            producers: ProducerManager::default(),
             hold: PullRequestHoldService::default(),
             fallback,
             boot_timestamp: rmq_common::time::now_millis(),
@@ -168,6 +173,14 @@ impl BrokerController {
                 tick.tick().await;
                 let Some(b) = weak.upgrade() else { break };
                 b.clients.scan_not_active(expire);
+                for conn in b.producers.scan_not_active(expire) {
+                    eprintln!(
+                        "rmq-broker WARN: producer {} sent no heartbeat for {} ms, closing",
+                        conn.peer(),
+                        expire.as_millis()
+                    );
+                    conn.close();
+                }
             }
         });
         self.tasks
@@ -198,6 +211,24 @@ impl BrokerController {
         if old != perm {
             self.broker.topics.next_data_version();
         }
+    }
+
+    /// Send CHECK_TRANSACTION_STATE about the half message at `commit_log_offset` to the
+    /// producer connection `conn_id` (see [`crate::transaction::check_transaction_state`]).
+    /// `Ok(false)` when `conn_id` is not (or no longer) an open producer connection.
+    ///
+    /// # Errors
+    /// No half message at that offset.
+    pub async fn check_transaction_state(
+        &self,
+        conn_id: u64,
+        commit_log_offset: i64,
+    ) -> Result<bool, crate::transaction::HalfMessageError> {
+        let Some(channel) = self.broker.producers.find_channel(conn_id) else {
+            return Ok(false);
+        };
+        crate::transaction::check_transaction_state(&self.broker, &channel.conn, commit_log_offset)
+            .await
     }
 
     /// Write consumer offsets, subscription groups and topics (every 5 s and at shutdown).

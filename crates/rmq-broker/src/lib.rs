@@ -7,6 +7,7 @@
 //!   └─ controller::Dispatcher::handle ─ processor::dispatch (one `match` on the code)
 //!        ├─ send_message  (10/310/320) → TopicConfigManager (auto-create) → MessageStore::append
 //!        │                               → flush_future (SYNC_FLUSH) → SendMessageResponseHeader
+//!        │                               (TRAN_MSG=true: stored as a half message instead)
 //!        ├─ send_msg_back (36) → %RETRY%<group> with a delay level (the store parks it in
 //!        │                       SCHEDULE_TOPIC_XXXX), or %DLQ%<group> after maxReconsumeTimes
 //!        ├─ pull_message  (11)  → SubscriptionGroupManager / ConsumerManager (subscription)
@@ -14,6 +15,8 @@
 //!        │                       └─ nothing new + suspend flag → PullRequestHoldService, woken
 //!        │                          by the store's arriving listener, a periodic check, or the
 //!        │                          suspend timeout, then answered once more without suspending
+//!        ├─ end_transaction (37) → the half message (CommitLog offset) → commit: re-put to
+//!        │  its real topic; commit or rollback: op record (see [`transaction`])
 //!        ├─ offset (14/15), admin (29-32), query_message (12/33), client (34/35/38/203),
 //!        │  topic (17/21/215), runtime_info (28), subscription_group (200/201)
 //!        ├─ stats (202/208), lock (41/42) → RebalanceLockManager
@@ -30,10 +33,11 @@
 //! # Layout
 //! * [`config`]: the settings ([`BrokerConfig`]).
 //! * [`controller`]: the owner of everything and the server ([`BrokerController`]).
-//! * [`topic_config`], [`consumer_offset`], [`subscription_group`], [`consumer_manager`]:
-//!   the managers.
+//! * [`topic_config`], [`consumer_offset`], [`subscription_group`], [`consumer_manager`],
+//!   [`producer_manager`]: the managers.
 //! * [`long_polling`]: held pulls.
 //! * [`rebalance_lock`]: queue locks of orderly consumers.
+//! * [`transaction`]: half messages, op records, transaction checks.
 //! * [`processor`]: one file per request family.
 //! * [`error`]: errors ([`BrokerError`]) and the one store-error → response-code mapping.
 #![forbid(unsafe_code)]
@@ -46,9 +50,11 @@ pub mod error;
 mod fsutil;
 pub mod long_polling;
 pub mod processor;
+pub mod producer_manager;
 pub mod rebalance_lock;
 pub mod subscription_group;
 pub mod topic_config;
+pub mod transaction;
 
 pub use config::BrokerConfig;
 pub use controller::BrokerController;

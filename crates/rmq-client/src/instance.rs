@@ -77,7 +77,16 @@ impl ClientConfig {
     }
 }
 
+/// Added to the ext fields of a CHECK_TRANSACTION_STATE before the listener sees it: the
+/// address of the broker that asked (where the answer goes).
+pub const CHECK_BROKER_ADDR_FIELD: &str = "brokerAddr";
+/// Added to the ext fields of a CHECK_TRANSACTION_STATE before the listener sees it: the
+/// producer group of the checked message (its `PGROUP` property).
+pub const CHECK_PRODUCER_GROUP_FIELD: &str = "producerGroup";
+
 /// Receives what brokers push to the client, and background failures worth a log line.
+/// A CHECK_TRANSACTION_STATE arrives with [`CHECK_BROKER_ADDR_FIELD`] and
+/// [`CHECK_PRODUCER_GROUP_FIELD`] added to its header fields.
 pub trait ClientListener: Send + Sync + 'static {
     /// A broker sent a request (`code`) this client must act on.
     fn on_broker_request(&self, code: i32, ext_fields: ExtFields, body: Option<Bytes>);
@@ -722,7 +731,7 @@ struct BrokerRequests {
 }
 
 impl RequestHandler for BrokerRequests {
-    fn handle(&self, _conn: Connection, request: RemotingCommand) -> BoxFuture<Option<Reply>> {
+    fn handle(&self, conn: Connection, mut request: RemotingCommand) -> BoxFuture<Option<Reply>> {
         let listener = self.instance.upgrade().and_then(|i| {
             i.listener
                 .read()
@@ -736,6 +745,9 @@ impl RequestHandler for BrokerRequests {
                 | RequestCode::CHECK_TRANSACTION_STATE
         );
         let reply = if let (true, Some(l)) = (pushed, listener) {
+            if request.code == RequestCode::CHECK_TRANSACTION_STATE.0 {
+                add_check_fields(&conn, &mut request);
+            }
             let oneway = request.flag & rmq_protocol::command::FLAG_ONEWAY != 0;
             let response = (!oneway)
                 .then(|| RemotingCommand::response_to(&request, ResponseCode::SUCCESS.0, None));
@@ -752,5 +764,30 @@ impl RequestHandler for BrokerRequests {
             ))
         };
         Box::pin(async move { reply.map(Reply::Command) })
+    }
+}
+
+/// What a CHECK_TRANSACTION_STATE listener needs beyond the header: the broker to answer
+/// (`brokerAddr`: the connection's peer, as Java answers on the channel's remote address) and
+/// the producer group asked (`producerGroup`: the checked message's `PGROUP`, which Java's
+/// client reads from the body too).
+fn add_check_fields(conn: &Connection, request: &mut RemotingCommand) {
+    request
+        .ext_fields
+        .insert(CHECK_BROKER_ADDR_FIELD.to_owned(), conn.peer().to_string());
+    let group = request
+        .body
+        .as_ref()
+        .and_then(|b| rmq_protocol::message_decoder::decode_message_at(b, 0).ok())
+        .and_then(|m| {
+            m.properties
+                .get(rmq_common::PropertyKey::PRODUCER_GROUP)
+                .map(str::to_owned)
+        });
+    if let Some(g) = group {
+        request
+            .ext_fields
+            .entry(CHECK_PRODUCER_GROUP_FIELD.to_owned())
+            .or_insert(g);
     }
 }

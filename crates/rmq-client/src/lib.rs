@@ -6,6 +6,7 @@
 //! |---|---|
 //! | [`instance`] | [`ClientInstance`]: connections, routes, heartbeats, broker pushes |
 //! | [`producer`] | [`Producer`]: queue selection, retries, SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE |
+//! | [`transaction`] | END_TRANSACTION after a half message, and the answer to a broker check |
 //! | [`fault`] | latency fault avoidance |
 //! | [`consumer`] | pull, consumer and queue offsets, consumer ids, queue locks |
 //! | [`message`] | outgoing [`Message`], [`SendResult`], unique ids, compression |
@@ -19,9 +20,11 @@ pub mod fault;
 pub mod instance;
 pub mod message;
 pub mod producer;
+pub mod transaction;
 
 pub use consumer::{build_subscription, PullRequest, PullResult, PullStatus, SendBack};
 pub use error::{ClientError, Result};
 pub use instance::{ClientConfig, ClientInstance, ClientListener, TopicRoute};
 pub use message::{Message, SendResult, SendStatus};
 pub use producer::{Producer, ProducerConfig};
+pub use transaction::{HalfMessageSent, LocalTransactionState};

@@ -109,6 +109,63 @@ impl BrokerServer {
         Ok(())
     }
 
+    /// The open connections of producer group `group` as `(connection id, client id, client
+    /// address)`, oldest first (from heartbeats; gone on close, unregister or expiry).
+    fn producer_connections(&self, group: &str) -> Vec<(u64, String, String)> {
+        self.controller
+            .broker()
+            .producers
+            .channels(group)
+            .into_iter()
+            .map(|c| (c.conn.id(), c.client_id, c.conn.peer().to_string()))
+            .collect()
+    }
+
+    /// Send CHECK_TRANSACTION_STATE (oneway) about the half message stored at
+    /// `commit_log_offset` to producer connection `connection_id`. False when that connection
+    /// is no longer an open producer connection; raises StoreError when no half message is
+    /// stored there.
+    fn check_transaction_state(
+        &self,
+        py: Python<'_>,
+        connection_id: u64,
+        commit_log_offset: i64,
+    ) -> PyResult<bool> {
+        py.detach(|| {
+            runtime().block_on(
+                self.controller
+                    .check_transaction_state(connection_id, commit_log_offset),
+            )
+        })
+        .map_err(|e| crate::raise(py, "StoreError", e.to_string()))
+    }
+
+    /// The committed offset of `group` in queue `queue_id` of `topic`; -1 when none.
+    fn query_consumer_offset(&self, group: &str, topic: &str, queue_id: i32) -> i64 {
+        self.controller
+            .broker()
+            .offsets
+            .query(group, topic, queue_id)
+    }
+
+    /// Commit `offset` for `group` in queue `queue_id` of `topic` (written by `persist`).
+    fn commit_consumer_offset(&self, group: &str, topic: &str, queue_id: i32, offset: i64) {
+        self.controller
+            .broker()
+            .offsets
+            .commit(group, topic, queue_id, offset);
+    }
+
+    /// Create `topic` with `queue_nums` read and write queues and permission `perm` unless it
+    /// exists (RocketMQ's `createTopicInSendMessageBackMethod`, used for system topics).
+    #[pyo3(signature = (topic, queue_nums=1, perm=6))]
+    fn create_topic_if_absent(&self, topic: &str, queue_nums: i32, perm: i32) {
+        self.controller
+            .broker()
+            .topics
+            .create_in_send_back(topic, queue_nums, perm, 0);
+    }
+
     /// Call `callback()` after every topic-table change (to register with nameservers soon).
     fn set_topic_change_listener(&self, callback: Py<PyAny>) {
         self.controller.set_topic_change_listener(Arc::new(move || {

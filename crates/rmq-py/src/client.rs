@@ -15,12 +15,13 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict};
 use rmq_client::consumer::PullRequest;
 use rmq_client::{
-    build_subscription, ClientConfig, ClientError, ClientInstance, ClientListener, Message,
-    Producer, ProducerConfig, PullResult, SendResult,
+    build_subscription, ClientConfig, ClientError, ClientInstance, ClientListener, HalfMessageSent,
+    LocalTransactionState, Message, Producer, ProducerConfig, PullResult, SendResult,
 };
 use rmq_common::Properties;
 use rmq_protocol::body::{ConsumeFromWhere, ConsumeType, ConsumerData, MessageModel, MessageQueue};
-use rmq_protocol::ExtFields;
+use rmq_protocol::header::CheckTransactionStateRequestHeader;
+use rmq_protocol::{CommandHeader, ExtFields};
 
 use crate::raise;
 use crate::remoting::runtime;
@@ -867,6 +868,62 @@ impl NativeProducer {
         let p = self.inner.clone();
         let r = block_on(py, async move { p.send_batch(msgs, queue).await })?;
         SendResultPy::new(py, r)
+    }
+
+    /// END_TRANSACTION (oneway) for the half message `result` was sent as: `state` is
+    /// ``COMMIT_MESSAGE``, ``ROLLBACK_MESSAGE`` or ``UNKNOW``.
+    #[pyo3(signature = (result, state, remark=None))]
+    fn end_transaction(
+        &self,
+        py: Python<'_>,
+        result: &SendResultPy,
+        state: &str,
+        remark: Option<String>,
+    ) -> PyResult<()> {
+        let state = parse_enum("transaction state", state, &LocalTransactionState::ALL)?;
+        let sent = HalfMessageSent {
+            queue: from_py_queue(result.queue.bind(py))?,
+            offset_msg_id: result.offset_msg_id.clone(),
+            msg_id: result.msg_id.clone(),
+            queue_offset: result.queue_offset,
+            transaction_id: result.transaction_id.clone(),
+        };
+        let p = self.inner.clone();
+        block_on(
+            py,
+            async move { p.end_transaction(&sent, state, remark).await },
+        )
+    }
+
+    /// Answer a CHECK_TRANSACTION_STATE from `broker_addr` whose header fields are
+    /// `check_fields`, about the message with unique id `msg_id` (END_TRANSACTION, oneway,
+    /// fromTransactionCheck).
+    #[pyo3(signature = (broker_addr, check_fields, msg_id, state, remark=None))]
+    fn end_transaction_from_check(
+        &self,
+        py: Python<'_>,
+        broker_addr: &str,
+        check_fields: HashMap<String, String>,
+        msg_id: &str,
+        state: &str,
+        remark: Option<String>,
+    ) -> PyResult<()> {
+        let state = parse_enum("transaction state", state, &LocalTransactionState::ALL)?;
+        let fields: ExtFields = check_fields.into_iter().collect();
+        let check = CheckTransactionStateRequestHeader::from_ext_fields(&fields).map_err(|e| {
+            pyo3::exceptions::PyValueError::new_err(format!(
+                "not a CHECK_TRANSACTION_STATE header: {e}"
+            ))
+        })?;
+        let (p, addr, id) = (
+            self.inner.clone(),
+            broker_addr.to_owned(),
+            msg_id.to_owned(),
+        );
+        block_on(py, async move {
+            p.end_transaction_from_check(&addr, &check, &id, state, remark)
+                .await
+        })
     }
 
     /// Writable queues of `topic` (for selectors).

@@ -5,9 +5,11 @@ nameserver registration, and the broker's schedules.
 Python decides; Rust moves the bytes. This module wires the pieces and owns the timers:
 register with every nameserver every ``registerNameServerPeriod`` ms (and at once when topics
 change), persist consumer offsets every 5 s, delete expired files at ``deleteWhen``, deliver
-delayed messages when due (:class:`rmq.scheduling.delay.DelayService`, on a master). SIGTERM or
-SIGINT stop it cleanly: unregister, stop serving, stop delivering and write the delay offsets,
-persist, flush, remove the ``abort`` file.
+delayed messages when due (:class:`rmq.scheduling.delay.DelayService`, on a master), ask
+producers about unfinished transactions every ``transactionCheckInterval`` ms
+(:mod:`rmq.scheduling.transaction`). SIGTERM or SIGINT stop it cleanly: unregister, stop
+serving, stop delivering and write the delay offsets, persist, flush, remove the ``abort``
+file.
 """
 
 from __future__ import annotations
@@ -30,11 +32,22 @@ from rmq.scheduling.retention import (
     RetentionPolicy,
     RetentionScheduler,
 )
+from rmq.scheduling.transaction import (
+    TransactionChecker,
+    TransactionCheckPolicy,
+    TransactionCheckService,
+)
 
 if TYPE_CHECKING:
     from rmq._rmq import BrokerServer, MessageStore, RemotingServer
 
-__all__ = ["apply_runtime_config", "retention_policy", "run_broker", "start_embedded_namesrv"]
+__all__ = [
+    "apply_runtime_config",
+    "retention_policy",
+    "run_broker",
+    "start_embedded_namesrv",
+    "transaction_check_policy",
+]
 
 log = logging.getLogger("rmq.broker")
 
@@ -54,6 +67,15 @@ def retention_policy(config: BrokerConfig) -> RetentionPolicy:
             int(forcibly) / 100 if forcibly is not None else DISK_SPACE_CLEAN_FORCIBLY_RATIO
         ),
         clean_file_forcibly_enable=forcibly_enable,
+    )
+
+
+def transaction_check_policy(config: BrokerConfig) -> TransactionCheckPolicy:
+    """The transaction check-back schedule of a broker config."""
+    return TransactionCheckPolicy(
+        check_interval_s=config.transaction_check_interval / 1000,
+        timeout_ms=config.transaction_time_out,
+        check_max=config.transaction_check_max,
     )
 
 
@@ -85,6 +107,7 @@ def broker_keys(config: BrokerConfig) -> dict[str, str]:
         "autoCreateTopicEnable": str(config.auto_create_topic_enable).lower(),
         "defaultTopicQueueNums": str(config.default_topic_queue_nums),
         "brokerPermission": str(config.broker_permission),
+        "rejectTransactionMessage": str(config.reject_transaction_message).lower(),
     }
 
 
@@ -189,6 +212,9 @@ def run_broker(
         if config.broker_role is not BrokerRole.SLAVE
         else None
     )
+    transactions = TransactionCheckService(
+        TransactionChecker(store, server, transaction_check_policy(config))
+    )
     admin.set_listener(
         lambda old, new: apply_runtime_config(
             old, new, server=server, store=store, registrar=registrar, scheduler=scheduler
@@ -213,6 +239,8 @@ def run_broker(
         scheduler.start()
         if delay is not None:
             delay.start()
+        if config.broker_role is not BrokerRole.SLAVE:  # a slave's halves are its master's
+            transactions.start()
         ticks = 0
         while not stopping.wait(1.0):
             ticks += 1
@@ -226,6 +254,7 @@ def run_broker(
     finally:
         registrar.stop(unregister=True)
         scheduler.stop()
+        transactions.stop()
         server.shutdown()
         if delay is not None:
             # After the server: sends that were still being answered are parked by now; the

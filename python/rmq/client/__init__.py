@@ -31,6 +31,11 @@ from rmq.client.producer import (
     select_by_sharding_key,
 )
 from rmq.client.pull_consumer import PullConsumer
+from rmq.client.transaction import (
+    LocalTransactionState,
+    TransactionProducer,
+    TransactionSendResult,
+)
 
 __all__ = [
     "AllocateMachineRoomNearby",
@@ -43,6 +48,7 @@ __all__ = [
     "ConsumeConcurrentlyStatus",
     "ConsumeFromWhere",
     "ConsumeOrderlyStatus",
+    "LocalTransactionState",
     "Message",
     "MessageModel",
     "MessageQueue",
@@ -50,6 +56,8 @@ __all__ = [
     "PullConsumer",
     "PushConsumer",
     "SendFuture",
+    "TransactionProducer",
+    "TransactionSendResult",
     "select_by_hash",
     "select_by_sharding_key",
     "strategy_by_name",

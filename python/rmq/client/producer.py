@@ -107,12 +107,20 @@ class Producer:
         self.heartbeat_broker_interval = heartbeat_broker_interval
         self._native: NativeProducer | None = None
 
+    def _push_handler(self) -> _instance.BrokerPushHandler | None:
+        """What hears broker pushes for this producer's group: a transaction producer's checks
+        (a plain producer gets none)."""
+        return None
+
     def start(self) -> Producer:
         """Connect (lazily: the first send fetches the route). Returns self."""
         if self._native is None:
+            handler = self._push_handler()
             instance = _instance.acquire(
                 self.namesrv_addr,
                 self.instance_name,
+                self.group if handler is not None else None,
+                handler,
                 heartbeat_broker_interval_ms=self.heartbeat_broker_interval,
                 poll_name_server_interval_ms=self.poll_name_server_interval,
             )
@@ -135,7 +143,8 @@ class Producer:
         if self._native is not None:
             native, self._native = self._native, None
             native.shutdown()
-            _instance.release(self._instance)
+            handled = self._push_handler() is not None
+            _instance.release(self._instance, self.group if handled else None)
 
     def __enter__(self) -> Producer:
         return self.start()

@@ -355,6 +355,9 @@ class ApacheRocketMQ:
             # Every delay level 1 s (default 1s 5s 10s 30s 1m ...): a consume failure goes
             # back with level 3 + reconsume count, and tests should not wait 10 s for it.
             f"messageDelayLevel={' '.join(['1s'] * 18)}\n"
+            # Transaction checks every second for halves older than a second (60 s and 6 s).
+            "transactionCheckInterval=1000\n"
+            "transactionTimeOut=1000\n"
         )
         self.broker = JavaServer(
             "broker", "org.apache.rocketmq.broker.BrokerStartup", broker_conf, home, self.work

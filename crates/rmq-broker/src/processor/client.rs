@@ -63,7 +63,7 @@ pub fn heartbeat(b: &Broker, conn: &Connection, req: &RemotingCommand) -> Option
         );
     }
     for p in data.producer_data_set {
-        b.clients.register_producer(&p.group_name, channel.clone());
+        b.producers.register(&p.group_name, channel.clone());
     }
     reply(req, response(req, ResponseCode::SUCCESS, ""))
 }
@@ -75,7 +75,7 @@ pub fn unregister(b: &Broker, conn: &Connection, req: &RemotingCommand) -> Optio
         Err(e) => return bad_header(req, &e),
     };
     if let Some(g) = &h.producer_group {
-        b.clients.unregister_producer(g, conn);
+        b.producers.unregister(g, conn);
     }
     if let Some(g) = &h.consumer_group {
         let notify = b

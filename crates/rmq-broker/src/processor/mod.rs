@@ -21,6 +21,7 @@ macro_rules! decode_header {
 
 pub mod admin;
 pub mod client;
+pub mod end_transaction;
 pub mod lock;
 pub mod offset;
 pub mod pull_message;
@@ -91,6 +92,7 @@ pub async fn dispatch(b: Arc<Broker>, conn: Connection, req: RemotingCommand) ->
         | RequestCode::SEND_BATCH_MESSAGE => send_message::process(&b, &conn, &req).await,
         RequestCode::CONSUMER_SEND_MSG_BACK => send_msg_back::process(&b, &req).await,
         RequestCode::PULL_MESSAGE => pull_message::process(&b, &req).await,
+        RequestCode::END_TRANSACTION => end_transaction::process(&b, &conn, &req).await,
         RequestCode::QUERY_CONSUMER_OFFSET => offset::query(&b, &req),
         RequestCode::UPDATE_CONSUMER_OFFSET => offset::update(&b, &req),
         RequestCode::GET_MAX_OFFSET => admin::max_offset(&b, &req),

@@ -165,7 +165,13 @@ async fn send(
             )));
         }
     }
-    let msgs: Vec<MessageToStore<'_>> = parts
+    // Transactions: a half message is parked in the half topic (crate::transaction).
+    let half = if batch {
+        None
+    } else {
+        crate::transaction::half_for_send(b, req, &h, queue_id, &parts[0].1)?
+    };
+    let mut msgs: Vec<MessageToStore<'_>> = parts
         .iter()
         .map(|(body, p, flag)| MessageToStore {
             body,
@@ -174,6 +180,9 @@ async fn send(
             ..common.clone()
         })
         .collect();
+    if let Some(half) = &half {
+        half.apply(&mut msgs[0]);
+    }
     let appended = if batch {
         b.store.append(&msgs)
     } else {

@@ -1,0 +1,275 @@
+//! Transactional messages: the bytes of RocketMQ's `TransactionalMessageBridge`.
+//!
+//! A transaction moves through three topics of the CommitLog:
+//!
+//! ```text
+//! SEND (TRAN_MSG=true) ─► RMQ_SYS_TRANS_HALF_TOPIC queue 0     (half: REAL_TOPIC, REAL_QID,
+//!                          │                                    transaction bits cleared)
+//! END_TRANSACTION commit ─┼► <REAL_TOPIC> queue <REAL_QID>      (COMMIT type: consumers see it)
+//!                 + both  └► RMQ_SYS_TRANS_OP_HALF_TOPIC q 0    (op record: tag "d", body =
+//!                                                                 the half's queue offset)
+//! ```
+//!
+//! * [`HalfMessage`]: what the send path stores instead of a message with `TRAN_MSG=true`.
+//!   With its transaction bits cleared the half is dispatched to the half topic's
+//!   ConsumeQueue (which the check-back reads), never to the real topic's.
+//! * [`end_message_transaction`] and [`op_record`]: what END_TRANSACTION
+//!   ([`crate::processor::end_transaction`]) writes.
+//! * [`check_transaction_state`]: CHECK_TRANSACTION_STATE (39) to a producer. *When* to ask
+//!   and *whom* is decided in Python (`rmq.scheduling.transaction`), which scans the half
+//!   queue against the op queue, re-puts each half it checks (counting checks in
+//!   `TRANSACTION_CHECK_TIMES`) and keeps its progress as consumer offsets of
+//!   [`CID_SYS_RMQ_TRANS`].
+
+use bytes::Bytes;
+use rmq_common::properties::{find_property, PropertyKey};
+use rmq_common::sys_flag::{reset_transaction_value, TRANSACTION_NOT_TYPE};
+use rmq_common::Properties;
+use rmq_protocol::header::{CheckTransactionStateRequestHeader, SendMessageRequestHeader};
+use rmq_protocol::message_decoder::{decode_message_at, encode_record, MessageExt};
+use rmq_protocol::{RemotingCommand, RequestCode, ResponseCode};
+use rmq_remoting::Connection;
+use rmq_store::MessageToStore;
+
+use crate::controller::Broker;
+use crate::topic_config::{TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC};
+
+/// Tag of an op record: the half message at the offset in its body is done (`REMOVETAG`).
+pub const REMOVE_TAG: &str = "d";
+
+/// The consumer group under which the check-back keeps its half and op queue offsets
+/// (`MixAll.CID_SYS_RMQ_TRANS`).
+pub const CID_SYS_RMQ_TRANS: &str = "CID_RMQ_SYS_TRANS";
+
+/// Why a transaction step could not use the record at a CommitLog offset.
+#[derive(Debug, thiserror::Error)]
+pub enum HalfMessageError {
+    /// Nothing readable starts there (never written, or the file is gone).
+    #[error("no message at commit log offset {0} (find prepared transaction message failed)")]
+    NotFound(i64),
+    /// The record there does not decode.
+    #[error("the message at commit log offset {offset} does not decode: {reason}")]
+    Corrupt {
+        /// CommitLog offset.
+        offset: i64,
+        /// What the decoder said.
+        reason: String,
+    },
+    /// The record there is not in the half topic (a wrong offset from the client).
+    #[error("the message at commit log offset {offset} is in topic {topic}, not a half message")]
+    NotHalf {
+        /// CommitLog offset.
+        offset: i64,
+        /// Its topic.
+        topic: String,
+    },
+}
+
+/// Whether a sent message starts a transaction: `TRAN_MSG` is `true` (any case, as Java's
+/// `Boolean.parseBoolean`), unless it is a retry with a delay level, which clients older than
+/// 4.6.1 sent back with the property still set.
+#[must_use]
+pub fn is_half_message(properties: &[u8], reconsume_times: i32) -> bool {
+    let prepared = find_property(properties, PropertyKey::TRANSACTION_PREPARED)
+        .is_some_and(|v| v.eq_ignore_ascii_case(b"true"));
+    let delayed = find_property(properties, PropertyKey::DELAY_TIME_LEVEL)
+        .and_then(|v| std::str::from_utf8(v).ok())
+        .and_then(|v| v.parse::<i32>().ok())
+        .is_some_and(|level| level > 0);
+    prepared && !(reconsume_times > 0 && delayed)
+}
+
+/// A half message as the send path stores it (`parseHalfMessageInner`).
+pub struct HalfMessage {
+    /// The message's properties plus `REAL_TOPIC` and `REAL_QID`.
+    properties: Vec<u8>,
+}
+
+impl HalfMessage {
+    /// The half of a message sent to `topic` / `queue_id` with `properties` (encoded).
+    #[must_use]
+    pub fn new(properties: &[u8], topic: &str, queue_id: i32) -> Self {
+        let mut p = Vec::with_capacity(properties.len() + topic.len() + 32);
+        p.extend_from_slice(properties);
+        if !p.is_empty() && !p.ends_with(b"\x02") {
+            p.push(2);
+        }
+        for (name, value) in [
+            (PropertyKey::REAL_TOPIC, topic.to_owned()),
+            (PropertyKey::REAL_QUEUE_ID, queue_id.to_string()),
+        ] {
+            p.extend_from_slice(name.as_bytes());
+            p.push(1);
+            p.extend_from_slice(value.as_bytes());
+            p.push(2);
+        }
+        Self { properties: p }
+    }
+
+    /// Redirect `msg` (the message as sent) to the half topic, queue 0, transaction bits
+    /// cleared so that the half is dispatched to the half topic's ConsumeQueue.
+    pub fn apply<'a>(&'a self, msg: &mut MessageToStore<'a>) {
+        msg.topic = TRANS_HALF_TOPIC;
+        msg.queue_id = 0;
+        msg.properties = &self.properties;
+        msg.sys_flag = reset_transaction_value(msg.sys_flag, TRANSACTION_NOT_TYPE);
+    }
+}
+
+/// The send path's hook: `Some` half message to store instead of the message sent to
+/// `h.topic` / `queue_id` with `properties` when it starts a transaction, `None` for an
+/// ordinary message.
+///
+/// # Errors
+/// NO_PERMISSION when `rejectTransactionMessage` is set.
+pub(crate) fn half_for_send(
+    b: &Broker,
+    req: &RemotingCommand,
+    h: &SendMessageRequestHeader,
+    queue_id: i32,
+    properties: &[u8],
+) -> Result<Option<HalfMessage>, RemotingCommand> {
+    if !is_half_message(properties, h.reconsume_times.unwrap_or(0)) {
+        return Ok(None);
+    }
+    if b.config.reject_transaction_message {
+        return Err(crate::processor::response(
+            req,
+            ResponseCode::NO_PERMISSION,
+            format!(
+                "the broker[{}] sending transaction message is forbidden \
+                 (rejectTransactionMessage=true)",
+                b.config.broker_addr.ip()
+            ),
+        ));
+    }
+    Ok(Some(HalfMessage::new(properties, &h.topic, queue_id)))
+}
+
+/// The half message stored at `commit_log_offset` (`lookMessageByOffset`).
+///
+/// # Errors
+/// Nothing there, a record that does not decode, or one outside the half topic.
+pub fn look_half_message(
+    b: &Broker,
+    commit_log_offset: i64,
+) -> Result<MessageExt, HalfMessageError> {
+    let found = b
+        .store
+        .look_message_by_offset(commit_log_offset)
+        .ok_or(HalfMessageError::NotFound(commit_log_offset))?;
+    let record = Bytes::copy_from_slice(found.bytes());
+    let msg = decode_message_at(&record, 0).map_err(|e| HalfMessageError::Corrupt {
+        offset: commit_log_offset,
+        reason: e.to_string(),
+    })?;
+    if msg.topic != TRANS_HALF_TOPIC {
+        return Err(HalfMessageError::NotHalf {
+            offset: commit_log_offset,
+            topic: msg.topic,
+        });
+    }
+    Ok(msg)
+}
+
+/// The real topic and queue of a half message (`REAL_TOPIC`, `REAL_QID`).
+fn real_destination(half: &MessageExt) -> Option<(String, i32)> {
+    let topic = half.properties.get(PropertyKey::REAL_TOPIC)?;
+    let queue_id = half
+        .properties
+        .get(PropertyKey::REAL_QUEUE_ID)?
+        .parse()
+        .ok()?;
+    Some((topic.to_owned(), queue_id))
+}
+
+/// What a commit stores (`endMessageTransaction`): the half's real topic and queue, and its
+/// properties without `REAL_TOPIC`, `REAL_QID` and `TRAN_MSG` (`PGROUP` stays).
+/// `None` when the half lacks its real destination.
+///
+/// (RocketMQ 4.9 means to drop those three too, but clears them after it has built the
+/// properties string it stores, so its committed messages still carry them.)
+#[must_use]
+pub fn end_message_transaction(half: &MessageExt) -> Option<(String, i32, String)> {
+    let (topic, queue_id) = real_destination(half)?;
+    let mut props = half.properties.clone();
+    props.remove(PropertyKey::REAL_TOPIC);
+    props.remove(PropertyKey::REAL_QUEUE_ID);
+    props.remove(PropertyKey::TRANSACTION_PREPARED);
+    Some((topic, queue_id, props.encode()))
+}
+
+/// The op record that marks `half` done (`addRemoveTagInTransactionOp`): topic
+/// `RMQ_SYS_TRANS_OP_HALF_TOPIC`, the half's queue, tag `d`, body = the half's queue offset
+/// as decimal text. Returns (topic, queue id, body, properties).
+#[must_use]
+pub fn op_record(half: &MessageExt) -> (&'static str, i32, String, String) {
+    let mut props = Properties::new();
+    props.put(PropertyKey::TAGS, REMOVE_TAG);
+    props.put(PropertyKey::WAIT_STORE_MSG_OK, "true");
+    (
+        TRANS_OP_HALF_TOPIC,
+        half.queue_id,
+        half.queue_offset.to_string(),
+        props.encode(),
+    )
+}
+
+/// Send CHECK_TRANSACTION_STATE (39, oneway) about the half message at `commit_log_offset`
+/// over `conn` (`sendCheckMessage`): the header names the half (its queue and CommitLog
+/// offsets, offset id, unique id as transaction id); the body is the half's record with its
+/// real topic and queue, which the producer decodes and hands to its check listener.
+///
+/// Returns `Ok(false)` when the connection is closed.
+///
+/// # Errors
+/// No half message at that offset.
+pub async fn check_transaction_state(
+    b: &Broker,
+    conn: &Connection,
+    commit_log_offset: i64,
+) -> Result<bool, HalfMessageError> {
+    let mut msg = look_half_message(b, commit_log_offset)?;
+    let uniq = msg.uniq_msg_id().map(str::to_owned);
+    let header = CheckTransactionStateRequestHeader {
+        tran_state_table_offset: msg.queue_offset,
+        commit_log_offset: msg.commit_log_offset,
+        msg_id: uniq.clone(),
+        transaction_id: uniq,
+        offset_msg_id: Some(msg.msg_id.clone()),
+        broker_name: None,
+    };
+    if let Some((topic, queue_id)) = real_destination(&msg) {
+        msg.topic = topic;
+        msg.queue_id = queue_id;
+    }
+    let cmd = RemotingCommand::request_with_header(RequestCode::CHECK_TRANSACTION_STATE.0, &header)
+        .with_body(encode_record(&msg));
+    Ok(conn.oneway(cmd).await.is_ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tran_msg_marks_a_half_message_unless_an_old_client_sent_it_back_delayed() {
+        assert!(is_half_message(b"TRAN_MSG\x01true\x02PGROUP\x01g\x02", 0));
+        assert!(is_half_message(b"TRAN_MSG\x01TRUE\x02", 0));
+        assert!(!is_half_message(b"TRAN_MSG\x01false\x02", 0));
+        assert!(!is_half_message(b"KEYS\x01k\x02", 0));
+        assert!(!is_half_message(b"TRAN_MSG\x01true\x02DELAY\x013\x02", 1));
+        assert!(is_half_message(b"TRAN_MSG\x01true\x02DELAY\x013\x02", 0));
+    }
+
+    #[test]
+    fn half_properties_name_the_real_destination() {
+        let h = HalfMessage::new(b"TRAN_MSG\x01true\x02PGROUP\x01g\x02", "T", 3);
+        let p = Properties::decode(std::str::from_utf8(&h.properties).unwrap());
+        assert_eq!(p.get("REAL_TOPIC"), Some("T"));
+        assert_eq!(p.get("REAL_QID"), Some("3"));
+        assert_eq!(p.get("PGROUP"), Some("g"));
+        let unterminated = HalfMessage::new(b"A\x01b", "T", 0);
+        assert_eq!(&unterminated.properties[..4], b"A\x01b\x02");
+    }
+}

@@ -1,0 +1,319 @@
+//! Transactional messages end to end on a real broker (127.0.0.1:0, tempdir store): half
+//! messages stay out of their topic, END_TRANSACTION commits or rolls back with op records,
+//! the header must name the half, and CHECK_TRANSACTION_STATE reaches a producer connection.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use rmq_broker::{BrokerConfig, BrokerController};
+use rmq_common::sys_flag::{
+    transaction_value, TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE, TRANSACTION_PREPARED_TYPE,
+    TRANSACTION_ROLLBACK_TYPE,
+};
+use rmq_common::Properties;
+use rmq_protocol::body::{HeartbeatData, ProducerData};
+use rmq_protocol::header::{
+    CheckTransactionStateRequestHeader, EndTransactionRequestHeader, SendMessageRequestHeaderV2,
+    SendMessageResponseHeader,
+};
+use rmq_protocol::message_decoder::{decode_message_at, MessageExt};
+use rmq_protocol::{CommandHeader, RemotingCommand, RemotingJson, RequestCode, ResponseCode};
+use rmq_remoting::{connect, BoxFuture, Connection, Reply, RequestHandler, ServerHandle};
+use rmq_store::{MessageStore, StoreConfig};
+
+const T: Duration = Duration::from_secs(5);
+const HALF: &str = "RMQ_SYS_TRANS_HALF_TOPIC";
+const OP: &str = "RMQ_SYS_TRANS_OP_HALF_TOPIC";
+
+struct Env {
+    ctl: BrokerController,
+    server: ServerHandle,
+    store: Arc<MessageStore>,
+    addr: SocketAddr,
+}
+
+async fn start(dir: &Path, reject: bool) -> Env {
+    let sc = StoreConfig::from_pairs([
+        ("mappedFileSizeCommitLog", "1048576"),
+        ("mappedFileSizeConsumeQueue", "4000"),
+        ("maxHashSlotNum", "64"),
+        ("maxIndexNum", "256"),
+        ("flushIntervalCommitLog", "10"),
+        ("flushIntervalConsumeQueue", "10"),
+    ])
+    .unwrap();
+    let cfg = BrokerConfig {
+        config_dir: dir.join("config"),
+        reject_transaction_message: reject,
+        ..BrokerConfig::default()
+    };
+    let store = MessageStore::open(dir.join("store"), sc, cfg.broker_addr).unwrap();
+    let ctl = BrokerController::new(cfg, Arc::clone(&store), None).unwrap();
+    let server = ctl.start("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let addr = server.local_addr();
+    Env {
+        ctl,
+        server,
+        store,
+        addr,
+    }
+}
+
+impl Env {
+    async fn stop(self) {
+        self.ctl.shutdown().unwrap();
+        self.server.shutdown().await;
+        drop(self.ctl);
+        self.store.shutdown().unwrap();
+    }
+
+    /// The messages of a queue from `offset`, decoded (waiting up to 5 s for `want` of them).
+    async fn read(&self, topic: &str, queue: i32, offset: i64, want: usize) -> Vec<MessageExt> {
+        let t0 = Instant::now();
+        loop {
+            let r = self.store.get_message(topic, queue, offset, 32, None);
+            let msgs: Vec<MessageExt> = r
+                .messages
+                .iter()
+                .map(|m| decode_message_at(&Bytes::copy_from_slice(m.bytes()), 0).unwrap())
+                .collect();
+            if msgs.len() >= want || t0.elapsed() > T {
+                return msgs;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+}
+
+fn half_send(topic: &str, queue: i32, group: &str, body: &[u8]) -> RemotingCommand {
+    let mut p = Properties::new();
+    p.put("TAGS", "TagT");
+    p.put("KEYS", "order-1");
+    p.put("UNIQ_KEY", format!("U-{}", String::from_utf8_lossy(body)));
+    p.put("TRAN_MSG", "true");
+    p.put("PGROUP", group);
+    RemotingCommand::request_with_header(
+        RequestCode::SEND_MESSAGE_V2.0,
+        &SendMessageRequestHeaderV2 {
+            a: group.into(),
+            b: topic.into(),
+            c: "TBW102".into(),
+            d: 4,
+            e: queue,
+            f: TRANSACTION_PREPARED_TYPE,
+            g: 1_700_000_000_000,
+            h: 5,
+            i: Some(p.encode()),
+            j: Some(0),
+            k: false,
+            l: None,
+            m: false,
+            n: Some("broker-a".into()),
+        },
+    )
+    .with_body(Bytes::copy_from_slice(body))
+}
+
+async fn send_half(c: &Connection, topic: &str, body: &[u8]) -> SendMessageResponseHeader {
+    let r = c.request(half_send(topic, 2, "PG", body), T).await.unwrap();
+    assert_eq!(r.code, 0, "{:?}", r.remark);
+    SendMessageResponseHeader::from_ext_fields(&r.ext_fields).unwrap()
+}
+
+fn end(sent: &SendMessageResponseHeader, group: &str, state: i32) -> EndTransactionRequestHeader {
+    EndTransactionRequestHeader {
+        producer_group: group.into(),
+        tran_state_table_offset: sent.queue_offset,
+        commit_log_offset: rmq_common::decode_offset_msg_id(&sent.msg_id).unwrap().1,
+        commit_or_rollback: state,
+        from_transaction_check: false,
+        msg_id: "U".into(),
+        transaction_id: None,
+        broker_name: None,
+    }
+}
+
+async fn ask(c: &Connection, h: &EndTransactionRequestHeader) -> RemotingCommand {
+    let req = RemotingCommand::request_with_header(RequestCode::END_TRANSACTION.0, h);
+    c.request(req, T).await.unwrap()
+}
+
+#[tokio::test]
+async fn half_messages_commit_and_rollback() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = start(dir.path(), false).await;
+    let c = connect(env.addr, None, T).await.unwrap();
+
+    let a = send_half(&c, "TxT", b"a").await;
+    let b = send_half(&c, "TxT", b"b").await;
+    // The answer names the real queue and the half queue's offsets.
+    assert_eq!((a.queue_id, a.queue_offset), (2, 0));
+    assert_eq!((b.queue_id, b.queue_offset), (2, 1));
+    let halves = env.read(HALF, 0, 0, 2).await;
+    assert_eq!(halves.len(), 2);
+    let h = &halves[0];
+    assert_eq!(h.properties.get("REAL_TOPIC"), Some("TxT"));
+    assert_eq!(h.properties.get("REAL_QID"), Some("2"));
+    assert_eq!(transaction_value(h.sys_flag), TRANSACTION_NOT_TYPE);
+    assert_eq!(env.store.get_max_offset_in_queue("TxT", 2), 0);
+
+    // The header must name the half message.
+    let mut wrong = end(&a, "OtherGroup", TRANSACTION_COMMIT_TYPE);
+    let r = ask(&c, &wrong).await;
+    assert_eq!(r.code, ResponseCode::SYSTEM_ERROR.0);
+    assert!(r.remark.unwrap().contains("producer group wrong"));
+    wrong = end(&a, "PG", TRANSACTION_COMMIT_TYPE);
+    wrong.tran_state_table_offset = 7;
+    let r = ask(&c, &wrong).await;
+    assert!(r.remark.unwrap().contains("state table offset wrong"));
+    wrong = end(&a, "PG", TRANSACTION_COMMIT_TYPE);
+    wrong.commit_log_offset += 1;
+    let r = ask(&c, &wrong).await;
+    assert_eq!(r.code, ResponseCode::SYSTEM_ERROR.0);
+
+    // Unknown: no answer, nothing written (sent oneway, as producers do).
+    let unknown = RemotingCommand::request_with_header(
+        RequestCode::END_TRANSACTION.0,
+        &end(&a, "PG", TRANSACTION_NOT_TYPE),
+    );
+    c.oneway(unknown).await.unwrap();
+
+    // Commit a: it appears in its topic, without the transaction properties.
+    let r = ask(&c, &end(&a, "PG", TRANSACTION_COMMIT_TYPE)).await;
+    assert_eq!(r.code, 0, "{:?}", r.remark);
+    let got = env.read("TxT", 2, 0, 1).await;
+    assert_eq!(got.len(), 1);
+    let m = &got[0];
+    assert_eq!(&m.body[..], b"a");
+    assert_eq!(m.flag, 5);
+    assert_eq!(m.properties.get("PGROUP"), Some("PG"));
+    assert_eq!(m.properties.get("UNIQ_KEY"), Some("U-a"));
+    assert_eq!(m.properties.get("TAGS"), Some("TagT"));
+    for gone in ["TRAN_MSG", "REAL_TOPIC", "REAL_QID"] {
+        assert_eq!(m.properties.get(gone), None, "{gone}");
+    }
+    assert_eq!(transaction_value(m.sys_flag), TRANSACTION_COMMIT_TYPE);
+    assert_eq!(m.prepared_transaction_offset, h.commit_log_offset);
+
+    // Roll back b: only an op record.
+    let r = ask(&c, &end(&b, "PG", TRANSACTION_ROLLBACK_TYPE)).await;
+    assert_eq!(r.code, 0, "{:?}", r.remark);
+    let ops = env.read(OP, 0, 0, 2).await;
+    let op_bodies: Vec<&[u8]> = ops.iter().map(|m| &m.body[..]).collect();
+    assert_eq!(op_bodies, [&b"0"[..], &b"1"[..]]);
+    assert!(ops.iter().all(|m| m.tags() == Some("d")));
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(env.store.get_max_offset_in_queue("TxT", 2), 1);
+
+    // An offset that is not a half message.
+    let mut not_half = end(&a, "PG", TRANSACTION_COMMIT_TYPE);
+    not_half.commit_log_offset = m.commit_log_offset;
+    let r = ask(&c, &not_half).await;
+    assert_eq!(r.code, ResponseCode::SYSTEM_ERROR.0);
+    assert!(r.remark.unwrap().contains("not a half message"));
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn reject_transaction_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = start(dir.path(), true).await;
+    let c = connect(env.addr, None, T).await.unwrap();
+    let r = c.request(half_send("TxR", 0, "PG", b"x"), T).await.unwrap();
+    assert_eq!(r.code, ResponseCode::NO_PERMISSION.0);
+    assert!(r
+        .remark
+        .unwrap()
+        .contains("transaction message is forbidden"));
+    env.stop().await;
+}
+
+#[derive(Default)]
+struct Recorder(Mutex<Vec<RemotingCommand>>);
+
+impl RequestHandler for Recorder {
+    fn handle(&self, _c: Connection, req: RemotingCommand) -> BoxFuture<Option<Reply>> {
+        self.0.lock().unwrap().push(req);
+        Box::pin(async { None })
+    }
+}
+
+#[tokio::test]
+async fn check_transaction_state_goes_to_a_producer_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = start(dir.path(), false).await;
+    let rec = Arc::new(Recorder::default());
+    let producer = connect(env.addr, Some(rec.clone() as Arc<dyn RequestHandler>), T)
+        .await
+        .unwrap();
+    let hb = HeartbeatData {
+        client_id: "10.0.0.9@p".into(),
+        producer_data_set: vec![ProducerData {
+            group_name: "PG".into(),
+        }],
+        consumer_data_set: vec![],
+    };
+    let r = producer
+        .request(
+            RemotingCommand::new_request(RequestCode::HEART_BEAT.0, Default::default())
+                .with_body(hb.to_json_bytes().unwrap()),
+            T,
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.code, 0);
+    let sent = send_half(&producer, "TxC", b"c").await;
+    let half_offset = rmq_common::decode_offset_msg_id(&sent.msg_id).unwrap().1;
+
+    let channels = env.ctl.broker().producers.channels("PG");
+    assert_eq!(channels.len(), 1);
+    assert_eq!(channels[0].client_id, "10.0.0.9@p");
+    let conn_id = channels[0].conn.id();
+    assert!(env
+        .ctl
+        .check_transaction_state(conn_id, half_offset)
+        .await
+        .unwrap());
+    // Not a producer connection, or no half there.
+    assert!(!env
+        .ctl
+        .check_transaction_state(conn_id + 1000, half_offset)
+        .await
+        .unwrap());
+    assert!(env
+        .ctl
+        .check_transaction_state(conn_id, half_offset + 1)
+        .await
+        .is_err());
+
+    let t0 = Instant::now();
+    while rec.0.lock().unwrap().is_empty() {
+        assert!(t0.elapsed() < T, "no check arrived");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let check = rec.0.lock().unwrap().remove(0);
+    assert_eq!(check.code, RequestCode::CHECK_TRANSACTION_STATE.0);
+    assert!(check.is_oneway());
+    let h = CheckTransactionStateRequestHeader::from_ext_fields(&check.ext_fields).unwrap();
+    assert_eq!(h.commit_log_offset, half_offset);
+    assert_eq!(h.tran_state_table_offset, sent.queue_offset);
+    assert_eq!(h.msg_id.as_deref(), Some("U-c"));
+    assert_eq!(h.transaction_id.as_deref(), Some("U-c"));
+    assert_eq!(h.offset_msg_id.as_deref(), Some(sent.msg_id.as_str()));
+    let m = decode_message_at(check.body.as_ref().unwrap(), 0).unwrap();
+    assert_eq!((m.topic.as_str(), m.queue_id), ("TxC", 2));
+    assert_eq!(m.properties.get("PGROUP"), Some("PG"));
+    assert_eq!(&m.body[..], b"c");
+
+    // A closed producer connection leaves the group.
+    producer.close();
+    let t0 = Instant::now();
+    while !env.ctl.broker().producers.channels("PG").is_empty() {
+        assert!(t0.elapsed() < T, "closed producer still registered");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    env.stop().await;
+}
