@@ -401,8 +401,7 @@ def test_ordered_messages_per_sharding_key(cluster: Cluster) -> None:
                 key, seq = m.body.decode().split(":")
                 seen[key].append(int(seq))
 
-    consumers = []
-    for i in range(2):
+    def orderly_consumer(i: int) -> rmq.PushConsumer:
         c = rmq.PushConsumer(
             "cg-order",
             cluster.namesrv,
@@ -412,7 +411,9 @@ def test_ordered_messages_per_sharding_key(cluster: Cluster) -> None:
         )
         c.subscribe("Ordered")
         c.register_message_listener_orderly(orderly)
-        consumers.append(c.start())
+        return c.start()
+
+    consumers = [orderly_consumer(0), orderly_consumer(1)]
     try:
         with rmq.Producer("pg-order", cluster.namesrv) as producer:
 
@@ -426,17 +427,24 @@ def test_ordered_messages_per_sharding_key(cluster: Cluster) -> None:
             threads = [threading.Thread(target=produce, args=(t,)) for t in range(3)]
             for t in threads:
                 t.start()
-            # A consumer leaves in the middle; the other takes its queues over, in order.
+            # Consumers join and leave while messages flow; queues change hands in order.
             time.sleep(0.3)
+            consumers.append(orderly_consumer(2))
+            time.sleep(0.5)
             consumers[0].shutdown()
             for t in threads:
                 t.join()
         wait_until(lambda: sum(len(v) for v in seen.values()) >= 1200, "1200 ordered messages")
+        time.sleep(0.5)
         with lock:
             for key, seqs in seen.items():
-                deduped = [s for i, s in enumerate(seqs) if i == 0 or s != seqs[i - 1]]
-                assert deduped == sorted(deduped), f"{key} out of order: {seqs}"
-                assert set(seqs) == set(range(100)), key
+                # At least once: a replayed stretch may repeat, but first deliveries are in
+                # send order with nothing skipped.
+                first: list[int] = []
+                for s in seqs:
+                    if s not in first:
+                        first.append(s)
+                assert first == list(range(100)), f"{key} out of order: {seqs}"
     finally:
         for c in consumers:
             c.shutdown()
@@ -521,3 +529,45 @@ def test_a_new_group_on_a_young_queue_reads_it_from_the_start(cluster: Cluster) 
     finally:
         consumer.shutdown()
     assert sorted(got.bodies()) == sorted(b"%d" % i for i in range(20))
+
+
+def test_orderly_message_goes_to_the_dlq_after_max_reconsume_times(cluster: Cluster) -> None:
+    """An orderly listener that keeps failing one message: it is retried in place, then moved
+    to %DLQ%<group>, and the queue moves on past it in order."""
+    cluster.create_topic("OrderedDlq", queues=1, order=True)
+    attempts: dict[bytes, int] = defaultdict(int)
+    done: list[bytes] = []
+
+    def orderly(msgs: list[StoredMessage]) -> rmq.ConsumeOrderlyStatus:
+        m = msgs[0]
+        attempts[m.body] += 1
+        if m.body == b"poison":
+            return rmq.ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+        done.append(m.body)
+        return rmq.ConsumeOrderlyStatus.SUCCESS
+
+    with rmq.Producer("pg-odlq", cluster.namesrv) as producer:
+        for body in (b"a", b"poison", b"b"):
+            producer.send(rmq.Message("OrderedDlq", body))
+    c = rmq.PushConsumer(
+        "cg-odlq",
+        cluster.namesrv,
+        consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+        max_reconsume_times=2,
+        suspend_current_queue_time_millis=100,
+        **FAST,  # type: ignore[arg-type]
+    )
+    c.subscribe("OrderedDlq")
+    c.register_message_listener_orderly(orderly)
+    c.start()
+    try:
+        wait_until(lambda: done == [b"a", b"b"], "the queue to move past the poison message")
+    finally:
+        c.shutdown()
+    assert attempts[b"poison"] == 3  # the first try and max_reconsume_times retries
+    inst = rmq._rmq.ClientInstance(cluster.namesrv)
+    try:
+        dlq = rmq.MessageQueue("%DLQ%cg-odlq", "broker-a", 0)
+        wait_until(lambda: inst.max_offset(dlq) == 1, "the poison message in the DLQ")
+    finally:
+        inst.shutdown()

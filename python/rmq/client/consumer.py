@@ -428,11 +428,16 @@ class PushConsumer:
         if pq is None:
             return
         pq.dropped = True
-        self._store.persist_all([mq])
-        self._store.remove(mq)
         if self.orderly and self.message_model is MessageModel.CLUSTERING:
-            with pq.consume_lock:  # let a batch in flight finish first
+            # Hand the queue over exactly: the batch in flight finishes and commits, its
+            # offset reaches the broker, and only then is the lock released for the next owner.
+            with pq.consume_lock:
+                self._store.persist_all([mq], wait=True)
+                self._store.remove(mq)
                 self._unlock([mq], oneway=True)
+        else:
+            self._store.persist_all([mq])
+            self._store.remove(mq)
         log.info("%s: no longer consuming %s", self.group, mq)
 
     def _by_broker(self, mqs: Sequence[MessageQueue]) -> dict[str, list[MessageQueue]]:
@@ -643,7 +648,7 @@ class PushConsumer:
                     self._schedule_orderly(mq, pq, self.suspend_s)
                     return
                 offset = pq.commit()
-                if offset >= 0 and not pq.dropped:
+                if offset >= 0:  # even when dropped meanwhile: _drop persists it next
                     self._store.update(mq, offset, increase_only=True)
 
     def _keep_suspending(
