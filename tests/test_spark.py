@@ -396,6 +396,30 @@ def test_stream_write_through_the_streaming_sink(
     assert bytes(r["body"]) == f"event-{i}-".ljust(100, "x").encode()
 
 
+def test_topic_column_and_sharding_key_keep_each_key_in_order(
+    spark: SparkSession, cluster: SparkCluster
+) -> None:
+    cluster.create_topic("SparkOrdersA", queues=4, brokers=["broker-a"])
+    cluster.create_topic("SparkOrdersB", queues=4, brokers=["broker-a"])
+    i = F.col("id")
+    df = spark.range(0, 4000, numPartitions=1).select(
+        F.when(i % 2 == 0, F.lit("SparkOrdersA")).otherwise(F.lit(None)).alias("topic"),
+        (i % 10).cast("string").alias("customer"),
+        i.cast("string").alias("body"),  # a string body is sent as its UTF-8 bytes
+    )
+    write(df, cluster.namesrv, "SparkOrdersB", shardingKeyColumn="customer", batchSize="64")
+    rows = read(spark, cluster.namesrv, "SparkOrdersA,SparkOrdersB").collect()
+    assert len(rows) == 4000
+    by_key: dict[tuple[str, int], list[tuple[int, int, int]]] = {}
+    for r in rows:
+        n = int(bytes(r["body"]))
+        assert r["topic"] == ("SparkOrdersA" if n % 2 == 0 else "SparkOrdersB")
+        by_key.setdefault((r["topic"], n % 10), []).append((r["queue_offset"], n, r["queue_id"]))
+    for entries in by_key.values():
+        assert len({q for _, _, q in entries}) == 1  # one queue per key
+        assert [n for _, n, _ in sorted(entries)] == sorted(n for _, n, _ in entries)  # in order
+
+
 def test_a_retried_task_resends_with_the_same_msg_ids(
     spark: SparkSession, cluster: SparkCluster
 ) -> None:
