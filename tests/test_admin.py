@@ -35,7 +35,7 @@ from rmq.admin.commands.consumer import version_desc
 from rmq.admin.output import parse_timestamp, table
 from rmq.client.message_queue import MessageQueue
 from rmq.codes import RequestCode, ResponseCode
-from test_broker_cli import BrokerProcess, free_port
+from test_broker_cli import TEST_STORE_CONF, BrokerProcess, free_port
 
 CLUSTER = "AdminCluster"
 BROKER_NAME = "broker-admin"
@@ -144,7 +144,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         "brokerIP1 = 127.0.0.1\n"
         f"listenPort = {port}\n"
         f"storePathRootDir = {tmp / 'store'}\n"
-        "mappedFileSizeCommitLog = 1048576\n"
+        "mappedFileSizeCommitLog = 1048576\n" + TEST_STORE_CONF
     )
     broker = BrokerProcess("-c", str(conf), cwd=tmp)  # embedded nameserver on a free port
     try:

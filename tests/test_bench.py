@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from rmq.bench.stats import Histogram, RecorderSet, bucket_bounds, bucket_index
-from test_broker_cli import BrokerProcess, free_port
+from test_broker_cli import TEST_STORE_CONF, BrokerProcess, free_port
 
 RUN_TIMEOUT_S = 60
 
@@ -31,7 +31,7 @@ def namesrv_addr(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "brokerIP1 = 127.0.0.1\n"
         f"listenPort = {free_port()}\n"
         f"storePathRootDir = {tmp / 'store'}\n"
-        "mappedFileSizeCommitLog = 4194304\n"
+        "mappedFileSizeCommitLog = 4194304\n" + TEST_STORE_CONF
     )
     ns_port = free_port()
     proc = BrokerProcess("-c", str(conf), "--namesrv-port", str(ns_port), cwd=tmp)

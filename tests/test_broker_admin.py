@@ -27,7 +27,7 @@ from rmq._rmq import RemotingClient, RemotingResponse, decode_messages
 from rmq.broker.admin_handler import RUNTIME_KEYS, BrokerAdminHandler
 from rmq.codes import RequestCode, ResponseCode
 from rmq.config import load_broker_config, parse_properties
-from test_broker_cli import BrokerProcess, free_port
+from test_broker_cli import TEST_STORE_CONF, BrokerProcess, free_port
 from test_broker_wire import route, send_v2
 
 # fastjson writes Map<MessageQueue, V> with the MessageQueue object as the key.
@@ -130,7 +130,7 @@ CONF = (
     "mappedFileSizeCommitLog = 1048576\n"
     "brokerPermission = 6\n"
     "registerNameServerPeriod = 10000\n"
-)
+) + TEST_STORE_CONF
 
 
 def start_broker(tmp_path: Path, ns_addr: str, conf: Path) -> BrokerProcess:

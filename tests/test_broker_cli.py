@@ -19,6 +19,17 @@ BANNER = "store open at"
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 60.0
 
+# Store keys every test broker adds: small ConsumeQueue and IndexFile files (the defaults, 6 MB
+# per queue and 420 MB per index, are allocated up front and fill /tmp over a run) and the disk
+# guards at 99 %, so a busy shared disk does not make the test's own writes be refused.
+TEST_STORE_CONF = (
+    "mappedFileSizeConsumeQueue = 6000\n"
+    "maxHashSlotNum = 5000\n"
+    "maxIndexNum = 20000\n"
+    "diskSpaceWarningLevelRatio = 99\n"
+    "diskSpaceCleanForciblyRatio = 99\n"
+)
+
 
 def free_port() -> int:
     """A port nothing listens on now (the broker binds it moments later)."""
@@ -112,7 +123,7 @@ def broker_conf(tmp_path: Path) -> Path:
         "brokerIP1 = 127.0.0.1\n"
         f"listenPort = {free_port()}\n"
         f"storePathRootDir = {tmp_path / 'store'}\n"
-        "mappedFileSizeCommitLog = 1048576\n"
+        "mappedFileSizeCommitLog = 1048576\n" + TEST_STORE_CONF
     )
     return conf
 

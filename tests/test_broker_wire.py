@@ -17,7 +17,7 @@ import pytest
 
 from rmq._rmq import RemotingClient, decode_messages
 from rmq.codes import RequestCode, ResponseCode
-from test_broker_cli import BrokerProcess, free_port
+from test_broker_cli import TEST_STORE_CONF, BrokerProcess, free_port
 
 PULL_FLAG_SUSPEND = 0x2
 PULL_FLAG_SUBSCRIPTION = 0x4
@@ -37,7 +37,7 @@ def broker(
         f"listenPort = {port}\n"
         f"storePathRootDir = {tmp_path / 'store'}\n"
         "mappedFileSizeCommitLog = 1048576\n"
-        "registerNameServerPeriod = 10000\n"
+        "registerNameServerPeriod = 10000\n" + TEST_STORE_CONF
     )
     proc = BrokerProcess("-c", str(conf), "-n", ns_addr, cwd=tmp_path)
     try:

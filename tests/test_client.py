@@ -21,7 +21,7 @@ from rmq._rmq import RemotingClient, StoredMessage
 from rmq.client import select_by_sharding_key
 from rmq.codes import RequestCode
 from rmq.errors import MessageIllegalError, RemotingConnectError, RmqError, TopicNotExistError
-from test_broker_cli import BrokerProcess, free_port
+from test_broker_cli import TEST_STORE_CONF, BrokerProcess, free_port
 
 FAST = {"rebalance_interval_ms": 1000, "persist_consumer_offset_interval": 500}
 
@@ -44,7 +44,7 @@ class Cluster:
             f"listenPort = {port}\n"
             f"storePathRootDir = {self.tmp / name}\n"
             "mappedFileSizeCommitLog = 4194304\n"
-            "registerNameServerPeriod = 2000\n"
+            "registerNameServerPeriod = 2000\n" + TEST_STORE_CONF
         )
         proc = BrokerProcess("-c", str(conf), "-n", self.namesrv, cwd=self.tmp)
         proc.wait_for("listening on")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from test_broker_cli import BrokerProcess, free_port
+from test_broker_cli import TEST_STORE_CONF, BrokerProcess, free_port
 
 sys.path.insert(0, str(Path(__file__).parent / "compat"))
 from run_java_compat import run_check
@@ -30,7 +30,7 @@ def broker_addr(tmp_path: Path, namesrv: tuple[subprocess.Popen[str], str]) -> I
         "brokerIP1 = 127.0.0.1\n"
         f"listenPort = {port}\n"
         f"storePathRootDir = {tmp_path / 'store'}\n"
-        "mappedFileSizeCommitLog = 67108864\n"
+        "mappedFileSizeCommitLog = 67108864\n" + TEST_STORE_CONF
     )
     proc = BrokerProcess("-c", str(conf), "-n", ns_addr, cwd=tmp_path)
     try:

@@ -23,6 +23,7 @@ WRITER_CONFIG = {
     "mappedFileSizeConsumeQueue": "6000",
     "maxHashSlotNum": "1024",
     "maxIndexNum": "8192",
+    "diskSpaceWarningLevelRatio": "99",  # a busy shared /tmp must not refuse test writes
 }
 
 # The writer acknowledges each message on stdout only after put_message returned.

@@ -29,7 +29,7 @@ from rmq._rmq import MessageStore, RemotingClient, StoredMessage
 from rmq.codes import RequestCode
 from rmq.config import load_broker_config
 from rmq.scheduling.delay import BATCH_UNITS, load_delay_offsets
-from test_broker_cli import BrokerProcess, free_port
+from test_broker_cli import TEST_STORE_CONF, BrokerProcess, free_port
 from test_client import Cluster, push_consumer, wait_until
 
 
@@ -51,7 +51,7 @@ class DelayCluster(Cluster):
             "brokerIP1 = 127.0.0.1\n"
             f"listenPort = {self.port}\n"
             f"storePathRootDir = {self.root}\n"
-            "mappedFileSizeCommitLog = 4194304\n" + extra
+            "mappedFileSizeCommitLog = 4194304\n" + TEST_STORE_CONF + extra
         )
         return self.restart()
 

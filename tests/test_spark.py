@@ -33,7 +33,7 @@ import rmq
 from rmq._rmq import ClientInstance, RemotingClient
 from rmq.codes import RequestCode
 from rmq.errors import RmqError
-from test_broker_cli import BrokerProcess, free_port
+from test_broker_cli import TEST_STORE_CONF, BrokerProcess, free_port
 
 ROWS = 200_000
 
@@ -72,7 +72,7 @@ class SparkCluster:
             f"listenPort = {port}\n"
             f"storePathRootDir = {self.tmp / name}\n"
             "mappedFileSizeCommitLog = 67108864\n"
-            "registerNameServerPeriod = 2000\n" + extra
+            "registerNameServerPeriod = 2000\n" + TEST_STORE_CONF + extra
         )
         proc = BrokerProcess("-c", str(conf), "-n", self.namesrv, cwd=self.tmp)
         proc.wait_for("listening on")

@@ -21,6 +21,7 @@ SMALL = {
     "mappedFileSizeConsumeQueue": "400",
     "maxHashSlotNum": "64",
     "maxIndexNum": "256",
+    "diskSpaceWarningLevelRatio": "99",  # a busy shared /tmp must not refuse test writes
 }
 
 

@@ -20,7 +20,7 @@ import pytest
 import rmq
 from rmq import LocalTransactionState, StoredMessage
 from rmq.errors import ConfigError
-from test_broker_cli import BrokerProcess, free_port
+from test_broker_cli import TEST_STORE_CONF, BrokerProcess, free_port
 from test_client import Cluster, Collector, push_consumer, wait_until
 
 COMMIT = LocalTransactionState.COMMIT_MESSAGE
@@ -45,7 +45,7 @@ class TxCluster(Cluster):
             f"listenPort = {self.port}\n"
             f"storePathRootDir = {tmp / 'broker-a'}\n"
             "mappedFileSizeCommitLog = 4194304\n"
-            "registerNameServerPeriod = 2000\n" + extra
+            "registerNameServerPeriod = 2000\n" + TEST_STORE_CONF + extra
         )
         self.start()
 

@@ -58,7 +58,14 @@ class FakeServer:
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[MessageStore]:
-    with MessageStore(str(tmp_path), {"mappedFileSizeCommitLog": "1048576"}) as s:
+    config = {
+        "mappedFileSizeCommitLog": "1048576",
+        "mappedFileSizeConsumeQueue": "6000",
+        "maxHashSlotNum": "64",
+        "maxIndexNum": "256",
+        "diskSpaceWarningLevelRatio": "99",  # a busy shared /tmp must not refuse test writes
+    }
+    with MessageStore(str(tmp_path), config) as s:
         yield s
 
 
