@@ -19,7 +19,7 @@ import pytest
 
 import rmq
 from rmq import LocalTransactionState, StoredMessage
-from rmq.errors import ConfigError
+from rmq.errors import ConfigError, MessageIllegalError
 from test_broker_cli import TEST_STORE_CONF, BrokerProcess, free_port
 from test_client import Cluster, Collector, push_consumer, wait_until
 
@@ -196,6 +196,49 @@ def test_unknown_is_checked_and_committed(cluster: TxCluster) -> None:
         assert got.msgs[0].body == b"decided later" and got.msgs[0].msg_id == r.msg_id
         time.sleep(2.5)
         assert checks.count() == 1 and len(got.bodies()) == 1
+    finally:
+        p.shutdown()
+        consumer.shutdown()
+
+
+def test_a_transactional_batch_parks_every_message_until_each_is_ended(
+    cluster: TxCluster,
+) -> None:
+    """rmq's extension: a batch flagged as a transaction is stored as one half message per
+    entry; END_TRANSACTION requests end them one by one, and the open ones are checked."""
+    got = Collector()
+    consumer = push_consumer(cluster, "cg-tx-batch", "TxTopic", got)
+    checks = Checks(lambda n, m: ROLLBACK if m.body.startswith(b"open") else UNKNOW)
+    p = producer(cluster, "pg-tx-batch", lambda m, a: COMMIT, checks)
+
+    def batch(name: str, n: int) -> list[rmq.Message]:
+        props = {"TRAN_MSG": "true", "PGROUP": "pg-tx-batch"}
+        return [rmq.Message("TxTopic", f"{name}-{i}".encode(), properties=props) for i in range(n)]
+
+    def halves(r: rmq.SendResult) -> tuple[rmq.MessageQueue, str, str, int]:
+        return (r.queue, r.offset_msg_id, r.msg_id, r.queue_offset)
+
+    try:
+        queue = p.fetch_publish_message_queues("TxTopic")[0]
+        kept = p.native.send_batch(batch("kept", 5), queue)
+        dropped = p.native.send_batch(batch("dropped", 4), queue)
+        p.native.send_batch(batch("open", 3), queue)
+        assert len(kept.offset_msg_id.split(",")) == 5
+        time.sleep(1.0)
+        assert got.bodies() == [], "halves are not delivered"
+        assert p.native.end_transactions([halves(kept)], "COMMIT_MESSAGE") == 5
+        assert p.native.end_transactions([halves(dropped)], "ROLLBACK_MESSAGE") == 4
+        wait_until(lambda: len(got.bodies()) == 5, "the committed batch")
+        wait_until(
+            lambda: {m.body for m in checks.asked} >= {b"open-0", b"open-1", b"open-2"},
+            "a check of each open half",
+        )
+        time.sleep(2.5)  # two more check rounds: nothing else is delivered
+        assert sorted(got.bodies()) == [f"kept-{i}".encode() for i in range(5)]
+        assert {m.msg_id for m in got.msgs} == set(kept.msg_id.split(","))
+        assert not any(m.body.startswith(b"dropped") for m in checks.asked)
+        with pytest.raises(MessageIllegalError, match="all transactional messages"):
+            p.native.send_batch([*batch("mixed", 1), rmq.Message("TxTopic", b"plain")], queue)
     finally:
         p.shutdown()
         consumer.shutdown()

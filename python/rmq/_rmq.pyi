@@ -524,6 +524,12 @@ class NativeProducer:
     def end_transaction(self, result: SendResult, state: str, remark: str | None = None) -> None:
         """END_TRANSACTION (oneway) for the half message ``result`` was sent as; ``state`` is
         ``COMMIT_MESSAGE``, ``ROLLBACK_MESSAGE`` or ``UNKNOW``."""
+    def end_transactions(
+        self, halves: Sequence[tuple[MessageQueue, str, str, int]], state: str
+    ) -> int:
+        """End the halves of transactional batch sends, each ``(queue, offset_msg_id, msg_id,
+        queue_offset)`` as the batch's SendResult has them, one END_TRANSACTION request per
+        half. Returns how many were ended; raises the first failure after sending all."""
     def end_transaction_from_check(
         self,
         broker_addr: str,

@@ -23,7 +23,9 @@
 
 use bytes::Bytes;
 use rmq_common::properties::{find_property, PropertyKey};
-use rmq_common::sys_flag::{reset_transaction_value, TRANSACTION_NOT_TYPE};
+use rmq_common::sys_flag::{
+    reset_transaction_value, transaction_value, TRANSACTION_NOT_TYPE, TRANSACTION_PREPARED_TYPE,
+};
 use rmq_common::Properties;
 use rmq_protocol::header::{CheckTransactionStateRequestHeader, SendMessageRequestHeader};
 use rmq_protocol::message_decoder::{decode_message_at, encode_record, MessageExt};
@@ -144,6 +146,51 @@ pub(crate) fn half_for_send(
         ));
     }
     Ok(Some(HalfMessage::new(properties, &h.topic, queue_id)))
+}
+
+/// The batch send path's hook. RocketMQ refuses transactional batches; rmq stores a batch
+/// whose header carries the TRANSACTION_PREPARED sys flag as one half message per entry (in
+/// one append, so their half-queue offsets are consecutive), which lets a producer park many
+/// messages in one request and end each transaction on its own. A batch without the flag must
+/// not hold a transactional message: it would be delivered at once.
+///
+/// # Errors
+/// MESSAGE_ILLEGAL for a batch that mixes the two kinds; NO_PERMISSION when
+/// `rejectTransactionMessage` is set.
+pub(crate) fn halves_for_batch(
+    b: &Broker,
+    req: &RemotingCommand,
+    h: &SendMessageRequestHeader,
+    queue_id: i32,
+    properties: &[&[u8]],
+) -> Result<Vec<HalfMessage>, RemotingCommand> {
+    let flagged = transaction_value(h.sys_flag) == TRANSACTION_PREPARED_TYPE;
+    let illegal =
+        |remark: String| crate::processor::response(req, ResponseCode::MESSAGE_ILLEGAL, remark);
+    let odd = properties
+        .iter()
+        .position(|p| is_half_message(p, h.reconsume_times.unwrap_or(0)) != flagged);
+    match odd {
+        None if !flagged => return Ok(Vec::new()),
+        None => {}
+        Some(i) if flagged => {
+            return Err(illegal(format!(
+                "the batch is flagged as a transaction but its message {i} is not transactional \
+                 (no TRAN_MSG=true): a transactional batch holds transactional messages only"
+            )))
+        }
+        Some(i) => {
+            return Err(illegal(format!(
+                "message {i} of the batch is transactional (TRAN_MSG=true) but the batch is not \
+                 flagged as a transaction (TRANSACTION_PREPARED sys flag); send it on its own"
+            )))
+        }
+    }
+    let mut halves = Vec::with_capacity(properties.len());
+    for p in properties {
+        halves.extend(half_for_send(b, req, h, queue_id, p)?);
+    }
+    Ok(halves)
 }
 
 /// The half message stored at `commit_log_offset` (`lookMessageByOffset`).

@@ -27,4 +27,4 @@ pub use error::{ClientError, Result};
 pub use instance::{ClientConfig, ClientInstance, ClientListener, TopicRoute};
 pub use message::{Message, SendResult, SendStatus};
 pub use producer::{Producer, ProducerConfig};
-pub use transaction::{HalfMessageSent, LocalTransactionState};
+pub use transaction::{HalfBatchSent, HalfMessageSent, LocalTransactionState};

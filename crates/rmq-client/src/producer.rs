@@ -180,19 +180,15 @@ impl Producer {
         check_message(&msg, self.config.max_message_size)?;
         let msg_id = msg.ensure_uniq_id();
         let mut sys = 0;
+        if is_transactional(&msg) {
+            sys |= sys_flag::TRANSACTION_PREPARED_TYPE;
+        }
         let mut body = msg.body;
         if body.len() > self.config.compress_over {
             if let Some(z) = compress(&body, self.config.compress_level) {
                 body = z;
                 sys |= sys_flag::COMPRESSED_FLAG;
             }
-        }
-        if msg
-            .properties
-            .get(PropertyKey::TRANSACTION_PREPARED)
-            .is_some_and(|v| v == "true")
-        {
-            sys |= sys_flag::TRANSACTION_PREPARED_TYPE;
         }
         let retry = msg.topic.starts_with("%RETRY%");
         let int_prop = |p: &Properties, k| p.get(k).and_then(|v: &str| v.parse().ok());
@@ -218,9 +214,17 @@ impl Producer {
             return Err(ClientError::IllegalMessage("the batch is empty".to_owned()));
         };
         let topic = first.topic.clone();
+        // A batch of transactional messages is parked as half messages, one per entry (rmq's
+        // brokers accept it; RocketMQ's refuse it, rather than deliver the halves at once).
+        let transactional = is_transactional(first);
         let mut body = BytesMut::new();
         let mut ids = String::new();
         for mut m in msgs {
+            if is_transactional(&m) != transactional {
+                return Err(ClientError::IllegalMessage(
+                    "a batch is all transactional messages (TRAN_MSG=true) or none".to_owned(),
+                ));
+            }
             if m.topic != topic {
                 return Err(ClientError::IllegalMessage(format!(
                     "a batch goes to one topic; it mixes {topic:?} and {:?}",
@@ -256,7 +260,11 @@ impl Producer {
             topic,
             body: body.freeze(),
             properties: String::new(),
-            sys_flag: 0,
+            sys_flag: if transactional {
+                sys_flag::TRANSACTION_PREPARED_TYPE
+            } else {
+                0
+            },
             flag: 0,
             batch: true,
             msg_id: ids,
@@ -501,4 +509,11 @@ impl Producer {
                 .unwrap_or_else(|| "DefaultRegion".to_owned()),
         })
     }
+}
+
+/// Whether `msg` is a half message to be (`TRAN_MSG=true`).
+fn is_transactional(msg: &Message) -> bool {
+    msg.properties
+        .get(PropertyKey::TRANSACTION_PREPARED)
+        .is_some_and(|v| v == "true")
 }

@@ -88,7 +88,115 @@ impl From<&SendResult> for HalfMessageSent {
     }
 }
 
+/// The half messages one transactional batch send parked (rmq's extension: one
+/// SEND_BATCH_MESSAGE flagged as a transaction), from its [`SendResult`].
+#[derive(Debug, Clone)]
+pub struct HalfBatchSent {
+    /// The queue the batch was sent to (its broker holds the halves).
+    pub queue: MessageQueue,
+    /// The halves' offset ids, comma separated, in batch order.
+    pub offset_msg_ids: String,
+    /// The halves' unique ids, comma separated, in batch order.
+    pub msg_ids: String,
+    /// The first half's offset in the half topic's queue; the others follow it.
+    pub queue_offset: i64,
+}
+
+/// END_TRANSACTIONs [`Producer::end_transactions`] keeps in flight.
+const END_TRANSACTIONS_IN_FLIGHT: usize = 256;
+
 impl Producer {
+    /// The address of the master that holds halves sent to `queue`: from the route, or from
+    /// the offset id `id` (which names the store host) when the route does not know it.
+    async fn half_broker_addr(&self, queue: &MessageQueue, id: &str) -> Result<(String, i64)> {
+        let (store_host, commit_log_offset) = rmq_common::decode_offset_msg_id(id)
+            .map_err(|e| ClientError::IllegalMessage(format!("offset message id {id:?}: {e}")))?;
+        let broker_name = &queue.broker_name;
+        let addr = match self.instance().master_addr(broker_name) {
+            Ok(a) => a,
+            Err(_) => match self.instance().update_route(&queue.topic).await {
+                Ok(_) => self.instance().master_addr(broker_name)?,
+                Err(_) => store_host.to_string(),
+            },
+        };
+        Ok((addr, commit_log_offset))
+    }
+
+    /// End every half of `sent` as `state` says, each with its own END_TRANSACTION, up to
+    /// 256 in flight. Unlike [`end_transaction`](Self::end_transaction) these are requests:
+    /// when this returns `Ok`, every broker has stored the outcome. Returns how many halves
+    /// were ended.
+    ///
+    /// # Errors
+    /// Ids that do not decode, or the first failed END_TRANSACTION (the others are still
+    /// sent; the broker checks back the ones that failed).
+    pub async fn end_transactions(
+        &self,
+        sent: &[HalfBatchSent],
+        state: LocalTransactionState,
+    ) -> Result<usize> {
+        let mut tasks = tokio::task::JoinSet::new();
+        let mut first_error: Option<ClientError> = None;
+        let mut ended = 0;
+        let mut settle =
+            |r: Option<std::result::Result<Result<RemotingCommand>, tokio::task::JoinError>>| {
+                match r {
+                    Some(Ok(Ok(_))) => ended += 1,
+                    Some(Ok(Err(e))) => {
+                        first_error.get_or_insert(e);
+                    }
+                    // Only a runtime shutting down cancels the tasks.
+                    Some(Err(_)) => {
+                        first_error.get_or_insert(ClientError::Shutdown);
+                    }
+                    None => {}
+                }
+            };
+        for batch in sent {
+            let offsets: Vec<&str> = batch.offset_msg_ids.split(',').collect();
+            let ids: Vec<&str> = batch.msg_ids.split(',').collect();
+            if offsets.len() != ids.len() {
+                return Err(ClientError::IllegalMessage(format!(
+                    "{} offset ids but {} message ids for one batch of halves",
+                    offsets.len(),
+                    ids.len()
+                )));
+            }
+            let (addr, _) = self.half_broker_addr(&batch.queue, offsets[0]).await?;
+            for (i, (offset_id, msg_id)) in offsets.iter().zip(&ids).enumerate() {
+                let (_, commit_log_offset) =
+                    rmq_common::decode_offset_msg_id(offset_id).map_err(|e| {
+                        ClientError::IllegalMessage(format!("offset message id {offset_id:?}: {e}"))
+                    })?;
+                let header = EndTransactionRequestHeader {
+                    producer_group: self.config().group.clone(),
+                    tran_state_table_offset: batch.queue_offset + i64::try_from(i).unwrap_or(0),
+                    commit_log_offset,
+                    commit_or_rollback: state.commit_or_rollback(),
+                    from_transaction_check: false,
+                    msg_id: (*msg_id).to_owned(),
+                    transaction_id: Some((*msg_id).to_owned()),
+                    broker_name: Some(batch.queue.broker_name.clone()),
+                };
+                let cmd =
+                    RemotingCommand::request_with_header(RequestCode::END_TRANSACTION.0, &header);
+                let (instance, addr, timeout) = (
+                    self.instance().clone(),
+                    addr.clone(),
+                    self.config().send_timeout,
+                );
+                tasks.spawn(async move { instance.invoke_ok(&addr, cmd, timeout).await });
+                if tasks.len() >= END_TRANSACTIONS_IN_FLIGHT {
+                    settle(tasks.join_next().await);
+                }
+            }
+        }
+        while !tasks.is_empty() {
+            settle(tasks.join_next().await);
+        }
+        first_error.map_or(Ok(ended), Err)
+    }
+
     /// `endTransaction`: tell the broker holding `sent`'s half message how the local
     /// transaction ended (END_TRANSACTION, oneway). `remark` travels with it (RocketMQ puts
     /// the local transaction's exception there).
@@ -106,17 +214,8 @@ impl Producer {
         } else {
             &sent.offset_msg_id
         };
-        let (store_host, commit_log_offset) = rmq_common::decode_offset_msg_id(id)
-            .map_err(|e| ClientError::IllegalMessage(format!("offset message id {id:?}: {e}")))?;
+        let (addr, commit_log_offset) = self.half_broker_addr(&sent.queue, id).await?;
         let broker_name = &sent.queue.broker_name;
-        let addr = match self.instance().master_addr(broker_name) {
-            Ok(a) => a,
-            Err(_) => match self.instance().update_route(&sent.queue.topic).await {
-                Ok(_) => self.instance().master_addr(broker_name)?,
-                // The offset id names the broker that stored the half.
-                Err(_) => store_host.to_string(),
-            },
-        };
         let header = EndTransactionRequestHeader {
             producer_group: self.config().group.clone(),
             tran_state_table_offset: sent.queue_offset,

@@ -15,8 +15,9 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict};
 use rmq_client::consumer::PullRequest;
 use rmq_client::{
-    build_subscription, ClientConfig, ClientError, ClientInstance, ClientListener, HalfMessageSent,
-    LocalTransactionState, Message, Producer, ProducerConfig, PullResult, SendResult,
+    build_subscription, ClientConfig, ClientError, ClientInstance, ClientListener, HalfBatchSent,
+    HalfMessageSent, LocalTransactionState, Message, Producer, ProducerConfig, PullResult,
+    SendResult,
 };
 use rmq_common::Properties;
 use rmq_protocol::body::{ConsumeFromWhere, ConsumeType, ConsumerData, MessageModel, MessageQueue};
@@ -893,6 +894,32 @@ impl NativeProducer {
             py,
             async move { p.end_transaction(&sent, state, remark).await },
         )
+    }
+
+    /// End the half messages of transactional batch sends, each `(queue, offset_msg_id,
+    /// msg_id, queue_offset)` as a batch's SendResult has them (comma-separated ids), with one
+    /// END_TRANSACTION request per half. Returns how many were ended; raises the first failure
+    /// after sending all.
+    fn end_transactions(
+        &self,
+        py: Python<'_>,
+        halves: Vec<(Bound<'_, PyAny>, String, String, i64)>,
+        state: &str,
+    ) -> PyResult<usize> {
+        let state = parse_enum("transaction state", state, &LocalTransactionState::ALL)?;
+        let sent = halves
+            .iter()
+            .map(|(queue, offset_msg_ids, msg_ids, queue_offset)| {
+                Ok(HalfBatchSent {
+                    queue: from_py_queue(queue)?,
+                    offset_msg_ids: offset_msg_ids.clone(),
+                    msg_ids: msg_ids.clone(),
+                    queue_offset: *queue_offset,
+                })
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let p = self.inner.clone();
+        block_on(py, async move { p.end_transactions(&sent, state).await })
     }
 
     /// Answer a CHECK_TRANSACTION_STATE from `broker_addr` whose header fields are

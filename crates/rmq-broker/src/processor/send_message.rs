@@ -165,11 +165,15 @@ async fn send(
             )));
         }
     }
-    // Transactions: a half message is parked in the half topic (crate::transaction).
-    let half = if batch {
-        None
+    // Transactions: a half message is parked in the half topic (crate::transaction); so is
+    // every message of a batch flagged as a transaction (rmq's extension).
+    let halves = if batch {
+        let props: Vec<&[u8]> = parts.iter().map(|(_, p, _)| p.as_slice()).collect();
+        crate::transaction::halves_for_batch(b, req, &h, queue_id, &props)?
     } else {
         crate::transaction::half_for_send(b, req, &h, queue_id, &parts[0].1)?
+            .into_iter()
+            .collect()
     };
     let mut msgs: Vec<MessageToStore<'_>> = parts
         .iter()
@@ -180,8 +184,8 @@ async fn send(
             ..common.clone()
         })
         .collect();
-    if let Some(half) = &half {
-        half.apply(&mut msgs[0]);
+    for (msg, half) in msgs.iter_mut().zip(&halves) {
+        half.apply(msg);
     }
     let appended = if batch {
         b.store.append(&msgs)
