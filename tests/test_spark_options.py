@@ -4,9 +4,11 @@ pure functions, no Spark and no broker. The end-to-end behaviour is in test_spar
 from __future__ import annotations
 
 from itertools import pairwise
+from pathlib import Path
 
 import pytest
 
+from rmq.client.transaction import LocalTransactionState
 from rmq.errors import ConfigError
 from rmq.spark.offsets import (
     DataLossError,
@@ -19,6 +21,13 @@ from rmq.spark.offsets import (
     to_json,
 )
 from rmq.spark.options import parse_offset_spec, parse_read_options, parse_write_options
+from rmq.spark.transactions import (
+    RECORDS_KEPT,
+    SinkCommitLog,
+    decide,
+    local_checkpoint_dir,
+    transaction_group,
+)
 
 NS = {"namesrv": "127.0.0.1:9876"}
 QA0, QA1, QB0 = QueueKey("t", "a", 0), QueueKey("t", "a", 1), QueueKey("t", "b", 0)
@@ -68,6 +77,14 @@ def test_write_options() -> None:
         parse_write_options({**NS, "deliveryGuarantee": "exactly-once"}, streaming=False)
     with pytest.raises(ConfigError, match="needs option 'namesrv'"):
         parse_write_options({"topic": "t"}, streaming=False)
+    with pytest.raises(ConfigError, match="set option 'checkpointLocation'"):
+        parse_write_options({**NS, "deliveryGuarantee": "exactly-once"}, streaming=True)
+    exactly = {**NS, "deliveryGuarantee": "exactly-once", "checkpointLocation": "file:///tmp/c"}
+    w = parse_write_options(exactly, streaming=True)
+    assert (w.delivery_guarantee, w.checkpoint_location) == ("exactly-once", "file:///tmp/c")
+    assert str(local_checkpoint_dir(w.checkpoint_location)) == "/tmp/c"
+    with pytest.raises(ConfigError, match="not a local path"):
+        local_checkpoint_dir("s3a://bucket/checkpoint")
 
 
 def test_json_round_trip_is_the_documented_format() -> None:
@@ -106,3 +123,26 @@ def test_rate_limit_shares_by_backlog() -> None:
     assert end == {QA0: 75, QA1: 25, QB0: 50}
     end = rate_limit(start, {QA0: 2, QA1: 2, QB0: 50}, 3)  # rounding still moves on
     assert sum(end[q] - start[q] for q in latest) == 3
+
+
+def test_sink_commit_records_decide_the_checks(tmp_path: Path) -> None:
+    """Exactly-once: a half of a committed batch is committed when its task attempt was
+    accepted, rolled back when not; a half of a batch not committed stays open."""
+    log = SinkCommitLog(tmp_path)
+    assert log.committed(0) is None
+    assert decide(log, {"RMQ_SPARK_BATCH": "0", "RMQ_SPARK_TASK": "a"}) is (
+        LocalTransactionState.UNKNOW
+    )
+    log.record(0, ["a", "b"], rows=10)
+    assert log.committed(0) == {"a", "b"}
+    half = {"RMQ_SPARK_BATCH": "0", "RMQ_SPARK_TASK": "a"}
+    assert decide(log, half) is LocalTransactionState.COMMIT_MESSAGE
+    half["RMQ_SPARK_TASK"] = "failed-attempt"
+    assert decide(log, half) is LocalTransactionState.ROLLBACK_MESSAGE
+    assert decide(log, {"UNIQ_KEY": "x"}) is None
+    assert [p.name for p in (tmp_path / "rmq-sink-commits").iterdir()] == ["0"]  # no temp left
+    log.record(RECORDS_KEPT, ["c"], rows=1)  # old records are pruned
+    assert log.committed(0) is None and log.committed(RECORDS_KEPT) == {"c"}
+    group = transaction_group("writer", tmp_path)
+    assert group == transaction_group("writer", tmp_path) != transaction_group("writer", Path("/x"))
+    assert group.startswith("writer_TX_")

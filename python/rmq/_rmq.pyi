@@ -529,7 +529,8 @@ class NativeProducer:
     ) -> int:
         """End the halves of transactional batch sends, each ``(queue, offset_msg_id, msg_id,
         queue_offset)`` as the batch's SendResult has them, one END_TRANSACTION request per
-        half. Returns how many were ended; raises the first failure after sending all."""
+        half: a queue's halves in order, the queues in parallel. Returns how many were ended;
+        raises the first failure after trying all."""
     def end_transaction_from_check(
         self,
         broker_addr: str,

@@ -102,9 +102,6 @@ pub struct HalfBatchSent {
     pub queue_offset: i64,
 }
 
-/// END_TRANSACTIONs [`Producer::end_transactions`] keeps in flight.
-const END_TRANSACTIONS_IN_FLIGHT: usize = 256;
-
 impl Producer {
     /// The address of the master that holds halves sent to `queue`: from the route, or from
     /// the offset id `id` (which names the store host) when the route does not know it.
@@ -122,36 +119,20 @@ impl Producer {
         Ok((addr, commit_log_offset))
     }
 
-    /// End every half of `sent` as `state` says, each with its own END_TRANSACTION, up to
-    /// 256 in flight. Unlike [`end_transaction`](Self::end_transaction) these are requests:
-    /// when this returns `Ok`, every broker has stored the outcome. Returns how many halves
-    /// were ended.
+    /// End every half of `sent` as `state` says, each with its own END_TRANSACTION request:
+    /// the halves of one queue one after the other, in order (so a commit keeps the queue's
+    /// order), the queues in parallel. When this returns `Ok`, every broker has stored the
+    /// outcome. Returns how many halves were ended.
     ///
     /// # Errors
-    /// Ids that do not decode, or the first failed END_TRANSACTION (the others are still
-    /// sent; the broker checks back the ones that failed).
+    /// Ids that do not decode, or the first failed END_TRANSACTION (the other queues are still
+    /// ended; the broker checks back the halves left open).
     pub async fn end_transactions(
         &self,
         sent: &[HalfBatchSent],
         state: LocalTransactionState,
     ) -> Result<usize> {
-        let mut tasks = tokio::task::JoinSet::new();
-        let mut first_error: Option<ClientError> = None;
-        let mut ended = 0;
-        let mut settle =
-            |r: Option<std::result::Result<Result<RemotingCommand>, tokio::task::JoinError>>| {
-                match r {
-                    Some(Ok(Ok(_))) => ended += 1,
-                    Some(Ok(Err(e))) => {
-                        first_error.get_or_insert(e);
-                    }
-                    // Only a runtime shutting down cancels the tasks.
-                    Some(Err(_)) => {
-                        first_error.get_or_insert(ClientError::Shutdown);
-                    }
-                    None => {}
-                }
-            };
+        let mut per_queue: Vec<(MessageQueue, String, Vec<RemotingCommand>)> = Vec::new();
         for batch in sent {
             let offsets: Vec<&str> = batch.offset_msg_ids.split(',').collect();
             let ids: Vec<&str> = batch.msg_ids.split(',').collect();
@@ -162,7 +143,14 @@ impl Producer {
                     ids.len()
                 )));
             }
-            let (addr, _) = self.half_broker_addr(&batch.queue, offsets[0]).await?;
+            let slot = match per_queue.iter().position(|(q, _, _)| *q == batch.queue) {
+                Some(i) => i,
+                None => {
+                    let (addr, _) = self.half_broker_addr(&batch.queue, offsets[0]).await?;
+                    per_queue.push((batch.queue.clone(), addr, Vec::new()));
+                    per_queue.len() - 1
+                }
+            };
             for (i, (offset_id, msg_id)) in offsets.iter().zip(&ids).enumerate() {
                 let (_, commit_log_offset) =
                     rmq_common::decode_offset_msg_id(offset_id).map_err(|e| {
@@ -178,21 +166,36 @@ impl Producer {
                     transaction_id: Some((*msg_id).to_owned()),
                     broker_name: Some(batch.queue.broker_name.clone()),
                 };
-                let cmd =
-                    RemotingCommand::request_with_header(RequestCode::END_TRANSACTION.0, &header);
-                let (instance, addr, timeout) = (
-                    self.instance().clone(),
-                    addr.clone(),
-                    self.config().send_timeout,
-                );
-                tasks.spawn(async move { instance.invoke_ok(&addr, cmd, timeout).await });
-                if tasks.len() >= END_TRANSACTIONS_IN_FLIGHT {
-                    settle(tasks.join_next().await);
-                }
+                per_queue[slot].2.push(RemotingCommand::request_with_header(
+                    RequestCode::END_TRANSACTION.0,
+                    &header,
+                ));
             }
         }
-        while !tasks.is_empty() {
-            settle(tasks.join_next().await);
+        let mut tasks = tokio::task::JoinSet::new();
+        for (_, addr, commands) in per_queue {
+            let (instance, timeout) = (self.instance().clone(), self.config().send_timeout);
+            tasks.spawn(async move {
+                let mut ended = 0;
+                for cmd in commands {
+                    instance.invoke_ok(&addr, cmd, timeout).await?;
+                    ended += 1;
+                }
+                Ok::<usize, ClientError>(ended)
+            });
+        }
+        let (mut ended, mut first_error) = (0, None);
+        while let Some(joined) = tasks.join_next().await {
+            match joined {
+                Ok(Ok(n)) => ended += n,
+                Ok(Err(e)) => {
+                    first_error.get_or_insert(e);
+                }
+                // Only a runtime shutting down cancels the tasks.
+                Err(_) => {
+                    first_error.get_or_insert(ClientError::Shutdown);
+                }
+            }
         }
         first_error.map_or(Ok(ended), Err)
     }

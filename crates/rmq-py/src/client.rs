@@ -898,8 +898,8 @@ impl NativeProducer {
 
     /// End the half messages of transactional batch sends, each `(queue, offset_msg_id,
     /// msg_id, queue_offset)` as a batch's SendResult has them (comma-separated ids), with one
-    /// END_TRANSACTION request per half. Returns how many were ended; raises the first failure
-    /// after sending all.
+    /// END_TRANSACTION request per half: a queue's halves in order, the queues in parallel.
+    /// Returns how many were ended; raises the first failure after trying all.
     fn end_transactions(
         &self,
         py: Python<'_>,

@@ -52,11 +52,5 @@ class RmqDataSource(DataSource):
     def streamWriter(self, schema: StructType, overwrite: bool) -> RmqStreamWriter:
         _no_overwrite(overwrite)
         opts = parse_write_options(self.options, streaming=True)
-        if opts.delivery_guarantee == "exactly-once":
-            raise ConfigError(
-                "option 'deliveryGuarantee' = 'exactly-once' needs transactional sends, which "
-                "this build of rmq.spark does not have yet; use 'at-least-once' (the default) "
-                "and drop duplicates by msg_id when reading"
-            )
         check_write_schema(schema, opts)
         return RmqStreamWriter(opts)

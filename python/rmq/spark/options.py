@@ -102,6 +102,7 @@ class WriteOptions:
     retry_times_when_send_failed: int
     delivery_guarantee: Literal["at-least-once", "exactly-once"]
     instance_name: str
+    checkpoint_location: str | None = None
 
 
 def _lower(options: Mapping[str, str]) -> dict[str, str]:
@@ -270,6 +271,12 @@ def parse_write_options(options: Mapping[str, str], *, streaming: bool) -> Write
             "option 'deliveryGuarantee' = 'exactly-once' is for df.writeStream; a batch write "
             "(df.write) is at-least-once: Spark retries failed tasks"
         )
+    checkpoint = opts.get("checkpointlocation", "").strip() or None
+    if guarantee == "exactly-once" and checkpoint is None:
+        raise ConfigError(
+            "option 'deliveryGuarantee' = 'exactly-once' keeps the sink's commit records in "
+            "the query's checkpoint: set option 'checkpointLocation' on writeStream"
+        )
     return WriteOptions(
         namesrv=namesrv,
         topic=opts.get("topic", "").strip() or None,
@@ -285,4 +292,5 @@ def parse_write_options(options: Mapping[str, str], *, streaming: bool) -> Write
         ),
         delivery_guarantee="exactly-once" if guarantee == "exactly-once" else "at-least-once",
         instance_name=opts.get("instancename", "spark").strip() or "spark",
+        checkpoint_location=checkpoint,
     )

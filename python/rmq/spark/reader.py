@@ -85,10 +85,27 @@ ROWS_PER_ARROW_BATCH = 8192
 PULLS_IN_FLIGHT = 4
 """Pull requests a task keeps in flight for its queue (consecutive offset windows)."""
 # Properties left out of the `properties` column: those with a column of their own (tags,
-# keys, msg_id), and those the wire adds to every message (the producer's WAIT, the broker's
-# CLUSTER, the MIN/MAX_OFFSET a pull adds), which say nothing about the message.
+# keys, msg_id), those the wire adds to every message (the producer's WAIT, the broker's
+# CLUSTER, the MIN/MAX_OFFSET a pull adds), and a transaction's bookkeeping (an exactly-once
+# Spark sink's included), which say nothing about the message.
 _SKIPPED_PROPERTIES = frozenset(
-    {"TAGS", "KEYS", "UNIQ_KEY", "WAIT", "CLUSTER", "MIN_OFFSET", "MAX_OFFSET"}
+    {
+        "TAGS",
+        "KEYS",
+        "UNIQ_KEY",
+        "WAIT",
+        "CLUSTER",
+        "MIN_OFFSET",
+        "MAX_OFFSET",
+        "TRAN_MSG",
+        "PGROUP",
+        "REAL_TOPIC",
+        "REAL_QID",
+        "TRANSACTION_CHECK_TIMES",
+        "CHECK_IMMUNITY_TIME_IN_SECONDS",
+        "RMQ_SPARK_BATCH",
+        "RMQ_SPARK_TASK",
+    }
 )
 # A pull that finds nothing where the planner saw messages (dispatch lag after a broker
 # restart, a slave catching up) is retried this many times, 100 ms apart, before failing.

@@ -15,7 +15,9 @@ hashes to (RocketMQ's ``SelectMessageQueueByHash``), so rows with one key stay i
 
 Every message gets a unique id (its ``UNIQ_KEY``, the ``msg_id`` a reader sees) derived from
 the write, the Spark partition and the row's index in it: a task that Spark retries sends the
-same ids again, so readers can drop the duplicates. Delivery is at least once.
+same ids again, so readers can drop the duplicates. Delivery is at least once, unless a
+stream is written with ``deliveryGuarantee=exactly-once`` (:mod:`rmq.spark.transactions`):
+then the tasks park their rows as half messages that the driver commits per micro-batch.
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ from rmq._rmq import SendResult
 from rmq.client.message_queue import MessageQueue
 from rmq.client.producer import Producer, select_by_hash
 from rmq.errors import ConfigError
-from rmq.spark import _clients
+from rmq.spark import _clients, transactions
 from rmq.spark.options import WriteOptions
 
 __all__ = ["RmqCommitMessage", "RmqStreamWriter", "RmqWriter", "check_write_schema"]
@@ -63,6 +65,11 @@ log = logging.getLogger("rmq.spark")
 UNIQ_KEY = "UNIQ_KEY"
 TAGS = "TAGS"
 KEYS = "KEYS"
+# Half messages (exactly-once): RocketMQ's property names.
+_TRAN_MSG = "TRAN_MSG"
+_PGROUP = "PGROUP"
+_CHECK_IMMUNITY = "CHECK_IMMUNITY_TIME_IN_SECONDS"
+_CHECK_IMMUNITY_S = 60
 # Spark sets these local properties on the tasks of a streaming micro-batch.
 _BATCH_ID_PROPERTY = "streaming.sql.batchId"
 _QUERY_ID_PROPERTY = "sql.streaming.queryId"
@@ -134,11 +141,14 @@ def _message_class(topic: str) -> type[Any]:
 
 @dataclass(frozen=True, slots=True)
 class RmqCommitMessage(WriterCommitMessage):
-    """What one task wrote."""
+    """What one task wrote; under exactly-once also the token of the task attempt and the
+    half messages it parked, in the order it sent them."""
 
     rows: int
     requests: int
     partition: int
+    token: str = ""
+    halves: tuple[transactions.Half, ...] = ()
 
 
 def _id_prefix(write_id: str) -> str:
@@ -159,15 +169,25 @@ class _Buffer:
 class _TaskSender:
     """Sends one task's rows: buffers per (topic, queue), requests in flight, ids."""
 
-    def __init__(self, opts: WriteOptions, id_prefix: str, partition: int) -> None:
+    def __init__(
+        self,
+        opts: WriteOptions,
+        id_prefix: str,
+        partition: int,
+        half_properties: dict[str, str] | None = None,
+    ) -> None:
         self.opts = opts
+        # Properties every message gets; with them, the messages are halves whose sends are
+        # kept (and not retried: a half sent twice could be committed twice).
+        self.half_properties = half_properties
         self.producer: Producer = _clients.producer(
             opts.namesrv,
             opts.instance_name,
             opts.producer_group,
             opts.send_timeout_ms,
-            opts.retry_times_when_send_failed,
+            0 if half_properties else opts.retry_times_when_send_failed,
         )
+        self.sent: list[Future[SendResult]] = []
         self.partition = partition
         # 16 hex digits (the write) + 4 (the partition) + 12 decimal digits (the row's index):
         # 32 hex digits, like RocketMQ's own ids.
@@ -225,7 +245,19 @@ class _TaskSender:
         ids = self._ids(n)
         tags, keys, props = column("tags"), column("keys"), column("properties")
         plist: list[dict[str, str]]
-        if tags is None and keys is None and props is None:
+        extra = self.half_properties
+        if extra:
+            plist = [
+                {**_properties(u, t, k, p), **extra}
+                for u, t, k, p in zip(
+                    ids,
+                    tags or repeat(None),
+                    keys or repeat(None),
+                    props or repeat(None),
+                    strict=False,
+                )
+            ]
+        elif tags is None and keys is None and props is None:
             plist = [{UNIQ_KEY: u} for u in ids]
         else:
             plist = [
@@ -248,7 +280,8 @@ class _TaskSender:
                 f"row {self.rows + topics.index(None)} has a null topic and option 'topic' is "
                 "not set; set the option or fill the column"
             )
-        sizes = _sizes(body_col, plist, tags is not None or keys is not None or props is not None)
+        varied = bool(extra) or tags is not None or keys is not None or props is not None
+        sizes = _sizes(body_col, plist, varied)
         if topics is None and shard is None:
             assert default_topic is not None
             msgs = list(map(self._class(default_topic), zip(bodies, plist, strict=True)))
@@ -313,6 +346,8 @@ class _TaskSender:
         native = self.producer.native
         future = self.pool.submit(native.send_batch, buf.msgs, queue)
         self.in_flight.append(future)
+        if self.half_properties:
+            self.sent.append(future)
         if queue is not None:
             self.last_to_queue[queue] = future
         self.requests += 1
@@ -351,10 +386,15 @@ def _sizes(body_col: Any, plist: list[dict[str, str]], varied: bool) -> list[int
     ]
 
 
-def _write_task(opts: WriteOptions, id_prefix: str, batches: Iterator[Any]) -> RmqCommitMessage:
+def _write_task(
+    opts: WriteOptions,
+    id_prefix: str,
+    batches: Iterator[Any],
+    half_properties: dict[str, str] | None = None,
+) -> RmqCommitMessage:
     ctx = TaskContext.get()
     partition = ctx.partitionId() if ctx is not None else 0
-    sender = _TaskSender(opts, id_prefix, partition)
+    sender = _TaskSender(opts, id_prefix, partition, half_properties)
     # Rows become millions of small acyclic objects: the cyclic GC would only rescan them.
     gc_was_enabled = gc.isenabled()
     gc.disable()
@@ -368,7 +408,17 @@ def _write_task(opts: WriteOptions, id_prefix: str, batches: Iterator[Any]) -> R
     finally:
         if gc_was_enabled:
             gc.enable()
-    return RmqCommitMessage(rows=sender.rows, requests=sender.requests, partition=sender.partition)
+    halves = tuple(
+        (r.queue, r.offset_msg_id, r.msg_id, r.queue_offset)
+        for r in (f.result() for f in sender.sent)
+    )
+    return RmqCommitMessage(
+        rows=sender.rows,
+        requests=sender.requests,
+        partition=sender.partition,
+        token=(half_properties or {}).get(transactions.TASK_PROPERTY, ""),
+        halves=halves,
+    )
 
 
 def _total(messages: Sequence[WriterCommitMessage | None]) -> int:
@@ -399,12 +449,32 @@ class RmqWriter(DataSourceArrowWriter):
 
 
 class RmqStreamWriter(DataSourceStreamArrowWriter):
-    """The streaming writer (``df.writeStream``), at least once: a micro-batch Spark replays
-    after a failure is sent again, with the same message ids (derived from the query id, the
-    batch id, the partition and the row's index) when the query is deterministic."""
+    """The streaming writer (``df.writeStream``).
+
+    At least once (the default): a micro-batch Spark replays after a failure is sent again,
+    with the same message ids (derived from the query id, the batch id, the partition and the
+    row's index) when the query is deterministic.
+
+    Exactly once (``deliveryGuarantee=exactly-once``): the tasks park their rows as half
+    messages and the driver commits each micro-batch once (:mod:`rmq.spark.transactions`).
+    """
 
     def __init__(self, opts: WriteOptions) -> None:
         self.opts = opts
+        self.tx_group: str | None = None
+        if opts.delivery_guarantee == "exactly-once":
+            assert opts.checkpoint_location is not None  # checked with the options
+            checkpoint = transactions.local_checkpoint_dir(opts.checkpoint_location)
+            self.tx_group = transactions.transaction_group(opts.producer_group, checkpoint)
+            # Made on the driver (not pickled with the writer): answers the brokers' checks.
+            transactions.coordinator(opts.namesrv, self.tx_group, checkpoint, opts.topic)
+            self.checkpoint = checkpoint
+
+    def _coordinator(self) -> transactions.TransactionCoordinator:
+        assert self.tx_group is not None
+        return transactions.coordinator(
+            self.opts.namesrv, self.tx_group, self.checkpoint, self.opts.topic
+        )
 
     def write(self, iterator: Iterator[Any]) -> RmqCommitMessage:
         ctx = TaskContext.get()
@@ -414,12 +484,42 @@ class RmqStreamWriter(DataSourceStreamArrowWriter):
             batch = ctx.getLocalProperty(_BATCH_ID_PROPERTY)
         if query is None or batch is None:  # not under a streaming query: unique anyway
             query, batch = str(uuid.uuid4()), "0"
-        return _write_task(self.opts, _id_prefix(f"stream-{query}-{batch}"), iterator)
+        half_properties = None
+        if self.tx_group is not None:
+            half_properties = {
+                _TRAN_MSG: "true",
+                _PGROUP: self.tx_group,
+                # Checks of a batch still being written would only be answered UNKNOW.
+                _CHECK_IMMUNITY: str(_CHECK_IMMUNITY_S),
+                transactions.BATCH_PROPERTY: batch,
+                transactions.TASK_PROPERTY: uuid.uuid4().hex,
+            }
+        prefix = _id_prefix(f"stream-{query}-{batch}")
+        return _write_task(self.opts, prefix, iterator, half_properties)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        log.info("rmq: micro-batch %d: wrote %d rows", batchId, _total(messages))
+        done = [m for m in messages if isinstance(m, RmqCommitMessage)]
+        if self.tx_group is None:
+            log.info("rmq: micro-batch %d: wrote %d rows", batchId, _total(messages))
+            return
+        self._coordinator().commit(
+            batchId,
+            [m.token for m in done],
+            [h for m in done for h in m.halves],
+            _total(messages),
+        )
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        if self.tx_group is not None:
+            done = [m for m in messages if isinstance(m, RmqCommitMessage)]
+            self._coordinator().abort(batchId, [h for m in done for h in m.halves])
+            log.warning(
+                "rmq: micro-batch %d failed; the %d rows its finished tasks parked are rolled "
+                "back (exactly once: none is delivered)",
+                batchId,
+                _total(messages),
+            )
+            return
         log.warning(
             "rmq: micro-batch %d failed; %d rows already sent stay (at least once: a replay "
             "sends them again with the same msg_id)",
