@@ -246,18 +246,7 @@ class _TaskSender:
         tags, keys, props = column("tags"), column("keys"), column("properties")
         plist: list[dict[str, str]]
         extra = self.half_properties
-        if extra:
-            plist = [
-                {**_properties(u, t, k, p), **extra}
-                for u, t, k, p in zip(
-                    ids,
-                    tags or repeat(None),
-                    keys or repeat(None),
-                    props or repeat(None),
-                    strict=False,
-                )
-            ]
-        elif tags is None and keys is None and props is None:
+        if tags is None and keys is None and props is None and not extra:
             plist = [{UNIQ_KEY: u} for u in ids]
         else:
             plist = [
@@ -270,6 +259,9 @@ class _TaskSender:
                     strict=False,
                 )
             ]
+            if extra:
+                for p in plist:
+                    p.update(extra)
         topics = column("topic")
         shard = column(self.opts.sharding_key_column) if self.opts.sharding_key_column else None
         default_topic = self.opts.topic
