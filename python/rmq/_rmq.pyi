@@ -19,6 +19,7 @@ __all__ = [
     "MessageStore",
     "NativeProducer",
     "PullResult",
+    "PulledColumns",
     "PutMessageResult",
     "RemotingClient",
     "RemotingRequest",
@@ -408,6 +409,41 @@ class PullResult:
     messages: list[StoredMessage]
 
 @final
+class PulledColumns:
+    """A range of one queue pulled into Arrow-ready buffers (``ClientInstance.pull_columns``):
+    int64 little-endian ``queue_offsets`` and timestamps (ms); for string and binary columns
+    int32 offsets and data (tags and keys with a validity bitmap); the properties as a map:
+    per row an offset into the entries, then the entries' keys and values."""
+
+    status: str
+    """Why the call stopped: ``FOUND`` (the end, ``max_rows`` or the byte limit), ``GAP`` (the
+    next message is at ``gap_to``: those before it are gone), or the status of the pull that
+    found nothing (``NO_NEW_MSG``, ``NO_MATCHED_MSG``, ``OFFSET_ILLEGAL``)."""
+    next_offset: int
+    gap_to: int
+    min_offset: int
+    max_offset: int
+    num_rows: int
+    queue_offsets: bytes
+    born_timestamps: bytes
+    store_timestamps: bytes
+    body_offsets: bytes
+    body_data: bytes
+    tags_validity: bytes
+    tags_offsets: bytes
+    tags_data: bytes
+    keys_validity: bytes
+    keys_offsets: bytes
+    keys_data: bytes
+    msg_id_offsets: bytes
+    msg_id_data: bytes
+    property_offsets: bytes
+    property_key_offsets: bytes
+    property_key_data: bytes
+    property_value_offsets: bytes
+    property_value_data: bytes
+
+@final
 class ClientInstance:
     """One client instance (RocketMQ's ``MQClientInstance``): connections, routes refreshed
     every ``poll_name_server_interval_ms``, heartbeats every ``heartbeat_broker_interval_ms``.
@@ -454,6 +490,20 @@ class ClientInstance:
         timeout_ms: int = 3000,
         broker_id: int = 0,
     ) -> PullResult: ...
+    def pull_columns(
+        self,
+        group: str,
+        queue: MessageQueue,
+        start: int,
+        end: int,
+        max_rows: int,
+        batch: int = 32,
+        depth: int = 4,
+        timeout_ms: int = 10000,
+        skip_properties: list[str] = ...,
+    ) -> PulledColumns:
+        """Pull ``queue`` from ``start`` towards ``end`` into columns: at most ``max_rows``
+        rows, ``depth`` pulls of ``batch`` messages in flight, the GIL released."""
     def pull_async(
         self,
         callback: Callable[[PullResult | None, BaseException | None], object],

@@ -189,7 +189,7 @@ fn to_py_queue(py: Python<'_>, q: &MessageQueue) -> PyResult<Py<PyAny>> {
         .map(Bound::unbind)
 }
 
-fn from_py_queue(q: &Bound<'_, PyAny>) -> PyResult<MessageQueue> {
+pub(crate) fn from_py_queue(q: &Bound<'_, PyAny>) -> PyResult<MessageQueue> {
     Ok(MessageQueue::new(
         q.getattr("topic")?.extract::<String>()?,
         q.getattr("broker_name")?.extract::<String>()?,
@@ -330,7 +330,7 @@ impl ClientListener for PyListener {
     }
 }
 
-fn block_on<T: Send>(
+pub(crate) fn block_on<T: Send>(
     py: Python<'_>,
     fut: impl std::future::Future<Output = Result<T, ClientError>> + Send,
 ) -> PyResult<T> {
@@ -549,6 +549,40 @@ impl ClientInstancePy {
         let inst = self.inner.clone();
         let r = block_on(py, async move { inst.pull(&req).await })?;
         PullResultPy::new(py, r)
+    }
+
+    /// Pull `queue` from `start` towards `end` into columns (`PulledColumns`): at most
+    /// `max_rows` rows, `depth` pulls of `batch` messages in flight, the GIL released.
+    /// Properties named in `skip_properties` are left out of the properties column.
+    #[pyo3(signature = (group, queue, start, end, max_rows, batch=32, depth=4,
+        timeout_ms=10000, skip_properties=Vec::new()))]
+    #[allow(clippy::too_many_arguments)]
+    fn pull_columns(
+        &self,
+        py: Python<'_>,
+        group: &str,
+        queue: &Bound<'_, PyAny>,
+        start: i64,
+        end: i64,
+        max_rows: usize,
+        batch: i64,
+        depth: usize,
+        timeout_ms: u64,
+        skip_properties: Vec<String>,
+    ) -> PyResult<crate::columns::PulledColumns> {
+        crate::columns::pull_columns(
+            self.inner.clone(),
+            py,
+            group,
+            queue,
+            start,
+            end,
+            max_rows,
+            batch,
+            depth,
+            timeout_ms,
+            skip_properties,
+        )
     }
 
     /// Pull without waiting: `callback(result, error)` runs on the callback thread.

@@ -18,6 +18,7 @@ use rmq_store::{MessageStore, MessageToStore, SelectMappedBufferResult, StoreCon
 
 mod broker;
 mod client;
+mod columns;
 mod remoting;
 
 /// The `rmq.errors` class a store error is raised as.
@@ -186,7 +187,7 @@ impl StoredMessage {
 }
 
 /// The id a client knows a message by: its `UNIQ_KEY`, or the offset id when it has none.
-fn client_msg_id(props: &Properties, store_host: SocketAddr, offset: i64) -> String {
+pub(crate) fn client_msg_id(props: &Properties, store_host: SocketAddr, offset: i64) -> String {
     props
         .get(PropertyKey::UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
         .map_or_else(
@@ -767,6 +768,7 @@ fn _rmq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<client::NativeProducer>()?;
     m.add_class::<client::SendResultPy>()?;
     m.add_class::<client::PullResultPy>()?;
+    m.add_class::<columns::PulledColumns>()?;
     m.add_function(wrap_pyfunction!(client::_stop_callbacks, m)?)?;
     m.add_function(wrap_pyfunction!(client::_run_callbacks, m)?)?;
     m.add_function(wrap_pyfunction!(decode_messages, m)?)?;

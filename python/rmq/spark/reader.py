@@ -4,8 +4,9 @@ The driver plans: it fetches the topic's queues from the nameserver and each que
 max offset from its broker (GET_MIN_OFFSET / GET_MAX_OFFSET), resolves ``startingOffsets`` /
 ``endingOffsets`` / ``startingTimestamp`` (SEARCH_OFFSET_BY_TIMESTAMP) and makes one Spark
 partition per (broker, queue) with something to read, split further under ``minPartitions``.
-An executor task pulls its range ``pullBatchSize`` messages at a time and yields
-``pyarrow.RecordBatch`` es in the schema of SPEC §7; rows never pass through Python ``Row`` s.
+An executor task pulls its range ``pullBatchSize`` messages at a time, several pulls in flight,
+into Arrow buffers on the Rust side, and yields ``pyarrow.RecordBatch`` es in the schema of
+SPEC §7; rows never become Python objects.
 
 Offsets are tracked by Spark (in the query's checkpoint), never by a consumer group on the
 broker: ``consumerGroup`` only names the pulls.
@@ -13,12 +14,9 @@ broker: ``consumerGroup`` only names the pulls.
 
 from __future__ import annotations
 
-import gc
 import logging
 import time
-from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
@@ -42,6 +40,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from rmq._rmq import PulledColumns
 from rmq.errors import ClientError, ConfigError
 from rmq.spark import _clients
 from rmq.spark.offsets import (
@@ -107,6 +106,7 @@ _SKIPPED_PROPERTIES = frozenset(
         "RMQ_SPARK_TASK",
     }
 )
+_SKIPPED_PROPERTIES_LIST = sorted(_SKIPPED_PROPERTIES)
 # A pull that finds nothing where the planner saw messages (dispatch lag after a broker
 # restart, a slave catching up) is retried this many times, 100 ms apart, before failing.
 _EMPTY_PULL_RETRIES = 100
@@ -128,156 +128,94 @@ class RmqPartition(InputPartition):
         self.rng = rng
 
 
-class _Columns:
-    """Column lists of the rows read so far, turned into a RecordBatch by :meth:`flush`."""
-
-    def __init__(self, queue: QueueKey, arrow_schema: Any) -> None:
-        self.queue = queue
-        self.schema = arrow_schema
-        self._reset()
-
-    def _reset(self) -> None:
-        self.offsets: list[int] = []
-        self.bodies: list[bytes] = []
-        self.props: list[dict[str, str]] = []
-        self.born: list[int] = []
-        self.stored: list[int] = []
-        self.ids: list[str] = []
-
-    def __len__(self) -> int:
-        return len(self.offsets)
-
-    def add(self, messages: list[Any]) -> None:
-        self.offsets += [m.queue_offset for m in messages]
-        self.bodies += [m.body for m in messages]
-        self.props += [m.properties for m in messages]
-        self.born += [m.born_timestamp for m in messages]
-        self.stored += [m.store_timestamp for m in messages]
-        self.ids += [m.msg_id for m in messages]
-
-    def flush(self) -> Any:
-        n = len(self.offsets)
-        q = self.queue
-        skip = _SKIPPED_PROPERTIES
-        props = self.props
-        ms = pa.array(self.born, pa.int64())
-        stored = pa.array(self.stored, pa.int64())
-        ts_type = self.schema.field("born_timestamp").type
-        arrays = [
-            pa.array([q.topic] * n, pa.string()),
-            pa.array([q.queue_id] * n, pa.int32()),
-            pa.array([q.broker] * n, pa.string()),
-            pa.array(self.offsets, pa.int64()),
-            pa.array(self.bodies, pa.binary()),
-            pa.array([p.get("TAGS") for p in props], pa.string()),
-            pa.array([p.get("KEYS") for p in props], pa.string()),
-            pa.array(
-                [{k: v for k, v in p.items() if k not in skip} for p in props],
-                self.schema.field("properties").type,
-            ),
-            pc.multiply(ms, 1000).cast(ts_type),
-            pc.multiply(stored, 1000).cast(ts_type),
-            pa.array(self.ids, pa.string()),
-        ]
-        self._reset()
-        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+def _buf(data: bytes) -> Any:
+    return pa.py_buffer(data)
 
 
-class _Puller:
-    """Pulls one range with up to ``depth`` requests in flight, each for the next
-    ``pullBatchSize`` offsets, handing back the results in offset order (the broker answers a
-    pull with at most 32 messages by default, so a range is many round trips)."""
+def _strings(n: int, validity: bytes | None, offsets: bytes, data: bytes, kind: Any) -> Any:
+    """An Arrow string or binary array over the buffers the native pull filled."""
+    valid = _buf(validity) if validity is not None else None
+    return pa.Array.from_buffers(kind, n, [valid, _buf(offsets), _buf(data)])
 
-    def __init__(self, opts: ReadOptions, rng: OffsetRange, pool: ThreadPoolExecutor) -> None:
-        self.opts = opts
-        self.rng = rng
-        self.pool = pool
-        self.client = _clients.client(opts.namesrv, opts.instance_name)
-        self.mq = rng.queue.mq
-        self.ahead: deque[tuple[int, Future[Any]]] = deque()
-        self.next_window = rng.start
 
-    def _pull(self, offset: int, upto: int) -> Future[Any]:
-        return self.pool.submit(
-            self.client.pull,
-            self.opts.consumer_group,
-            self.mq,
-            offset,
-            min(self.opts.pull_batch_size, upto - offset),
-            timeout_ms=self.opts.pull_timeout_ms,
-        )
+def _int64s(n: int, data: bytes) -> Any:
+    return pa.Array.from_buffers(pa.int64(), n, [None, _buf(data)])
 
-    def result_at(self, offset: int, depth: int) -> Any:
-        """The pull result for ``offset``, reusing a pull already in flight for it."""
-        while self.ahead and self.ahead[0][0] < offset:
-            self.ahead.popleft()[1].cancel()  # a window the reader skipped past
-        if self.ahead and self.ahead[0][0] > offset:
-            # The last pull came back short (the broker caps pulls by count and bytes, fewer
-            # for messages no longer in memory): fill the gap before the next window.
-            self.ahead.appendleft((offset, self._pull(offset, self.ahead[0][0])))
-        if not self.ahead:
-            self.next_window = offset
-        while len(self.ahead) < depth and self.next_window < self.rng.end:
-            self.ahead.append((self.next_window, self._pull(self.next_window, self.rng.end)))
-            self.next_window += self.opts.pull_batch_size
-        return self.ahead.popleft()[1].result()
 
-    def close(self) -> None:
-        for _, f in self.ahead:
-            f.cancel()
+def _record_batch(c: PulledColumns, queue: QueueKey, schema: Any) -> Any:
+    """The rows of ``c`` as a RecordBatch of :data:`SCHEMA`, built on the native buffers."""
+    n = c.num_rows
+    entries = len(c.property_key_offsets) // 4 - 1
+    props = pa.MapArray.from_arrays(
+        pa.Array.from_buffers(pa.int32(), n + 1, [None, _buf(c.property_offsets)]),
+        _strings(entries, None, c.property_key_offsets, c.property_key_data, pa.string()),
+        _strings(entries, None, c.property_value_offsets, c.property_value_data, pa.string()),
+    )
+    ts_type = schema.field("born_timestamp").type
+    arrays = [
+        pa.array([queue.topic] * n, pa.string()),
+        pa.array([queue.queue_id] * n, pa.int32()),
+        pa.array([queue.broker] * n, pa.string()),
+        _int64s(n, c.queue_offsets),
+        _strings(n, None, c.body_offsets, c.body_data, pa.binary()),
+        _strings(n, c.tags_validity, c.tags_offsets, c.tags_data, pa.string()),
+        _strings(n, c.keys_validity, c.keys_offsets, c.keys_data, pa.string()),
+        props.cast(schema.field("properties").type),
+        pc.multiply(_int64s(n, c.born_timestamps), 1000).cast(ts_type),
+        pc.multiply(_int64s(n, c.store_timestamps), 1000).cast(ts_type),
+        _strings(n, None, c.msg_id_offsets, c.msg_id_data, pa.string()),
+    ]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 def read_range(opts: ReadOptions, rng: OffsetRange, where: str) -> Iterator[Any]:
-    """Pull ``rng`` and yield it as RecordBatches of :data:`SCHEMA`."""
+    """Pull ``rng`` and yield it as RecordBatches of :data:`SCHEMA`: the native client pulls
+    up to :data:`ROWS_PER_ARROW_BATCH` rows per call, :data:`PULLS_IN_FLIGHT` pulls at a time,
+    into Arrow buffers (no Python object per message)."""
     arrow_schema = to_arrow_schema(SCHEMA, timezone="UTC")
-    cols = _Columns(rng.queue, arrow_schema)
+    client = _clients.client(opts.namesrv, opts.instance_name)
+    mq = rng.queue.mq
     offset = rng.start
     empty_pulls = 0
-    gc_was_enabled = gc.isenabled()
-    gc.disable()  # the rows are many small acyclic objects
-    pool = ThreadPoolExecutor(max_workers=PULLS_IN_FLIGHT, thread_name_prefix="rmq-spark-pull")
-    puller = _Puller(opts, rng, pool)
-    try:
-        while offset < rng.end:
-            r = puller.result_at(offset, PULLS_IN_FLIGHT)
-            if r.status == "FOUND" and r.messages:
-                msgs = r.messages
-                first = msgs[0].queue_offset
-                if first > offset:  # a gap: the messages in between are gone
-                    check_data_loss(rng.queue, offset, first, opts.fail_on_data_loss, where)
-                if msgs[-1].queue_offset >= rng.end:
-                    msgs = [m for m in msgs if m.queue_offset < rng.end]
-                cols.add(msgs)
-                offset = max(r.next_begin_offset, r.messages[-1].queue_offset + 1)
-                empty_pulls = 0
-            elif r.status == "OFFSET_ILLEGAL" and offset < r.min_offset:
-                offset = check_data_loss(
-                    rng.queue, offset, r.min_offset, opts.fail_on_data_loss, where
-                )
-            elif r.status == "OFFSET_ILLEGAL" or (r.max_offset <= offset and empty_pulls > 5):
+    while offset < rng.end:
+        c = client.pull_columns(
+            opts.consumer_group,
+            mq,
+            offset,
+            rng.end,
+            ROWS_PER_ARROW_BATCH,
+            batch=opts.pull_batch_size,
+            depth=PULLS_IN_FLIGHT,
+            timeout_ms=opts.pull_timeout_ms,
+            skip_properties=_SKIPPED_PROPERTIES_LIST,
+        )
+        if c.num_rows:
+            yield _record_batch(c, rng.queue, arrow_schema)
+            offset = c.next_offset
+            empty_pulls = 0
+        if c.status == "FOUND":
+            continue
+        if c.status == "GAP":  # the messages in between are gone
+            offset = check_data_loss(rng.queue, offset, c.gap_to, opts.fail_on_data_loss, where)
+        elif c.status == "OFFSET_ILLEGAL" and offset < c.min_offset:
+            offset = check_data_loss(rng.queue, offset, c.min_offset, opts.fail_on_data_loss, where)
+        elif c.status == "OFFSET_ILLEGAL" or (c.max_offset <= offset and empty_pulls > 5):
+            raise ClientError(
+                f"rmq {where}: queue {rng.queue} ends at offset {c.max_offset} but the "
+                f"query planned to read it up to {rng.end}: the queue was truncated or "
+                "recreated"
+            )
+        elif not c.num_rows:
+            # A pull that finds nothing where the planner saw messages: dispatch lag after a
+            # broker restart, a slave catching up.
+            empty_pulls += 1
+            if empty_pulls > _EMPTY_PULL_RETRIES:
                 raise ClientError(
-                    f"rmq {where}: queue {rng.queue} ends at offset {r.max_offset} but the "
-                    f"query planned to read it up to {rng.end}: the queue was truncated or "
-                    "recreated"
+                    f"rmq {where}: pulling {rng.queue} at offset {offset} found nothing "
+                    f"({c.status}) {_EMPTY_PULL_RETRIES} times although the broker "
+                    f"reported offsets up to {rng.end}"
                 )
-            else:
-                empty_pulls += 1
-                if empty_pulls > _EMPTY_PULL_RETRIES:
-                    raise ClientError(
-                        f"rmq {where}: pulling {rng.queue} at offset {offset} found nothing "
-                        f"({r.status}) {_EMPTY_PULL_RETRIES} times although the broker "
-                        f"reported offsets up to {rng.end}"
-                    )
-                time.sleep(0.1)
-            if len(cols) >= ROWS_PER_ARROW_BATCH:
-                yield cols.flush()
-        if len(cols):
-            yield cols.flush()
-    finally:
-        puller.close()
-        pool.shutdown(wait=True, cancel_futures=True)
-        if gc_was_enabled:
-            gc.enable()
+            time.sleep(0.1)
 
 
 def _plan(

@@ -1,0 +1,331 @@
+//! Pulled messages as Arrow-ready column buffers.
+//!
+//! A reader that feeds Arrow (the Spark source) wants a range of a queue as columns, not one
+//! Python object per message: `ClientInstance.pull_columns` pulls the range here, with
+//! several pulls in flight and the GIL released, and hands back each column as the buffers
+//! of an Arrow array (validity bitmap, little-endian offsets, data), which `pyarrow` wraps
+//! without copying them again.
+
+use std::collections::{HashSet, VecDeque};
+
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use rmq_client::{build_subscription, ClientInstance, PullRequest, PullResult, PullStatus};
+use rmq_protocol::message_decoder::MessageExt;
+
+use crate::client::{block_on, from_py_queue};
+
+/// A nullable string (or binary) column: Arrow's validity bitmap, i32 offsets, data.
+struct StrColumn {
+    validity: Vec<u8>,
+    offsets: Vec<u8>,
+    data: Vec<u8>,
+    len: usize,
+}
+
+impl StrColumn {
+    fn new() -> Self {
+        Self {
+            validity: Vec::new(),
+            offsets: 0i32.to_le_bytes().to_vec(),
+            data: Vec::new(),
+            len: 0,
+        }
+    }
+
+    fn push(&mut self, value: Option<&[u8]>) {
+        let i = self.len;
+        if i.is_multiple_of(8) {
+            self.validity.push(0);
+        }
+        if let Some(v) = value {
+            self.validity[i / 8] |= 1 << (i % 8);
+            self.data.extend_from_slice(v);
+        }
+        // Offsets are i32: a call stops at MAX_BYTES, far below 2 GiB.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
+        let end = self.data.len() as i32;
+        self.offsets.extend_from_slice(&end.to_le_bytes());
+        self.len += 1;
+    }
+}
+
+/// The columns of the messages pulled so far.
+struct Columns {
+    queue_offsets: Vec<u8>,
+    born: Vec<u8>,
+    stored: Vec<u8>,
+    bodies: StrColumn,
+    tags: StrColumn,
+    keys: StrColumn,
+    msg_ids: StrColumn,
+    /// `properties`: per message an offset into the entries, then keys and values.
+    prop_offsets: Vec<u8>,
+    prop_keys: StrColumn,
+    prop_values: StrColumn,
+    rows: usize,
+}
+
+impl Columns {
+    fn new() -> Self {
+        Self {
+            queue_offsets: Vec::new(),
+            born: Vec::new(),
+            stored: Vec::new(),
+            bodies: StrColumn::new(),
+            tags: StrColumn::new(),
+            keys: StrColumn::new(),
+            msg_ids: StrColumn::new(),
+            prop_offsets: 0i32.to_le_bytes().to_vec(),
+            prop_keys: StrColumn::new(),
+            prop_values: StrColumn::new(),
+            rows: 0,
+        }
+    }
+
+    fn push(&mut self, m: &MessageExt, skip: &HashSet<String>) {
+        use rmq_common::PropertyKey;
+        self.queue_offsets
+            .extend_from_slice(&m.queue_offset.to_le_bytes());
+        self.born.extend_from_slice(&m.born_timestamp.to_le_bytes());
+        self.stored
+            .extend_from_slice(&m.store_timestamp.to_le_bytes());
+        self.bodies.push(Some(&m.body));
+        let props = &m.properties;
+        self.tags
+            .push(props.get(PropertyKey::TAGS).map(str::as_bytes));
+        self.keys
+            .push(props.get(PropertyKey::KEYS).map(str::as_bytes));
+        let id = crate::client_msg_id(props, m.store_host, m.commit_log_offset);
+        self.msg_ids.push(Some(id.as_bytes()));
+        for (k, v) in props.iter() {
+            if !skip.contains(k) {
+                self.prop_keys.push(Some(k.as_bytes()));
+                self.prop_values.push(Some(v.as_bytes()));
+            }
+        }
+        #[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
+        let entries = self.prop_keys.len as i32;
+        self.prop_offsets.extend_from_slice(&entries.to_le_bytes());
+        self.rows += 1;
+    }
+}
+
+/// Bytes of bodies after which a call returns (the columns stay well under i32 offsets).
+const MAX_BYTES: usize = 64 << 20;
+
+/// A range of one queue, pulled into columns (see the module doc). `status` is why the call
+/// stopped: `FOUND` (the range's end, `max_rows` or the byte limit was reached), `GAP` (the
+/// next message is at `gap_to`, past `next_offset`: messages were deleted), or the status of
+/// the pull that found nothing (`NO_NEW_MSG`, `NO_MATCHED_MSG`, `OFFSET_ILLEGAL`), with the
+/// queue's `min_offset` and `max_offset` from the last pull.
+#[pyclass(module = "rmq._rmq", frozen, get_all)]
+pub(crate) struct PulledColumns {
+    status: &'static str,
+    next_offset: i64,
+    gap_to: i64,
+    min_offset: i64,
+    max_offset: i64,
+    num_rows: usize,
+    queue_offsets: Py<PyBytes>,
+    born_timestamps: Py<PyBytes>,
+    store_timestamps: Py<PyBytes>,
+    body_offsets: Py<PyBytes>,
+    body_data: Py<PyBytes>,
+    tags_validity: Py<PyBytes>,
+    tags_offsets: Py<PyBytes>,
+    tags_data: Py<PyBytes>,
+    keys_validity: Py<PyBytes>,
+    keys_offsets: Py<PyBytes>,
+    keys_data: Py<PyBytes>,
+    msg_id_offsets: Py<PyBytes>,
+    msg_id_data: Py<PyBytes>,
+    property_offsets: Py<PyBytes>,
+    property_key_offsets: Py<PyBytes>,
+    property_key_data: Py<PyBytes>,
+    property_value_offsets: Py<PyBytes>,
+    property_value_data: Py<PyBytes>,
+}
+
+struct Pulled {
+    status: &'static str,
+    next_offset: i64,
+    gap_to: i64,
+    min_offset: i64,
+    max_offset: i64,
+    cols: Columns,
+}
+
+/// What the pipelined pulls of one call share.
+struct RangePull {
+    instance: ClientInstance,
+    request: PullRequest,
+    end: i64,
+    batch: i64,
+}
+
+impl RangePull {
+    fn spawn(
+        &self,
+        offset: i64,
+        upto: i64,
+    ) -> tokio::task::JoinHandle<rmq_client::Result<PullResult>> {
+        let mut req = self.request.clone();
+        req.offset = offset;
+        #[allow(clippy::cast_possible_truncation)]
+        let n = (upto - offset).min(self.batch) as i32;
+        req.max_nums = n;
+        let instance = self.instance.clone();
+        tokio::spawn(async move { instance.pull(&req).await })
+    }
+
+    async fn run(
+        &self,
+        start: i64,
+        max_rows: usize,
+        depth: usize,
+        skip: &HashSet<String>,
+    ) -> rmq_client::Result<Pulled> {
+        let mut cols = Columns::new();
+        let mut out = Pulled {
+            status: "FOUND",
+            next_offset: start,
+            gap_to: -1,
+            min_offset: 0,
+            max_offset: 0,
+            cols: Columns::new(),
+        };
+        let mut offset = start;
+        let mut ahead: VecDeque<(i64, tokio::task::JoinHandle<_>)> = VecDeque::new();
+        let mut next_window = start;
+        let result = loop {
+            if offset >= self.end || cols.rows >= max_rows || cols.bodies.data.len() >= MAX_BYTES {
+                break Ok(());
+            }
+            while ahead.front().is_some_and(|(o, _)| *o < offset) {
+                if let Some((_, h)) = ahead.pop_front() {
+                    h.abort();
+                }
+            }
+            if let Some(&(o, _)) = ahead.front() {
+                if o > offset {
+                    // The last pull came back short: fill the gap before the next window.
+                    ahead.push_front((offset, self.spawn(offset, o)));
+                }
+            } else {
+                next_window = offset;
+            }
+            while ahead.len() < depth && next_window < self.end {
+                ahead.push_back((next_window, self.spawn(next_window, self.end)));
+                next_window += self.batch;
+            }
+            let Some((_, handle)) = ahead.pop_front() else {
+                break Ok(());
+            };
+            let r = match handle.await {
+                Ok(Ok(r)) => r,
+                Ok(Err(e)) => break Err(e),
+                Err(_) => break Err(rmq_client::ClientError::Shutdown),
+            };
+            out.min_offset = r.min_offset;
+            out.max_offset = r.max_offset;
+            match (r.status, r.messages.first()) {
+                (PullStatus::Found, Some(first)) => {
+                    if first.queue_offset > offset {
+                        out.status = "GAP";
+                        out.gap_to = first.queue_offset;
+                        break Ok(());
+                    }
+                    let mut last = offset;
+                    for m in r.messages.iter().filter(|m| m.queue_offset < self.end) {
+                        cols.push(m, skip);
+                        last = m.queue_offset;
+                    }
+                    offset = r.next_begin_offset.max(last + 1);
+                }
+                (status, _) => {
+                    out.status = status.name();
+                    break Ok(());
+                }
+            }
+        };
+        for (_, h) in ahead {
+            h.abort();
+        }
+        result?;
+        out.next_offset = offset;
+        out.cols = cols;
+        Ok(out)
+    }
+}
+
+/// Pull `queue` from `start` towards `end` into columns (see `PulledColumns`): at most
+/// `max_rows` rows, `depth` pulls of `batch` messages in flight. Properties named in
+/// `skip_properties` are left out of the properties column.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn pull_columns(
+    instance: ClientInstance,
+    py: Python<'_>,
+    group: &str,
+    queue: &Bound<'_, PyAny>,
+    start: i64,
+    end: i64,
+    max_rows: usize,
+    batch: i64,
+    depth: usize,
+    timeout_ms: u64,
+    skip_properties: Vec<String>,
+) -> PyResult<PulledColumns> {
+    let queue = from_py_queue(queue)?;
+    let subscription = build_subscription(&queue.topic, "*");
+    let pull = RangePull {
+        instance,
+        request: PullRequest {
+            group: group.to_owned(),
+            queue,
+            offset: start,
+            max_nums: 0,
+            subscription,
+            commit_offset: None,
+            suspend: std::time::Duration::ZERO,
+            timeout: std::time::Duration::from_millis(timeout_ms),
+            broker_id: 0,
+        },
+        end,
+        batch: batch.max(1),
+    };
+    let skip: HashSet<String> = skip_properties.into_iter().collect();
+    let depth = depth.max(1);
+    let p = block_on(
+        py,
+        async move { pull.run(start, max_rows, depth, &skip).await },
+    )?;
+    let b = |v: &[u8]| PyBytes::new(py, v).unbind();
+    let c = &p.cols;
+    Ok(PulledColumns {
+        status: p.status,
+        next_offset: p.next_offset,
+        gap_to: p.gap_to,
+        min_offset: p.min_offset,
+        max_offset: p.max_offset,
+        num_rows: c.rows,
+        queue_offsets: b(&c.queue_offsets),
+        born_timestamps: b(&c.born),
+        store_timestamps: b(&c.stored),
+        body_offsets: b(&c.bodies.offsets),
+        body_data: b(&c.bodies.data),
+        tags_validity: b(&c.tags.validity),
+        tags_offsets: b(&c.tags.offsets),
+        tags_data: b(&c.tags.data),
+        keys_validity: b(&c.keys.validity),
+        keys_offsets: b(&c.keys.offsets),
+        keys_data: b(&c.keys.data),
+        msg_id_offsets: b(&c.msg_ids.offsets),
+        msg_id_data: b(&c.msg_ids.data),
+        property_offsets: b(&c.prop_offsets),
+        property_key_offsets: b(&c.prop_keys.offsets),
+        property_key_data: b(&c.prop_keys.data),
+        property_value_offsets: b(&c.prop_values.offsets),
+        property_value_data: b(&c.prop_values.data),
+    })
+}
