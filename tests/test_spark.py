@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import struct
 import subprocess
 import sys
 import time
@@ -26,6 +27,7 @@ import pytest
 pytest.importorskip("pyspark", minversion="4.2")
 pytest.importorskip("pyarrow")
 
+import pyarrow as pa  # type: ignore[import-untyped]
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -418,6 +420,42 @@ def test_topic_column_and_sharding_key_keep_each_key_in_order(
     for entries in by_key.values():
         assert len({q for _, _, q in entries}) == 1  # one queue per key
         assert [n for _, n, _ in sorted(entries)] == sorted(n for _, n, _ in entries)  # in order
+
+
+def test_rows_without_properties_go_as_columns_with_null_tags_and_keys(
+    spark: SparkSession, cluster: SparkCluster
+) -> None:
+    """Rows of one topic without a properties column take the columnar path (buffers to the
+    native producer): string bodies, null tags and keys, and ids as on the row path."""
+    cluster.create_topic("SparkColumns", queues=2, brokers=["broker-a"])
+    i = F.col("id")
+    df = spark.range(0, 5000, numPartitions=2).select(
+        F.concat(F.lit("body-"), i.cast("string")).alias("body"),
+        F.when(i % 2 == 0, F.lit("even")).alias("tags"),
+        F.when(i % 3 == 0, F.lit(None)).otherwise(i.cast("string")).alias("keys"),
+    )
+    write(df, cluster.namesrv, "SparkColumns", batchSize="700")
+    rows = read(spark, cluster.namesrv, "SparkColumns").collect()
+    assert len(rows) == 5000 and len({r["msg_id"] for r in rows}) == 5000
+    seen = set()
+    for r in rows:
+        n = int(bytes(r["body"]).decode().removeprefix("body-"))
+        seen.add(n)
+        assert r["tags"] == ("even" if n % 2 == 0 else None)
+        assert r["keys"] == (None if n % 3 == 0 else str(n))
+        assert r["properties"] == {}
+        assert re.fullmatch(r"[0-9A-F]{20}[0-9]{12}", r["msg_id"])
+    assert seen == set(range(5000))
+
+
+def test_string_buffers_of_a_sliced_array_start_at_its_first_row() -> None:
+    from rmq.spark.writer import _string_buffers
+
+    arr = pa.array(["a", None, "ccc", "dd"]).slice(1)
+    validity, offsets, data = _string_buffers(arr)
+    assert validity is not None and validity[0] & 0b111 == 0b110
+    assert struct.unpack("<4i", offsets) == (0, 0, 3, 5) and data == b"cccdd"
+    assert _string_buffers(pa.array([b"x", b"yz"]))[0] is None  # no nulls: no bitmap
 
 
 def test_a_retried_task_resends_with_the_same_msg_ids(

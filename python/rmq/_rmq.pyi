@@ -571,6 +571,25 @@ class NativeProducer:
     def send_batch(
         self, messages: Sequence[object], queue: MessageQueue | None = None
     ) -> SendResult: ...
+    def send_batch_columns(
+        self,
+        topic: str,
+        queue: MessageQueue | None,
+        start: int,
+        end: int,
+        body_offsets: bytes,
+        body_data: bytes,
+        id_head: str,
+        first_id: int,
+        tags: tuple[bytes | None, bytes, bytes] | None = None,
+        keys: tuple[bytes | None, bytes, bytes] | None = None,
+        properties: Mapping[str, str] | None = None,
+    ) -> SendResult:
+        """Send rows ``start..end`` of Arrow-style column buffers as one SEND_BATCH_MESSAGE to
+        ``topic``: bodies are int32 little-endian ``body_offsets`` into ``body_data``; ``tags``
+        and ``keys`` are ``(validity, offsets, data)`` of string columns. Row ``i`` gets the
+        ``UNIQ_KEY`` ``id_head`` + ``first_id + i - start`` in 12 digits, every row the
+        ``properties`` given."""
     def end_transaction(self, result: SendResult, state: str, remark: str | None = None) -> None:
         """END_TRANSACTION (oneway) for the half message ``result`` was sent as; ``state`` is
         ``COMMIT_MESSAGE``, ``ROLLBACK_MESSAGE`` or ``UNKNOW``."""

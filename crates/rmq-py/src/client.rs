@@ -220,6 +220,9 @@ fn from_py_message(m: &Bound<'_, PyAny>) -> PyResult<Message> {
     })
 }
 
+/// A string column as Arrow keeps it: validity bitmap (None: no nulls), int32 offsets, data.
+type StringColumn = (Option<Vec<u8>>, Vec<u8>, Vec<u8>);
+
 /// What a send returned.
 #[pyclass(module = "rmq._rmq", frozen, get_all)]
 #[pyo3(name = "SendResult")]
@@ -885,6 +888,91 @@ impl NativeProducer {
         let queue = queue.map(from_py_queue).transpose()?;
         let p = self.inner.clone();
         block_on(py, async move { p.send_oneway(msg, queue).await })
+    }
+
+    /// Send rows `start..end` of Arrow-style column buffers as one SEND_BATCH_MESSAGE to
+    /// `topic`, without a Python object per row: bodies are `body_offsets` (int32, little
+    /// endian) into `body_data`; `tags` and `keys`, when given, are `(validity, offsets,
+    /// data)` of string columns (a null row has no TAGS / KEYS). Row `i` gets `UNIQ_KEY`
+    /// `id_head` followed by `first_id + i - start` in 12 decimal digits, and every row the
+    /// `properties` given.
+    #[pyo3(signature = (topic, queue, start, end, body_offsets, body_data, id_head, first_id,
+        tags=None, keys=None, properties=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn send_batch_columns(
+        &self,
+        py: Python<'_>,
+        topic: &str,
+        queue: Option<&Bound<'_, PyAny>>,
+        start: usize,
+        end: usize,
+        body_offsets: &[u8],
+        body_data: &[u8],
+        id_head: &str,
+        first_id: u64,
+        tags: Option<StringColumn>,
+        keys: Option<StringColumn>,
+        properties: Option<HashMap<String, String>>,
+    ) -> PyResult<SendResultPy> {
+        let bad = |what: &str| {
+            pyo3::exceptions::PyValueError::new_err(format!(
+                "send_batch_columns: {what} does not cover rows {start}..{end}"
+            ))
+        };
+        let slice_at = |offsets: &[u8], data_len: usize, i: usize| -> Option<(usize, usize)> {
+            let at = |j: usize| {
+                offsets
+                    .get(j * 4..j * 4 + 4)
+                    .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                    .and_then(|v| usize::try_from(v).ok())
+            };
+            let (a, b) = (at(i)?, at(i + 1)?);
+            (a <= b && b <= data_len).then_some((a, b))
+        };
+        let string_at = |col: &StringColumn, i: usize| {
+            let (validity, offsets, data) = col;
+            if let Some(v) = validity {
+                if v.get(i / 8).is_none_or(|byte| byte & (1 << (i % 8)) == 0) {
+                    return Ok(None);
+                }
+            }
+            let (a, b) = slice_at(offsets, data.len(), i).ok_or_else(|| bad("a string column"))?;
+            String::from_utf8(data[a..b].to_vec())
+                .map(Some)
+                .map_err(|_| bad("valid UTF-8 in a string column"))
+        };
+        let extra: Vec<(String, String)> = properties.into_iter().flatten().collect();
+        let mut msgs = Vec::with_capacity(end.saturating_sub(start));
+        for i in start..end {
+            let (a, b) =
+                slice_at(body_offsets, body_data.len(), i).ok_or_else(|| bad("body_offsets"))?;
+            let mut props: Vec<(String, String)> = Vec::with_capacity(3 + extra.len());
+            props.push((
+                rmq_common::PropertyKey::UNIQ_CLIENT_MESSAGE_ID_KEYIDX.to_owned(),
+                format!("{id_head}{:012}", first_id + (i - start) as u64),
+            ));
+            if let Some(col) = &tags {
+                if let Some(t) = string_at(col, i)? {
+                    props.push((rmq_common::PropertyKey::TAGS.to_owned(), t));
+                }
+            }
+            if let Some(col) = &keys {
+                if let Some(k) = string_at(col, i)? {
+                    props.push((rmq_common::PropertyKey::KEYS.to_owned(), k));
+                }
+            }
+            props.extend(extra.iter().cloned());
+            msgs.push(Message {
+                topic: topic.to_owned(),
+                flag: 0,
+                body: Bytes::copy_from_slice(&body_data[a..b]),
+                properties: props.into_iter().collect(),
+            });
+        }
+        let queue = queue.map(from_py_queue).transpose()?;
+        let p = self.inner.clone();
+        let r = block_on(py, async move { p.send_batch(msgs, queue).await })?;
+        SendResultPy::new(py, r)
     }
 
     /// Send messages of one topic as one SEND_BATCH_MESSAGE.

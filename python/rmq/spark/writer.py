@@ -232,12 +232,16 @@ class _TaskSender:
         body_col = rb.column(names.index("body"))
         if pa.types.is_string(body_col.type) or pa.types.is_large_string(body_col.type):
             body_col = body_col.cast(pa.binary())  # the UTF-8 bytes, without a copy
-        bodies: list[bytes | None] = body_col.to_pylist()
         if body_col.null_count:
+            first_null = pc.index(pc.is_null(body_col), True).as_py()
             raise ConfigError(
-                f"row {self.rows + bodies.index(None)} of partition {self.partition} has a "
-                "null body"
+                f"row {self.rows + first_null} of partition {self.partition} has a null body"
             )
+        if "topic" not in names and "properties" not in names and not self.opts.sharding_key_column:
+            self._add_columns(rb, body_col)
+            self.rows += n
+            return
+        bodies: list[bytes] = body_col.to_pylist()
 
         def column(name: str | None) -> list[Any] | None:
             return rb.column(names.index(name)).to_pylist() if name in names else None
@@ -324,10 +328,59 @@ class _TaskSender:
                 self._send(topic, None)
             start = end
 
+    def _add_columns(self, rb: Any, body_col: Any) -> None:
+        """Rows of the ``topic`` option without per-row properties: requests of up to
+        ``batchSize`` rows and the request size limit go to the native producer as column
+        buffers, with no Python object per row."""
+        topic = self.opts.topic
+        assert topic is not None
+        names = rb.schema.names
+        n = rb.num_rows
+        sizes = pc.add(pc.binary_length(body_col), _ENTRY_OVERHEAD_BYTES + len(UNIQ_KEY) + 34)
+        columns: dict[str, tuple[bytes | None, bytes, bytes] | None] = {}
+        for name in ("tags", "keys"):
+            col = rb.column(names.index(name)) if name in names else None
+            if col is not None:
+                lengths = pc.fill_null(pc.binary_length(col), 0)
+                sizes = pc.add(sizes, pc.add(lengths, len(name) + 2))
+            columns[name] = _string_buffers(col) if col is not None else None
+        if self.half_properties:
+            sizes = pc.add(sizes, sum(len(k) + len(v) + 2 for k, v in self.half_properties.items()))
+        cum: list[int] = pc.cumulative_sum(sizes).to_pylist()
+        _, offsets, data = _string_buffers(body_col)
+        native = self.producer.native
+        id_head = self.id_head.as_py()
+        start = 0
+        while start < n:
+            base = cum[start - 1] if start else 0
+            limit = min(n, start + self.opts.batch_size)
+            end = max(start + 1, bisect_right(cum, base + _MAX_REQUEST_BYTES, start, limit))
+            self._submit(
+                None,
+                native.send_batch_columns,
+                topic,
+                None,
+                start,
+                end,
+                offsets,
+                data,
+                id_head,
+                self.rows + start,
+                columns["tags"],
+                columns["keys"],
+                self.half_properties,
+            )
+            start = end
+
     def _send(self, topic: str, queue: MessageQueue | None) -> None:
         buf = self.buffers.pop((topic, queue), None)
         if buf is None or not buf.msgs:
             return
+        self._submit(queue, self.producer.native.send_batch, buf.msgs, queue)
+
+    def _submit(self, queue: MessageQueue | None, send: Any, *args: Any) -> None:
+        """Run ``send(*args)`` (one request) on the pool, at most ``maxInFlightBatches`` at a
+        time, one at a time per ``queue`` when given."""
         while len(self.in_flight) >= self.opts.max_in_flight_batches:
             self.in_flight.popleft().result()
         if queue is not None:
@@ -335,8 +388,7 @@ class _TaskSender:
             previous = self.last_to_queue.get(queue)
             if previous is not None:
                 previous.result()
-        native = self.producer.native
-        future = self.pool.submit(native.send_batch, buf.msgs, queue)
+        future = self.pool.submit(send, *args)
         self.in_flight.append(future)
         if self.half_properties:
             self.sent.append(future)
@@ -352,6 +404,20 @@ class _TaskSender:
                 self.in_flight.popleft().result()
         finally:
             self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _string_buffers(col: Any) -> tuple[bytes | None, bytes, bytes]:
+    """(validity bitmap or None, int32 offsets, data) of a string or binary array."""
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    if col.offset:
+        col = pa.concat_arrays([col])  # rebased: the buffers start at row 0
+    validity, offsets, data = col.buffers()
+    return (
+        validity.to_pybytes() if validity is not None and col.null_count else None,
+        offsets.to_pybytes(),
+        data.to_pybytes() if data is not None else b"",
+    )
 
 
 def _properties(
