@@ -26,5 +26,5 @@ pub use consumer::{build_subscription, PullRequest, PullResult, PullStatus, Send
 pub use error::{ClientError, Result};
 pub use instance::{ClientConfig, ClientInstance, ClientListener, TopicRoute};
 pub use message::{Message, SendResult, SendStatus};
-pub use producer::{Producer, ProducerConfig};
+pub use producer::{BatchEncoder, Producer, ProducerConfig};
 pub use transaction::{HalfBatchSent, HalfMessageSent, LocalTransactionState};

@@ -301,6 +301,51 @@ impl Producer {
         }
     }
 
+    /// Send entries already encoded as a SEND_BATCH_MESSAGE body (see [`BatchEncoder`]): the
+    /// columnar writers' path, with no [`Message`] per row.
+    ///
+    /// # Errors
+    /// As [`send_batch`](Self::send_batch).
+    pub async fn send_encoded_batch(
+        &self,
+        batch: BatchEncoder,
+        queue: Option<MessageQueue>,
+    ) -> Result<SendResult> {
+        crate::message::check_topic(&batch.topic)?;
+        if batch.ids.is_empty() {
+            return Err(ClientError::IllegalMessage("the batch is empty".to_owned()));
+        }
+        if batch.body.len() > self.config.max_message_size {
+            return Err(ClientError::IllegalMessage(format!(
+                "the batch is {} bytes; the most is {} (maxMessageSize): split it",
+                batch.body.len(),
+                self.config.max_message_size
+            )));
+        }
+        let p = Prepared {
+            topic: batch.topic,
+            body: batch.body.freeze(),
+            properties: String::new(),
+            sys_flag: if batch.transactional {
+                sys_flag::TRANSACTION_PREPARED_TYPE
+            } else {
+                0
+            },
+            flag: 0,
+            batch: true,
+            msg_id: batch.ids,
+            reconsume_times: None,
+            max_reconsume_times: None,
+        };
+        match queue {
+            Some(mq) => {
+                self.send_to(p, &mq, CommunicationMode::Sync, self.config.send_timeout)
+                    .await
+            }
+            None => self.send_default(p, CommunicationMode::Sync).await,
+        }
+    }
+
     /// Send to `queue` (chosen by a selector): one attempt, no other queue.
     ///
     /// # Errors
@@ -508,6 +553,81 @@ impl Producer {
                 .cloned()
                 .unwrap_or_else(|| "DefaultRegion".to_owned()),
         })
+    }
+}
+
+/// Builds a SEND_BATCH_MESSAGE body entry by entry, each with its unique id and properties
+/// written straight into the wire encoding (for [`Producer::send_encoded_batch`]).
+pub struct BatchEncoder {
+    topic: String,
+    body: BytesMut,
+    ids: String,
+    props: Vec<u8>,
+    common: Vec<u8>,
+    transactional: bool,
+}
+
+impl BatchEncoder {
+    /// An empty batch to `topic` whose every entry gets the properties `common`; with
+    /// `TRAN_MSG=true` among them it is a transactional batch.
+    #[must_use]
+    pub fn new(topic: String, common: &[(String, String)], capacity: usize) -> Self {
+        let transactional = common
+            .iter()
+            .any(|(k, v)| k == PropertyKey::TRANSACTION_PREPARED && v == "true");
+        let encoded = common
+            .iter()
+            .cloned()
+            .collect::<Properties>()
+            .encode()
+            .into_bytes();
+        Self {
+            topic,
+            body: BytesMut::with_capacity(capacity),
+            ids: String::new(),
+            props: Vec::with_capacity(128),
+            common: encoded,
+            transactional,
+        }
+    }
+
+    /// Append an entry: `body`, unique id `id`, `TAGS` / `KEYS` when given.
+    ///
+    /// # Errors
+    /// An empty body, or properties over the entry format's 32767 bytes.
+    pub fn push(
+        &mut self,
+        body: &[u8],
+        id: &str,
+        tags: Option<&str>,
+        keys: Option<&str>,
+    ) -> Result<()> {
+        if body.is_empty() {
+            return Err(ClientError::IllegalMessage(
+                "the message body is empty".to_owned(),
+            ));
+        }
+        self.props.clear();
+        for (name, value) in [
+            (PropertyKey::UNIQ_CLIENT_MESSAGE_ID_KEYIDX, Some(id)),
+            (PropertyKey::TAGS, tags),
+            (PropertyKey::KEYS, keys),
+        ] {
+            if let Some(v) = value {
+                self.props.extend_from_slice(name.as_bytes());
+                self.props.push(1);
+                self.props.extend_from_slice(v.as_bytes());
+                self.props.push(2);
+            }
+        }
+        self.props.extend_from_slice(&self.common);
+        message_decoder::encode_batch_entry(&mut self.body, 0, body, &self.props)
+            .map_err(|e| ClientError::IllegalMessage(e.to_string()))?;
+        if !self.ids.is_empty() {
+            self.ids.push(',');
+        }
+        self.ids.push_str(id);
+        Ok(())
     }
 }
 

@@ -4,6 +4,7 @@
 //! workers never wait for Python.
 
 use std::collections::{BTreeSet, HashMap};
+use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -15,9 +16,9 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict};
 use rmq_client::consumer::PullRequest;
 use rmq_client::{
-    build_subscription, ClientConfig, ClientError, ClientInstance, ClientListener, HalfBatchSent,
-    HalfMessageSent, LocalTransactionState, Message, Producer, ProducerConfig, PullResult,
-    SendResult,
+    build_subscription, BatchEncoder, ClientConfig, ClientError, ClientInstance, ClientListener,
+    HalfBatchSent, HalfMessageSent, LocalTransactionState, Message, Producer, ProducerConfig,
+    PullResult, SendResult,
 };
 use rmq_common::Properties;
 use rmq_protocol::body::{ConsumeFromWhere, ConsumeType, ConsumerData, MessageModel, MessageQueue};
@@ -222,6 +223,31 @@ fn from_py_message(m: &Bound<'_, PyAny>) -> PyResult<Message> {
 
 /// A string column as Arrow keeps it: validity bitmap (None: no nulls), int32 offsets, data.
 type StringColumn = (Option<Vec<u8>>, Vec<u8>, Vec<u8>);
+
+/// The byte range of row `i` in a column with int32 little-endian `offsets` into data of
+/// `data_len` bytes; None when the buffers do not cover it.
+fn column_slice(offsets: &[u8], data_len: usize, i: usize) -> Option<(usize, usize)> {
+    let at = |j: usize| {
+        let b = offsets.get(j * 4..j * 4 + 4)?;
+        usize::try_from(i32::from_le_bytes([b[0], b[1], b[2], b[3]])).ok()
+    };
+    let (a, b) = (at(i)?, at(i + 1)?);
+    (a <= b && b <= data_len).then_some((a, b))
+}
+
+/// Row `i` of a string column: None when null, an error naming what is wrong.
+fn column_str(col: &StringColumn, i: usize) -> Result<Option<&str>, &'static str> {
+    let (validity, offsets, data) = col;
+    if let Some(v) = validity {
+        if v.get(i / 8).is_none_or(|byte| byte & (1 << (i % 8)) == 0) {
+            return Ok(None);
+        }
+    }
+    let (a, b) = column_slice(offsets, data.len(), i).ok_or("a string column")?;
+    std::str::from_utf8(&data[a..b])
+        .map(Some)
+        .map_err(|_| "valid UTF-8 in a string column")
+}
 
 /// What a send returned.
 #[pyclass(module = "rmq._rmq", frozen, get_all)]
@@ -919,59 +945,31 @@ impl NativeProducer {
                 "send_batch_columns: {what} does not cover rows {start}..{end}"
             ))
         };
-        let slice_at = |offsets: &[u8], data_len: usize, i: usize| -> Option<(usize, usize)> {
-            let at = |j: usize| {
-                offsets
-                    .get(j * 4..j * 4 + 4)
-                    .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                    .and_then(|v| usize::try_from(v).ok())
-            };
-            let (a, b) = (at(i)?, at(i + 1)?);
-            (a <= b && b <= data_len).then_some((a, b))
-        };
-        let string_at = |col: &StringColumn, i: usize| {
-            let (validity, offsets, data) = col;
-            if let Some(v) = validity {
-                if v.get(i / 8).is_none_or(|byte| byte & (1 << (i % 8)) == 0) {
-                    return Ok(None);
-                }
-            }
-            let (a, b) = slice_at(offsets, data.len(), i).ok_or_else(|| bad("a string column"))?;
-            String::from_utf8(data[a..b].to_vec())
-                .map(Some)
-                .map_err(|_| bad("valid UTF-8 in a string column"))
-        };
-        let extra: Vec<(String, String)> = properties.into_iter().flatten().collect();
-        let mut msgs = Vec::with_capacity(end.saturating_sub(start));
+        let common: Vec<(String, String)> = properties.into_iter().flatten().collect();
+        let rows = end.saturating_sub(start);
+        let mut batch = BatchEncoder::new(topic.to_owned(), &common, body_data.len() + rows * 96);
+        let mut id = String::with_capacity(id_head.len() + 12);
         for i in start..end {
-            let (a, b) =
-                slice_at(body_offsets, body_data.len(), i).ok_or_else(|| bad("body_offsets"))?;
-            let mut props: Vec<(String, String)> = Vec::with_capacity(3 + extra.len());
-            props.push((
-                rmq_common::PropertyKey::UNIQ_CLIENT_MESSAGE_ID_KEYIDX.to_owned(),
-                format!("{id_head}{:012}", first_id + (i - start) as u64),
-            ));
-            if let Some(col) = &tags {
-                if let Some(t) = string_at(col, i)? {
-                    props.push((rmq_common::PropertyKey::TAGS.to_owned(), t));
-                }
-            }
-            if let Some(col) = &keys {
-                if let Some(k) = string_at(col, i)? {
-                    props.push((rmq_common::PropertyKey::KEYS.to_owned(), k));
-                }
-            }
-            props.extend(extra.iter().cloned());
-            msgs.push(Message {
-                topic: topic.to_owned(),
-                flag: 0,
-                body: Bytes::copy_from_slice(&body_data[a..b]),
-                properties: props.into_iter().collect(),
-            });
+            let (a, b) = column_slice(body_offsets, body_data.len(), i)
+                .ok_or_else(|| bad("body_offsets"))?;
+            id.clear();
+            // Writing to a String cannot fail.
+            let _ = write!(id, "{id_head}{:012}", first_id + (i - start) as u64);
+            let tag = match &tags {
+                Some(c) => column_str(c, i).map_err(bad)?,
+                None => None,
+            };
+            let key = match &keys {
+                Some(c) => column_str(c, i).map_err(bad)?,
+                None => None,
+            };
+            batch
+                .push(&body_data[a..b], &id, tag, key)
+                .map_err(|e| client_err(py, &e))?;
         }
         let queue = queue.map(from_py_queue).transpose()?;
         let p = self.inner.clone();
-        let r = block_on(py, async move { p.send_batch(msgs, queue).await })?;
+        let r = block_on(py, async move { p.send_encoded_batch(batch, queue).await })?;
         SendResultPy::new(py, r)
     }
 
