@@ -74,11 +74,14 @@ pub enum HalfMessageError {
 pub fn is_half_message(properties: &[u8], reconsume_times: i32) -> bool {
     let prepared = find_property(properties, PropertyKey::TRANSACTION_PREPARED)
         .is_some_and(|v| v.eq_ignore_ascii_case(b"true"));
+    if !prepared || reconsume_times <= 0 {
+        return prepared;
+    }
     let delayed = find_property(properties, PropertyKey::DELAY_TIME_LEVEL)
         .and_then(|v| std::str::from_utf8(v).ok())
         .and_then(|v| v.parse::<i32>().ok())
         .is_some_and(|level| level > 0);
-    prepared && !(reconsume_times > 0 && delayed)
+    !delayed
 }
 
 /// A half message as the send path stores it (`parseHalfMessageInner`).

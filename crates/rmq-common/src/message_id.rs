@@ -1,7 +1,6 @@
 //! The offset message id: store host and CommitLog offset, hex-encoded. A client can hand it
 //! back (`viewMessage`, VIEW_MESSAGE_BY_ID) and the broker reads the record at that offset.
 
-use std::fmt::Write as _;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 /// A message id that is not 32 (IPv4) or 56 (IPv6) hex digits.
@@ -31,9 +30,11 @@ pub fn create_offset_msg_id(store_host: SocketAddr, phy_offset: i64) -> String {
     }
     bytes.extend_from_slice(&i32::from(store_host.port()).to_be_bytes());
     bytes.extend_from_slice(&phy_offset.to_be_bytes());
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
     let mut s = String::with_capacity(bytes.len() * 2);
     for b in bytes {
-        let _ = write!(s, "{b:02X}");
+        s.push(char::from(HEX[usize::from(b >> 4)]));
+        s.push(char::from(HEX[usize::from(b & 0xF)]));
     }
     s
 }

@@ -57,6 +57,12 @@ pub(super) fn encode_header(cmd: &RemotingCommand, dst: &mut BytesMut) {
 /// short escapes or `\u00XX`, everything else (including `/` and non-ASCII) verbatim.
 fn push_json_str(s: &mut String, v: &str) {
     s.push('"');
+    // Most values (ids, offsets, topic names) need no escaping: copy them whole.
+    if !v.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        s.push_str(v);
+        s.push('"');
+        return;
+    }
     for c in v.chars() {
         match c {
             '"' => s.push_str("\\\""),
@@ -185,6 +191,17 @@ mod tests {
 
     fn dec(s: &str) -> Result<RemotingCommand> {
         decode_header(s.as_bytes())
+    }
+
+    #[test]
+    fn strings_are_copied_whole_or_escaped() {
+        let quoted = |v: &str| {
+            let mut s = String::new();
+            push_json_str(&mut s, v);
+            s
+        };
+        assert_eq!(quoted("0A01,FF é/x"), "\"0A01,FF é/x\"");
+        assert_eq!(quoted("a\"b\\c\nd\u{1}"), "\"a\\\"b\\\\c\\nd\\u0001\"");
     }
 
     #[test]
