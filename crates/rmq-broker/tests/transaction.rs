@@ -233,6 +233,88 @@ async fn reject_transaction_message() {
     env.stop().await;
 }
 
+/// A SEND_BATCH_MESSAGE of `entries` (each `TRAN_MSG` or not) with header sys flag `sys_flag`.
+fn batch_send(topic: &str, sys_flag: i32, entries: &[bool]) -> RemotingCommand {
+    let mut body = bytes::BytesMut::new();
+    for (i, transactional) in entries.iter().enumerate() {
+        let mut p = Properties::new();
+        p.put("UNIQ_KEY", format!("B-{i}"));
+        if *transactional {
+            p.put("TRAN_MSG", "true");
+            p.put("PGROUP", "PG");
+        }
+        rmq_protocol::message_decoder::encode_batch_entry(
+            &mut body,
+            0,
+            format!("entry-{i}").as_bytes(),
+            p.encode().as_bytes(),
+        )
+        .unwrap();
+    }
+    let mut req = half_send(topic, 1, "PG", b"");
+    req.code = RequestCode::SEND_BATCH_MESSAGE.0;
+    req.ext_fields.insert("f".into(), sys_flag.to_string());
+    req.ext_fields.insert("i".into(), String::new());
+    req.with_body(body.freeze())
+}
+
+#[tokio::test]
+async fn a_flagged_batch_parks_one_half_per_entry_and_mixed_batches_are_illegal() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = start(dir.path(), false).await;
+    let c = connect(env.addr, None, T).await.unwrap();
+    let r = c
+        .request(
+            batch_send("TxB", TRANSACTION_PREPARED_TYPE, &[true, true, true]),
+            T,
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.code, 0, "{:?}", r.remark);
+    let sent = SendMessageResponseHeader::from_ext_fields(&r.ext_fields).unwrap();
+    assert_eq!(sent.msg_id.split(',').count(), 3);
+    let halves = env.read(HALF, 0, 0, 3).await;
+    assert_eq!(halves.len(), 3);
+    assert!(halves
+        .iter()
+        .all(|h| h.properties.get("REAL_TOPIC") == Some("TxB")));
+    assert_eq!(
+        env.store.get_max_offset_in_queue("TxB", 1),
+        0,
+        "halves stay out of the topic"
+    );
+    for (flag, entries, says) in [
+        (
+            TRANSACTION_PREPARED_TYPE,
+            &[true, false][..],
+            "message 1 is not transactional",
+        ),
+        (
+            TRANSACTION_NOT_TYPE,
+            &[false, true][..],
+            "message 1 of the batch is transactional",
+        ),
+    ] {
+        let r = c
+            .request(batch_send("TxB", flag, entries), T)
+            .await
+            .unwrap();
+        assert_eq!(r.code, ResponseCode::MESSAGE_ILLEGAL.0);
+        assert!(
+            r.remark.as_deref().unwrap_or("").contains(says),
+            "{:?}",
+            r.remark
+        );
+    }
+    assert_eq!(
+        env.store.get_max_offset_in_queue("TxB", 1),
+        0,
+        "nothing of them was stored"
+    );
+    assert_eq!(env.store.get_max_offset_in_queue(HALF, 0), 3);
+    env.stop().await;
+}
+
 #[derive(Default)]
 struct Recorder(Mutex<Vec<RemotingCommand>>);
 

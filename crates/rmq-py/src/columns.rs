@@ -186,7 +186,6 @@ impl RangePull {
         depth: usize,
         skip: &HashSet<String>,
     ) -> rmq_client::Result<Pulled> {
-        let mut cols = Columns::new();
         let mut out = Pulled {
             status: "FOUND",
             next_offset: start,
@@ -195,6 +194,7 @@ impl RangePull {
             max_offset: 0,
             cols: Columns::new(),
         };
+        let cols = &mut out.cols;
         let mut offset = start;
         let mut ahead: VecDeque<(i64, tokio::task::JoinHandle<_>)> = VecDeque::new();
         let mut next_window = start;
@@ -254,7 +254,6 @@ impl RangePull {
         }
         result?;
         out.next_offset = offset;
-        out.cols = cols;
         Ok(out)
     }
 }
