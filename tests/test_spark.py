@@ -448,6 +448,34 @@ def test_rows_without_properties_go_as_columns_with_null_tags_and_keys(
     assert seen == set(range(5000))
 
 
+AUTO_REGISTERED = """
+import sys
+from pyspark.sql import SparkSession
+
+spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+df = spark.read.format("rmq").option("namesrv", sys.argv[1]).option("topic", sys.argv[2]).load()
+print("COUNT", df.count())
+spark.stop()
+"""
+
+
+def test_spark_registers_format_rmq_by_itself(cluster: SparkCluster, events_topic: str) -> None:
+    """A new Spark application reads ``format("rmq")`` without ``rmq.spark.register``: Spark
+    registers the ``DefaultSource`` of the installed ``pyspark_rmq`` module."""
+    expected = total_messages(cluster.namesrv, events_topic)
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+    done = subprocess.run(
+        [sys.executable, "-c", AUTO_REGISTERED, cluster.namesrv, events_topic],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd="/",
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"COUNT {expected}" in done.stdout, done.stdout
+
+
 def test_string_buffers_of_a_sliced_array_start_at_its_first_row() -> None:
     from rmq.spark.writer import _string_buffers
 
