@@ -81,7 +81,7 @@ SCHEMA = StructType(
 """The row schema on read (SPEC §7)."""
 
 ROWS_PER_ARROW_BATCH = 8192
-PULLS_IN_FLIGHT = 4
+PULLS_IN_FLIGHT = 16
 """Pull requests a task keeps in flight for its queue (consecutive offset windows)."""
 # Properties left out of the `properties` column: those with a column of their own (tags,
 # keys, msg_id), those the wire adds to every message (the producer's WAIT, the broker's
