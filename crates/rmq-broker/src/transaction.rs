@@ -160,18 +160,18 @@ pub(crate) fn half_for_send(
 /// # Errors
 /// MESSAGE_ILLEGAL for a batch that mixes the two kinds; NO_PERMISSION when
 /// `rejectTransactionMessage` is set.
-pub(crate) fn halves_for_batch(
+pub(crate) fn halves_for_batch<'p>(
     b: &Broker,
     req: &RemotingCommand,
     h: &SendMessageRequestHeader,
     queue_id: i32,
-    properties: &[&[u8]],
+    properties: impl Iterator<Item = &'p [u8]> + Clone,
 ) -> Result<Vec<HalfMessage>, RemotingCommand> {
     let flagged = transaction_value(h.sys_flag) == TRANSACTION_PREPARED_TYPE;
     let illegal =
         |remark: String| crate::processor::response(req, ResponseCode::MESSAGE_ILLEGAL, remark);
     let odd = properties
-        .iter()
+        .clone()
         .position(|p| is_half_message(p, h.reconsume_times.unwrap_or(0)) != flagged);
     match odd {
         None if !flagged => return Ok(Vec::new()),
@@ -189,7 +189,7 @@ pub(crate) fn halves_for_batch(
             )))
         }
     }
-    let mut halves = Vec::with_capacity(properties.len());
+    let mut halves = Vec::new();
     for p in properties {
         halves.extend(half_for_send(b, req, h, queue_id, p)?);
     }

@@ -190,7 +190,7 @@ fn to_py_queue(py: Python<'_>, q: &MessageQueue) -> PyResult<Py<PyAny>> {
         .map(Bound::unbind)
 }
 
-pub(crate) fn from_py_queue(q: &Bound<'_, PyAny>) -> PyResult<MessageQueue> {
+fn from_py_queue(q: &Bound<'_, PyAny>) -> PyResult<MessageQueue> {
     Ok(MessageQueue::new(
         q.getattr("topic")?.extract::<String>()?,
         q.getattr("broker_name")?.extract::<String>()?,
@@ -599,17 +599,14 @@ impl ClientInstancePy {
         timeout_ms: u64,
         skip_properties: Vec<String>,
     ) -> PyResult<crate::columns::PulledColumns> {
+        let req = pull_request(group, queue, start, 0, "*", 0, None, 0, timeout_ms, 0)?;
         crate::columns::pull_columns(
             self.inner.clone(),
             py,
-            group,
-            queue,
-            start,
+            req,
             end,
             max_rows,
-            batch,
-            depth,
-            timeout_ms,
+            (batch, depth),
             skip_properties,
         )
     }

@@ -10,10 +10,10 @@ use std::collections::{HashSet, VecDeque};
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use rmq_client::{build_subscription, ClientInstance, PullRequest, PullResult, PullStatus};
+use rmq_client::{ClientInstance, PullRequest, PullResult, PullStatus};
 use rmq_protocol::message_decoder::MessageExt;
 
-use crate::client::{block_on, from_py_queue};
+use crate::client::block_on;
 
 /// A nullable string (or binary) column: Arrow's validity bitmap, i32 offsets, data.
 struct StrColumn {
@@ -258,38 +258,22 @@ impl RangePull {
     }
 }
 
-/// Pull `queue` from `start` towards `end` into columns (see `PulledColumns`): at most
+/// Pull the range `request.offset..end` into columns (see `PulledColumns`): at most
 /// `max_rows` rows, `depth` pulls of `batch` messages in flight. Properties named in
 /// `skip_properties` are left out of the properties column.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn pull_columns(
     instance: ClientInstance,
     py: Python<'_>,
-    group: &str,
-    queue: &Bound<'_, PyAny>,
-    start: i64,
+    request: PullRequest,
     end: i64,
     max_rows: usize,
-    batch: i64,
-    depth: usize,
-    timeout_ms: u64,
+    (batch, depth): (i64, usize),
     skip_properties: Vec<String>,
 ) -> PyResult<PulledColumns> {
-    let queue = from_py_queue(queue)?;
-    let subscription = build_subscription(&queue.topic, "*");
+    let start = request.offset;
     let pull = RangePull {
         instance,
-        request: PullRequest {
-            group: group.to_owned(),
-            queue,
-            offset: start,
-            max_nums: 0,
-            subscription,
-            commit_offset: None,
-            suspend: std::time::Duration::ZERO,
-            timeout: std::time::Duration::from_millis(timeout_ms),
-            broker_id: 0,
-        },
+        request,
         end,
         batch: batch.max(1),
     };

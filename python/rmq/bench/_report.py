@@ -16,7 +16,7 @@ from typing import Any, TextIO
 
 from rmq.bench.stats import LatencySummary, RecorderSet
 
-__all__ = ["Progress", "print_summary"]
+__all__ = ["Progress", "print_summary", "start_workers", "wait_workers"]
 
 
 class Progress:
@@ -117,3 +117,23 @@ def print_summary(
         lines.append("  " + _fmt_latency(name, lat))
     out.write("\n".join(lines) + "\n")
     out.flush()
+
+
+def start_workers(threads: list[threading.Thread], progress: Progress | None) -> float:
+    """Start the progress line, then ``threads``; returns the start time (``perf_counter``)."""
+    start = time.perf_counter()
+    if progress is not None:
+        progress.start()
+    for t in threads:
+        t.start()
+    return start
+
+
+def wait_workers(threads: list[threading.Thread], start: float, duration_s: float | None) -> None:
+    """Return when every thread has finished, or ``duration_s`` after ``start``; Ctrl-C is
+    raised at once (the join has a short timeout)."""
+    deadline = None if duration_s is None else start + duration_s
+    while alive := [t for t in threads if t.is_alive()]:
+        if deadline is not None and time.perf_counter() >= deadline:
+            return
+        alive[0].join(timeout=0.05)

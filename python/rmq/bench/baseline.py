@@ -75,7 +75,7 @@ def _serve(ports: Any) -> None:
 
 def run_baseline(opts: BaselineOptions) -> tuple[dict[str, Any], dict[str, LatencySummary]]:
     """Run the echo baseline; returns the summary and the round-trip figures."""
-    from rmq.bench._report import Progress
+    from rmq.bench._report import Progress, start_workers, wait_workers
 
     ctx = multiprocessing.get_context("spawn")
     ports = ctx.Queue()
@@ -114,17 +114,9 @@ def run_baseline(opts: BaselineOptions) -> tuple[dict[str, Any], dict[str, Laten
         ]
         progress = Progress(recorders, "Echo") if opts.progress else None
         interrupted = False
-        start = time.perf_counter()
-        if progress is not None:
-            progress.start()
-        for t in threads:
-            t.start()
+        start = start_workers(threads, progress)
         try:
-            deadline = None if opts.duration_s is None else start + opts.duration_s
-            while alive := [t for t in threads if t.is_alive()]:
-                if deadline is not None and time.perf_counter() >= deadline:
-                    break
-                alive[0].join(timeout=0.05)
+            wait_workers(threads, start, opts.duration_s)
         except KeyboardInterrupt:
             interrupted = True
         stop.set()

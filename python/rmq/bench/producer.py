@@ -167,7 +167,7 @@ def run_producer(opts: ProducerOptions) -> tuple[dict[str, Any], dict[str, Laten
     """Run the benchmark; returns the summary and the RT figures. Raises the client's error
     when the topic's route cannot be fetched before any send (nameserver down, no broker).
     A KeyboardInterrupt ends the run early; the summary then says ``interrupted``."""
-    from rmq.bench._report import Progress
+    from rmq.bench._report import Progress, start_workers, wait_workers
     from rmq.client.producer import Producer
 
     producer = Producer(
@@ -198,17 +198,9 @@ def run_producer(opts: ProducerOptions) -> tuple[dict[str, Any], dict[str, Laten
         label = "Send" if opts.mode != "oneway" else "Send (oneway)"
         progress = Progress(run.recorders, label) if opts.progress else None
         interrupted = drained = False
-        start = time.perf_counter()
-        if progress is not None:
-            progress.start()
-        for t in threads:
-            t.start()
+        start = start_workers(threads, progress)
         try:
-            deadline = None if opts.duration_s is None else start + opts.duration_s
-            while alive := [t for t in threads if t.is_alive()]:
-                if deadline is not None and time.perf_counter() >= deadline:
-                    break
-                alive[0].join(timeout=0.05)
+            wait_workers(threads, start, opts.duration_s)
             stop.set()
             for t in threads:
                 t.join()

@@ -11,7 +11,7 @@ import asyncio
 import concurrent.futures
 from collections.abc import Callable, Generator, Iterable, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from rmq._rmq import NativeProducer, SendResult, java_string_hash
 from rmq.client import _instance
@@ -25,6 +25,8 @@ __all__ = [
     "select_by_hash",
     "select_by_sharding_key",
 ]
+
+_P = TypeVar("_P", bound="Producer")
 
 MessageQueueSelector = Callable[[Sequence[MessageQueue], Message, Any], MessageQueue]
 """``selector(queues, message, arg) -> queue``, as Java's ``MessageQueueSelector.select``."""
@@ -146,8 +148,9 @@ class Producer:
             handled = self._push_handler() is not None
             _instance.release(self._instance, self.group if handled else None)
 
-    def __enter__(self) -> Producer:
-        return self.start()
+    def __enter__(self: _P) -> _P:
+        self.start()
+        return self
 
     def __exit__(
         self,

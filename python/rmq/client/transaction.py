@@ -42,7 +42,6 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any
 
 from rmq._rmq import StoredMessage, decode_messages
@@ -183,17 +182,6 @@ class TransactionProducer(Producer):
         if checks is not None:
             checks.shutdown(wait=True, cancel_futures=True)
         super().shutdown()
-
-    def __enter__(self) -> TransactionProducer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.shutdown()
 
     # ---- sending ----------------------------------------------------------------------------
 

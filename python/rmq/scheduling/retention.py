@@ -16,11 +16,12 @@ that applies them to a store.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
+
+from rmq.scheduling._periodic import PeriodicService
 
 __all__ = [
     "DISK_SPACE_CLEAN_FORCIBLY_RATIO",
@@ -154,12 +155,14 @@ def run_once(store: ExpiringStore, policy: RetentionPolicy, now: datetime) -> in
     return deleted
 
 
-class RetentionScheduler:
+class RetentionScheduler(PeriodicService):
     """A daemon thread that calls :func:`run_once` every ``policy.interval_s`` seconds.
 
     The first check happens one interval after :meth:`start`. A failing check is logged and the
     next one runs as usual (as RocketMQ's scheduled executor does).
     """
+
+    _what = "expired-file check"
 
     def __init__(
         self,
@@ -168,24 +171,10 @@ class RetentionScheduler:
         *,
         clock: Callable[[], datetime] = datetime.now,
     ) -> None:
+        super().__init__("rmq-retention")
         self._store = store
         self._policy = policy
         self._clock = clock
-        self._stopping = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="rmq-retention", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self, timeout: float | None = 30.0) -> None:
-        """Ask the thread to stop and wait for a check in progress to finish."""
-        self._stopping.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout)
-
-    @property
-    def running(self) -> bool:
-        return self._thread.is_alive()
 
     @property
     def policy(self) -> RetentionPolicy:
@@ -197,11 +186,8 @@ class RetentionScheduler:
         """Replace the policy (a config change at runtime); the next check uses it."""
         self._policy = policy
 
-    def _run(self) -> None:
-        while not self._stopping.wait(self._policy.interval_s):
-            try:
-                run_once(self._store, self._policy, self._clock())
-            except Exception:
-                log.exception(
-                    "expired-file check failed; retrying in %.1f s", self._policy.interval_s
-                )
+    def _interval_s(self) -> float:
+        return self._policy.interval_s
+
+    def _round(self) -> None:
+        run_once(self._store, self._policy, self._clock())

@@ -35,13 +35,13 @@ the store and the broker server; :class:`TransactionCheckService` is the thread 
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from rmq.errors import RmqError
+from rmq.scheduling._periodic import PeriodicService
 
 __all__ = [
     "CHECK_MAX_TIME_TOPIC",
@@ -517,28 +517,16 @@ class TransactionChecker:
         return new
 
 
-class TransactionCheckService:
+class TransactionCheckService(PeriodicService):
     """A daemon thread that runs :meth:`TransactionChecker.check_once` every
     ``policy.check_interval_s`` seconds (the first round one interval after :meth:`start`).
     A failing round is logged and the next one runs as usual."""
 
+    _what = "transaction check"
+
     def __init__(self, checker: TransactionChecker) -> None:
+        super().__init__("rmq-transaction-check")
         self.checker = checker
-        self._stopping = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="rmq-transaction-check", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self, timeout: float | None = 30.0) -> None:
-        """Ask the thread to stop and wait for a round in progress to finish."""
-        self._stopping.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout)
-
-    @property
-    def running(self) -> bool:
-        return self._thread.is_alive()
 
     @property
     def policy(self) -> TransactionCheckPolicy:
@@ -549,24 +537,20 @@ class TransactionCheckService:
     def policy(self, policy: TransactionCheckPolicy) -> None:
         self.checker.policy = policy
 
-    def _run(self) -> None:
-        while not self._stopping.wait(self.checker.policy.check_interval_s):
-            try:
-                began = time.monotonic()
-                r = self.checker.check_once()
-                if r.checked or r.discarded or r.unasked:
-                    log.info(
-                        "transaction check: %d asked, %d without a live producer, %d discarded "
-                        "in %.0f ms (half offset %d, op offset %d)",
-                        len(r.checked),
-                        len(r.unasked),
-                        len(r.discarded),
-                        (time.monotonic() - began) * 1000,
-                        r.half_offset,
-                        r.op_offset,
-                    )
-            except Exception:
-                log.exception(
-                    "transaction check failed; retrying in %.1f s",
-                    self.checker.policy.check_interval_s,
-                )
+    def _interval_s(self) -> float:
+        return self.checker.policy.check_interval_s
+
+    def _round(self) -> None:
+        began = time.monotonic()
+        r = self.checker.check_once()
+        if r.checked or r.discarded or r.unasked:
+            log.info(
+                "transaction check: %d asked, %d without a live producer, %d discarded "
+                "in %.0f ms (half offset %d, op offset %d)",
+                len(r.checked),
+                len(r.unasked),
+                len(r.discarded),
+                (time.monotonic() - began) * 1000,
+                r.half_offset,
+                r.op_offset,
+            )

@@ -168,8 +168,8 @@ async fn send(
     // Transactions: a half message is parked in the half topic (crate::transaction); so is
     // every message of a batch flagged as a transaction (rmq's extension).
     let halves = if batch {
-        let props: Vec<&[u8]> = parts.iter().map(|(_, p, _)| p.as_slice()).collect();
-        crate::transaction::halves_for_batch(b, req, &h, queue_id, &props)?
+        let props = parts.iter().map(|(_, p, _)| p.as_slice());
+        crate::transaction::halves_for_batch(b, req, &h, queue_id, props)?
     } else {
         crate::transaction::half_for_send(b, req, &h, queue_id, &parts[0].1)?
             .into_iter()
