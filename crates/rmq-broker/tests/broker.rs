@@ -1,13 +1,11 @@
 //! End-to-end tests: a real broker on 127.0.0.1:0 over a real store in a tempdir, driven by
 //! `rmq_remoting::connect`.
 
-use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use rmq_broker::{BrokerConfig, BrokerController};
 use rmq_common::Properties;
 use rmq_protocol::body::{
     ConsumeStats, ConsumeType, ConsumerConnection, ConsumerData,
@@ -27,58 +25,17 @@ use rmq_protocol::{
     CommandHeader, LanguageCode, RemotingCommand, RemotingJson, RequestCode, ResponseCode,
     SerializeType,
 };
-use rmq_remoting::{connect, BoxFuture, Connection, Reply, RequestHandler, ServerHandle};
-use rmq_store::{MessageStore, StoreConfig};
+use rmq_remoting::{connect, BoxFuture, Connection, Reply, RequestHandler};
+use rmq_store::MessageStore;
 
-const T: Duration = Duration::from_secs(5);
-
-struct Env {
-    ctl: BrokerController,
-    server: ServerHandle,
-    store: Arc<MessageStore>,
-    addr: SocketAddr,
-}
+mod common;
+use common::{Env, T};
 
 async fn start(dir: &Path, extra: &[(&str, &str)]) -> Env {
-    let mut pairs = vec![
-        ("mappedFileSizeCommitLog", "1048576"),
-        ("mappedFileSizeConsumeQueue", "4000"),
-        ("maxHashSlotNum", "64"),
-        ("maxIndexNum", "256"),
-        ("flushIntervalCommitLog", "10"),
-        ("flushIntervalConsumeQueue", "10"),
-        // A busy shared /tmp must not make the store refuse the test's writes.
-        ("diskSpaceWarningLevelRatio", "99"),
-    ];
-    pairs.extend_from_slice(extra);
-    let sc = StoreConfig::from_pairs(pairs).unwrap();
-    let cfg = BrokerConfig {
-        config_dir: dir.join("config"),
-        ..BrokerConfig::default()
-    };
-    let store = MessageStore::open(dir.join("store"), sc, cfg.broker_addr).unwrap();
-    let ctl = BrokerController::new(cfg, Arc::clone(&store), None).unwrap();
-    let server = ctl.start("127.0.0.1:0".parse().unwrap()).await.unwrap();
-    let addr = server.local_addr();
-    Env {
-        ctl,
-        server,
-        store,
-        addr,
-    }
+    common::start(dir, extra, |_| {}).await
 }
 
-impl Env {
-    async fn client(&self) -> Connection {
-        connect(self.addr, None, T).await.unwrap()
-    }
-    async fn stop(self) {
-        self.ctl.shutdown().unwrap();
-        self.server.shutdown().await;
-        drop(self.ctl);
-        self.store.shutdown().unwrap();
-    }
-}
+impl Env {}
 
 fn props(tag: &str, keys: &str) -> String {
     let mut p = Properties::new();

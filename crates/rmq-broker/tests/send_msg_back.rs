@@ -3,13 +3,10 @@
 //! `%RETRY%<group>`, the dead-letter queue after `maxReconsumeTimes` (write-only, so pulls are
 //! refused) or at once for a negative level, and the errors a consumer can get.
 
-use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use rmq_broker::{BrokerConfig, BrokerController};
 use rmq_common::Properties;
 use rmq_protocol::header::{
     pull_sys_flag, ConsumerSendMsgBackRequestHeader, PullMessageRequestHeader,
@@ -17,53 +14,20 @@ use rmq_protocol::header::{
 };
 use rmq_protocol::message_decoder::{decode_messages, MessageExt};
 use rmq_protocol::{CommandHeader, RemotingCommand, RequestCode, ResponseCode};
-use rmq_remoting::{connect, Connection, ServerHandle};
-use rmq_store::{MessageStore, StoreConfig, SCHEDULE_TOPIC};
+use rmq_remoting::{connect, Connection};
+use rmq_store::SCHEDULE_TOPIC;
 
-const T: Duration = Duration::from_secs(5);
-
-struct Env {
-    ctl: BrokerController,
-    server: ServerHandle,
-    store: Arc<MessageStore>,
-    addr: SocketAddr,
-}
+mod common;
+use common::{Env, T};
 
 async fn start(dir: &Path, auto_create_group: bool) -> Env {
-    let sc = StoreConfig::from_pairs([
-        ("mappedFileSizeCommitLog", "1048576"),
-        ("maxHashSlotNum", "64"),
-        ("maxIndexNum", "256"),
-        ("messageDelayLevel", "1s 2s 3s 4s 5s"),
-        // A busy shared /tmp must not make the store refuse the test's writes.
-        ("diskSpaceWarningLevelRatio", "99"),
-    ])
-    .unwrap();
-    let cfg = BrokerConfig {
-        config_dir: dir.join("config"),
-        auto_create_subscription_group: auto_create_group,
-        ..BrokerConfig::default()
-    };
-    let store = MessageStore::open(dir.join("store"), sc, cfg.broker_addr).unwrap();
-    let ctl = BrokerController::new(cfg, Arc::clone(&store), None).unwrap();
-    let server = ctl.start("127.0.0.1:0".parse().unwrap()).await.unwrap();
-    let addr = server.local_addr();
-    Env {
-        ctl,
-        server,
-        store,
-        addr,
-    }
+    common::start(dir, &[("messageDelayLevel", "1s 2s 3s 4s 5s")], |c| {
+        c.auto_create_subscription_group = auto_create_group;
+    })
+    .await
 }
 
 impl Env {
-    async fn stop(self) {
-        self.ctl.shutdown().unwrap();
-        self.server.shutdown().await;
-        drop(self.ctl);
-        self.store.shutdown().unwrap();
-    }
-
     /// The one message at `offset` of `(topic, q)`, once dispatched.
     async fn message(&self, topic: &str, q: i32, offset: i64) -> MessageExt {
         let t0 = Instant::now();

@@ -2,13 +2,11 @@
 //! messages stay out of their topic, END_TRANSACTION commits or rolls back with op records,
 //! the header must name the half, and CHECK_TRANSACTION_STATE reaches a producer connection.
 
-use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use rmq_broker::{BrokerConfig, BrokerController};
 use rmq_common::sys_flag::{
     transaction_value, TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE, TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
@@ -21,57 +19,19 @@ use rmq_protocol::header::{
 };
 use rmq_protocol::message_decoder::{decode_message_at, MessageExt};
 use rmq_protocol::{CommandHeader, RemotingCommand, RemotingJson, RequestCode, ResponseCode};
-use rmq_remoting::{connect, BoxFuture, Connection, Reply, RequestHandler, ServerHandle};
-use rmq_store::{MessageStore, StoreConfig};
+use rmq_remoting::{connect, BoxFuture, Connection, Reply, RequestHandler};
 
-const T: Duration = Duration::from_secs(5);
+mod common;
+use common::{Env, T};
+
 const HALF: &str = "RMQ_SYS_TRANS_HALF_TOPIC";
 const OP: &str = "RMQ_SYS_TRANS_OP_HALF_TOPIC";
 
-struct Env {
-    ctl: BrokerController,
-    server: ServerHandle,
-    store: Arc<MessageStore>,
-    addr: SocketAddr,
-}
-
 async fn start(dir: &Path, reject: bool) -> Env {
-    let sc = StoreConfig::from_pairs([
-        ("mappedFileSizeCommitLog", "1048576"),
-        ("mappedFileSizeConsumeQueue", "4000"),
-        ("maxHashSlotNum", "64"),
-        ("maxIndexNum", "256"),
-        ("flushIntervalCommitLog", "10"),
-        ("flushIntervalConsumeQueue", "10"),
-        // A busy shared /tmp must not make the store refuse the test's writes.
-        ("diskSpaceWarningLevelRatio", "99"),
-    ])
-    .unwrap();
-    let cfg = BrokerConfig {
-        config_dir: dir.join("config"),
-        reject_transaction_message: reject,
-        ..BrokerConfig::default()
-    };
-    let store = MessageStore::open(dir.join("store"), sc, cfg.broker_addr).unwrap();
-    let ctl = BrokerController::new(cfg, Arc::clone(&store), None).unwrap();
-    let server = ctl.start("127.0.0.1:0".parse().unwrap()).await.unwrap();
-    let addr = server.local_addr();
-    Env {
-        ctl,
-        server,
-        store,
-        addr,
-    }
+    common::start(dir, &[], |c| c.reject_transaction_message = reject).await
 }
 
 impl Env {
-    async fn stop(self) {
-        self.ctl.shutdown().unwrap();
-        self.server.shutdown().await;
-        drop(self.ctl);
-        self.store.shutdown().unwrap();
-    }
-
     /// The messages of a queue from `offset`, decoded (waiting up to 5 s for `want` of them).
     async fn read(&self, topic: &str, queue: i32, offset: i64, want: usize) -> Vec<MessageExt> {
         let t0 = Instant::now();
