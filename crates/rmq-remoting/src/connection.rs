@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use bytes::BytesMut;
@@ -419,15 +420,35 @@ fn dispatch(conn: &Connection, handler: &Arc<dyn RequestHandler>, cmd: RemotingC
         }
         return;
     }
-    let (c, h) = (conn.clone(), Arc::clone(handler));
-    tokio::spawn(async move {
-        let oneway = cmd.is_oneway();
-        if let Some(reply) = h.handle(c.clone(), cmd).await {
-            if !oneway {
-                let _ = c.send(reply).await;
+    // Most requests (a send under ASYNC_FLUSH, a pull that finds messages) finish in their
+    // first poll: run that poll here, in the reader, so they need no task of their own and
+    // their replies queue up together for one write. Only what has to wait (group commit,
+    // long polling, Python handlers) becomes a task.
+    let oneway = cmd.is_oneway();
+    let mut handling = handler.handle(conn.clone(), cmd);
+    let mut cx = Context::from_waker(Waker::noop());
+    match handling.as_mut().poll(&mut cx) {
+        Poll::Ready(Some(reply)) if !oneway => match conn.0.tx.try_send(reply) {
+            Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
+            Err(mpsc::error::TrySendError::Full(reply)) => {
+                let c = conn.clone();
+                tokio::spawn(async move {
+                    let _ = c.send(reply).await;
+                });
             }
+        },
+        Poll::Ready(_) => {}
+        Poll::Pending => {
+            let c = conn.clone();
+            tokio::spawn(async move {
+                if let Some(reply) = handling.await {
+                    if !oneway {
+                        let _ = c.send(reply).await;
+                    }
+                }
+            });
         }
-    });
+    }
 }
 
 async fn write_loop(
@@ -451,7 +472,9 @@ async fn write_loop(
             Reply::Command(cmd) => {
                 buf.clear();
                 encode_or_log(&cmd, &mut buf, peer);
-                // Coalesce replies that are already waiting into one write.
+                // Let the tasks that are ready run first, then coalesce what they queued
+                // into one write: one `sendto` per burst instead of one per reply.
+                tokio::task::yield_now().await;
                 while buf.len() < 256 * 1024 {
                     match rx.try_recv() {
                         Ok(Reply::Command(more)) => encode_or_log(&more, &mut buf, peer),
