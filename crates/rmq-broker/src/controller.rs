@@ -71,6 +71,9 @@ impl RequestHandler for Dispatcher {
     fn handle(&self, conn: Connection, request: RemotingCommand) -> BoxFuture<Option<Reply>> {
         Box::pin(processor::dispatch(Arc::clone(&self.0), conn, request))
     }
+    fn run_inline(&self, request: &RemotingCommand) -> bool {
+        processor::is_cheap(request)
+    }
     fn on_connect(&self, conn: &Connection) {
         if let Some(f) = &self.0.fallback {
             f.on_connect(conn);

@@ -58,6 +58,13 @@ pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 pub trait RequestHandler: Send + Sync + 'static {
     /// Handle one request; `None` means no reply (or the reply is sent later through `conn`).
     fn handle(&self, conn: Connection, request: RemotingCommand) -> BoxFuture<Option<Reply>>;
+    /// Whether `request` is cheap enough to start in the connection's reader: its first poll
+    /// runs there (no task of its own, and its reply joins the other queued replies in one
+    /// write); only if it has to wait does it become a task. Heavy requests return `false` so
+    /// that they spread over the runtime's threads.
+    fn run_inline(&self, _request: &RemotingCommand) -> bool {
+        false
+    }
     /// A connection opened.
     fn on_connect(&self, _conn: &Connection) {}
     /// A connection closed.
@@ -420,14 +427,23 @@ fn dispatch(conn: &Connection, handler: &Arc<dyn RequestHandler>, cmd: RemotingC
         }
         return;
     }
-    // Most requests (a send under ASYNC_FLUSH, a pull that finds messages) finish in their
-    // first poll: run that poll here, in the reader, so they need no task of their own and
-    // their replies queue up together for one write. Only what has to wait (group commit,
-    // long polling, Python handlers) becomes a task.
     let oneway = cmd.is_oneway();
+    if !handler.run_inline(&cmd) {
+        let (c, h) = (conn.clone(), Arc::clone(handler));
+        tokio::spawn(async move {
+            if let Some(reply) = h.handle(c.clone(), cmd).await {
+                if !oneway {
+                    let _ = c.send(reply).await;
+                }
+            }
+        });
+        return;
+    }
     let mut handling = handler.handle(conn.clone(), cmd);
-    let mut cx = Context::from_waker(Waker::noop());
-    match handling.as_mut().poll(&mut cx) {
+    match handling
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()))
+    {
         Poll::Ready(Some(reply)) if !oneway => match conn.0.tx.try_send(reply) {
             Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
             Err(mpsc::error::TrySendError::Full(reply)) => {
@@ -438,6 +454,8 @@ fn dispatch(conn: &Connection, handler: &Arc<dyn RequestHandler>, cmd: RemotingC
             }
         },
         Poll::Ready(_) => {}
+        // It has to wait (group commit, a full store queue): the rest is a task, whose first
+        // poll registers its own waker.
         Poll::Pending => {
             let c = conn.clone();
             tokio::spawn(async move {

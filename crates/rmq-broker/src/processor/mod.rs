@@ -84,6 +84,23 @@ pub(crate) fn bad_header(req: &RemotingCommand, e: &rmq_protocol::ProtocolError)
     )
 }
 
+/// Requests cheap enough to start in the connection's reader (see
+/// `RequestHandler::run_inline`): single sends and the small bookkeeping calls. Batches,
+/// pulls and admin work get a task each, so that they spread over the runtime's threads.
+#[must_use]
+pub fn is_cheap(req: &RemotingCommand) -> bool {
+    match RequestCode(req.code) {
+        RequestCode::SEND_MESSAGE | RequestCode::SEND_MESSAGE_V2 => {
+            req.body.as_ref().map_or(0, bytes::Bytes::len) <= 16 * 1024
+        }
+        RequestCode::QUERY_CONSUMER_OFFSET
+        | RequestCode::UPDATE_CONSUMER_OFFSET
+        | RequestCode::GET_MAX_OFFSET
+        | RequestCode::GET_MIN_OFFSET => true,
+        _ => false,
+    }
+}
+
 /// Route one request to its processor.
 pub async fn dispatch(b: Arc<Broker>, conn: Connection, req: RemotingCommand) -> Option<Reply> {
     match RequestCode(req.code) {
