@@ -146,9 +146,8 @@ async fn send_v2_v1_batch_autocreate_and_pull() {
         .collect();
     let mut req = send_v2("Auto1", 1, "", b"");
     req.code = RequestCode::SEND_BATCH_MESSAGE.0;
-    req.ext_fields.insert("m".into(), "true".into());
-    req.ext_fields
-        .insert("i".into(), "WAIT\u{1}true\u{2}".into());
+    req.ext_fields.insert("m", "true");
+    req.ext_fields.insert("i", "WAIT\u{1}true\u{2}");
     let rb = send_ok(&c, req.with_body(encode_batch(&batch).unwrap())).await;
     assert_eq!(rb.queue_offset, 3);
     assert_eq!(rb.msg_id.split(',').count(), 3);
@@ -360,7 +359,7 @@ async fn heartbeat_retry_topic_consumer_list_and_notify() {
     loop {
         let got = rec.0.lock().unwrap()[before..].iter().any(|r| {
             r.code == RequestCode::NOTIFY_CONSUMER_IDS_CHANGED.0
-                && r.ext_fields.get("consumerGroup").map(String::as_str) == Some("HG")
+                && r.ext_fields.get("consumerGroup") == Some("HG")
         });
         if got {
             break;
@@ -370,8 +369,8 @@ async fn heartbeat_retry_topic_consumer_list_and_notify() {
     }
     // Pull without a subscription in the request uses the heartbeat's.
     let mut p = pull("HT", 0, 0, "*", 0);
-    p.ext_fields.insert("sysFlag".into(), "0".into());
-    p.ext_fields.insert("consumerGroup".into(), "HG".into());
+    p.ext_fields.insert("sysFlag", "0");
+    p.ext_fields.insert("consumerGroup", "HG");
     send_ok(&c2, send_v2("HT", 0, "x", b"hb")).await;
     wait_dispatched(&env.store, "HT", 0, 1).await;
     let r = c2.request(p, T).await.unwrap();

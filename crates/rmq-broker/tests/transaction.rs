@@ -213,8 +213,8 @@ fn batch_send(topic: &str, sys_flag: i32, entries: &[bool]) -> RemotingCommand {
     }
     let mut req = half_send(topic, 1, "PG", b"");
     req.code = RequestCode::SEND_BATCH_MESSAGE.0;
-    req.ext_fields.insert("f".into(), sys_flag.to_string());
-    req.ext_fields.insert("i".into(), String::new());
+    req.ext_fields.insert("f", sys_flag.to_string());
+    req.ext_fields.insert("i", String::new());
     req.with_body(body.freeze())
 }
 

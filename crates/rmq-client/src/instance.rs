@@ -566,12 +566,12 @@ impl ClientInstance {
 
     async fn unregister_client(&self, producer: Option<&str>, consumer: Option<&str>) {
         let mut fields = ExtFields::new();
-        fields.insert("clientID".to_owned(), self.inner.client_id.clone());
+        fields.insert("clientID", self.inner.client_id.clone());
         if let Some(p) = producer {
-            fields.insert("producerGroup".to_owned(), p.to_owned());
+            fields.insert("producerGroup", p.to_owned());
         }
         if let Some(c) = consumer {
-            fields.insert("consumerGroup".to_owned(), c.to_owned());
+            fields.insert("consumerGroup", c.to_owned());
         }
         for addr in self.broker_addrs(false) {
             let cmd =
@@ -774,7 +774,7 @@ impl RequestHandler for BrokerRequests {
 fn add_check_fields(conn: &Connection, request: &mut RemotingCommand) {
     request
         .ext_fields
-        .insert(CHECK_BROKER_ADDR_FIELD.to_owned(), conn.peer().to_string());
+        .insert(CHECK_BROKER_ADDR_FIELD, conn.peer().to_string());
     let group = request
         .body
         .as_ref()
@@ -785,9 +785,8 @@ fn add_check_fields(conn: &Connection, request: &mut RemotingCommand) {
                 .map(str::to_owned)
         });
     if let Some(g) = group {
-        request
-            .ext_fields
-            .entry(CHECK_PRODUCER_GROUP_FIELD.to_owned())
-            .or_insert(g);
+        if !request.ext_fields.contains_key(CHECK_PRODUCER_GROUP_FIELD) {
+            request.ext_fields.insert(CHECK_PRODUCER_GROUP_FIELD, g);
+        }
     }
 }

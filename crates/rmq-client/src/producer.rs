@@ -550,8 +550,8 @@ impl Producer {
             region_id: resp
                 .ext_fields
                 .get("MSG_REGION")
-                .cloned()
-                .unwrap_or_else(|| "DefaultRegion".to_owned()),
+                .unwrap_or("DefaultRegion")
+                .to_owned(),
         })
     }
 }

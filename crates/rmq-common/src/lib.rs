@@ -12,5 +12,7 @@ pub mod sys_flag;
 pub mod time;
 
 pub use hash::{body_crc, index_key_hash, java_string_hash, tags_hash_code};
-pub use message_id::{create_offset_msg_id, decode_offset_msg_id, MessageIdError};
+pub use message_id::{
+    create_offset_msg_id, decode_offset_msg_id, push_offset_msg_id, MessageIdError,
+};
 pub use properties::{Properties, PropertyKey};

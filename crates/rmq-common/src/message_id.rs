@@ -23,20 +23,26 @@ impl std::fmt::Display for MessageIdError {
 /// IPv4 4 bytes + port 4 bytes + offset 8 bytes (32 digits), or 16 + 4 + 8 for IPv6.
 #[must_use]
 pub fn create_offset_msg_id(store_host: SocketAddr, phy_offset: i64) -> String {
-    let mut bytes = Vec::with_capacity(28);
-    match store_host.ip() {
-        IpAddr::V4(ip) => bytes.extend_from_slice(&ip.octets()),
-        IpAddr::V6(ip) => bytes.extend_from_slice(&ip.octets()),
-    }
-    bytes.extend_from_slice(&i32::from(store_host.port()).to_be_bytes());
-    bytes.extend_from_slice(&phy_offset.to_be_bytes());
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(char::from(HEX[usize::from(b >> 4)]));
-        s.push(char::from(HEX[usize::from(b & 0xF)]));
-    }
+    let mut s = String::with_capacity(56);
+    push_offset_msg_id(&mut s, store_host, phy_offset);
     s
+}
+
+/// [`create_offset_msg_id`] appended to `out` (a batch's ids go into one string).
+pub fn push_offset_msg_id(out: &mut String, store_host: SocketAddr, phy_offset: i64) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let mut push = |bytes: &[u8]| {
+        for &b in bytes {
+            out.push(char::from(HEX[usize::from(b >> 4)]));
+            out.push(char::from(HEX[usize::from(b & 0xF)]));
+        }
+    };
+    match store_host.ip() {
+        IpAddr::V4(ip) => push(&ip.octets()),
+        IpAddr::V6(ip) => push(&ip.octets()),
+    }
+    push(&i32::from(store_host.port()).to_be_bytes());
+    push(&phy_offset.to_be_bytes());
 }
 
 /// Decode an offset message id into its store host and physical offset.

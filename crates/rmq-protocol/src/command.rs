@@ -3,18 +3,14 @@
 //! command lives in its `ext_fields` (see [`crate::header`]) and its body (see
 //! [`crate::body`]), so the transport can move commands without understanding them.
 
-use std::collections::BTreeMap;
 use std::fmt;
 
 use bytes::Bytes;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::error::Result;
+pub use crate::ext_fields::ExtFields;
 use crate::header::CommandHeader;
-
-/// Header fields as strings, keyed by the Java header class's field names. Ordered so that
-/// encoding is deterministic (Java's `HashMap` order carries no meaning).
-pub type ExtFields = BTreeMap<String, String>;
 
 /// Flag bit set on responses (`RemotingCommand.RPC_TYPE`).
 pub const FLAG_RESPONSE: i32 = 1 << 0;

@@ -353,12 +353,25 @@ pub fn encode_batch_entry(
     Ok(())
 }
 
-/// Decode a SEND_BATCH_MESSAGE body.
+/// One entry of a SEND_BATCH_MESSAGE body, its properties still encoded: what a broker
+/// stores, without building a map per message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchEntry {
+    /// Application flag.
+    pub flag: i32,
+    /// Body.
+    pub body: Bytes,
+    /// Properties as sent (`name\u1value\u2...`).
+    pub properties: Bytes,
+}
+
+/// Decode a SEND_BATCH_MESSAGE body into its entries; bodies and properties are slices of
+/// `body` (no copies).
 ///
 /// # Errors
 /// [`ProtocolError::BadMessage`] for a truncated entry or lengths that disagree with
 /// TOTALSIZE.
-pub fn decode_batch(body: &Bytes) -> Result<Vec<BatchMessage>> {
+pub fn decode_batch_entries(body: &Bytes) -> Result<Vec<BatchEntry>> {
     let mut out = Vec::new();
     let mut pos = 0;
     while pos < body.len() {
@@ -384,18 +397,34 @@ pub fn decode_batch(body: &Bytes) -> Result<Vec<BatchMessage>> {
         r.take(body_len, "BODY")?;
         let props_len = r.i16("PROPSLEN")?;
         let props_len = r.len(i64::from(props_len), "properties")?;
-        let props = r.take(props_len, "PROPERTIES")?;
+        let props_start = pos + r.pos;
+        r.take(props_len, "PROPERTIES")?;
         if r.pos != total {
             return Err(r.err(format!("fields end at {} but TOTALSIZE is {total}", r.pos)));
         }
-        out.push(BatchMessage {
+        out.push(BatchEntry {
             flag,
             body: body.slice(body_start..body_start + body_len),
-            properties: Properties::decode(&String::from_utf8_lossy(props)),
+            properties: body.slice(props_start..props_start + props_len),
         });
         pos += total;
     }
     Ok(out)
+}
+
+/// Decode a SEND_BATCH_MESSAGE body, properties parsed.
+///
+/// # Errors
+/// As [`decode_batch_entries`].
+pub fn decode_batch(body: &Bytes) -> Result<Vec<BatchMessage>> {
+    Ok(decode_batch_entries(body)?
+        .into_iter()
+        .map(|e| BatchMessage {
+            flag: e.flag,
+            body: e.body,
+            properties: Properties::decode(&String::from_utf8_lossy(&e.properties)),
+        })
+        .collect())
 }
 
 /// Encode one CommitLog record, as the store writes it. For tests and tools that need

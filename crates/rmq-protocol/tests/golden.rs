@@ -96,7 +96,7 @@ fn rocketmq_binary_response_frame() {
     let mut request = RemotingCommand::new_request(11, ExtFields::new())
         .with_opaque(77)
         .with_serialize_type(SerializeType::RocketMq);
-    request.ext_fields.insert("topic".into(), "t".into());
+    request.ext_fields.insert("topic", "t");
     let resp = RemotingCommand::response_to(
         &request,
         ResponseCode::PULL_NOT_FOUND.0,

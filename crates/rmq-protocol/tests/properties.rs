@@ -50,7 +50,7 @@ fn any_command() -> impl Strategy<Value = RemotingCommand> {
                     } else {
                         remark
                     },
-                    ext_fields,
+                    ext_fields: ext_fields.into_iter().collect(),
                     body: body.map(Bytes::from),
                     serialize_type,
                 }

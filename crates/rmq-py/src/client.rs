@@ -347,7 +347,10 @@ impl ClientListener for PyListener {
     fn on_broker_request(&self, code: i32, ext_fields: ExtFields, body: Option<Bytes>) {
         let f = self.on_broker_request.clone();
         dispatch(Box::new(move |py| {
-            let fields: HashMap<String, String> = ext_fields.into_iter().collect();
+            let fields: HashMap<String, String> = ext_fields
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect();
             let body = body.map(|b| PyBytes::new(py, &b).unbind());
             call_reporting(py, &f, (code, fields, body));
         }));

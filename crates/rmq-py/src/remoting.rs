@@ -102,7 +102,7 @@ impl RemotingResponse {
 }
 
 fn to_ext(map: &HashMap<String, String>) -> ExtFields {
-    map.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+    map.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
 }
 
 fn from_command(py: Python<'_>, cmd: &RemotingCommand) -> RemotingResponse {
@@ -112,7 +112,7 @@ fn from_command(py: Python<'_>, cmd: &RemotingCommand) -> RemotingResponse {
         ext_fields: cmd
             .ext_fields
             .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
             .collect(),
         body: cmd.body.as_ref().map(|b| PyBytes::new(py, b).unbind()),
     }
@@ -140,7 +140,7 @@ impl PyHandler {
                 ext_fields: req
                     .ext_fields
                     .iter()
-                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
                     .collect(),
                 body: req.body.as_ref().map(|b| PyBytes::new(py, b).unbind()),
                 connection_id: conn.id(),

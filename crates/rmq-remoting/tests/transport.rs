@@ -158,7 +158,7 @@ async fn request_response_in_both_serializations_and_concurrently() {
     let c = connect(srv.local_addr(), None, T).await.unwrap();
     for ser in [SerializeType::Json, SerializeType::RocketMq] {
         let mut ext = ExtFields::default();
-        ext.insert("topic".into(), "TopicA".into());
+        ext.insert("topic", "TopicA");
         let req = RemotingCommand::new_request(ECHO, ext)
             .with_body(b"hello".to_vec())
             .with_serialize_type(ser);
@@ -169,10 +169,7 @@ async fn request_response_in_both_serializations_and_concurrently() {
             "responses use the request's serialization"
         );
         assert_eq!(resp.body.as_deref(), Some(&b"hello"[..]));
-        assert_eq!(
-            resp.ext_fields.get("topic").map(String::as_str),
-            Some("TopicA")
-        );
+        assert_eq!(resp.ext_fields.get("topic"), Some("TopicA"));
     }
     // 200 requests in flight at once are each matched to their own response.
     let futs: Vec<_> = (0..200)

@@ -28,12 +28,7 @@ pub fn by_key(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
         Ok(h) => h,
         Err(e) => return bad_header(req, &e),
     };
-    if req
-        .ext_fields
-        .get(UNIQUE_MSG_QUERY_FLAG)
-        .map(String::as_str)
-        == Some("true")
-    {
+    if req.ext_fields.get(UNIQUE_MSG_QUERY_FLAG) == Some("true") {
         h.max_num = DEFAULT_QUERY_MAX_NUM;
     }
     let found = b.store.query_message(

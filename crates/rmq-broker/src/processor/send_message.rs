@@ -7,7 +7,7 @@ use std::time::Duration;
 use rmq_common::properties::{find_property, PropertyKey};
 use rmq_protocol::body::{TopicConfig, PERM_READ, PERM_WRITE};
 use rmq_protocol::header::{SendMessageRequestHeader, SendMessageResponseHeader};
-use rmq_protocol::message_decoder::decode_batch;
+use rmq_protocol::message_decoder::decode_batch_entries;
 use rmq_protocol::{RemotingCommand, RequestCode, ResponseCode};
 use rmq_remoting::{Connection, Reply};
 use rmq_store::{FlushDiskType, MessageToStore};
@@ -93,17 +93,6 @@ fn msg_check(
     Ok(config)
 }
 
-/// `props` followed by `extra` (both `name\u1value\u2` encoded), with the separator between.
-fn with_extra_props(props: &[u8], extra: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(props.len() + extra.len() + 1);
-    out.extend_from_slice(props);
-    if !out.is_empty() && !out.ends_with(&[2]) && !extra.is_empty() {
-        out.push(2);
-    }
-    out.extend_from_slice(extra);
-    out
-}
-
 async fn send(
     b: &Broker,
     conn: &Connection,
@@ -139,23 +128,36 @@ async fn send(
     };
     let batch = req.code == RequestCode::SEND_BATCH_MESSAGE.0;
     let cluster = cluster.as_bytes();
-    // (body, properties, flag) of each message.
-    let parts: Vec<(bytes::Bytes, Vec<u8>, i32)> = if batch {
-        let entries = decode_batch(&body)
+    // Each message's properties (its own, then the header's, then the cluster) are laid out
+    // one after another in `props`: one buffer for a whole batch. `parts` holds (body,
+    // range in `props`, flag) per message.
+    let mut props = Vec::new();
+    let mut push_props = |own: &[u8], extra: &[&[u8]]| {
+        let start = props.len();
+        props.extend_from_slice(own);
+        for e in extra.iter().filter(|e| !e.is_empty()) {
+            if props.len() > start && !props.ends_with(&[2]) {
+                props.push(2);
+            }
+            props.extend_from_slice(e);
+        }
+        start..props.len()
+    };
+    let parts: Vec<(bytes::Bytes, std::ops::Range<usize>, i32)> = if batch {
+        let entries = decode_batch_entries(&body)
             .map_err(|e| illegal(format!("the batch body does not decode: {e}")))?;
         if entries.is_empty() {
             return Err(illegal("the batch is empty".into()));
         }
-        let extra = with_extra_props(header_props, cluster);
         entries
             .into_iter()
             .map(|m| {
-                let p = with_extra_props(m.properties.encode().as_bytes(), &extra);
-                (m.body, p, m.flag)
+                let range = push_props(&m.properties, &[header_props, cluster]);
+                (m.body, range, m.flag)
             })
             .collect()
     } else {
-        vec![(body, with_extra_props(header_props, cluster), h.flag)]
+        vec![(body, push_props(header_props, &[cluster]), h.flag)]
     };
     for (body, _, _) in &parts {
         if body.len() > max_size {
@@ -168,10 +170,10 @@ async fn send(
     // Transactions: a half message is parked in the half topic (crate::transaction); so is
     // every message of a batch flagged as a transaction (rmq's extension).
     let halves = if batch {
-        let props = parts.iter().map(|(_, p, _)| p.as_slice());
-        crate::transaction::halves_for_batch(b, req, &h, queue_id, props)?
+        let entry_props = parts.iter().map(|(_, p, _)| &props[p.clone()]);
+        crate::transaction::halves_for_batch(b, req, &h, queue_id, entry_props)?
     } else {
-        crate::transaction::half_for_send(b, req, &h, queue_id, &parts[0].1)?
+        crate::transaction::half_for_send(b, req, &h, queue_id, &props[parts[0].1.clone()])?
             .into_iter()
             .collect()
     };
@@ -179,7 +181,7 @@ async fn send(
         .iter()
         .map(|(body, p, flag)| MessageToStore {
             body,
-            properties: p,
+            properties: &props[p.clone()],
             flag: *flag,
             ..common.clone()
         })
@@ -229,11 +231,13 @@ async fn send(
         }
     }
     let host = b.config.broker_addr;
-    let msg_id = results
-        .iter()
-        .map(|r| r.msg_id(host))
-        .collect::<Vec<_>>()
-        .join(",");
+    let mut msg_id = String::with_capacity(33 * results.len());
+    for r in &results {
+        if !msg_id.is_empty() {
+            msg_id.push(',');
+        }
+        rmq_common::push_offset_msg_id(&mut msg_id, host, r.wrote_offset);
+    }
     let mut resp = response(req, code, remark).with_header(&SendMessageResponseHeader {
         msg_id,
         queue_id,
@@ -242,8 +246,8 @@ async fn send(
         batch_uniq_id: None,
     });
     resp.ext_fields
-        .insert("MSG_REGION".into(), b.config.region_id.clone());
+        .insert("MSG_REGION", b.config.region_id.clone());
     resp.ext_fields
-        .insert("TRACE_ON".into(), b.config.trace_on.to_string());
+        .insert("TRACE_ON", b.config.trace_on.to_string());
     Ok(resp)
 }

@@ -20,65 +20,65 @@ use crate::error::{ProtocolError, Result};
 use crate::json_compat;
 
 pub(super) fn encode_header(cmd: &RemotingCommand, dst: &mut BytesMut) {
-    let mut s = String::with_capacity(160 + 32 * cmd.ext_fields.len());
-    let _ = write!(s, "{{\"code\":{}", cmd.code);
+    dst.reserve(160 + 32 * cmd.ext_fields.len());
+    let _ = write!(dst, "{{\"code\":{}", cmd.code);
     if !cmd.ext_fields.is_empty() {
-        s.push_str(",\"extFields\":{");
+        dst.put_slice(b",\"extFields\":{");
         for (i, (k, v)) in cmd.ext_fields.iter().enumerate() {
             if i > 0 {
-                s.push(',');
+                dst.put_u8(b',');
             }
-            push_json_str(&mut s, k);
-            s.push(':');
-            push_json_str(&mut s, v);
+            push_json_str(dst, k);
+            dst.put_u8(b':');
+            push_json_str(dst, v);
         }
-        s.push('}');
+        dst.put_u8(b'}');
     }
     let _ = write!(
-        s,
+        dst,
         ",\"flag\":{},\"language\":\"{}\",\"opaque\":{}",
         cmd.flag,
         cmd.language.name(),
         cmd.opaque
     );
     if let Some(remark) = &cmd.remark {
-        s.push_str(",\"remark\":");
-        push_json_str(&mut s, remark);
+        dst.put_slice(b",\"remark\":");
+        push_json_str(dst, remark);
     }
     let _ = write!(
-        s,
+        dst,
         ",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":{}}}",
         cmd.version
     );
-    dst.put_slice(s.as_bytes());
 }
 
 /// Quote a string the way fastjson does: `"` and `\` escaped, control characters as the
 /// short escapes or `\u00XX`, everything else (including `/` and non-ASCII) verbatim.
-fn push_json_str(s: &mut String, v: &str) {
-    s.push('"');
+fn push_json_str(dst: &mut BytesMut, v: &str) {
+    dst.put_u8(b'"');
     // Most values (ids, offsets, topic names) need no escaping: copy them whole.
     if !v.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
-        s.push_str(v);
-        s.push('"');
+        dst.put_slice(v.as_bytes());
+        dst.put_u8(b'"');
         return;
     }
+    let mut utf8 = [0u8; 4];
     for c in v.chars() {
         match c {
-            '"' => s.push_str("\\\""),
-            '\\' => s.push_str("\\\\"),
-            '\n' => s.push_str("\\n"),
-            '\r' => s.push_str("\\r"),
-            '\t' => s.push_str("\\t"),
-            '\u{8}' => s.push_str("\\b"),
-            '\u{c}' => s.push_str("\\f"),
+            '"' => dst.put_slice(b"\\\""),
+            '\\' => dst.put_slice(b"\\\\"),
+            '\n' => dst.put_slice(b"\\n"),
+            '\r' => dst.put_slice(b"\\r"),
+            '\t' => dst.put_slice(b"\\t"),
+            '\u{8}' => dst.put_slice(b"\\b"),
+            '\u{c}' => dst.put_slice(b"\\f"),
             c if (c as u32) < 0x20 => {
-                let _ = write!(s, "\\u{:04X}", c as u32);
+                let _ = write!(dst, "\\u{:04X}", c as u32);
             }
-            c => s.push(c),
+            c => dst.put_slice(c.encode_utf8(&mut utf8).as_bytes()),
         }
     }
-    s.push('"');
+    dst.put_u8(b'"');
 }
 
 /// The common shape of a header, as Java clients send it: deserialized straight into the
@@ -196,9 +196,9 @@ mod tests {
     #[test]
     fn strings_are_copied_whole_or_escaped() {
         let quoted = |v: &str| {
-            let mut s = String::new();
+            let mut s = BytesMut::new();
             push_json_str(&mut s, v);
-            s
+            String::from_utf8(s.to_vec()).unwrap()
         };
         assert_eq!(quoted("0A01,FF é/x"), "\"0A01,FF é/x\"");
         assert_eq!(quoted("a\"b\\c\nd\u{1}"), "\"a\\\"b\\\\c\\nd\\u0001\"");
@@ -207,7 +207,7 @@ mod tests {
     #[test]
     fn writes_fastjson_field_order() {
         let mut cmd = RemotingCommand::new_request(105, ExtFields::new()).with_opaque(3);
-        cmd.ext_fields.insert("topic".into(), "T\u{1}\"x\"".into());
+        cmd.ext_fields.insert("topic", "T\u{1}\"x\"");
         cmd.remark = Some("a/b é".into());
         let mut b = BytesMut::new();
         encode_header(&cmd, &mut b);
@@ -229,11 +229,8 @@ mod tests {
         .unwrap();
         assert_eq!((c.code, c.version, c.opaque, c.flag), (34, 12, 7, 0));
         assert_eq!(c.language, LanguageCode::Go);
-        assert_eq!(c.ext_fields.get("queueId").map(String::as_str), Some("3"));
-        assert_eq!(
-            c.ext_fields.get("unitMode").map(String::as_str),
-            Some("false")
-        );
+        assert_eq!(c.ext_fields.get("queueId"), Some("3"));
+        assert_eq!(c.ext_fields.get("unitMode"), Some("false"));
         assert!(!c.ext_fields.contains_key("n"));
         assert_eq!(c.remark, None);
         let c = dec(r#"{"code":0,"language":"SOMETHING_NEW","remark":null}"#).unwrap();
@@ -274,13 +271,13 @@ mod fast_path_tests {
             (c.code, c.opaque, c.version, c.language),
             (310, 7, 409, LanguageCode::Java)
         );
-        assert_eq!(c.ext_fields.get("b").map(String::as_str), Some("T"));
+        assert_eq!(c.ext_fields.get("b"), Some("T"));
         // Numbers as strings, a numeric ext value, a null and fastjson's bare key: the lenient
         // path, same result shape.
         let odd = br#"{"code":"310","extFields":{"a":"g","n":5,"z":null},"opaque":"7",flag:0}"#;
         let c = decode_header(odd).unwrap();
         assert_eq!((c.code, c.opaque, c.flag), (310, 7, 0));
-        assert_eq!(c.ext_fields.get("n").map(String::as_str), Some("5"));
+        assert_eq!(c.ext_fields.get("n"), Some("5"));
         assert!(!c.ext_fields.contains_key("z"));
         assert!(
             decode_header(br#"{"opaque":1}"#).is_err(),

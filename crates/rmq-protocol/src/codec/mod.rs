@@ -198,8 +198,8 @@ mod tests {
 
     fn sample(st: SerializeType) -> RemotingCommand {
         let mut ext = ExtFields::new();
-        ext.insert("topic".into(), "TopicTest".into());
-        ext.insert("queueId".into(), "3".into());
+        ext.insert("topic", "TopicTest");
+        ext.insert("queueId", "3");
         RemotingCommand::new_request(105, ext)
             .with_opaque(42)
             .with_version(409)

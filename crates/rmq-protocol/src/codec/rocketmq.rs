@@ -37,7 +37,7 @@ pub(super) fn encode_header(cmd: &RemotingCommand, dst: &mut BytesMut) -> Result
     }
     let len_pos = dst.len();
     dst.put_i32(0);
-    for (k, v) in &cmd.ext_fields {
+    for (k, v) in cmd.ext_fields.iter() {
         let klen = i16::try_from(k.len()).map_err(|_| ProtocolError::Unencodable {
             what: "ext field key",
             reason: format!("{} bytes exceed 32767", k.len()),
@@ -181,7 +181,7 @@ mod tests {
             .with_serialize_type(SerializeType::RocketMq);
         cmd.flag = 2;
         cmd.remark = Some("hi".into());
-        cmd.ext_fields.insert("ab".into(), "xyz".into());
+        cmd.ext_fields.insert("ab", "xyz");
         let mut b = BytesMut::new();
         encode_header(&cmd, &mut b).unwrap();
         let expected: Vec<u8> = [

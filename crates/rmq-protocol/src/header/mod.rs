@@ -17,8 +17,11 @@
 //! parse is an error naming the field, the value and the type. Booleans accept `true`/`false`
 //! in any case.
 
+use compact_str::ToCompactString;
+
 use crate::command::ExtFields;
 use crate::error::{ProtocolError, Result};
+use crate::ext_fields::FieldStr;
 
 /// A typed view of a command's ext fields.
 pub trait CommandHeader: Sized {
@@ -38,7 +41,7 @@ pub trait HeaderValue: Sized {
     /// The Java type name used in error messages.
     const JAVA_TYPE: &'static str;
     /// `toString()` of the Java value.
-    fn to_field(&self) -> String;
+    fn to_field(&self) -> FieldStr;
     /// Parse the text as Java does.
     ///
     /// # Errors
@@ -56,8 +59,8 @@ fn invalid(field: &'static str, text: &str, expected: &'static str) -> ProtocolE
 
 impl HeaderValue for String {
     const JAVA_TYPE: &'static str = "String";
-    fn to_field(&self) -> String {
-        self.clone()
+    fn to_field(&self) -> FieldStr {
+        FieldStr::from(self.as_str())
     }
     fn parse_field(_: &'static str, text: &str) -> Result<Self> {
         Ok(text.to_owned())
@@ -68,8 +71,8 @@ macro_rules! int_header_value {
     ($($t:ty => $java:literal),*) => {$(
         impl HeaderValue for $t {
             const JAVA_TYPE: &'static str = $java;
-            fn to_field(&self) -> String {
-                self.to_string()
+            fn to_field(&self) -> FieldStr {
+                self.to_compact_string()
             }
             fn parse_field(field: &'static str, text: &str) -> Result<Self> {
                 text.parse().map_err(|_| invalid(field, text, $java))
@@ -81,8 +84,8 @@ int_header_value!(i32 => "int", i64 => "long");
 
 impl HeaderValue for bool {
     const JAVA_TYPE: &'static str = "boolean";
-    fn to_field(&self) -> String {
-        self.to_string()
+    fn to_field(&self) -> FieldStr {
+        FieldStr::const_new(if *self { "true" } else { "false" })
     }
     fn parse_field(field: &'static str, text: &str) -> Result<Self> {
         if text.eq_ignore_ascii_case("true") {
@@ -123,11 +126,11 @@ macro_rules! field_type {
 macro_rules! put_field {
     (optional $m:ident $k:literal $v:expr) => {
         if let Some(v) = $v {
-            $m.insert($k.to_owned(), $crate::header::HeaderValue::to_field(v));
+            $m.insert($k, $crate::header::HeaderValue::to_field(v));
         }
     };
     ($kind:ident $m:ident $k:literal $v:expr) => {
-        $m.insert($k.to_owned(), $crate::header::HeaderValue::to_field($v));
+        $m.insert($k, $crate::header::HeaderValue::to_field($v));
     };
 }
 

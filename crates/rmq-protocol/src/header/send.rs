@@ -202,7 +202,7 @@ mod tests {
     fn v1_round_trip_and_java_keys() {
         let h = v1();
         let ext = h.to_ext_fields();
-        let keys: Vec<&str> = ext.keys().map(String::as_str).collect();
+        let keys: Vec<&str> = ext.keys().collect();
         assert_eq!(
             keys,
             [
