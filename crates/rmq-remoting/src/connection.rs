@@ -430,13 +430,7 @@ fn dispatch(conn: &Connection, handler: &Arc<dyn RequestHandler>, cmd: RemotingC
     let oneway = cmd.is_oneway();
     if !handler.run_inline(&cmd) {
         let (c, h) = (conn.clone(), Arc::clone(handler));
-        tokio::spawn(async move {
-            if let Some(reply) = h.handle(c.clone(), cmd).await {
-                if !oneway {
-                    let _ = c.send(reply).await;
-                }
-            }
-        });
+        tokio::spawn(async move { reply_when_done(c.clone(), h.handle(c, cmd), oneway).await });
         return;
     }
     let mut handling = handler.handle(conn.clone(), cmd);
@@ -457,14 +451,16 @@ fn dispatch(conn: &Connection, handler: &Arc<dyn RequestHandler>, cmd: RemotingC
         // It has to wait (group commit, a full store queue): the rest is a task, whose first
         // poll registers its own waker.
         Poll::Pending => {
-            let c = conn.clone();
-            tokio::spawn(async move {
-                if let Some(reply) = handling.await {
-                    if !oneway {
-                        let _ = c.send(reply).await;
-                    }
-                }
-            });
+            tokio::spawn(reply_when_done(conn.clone(), handling, oneway));
+        }
+    }
+}
+
+/// Await a request's handling and queue its reply (none for a oneway request).
+async fn reply_when_done(conn: Connection, handling: BoxFuture<Option<Reply>>, oneway: bool) {
+    if let Some(reply) = handling.await {
+        if !oneway {
+            let _ = conn.send(reply).await;
         }
     }
 }

@@ -304,3 +304,95 @@ async fn requests_fail_cleanly_when_the_peer_goes_away() {
         .unwrap_err();
     assert!(err.to_string().contains("connecting to"), "{err}");
 }
+
+/// Runs every request's first poll in the reader (`run_inline`): echoes answer at once,
+/// `SLOW` has to wait, oneway notes are counted.
+struct InlineHandler {
+    notes: AtomicUsize,
+}
+
+const SLOW: i32 = 9006;
+
+impl RequestHandler for InlineHandler {
+    fn handle(&self, _conn: Connection, req: RemotingCommand) -> BoxFuture<Option<Reply>> {
+        let mut resp = RemotingCommand::response_to(&req, 0, None);
+        resp.body = req.body.clone();
+        match req.code {
+            SLOW => Box::pin(async move {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                Some(Reply::Command(resp))
+            }),
+            NOTE => {
+                self.notes.fetch_add(1, Ordering::SeqCst);
+                Box::pin(async { None })
+            }
+            _ => Box::pin(async move { Some(Reply::Command(resp)) }),
+        }
+    }
+    fn run_inline(&self, _request: &RemotingCommand) -> bool {
+        true
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inline_requests_answer_at_once_and_waiting_ones_do_not_block_the_reader() {
+    let h = Arc::new(InlineHandler {
+        notes: AtomicUsize::new(0),
+    });
+    let srv = serve(
+        "127.0.0.1:0".parse().unwrap(),
+        h.clone(),
+        ServerConfig::default(),
+    )
+    .await
+    .unwrap();
+    let c = connect(srv.local_addr(), None, T).await.unwrap();
+    let started = std::time::Instant::now();
+    let slow = {
+        let c = c.clone();
+        tokio::spawn(async move {
+            let req = RemotingCommand::new_request(SLOW, ExtFields::default())
+                .with_body(b"slow".to_vec());
+            let r = c.request(req, T).await.unwrap();
+            (r, started.elapsed())
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    // While SLOW waits, 100 echoes on the same connection are each answered with their own
+    // body, well before SLOW's reply.
+    let echoes: Vec<_> = (0..100)
+        .map(|i| {
+            let c = c.clone();
+            tokio::spawn(async move {
+                let req = RemotingCommand::new_request(ECHO, ExtFields::default())
+                    .with_body(format!("e{i}").into_bytes());
+                let r = c.request(req, T).await.unwrap();
+                assert_eq!(r.body.as_deref(), Some(format!("e{i}").as_bytes()));
+            })
+        })
+        .collect();
+    for e in echoes {
+        e.await.unwrap();
+    }
+    let echoes_done = started.elapsed();
+    c.oneway(RemotingCommand::new_request(NOTE, ExtFields::default()))
+        .await
+        .unwrap();
+    let (r, slow_done) = slow.await.unwrap();
+    assert_eq!(r.body.as_deref(), Some(&b"slow"[..]));
+    assert!(
+        echoes_done < Duration::from_millis(250) && slow_done >= Duration::from_millis(300),
+        "echoes took {echoes_done:?}, the slow request {slow_done:?}"
+    );
+    // The oneway note was handled and answered nothing: the next request still matches.
+    let r = c
+        .request(
+            RemotingCommand::new_request(ECHO, ExtFields::default()).with_body(b"last".to_vec()),
+            T,
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.body.as_deref(), Some(&b"last"[..]));
+    assert_eq!(h.notes.load(Ordering::SeqCst), 1);
+    srv.shutdown().await;
+}
