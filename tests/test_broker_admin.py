@@ -532,7 +532,8 @@ def test_admin_handler_without_a_config_file() -> None:
 @pytest.mark.timeout(600)
 def test_java_client_admin_codes(broker: Broker, tmp_path: Path) -> None:
     """The official Java client (4.9.8) parses every body: an orderly consumer (queue locks),
-    topic and consume stats, consumer connections, a reset it follows (it gets
+    an orderly consumer whose message goes to the DLQ after its max reconsume times, topic and
+    consume stats, consumer connections, a reset it follows (it gets
     RESET_CONSUMER_CLIENT_OFFSET and consumes again), broker config get and update
     (tests/compat/java/.../AdminCheck.java)."""
     sys.path.insert(0, str(Path(__file__).parent / "compat"))
@@ -554,4 +555,10 @@ def test_java_client_admin_codes(broker: Broker, tmp_path: Path) -> None:
     assert lines, f"no summary; stderr:\n{proc.stderr[-4000:]}"
     summary = json.loads(lines[-1])
     assert summary["ok"], f"{summary}\nstderr:\n{proc.stderr[-4000:]}"
-    assert set(summary["checks"]) == {"orderly", "stats", "connectionsAndReset", "config"}
+    assert set(summary["checks"]) == {
+        "orderly",
+        "orderlyDlq",
+        "stats",
+        "connectionsAndReset",
+        "config",
+    }

@@ -1,7 +1,9 @@
 //! CONSUMER_SEND_MSG_BACK (36) and delayed sends against a real broker on 127.0.0.1:0: the
 //! retry copy parked at level 3 + reconsume times with its origin kept, its delivery into
 //! `%RETRY%<group>`, the dead-letter queue after `maxReconsumeTimes` (write-only, so pulls are
-//! refused) or at once for a negative level, and the errors a consumer can get.
+//! refused) or at once for a negative level, and the errors a consumer can get; plain sends
+//! to `%RETRY%<group>` (Java's orderly consumers hand messages back that way) that go to the
+//! dead-letter queue once `reconsumeTimes` reaches the max.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -95,6 +97,23 @@ fn send_back(offset: i64, group: &str, delay_level: i32, max: Option<i32>) -> Re
         },
     )
     .with_version(rmq_protocol::version::CURRENT_VERSION)
+}
+
+/// A plain send to a retry topic, as Java's `sendMessageBack` of orderly consumers makes it:
+/// the header carries the reconsume count and (from 3.4.9 on) the max.
+fn send_retry(group: &str, reconsume: i32, max: Option<i32>, version: i32) -> RemotingCommand {
+    let p = props(&[
+        ("DELAY", "3"),
+        ("RETRY_TOPIC", "Orders"),
+        ("UNIQ_KEY", "U9"),
+    ]);
+    let mut req = send(&format!("%RETRY%{group}"), b"again", &p).with_version(version);
+    req.ext_fields.insert("j", reconsume.to_string());
+    match max {
+        Some(m) => req.ext_fields.insert("l", m.to_string()),
+        None => req.ext_fields.remove("l"),
+    };
+    req
 }
 
 async fn call(c: &Connection, req: RemotingCommand) -> RemotingCommand {
@@ -236,6 +255,86 @@ async fn failed_messages_go_to_retry_then_to_the_dlq() {
     let old_client = send_back(third_retry.commit_log_offset, "CG", 0, Some(3)).with_version(120);
     assert_eq!(call(&c, old_client).await.code, 0);
     assert_eq!(env.message(SCHEDULE_TOPIC, 4, 2).await.reconsume_times, 4);
+
+    // A level the consumer asks for (ConsumeConcurrentlyContext.delayLevelWhenNextConsume).
+    let r = call(&c, send_back(original.commit_log_offset, "CG", 2, Some(16))).await;
+    assert_eq!(r.code, 0);
+    let parked = env.message(SCHEDULE_TOPIC, 1, 0).await;
+    assert_eq!(get(&parked, "DELAY").as_deref(), Some("2"));
+    assert_eq!(get(&parked, "REAL_TOPIC").as_deref(), Some("%RETRY%CG"));
+
+    // A group whose retryMaxTimes is 1 (what old clients get): the second failure is dead.
+    env.ctl
+        .broker()
+        .groups
+        .update(rmq_protocol::body::SubscriptionGroupConfig {
+            group_name: "CG1".into(),
+            retry_max_times: 1,
+            ..Default::default()
+        });
+    let r = call(&c, send_back(original.commit_log_offset, "CG1", 0, None)).await;
+    assert_eq!(r.code, 0);
+    assert_eq!(env.message(SCHEDULE_TOPIC, 2, 1).await.reconsume_times, 1);
+    let r = call(&c, send_back(first_retry.commit_log_offset, "CG1", 0, None)).await;
+    assert_eq!(r.code, 0);
+    assert_eq!(env.message("%DLQ%CG1", 0, 0).await.reconsume_times, 2);
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn retry_topic_sends_past_max_reconsume_times_go_to_the_dlq() {
+    use rmq_protocol::version::CURRENT_VERSION;
+    let dir = tempfile::tempdir().unwrap();
+    let env = start(dir.path(), true).await;
+    let c = connect(env.addr, None, T).await.unwrap();
+    let get = |m: &MessageExt, k: &str| m.properties.get(k).map(str::to_owned);
+
+    // Under the max: an ordinary delayed retry, parked at its level for %RETRY%CG.
+    let r = call(&c, send_retry("CG", 2, Some(3), CURRENT_VERSION)).await;
+    assert_eq!(r.code, 0, "{:?}", r.remark);
+    let parked = env.message(SCHEDULE_TOPIC, 2, 0).await;
+    assert_eq!(get(&parked, "REAL_TOPIC").as_deref(), Some("%RETRY%CG"));
+    assert_eq!(parked.reconsume_times, 2);
+    assert!(env.ctl.broker().topics.select("%DLQ%CG").is_none());
+
+    // At the max: the dead-letter topic (write-only, one queue), stored at once, no delay.
+    let r = call(&c, send_retry("CG", 3, Some(3), CURRENT_VERSION)).await;
+    assert_eq!(r.code, 0, "{:?}", r.remark);
+    let dlq = env.ctl.broker().topics.select("%DLQ%CG").unwrap();
+    assert_eq!((dlq.write_queue_nums, dlq.perm), (1, 2));
+    let dead = env.message("%DLQ%CG", 0, 0).await;
+    assert_eq!(
+        (dead.body.as_ref(), dead.reconsume_times),
+        (&b"again"[..], 3)
+    );
+    assert_eq!(get(&dead, "DELAY"), None);
+    assert_eq!(get(&dead, "RETRY_TOPIC").as_deref(), Some("Orders"));
+    assert_eq!(dead.uniq_msg_id(), Some("U9"));
+    let h = SendMessageResponseHeader::from_ext_fields(&r.ext_fields).unwrap();
+    assert_eq!((h.queue_id, h.queue_offset, h.msg_id), (0, 0, dead.msg_id));
+    assert_eq!(env.store.get_max_offset_in_queue(SCHEDULE_TOPIC, 2), 1);
+
+    // Without the header's max, or from a client older than 3.4.9, the group's
+    // retryMaxTimes (16) counts.
+    let r = call(&c, send_retry("CG", 3, None, CURRENT_VERSION)).await;
+    assert_eq!(r.code, 0);
+    let r = call(&c, send_retry("CG", 3, Some(3), 120)).await;
+    assert_eq!(r.code, 0);
+    assert_eq!(env.message(SCHEDULE_TOPIC, 2, 2).await.reconsume_times, 3);
+    let r = call(&c, send_retry("CG", 16, None, CURRENT_VERSION)).await;
+    assert_eq!(r.code, 0);
+    assert_eq!(env.message("%DLQ%CG", 0, 1).await.reconsume_times, 16);
+    assert_eq!(env.store.get_max_offset_in_queue("%DLQ%CG", 0), 2);
+
+    // Batches cannot go to a retry topic.
+    let mut batch = send("%RETRY%CG", b"", &Properties::new());
+    batch.code = RequestCode::SEND_BATCH_MESSAGE.0;
+    let r = call(&c, batch).await;
+    assert_eq!(r.code, ResponseCode::MESSAGE_ILLEGAL.0);
+    assert!(r
+        .remark
+        .unwrap()
+        .contains("batch request does not support retry group %RETRY%CG"));
     env.stop().await;
 }
 
@@ -275,6 +374,10 @@ async fn send_back_errors_say_what_is_wrong() {
     let env = start(dir.path(), false).await;
     let c = connect(env.addr, None, T).await.unwrap();
     let r = call(&c, send_back(0, "NoSuchGroup", 0, Some(16))).await;
+    assert_eq!(r.code, ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST.0);
+    assert!(r.remark.unwrap().contains("NoSuchGroup"));
+    // So is a plain send to the retry topic of a group that does not exist.
+    let r = call(&c, send_retry("NoSuchGroup", 0, Some(16), 400)).await;
     assert_eq!(r.code, ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST.0);
     assert!(r.remark.unwrap().contains("NoSuchGroup"));
     // A system group exists; an offset where no message starts is refused.

@@ -1,21 +1,32 @@
 //! SEND_MESSAGE (10), SEND_MESSAGE_V2 (310) and SEND_BATCH_MESSAGE (320): check the
 //! message (`msgCheck`), find or auto-create the topic, append to the store, and under
 //! SYNC_FLUSH wait (asynchronously, bounded by `syncFlushTimeout`) until it is durable.
+//!
+//! A single message sent to `%RETRY%<group>` that has been consumed `maxReconsumeTimes` times
+//! already goes to `%DLQ%<group>` instead (RocketMQ's `handleRetryAndDLQ`): Java's orderly
+//! consumers and its concurrent consumers' fallback hand messages back this way, not with
+//! CONSUMER_SEND_MSG_BACK. Batches to a retry topic are refused, as in RocketMQ.
 
 use std::time::Duration;
 
-use rmq_common::properties::{find_property, PropertyKey};
+use std::borrow::Cow;
+
+use rmq_common::properties::{edit_properties, find_property, PropertyKey};
 use rmq_protocol::body::{TopicConfig, PERM_READ, PERM_WRITE};
 use rmq_protocol::header::{SendMessageRequestHeader, SendMessageResponseHeader};
 use rmq_protocol::message_decoder::decode_batch_entries;
+use rmq_protocol::version::V3_4_9;
 use rmq_protocol::{RemotingCommand, RequestCode, ResponseCode};
 use rmq_remoting::{Connection, Reply};
 use rmq_store::{FlushDiskType, MessageToStore};
 
+use super::send_msg_back::DLQ_NUMS_PER_GROUP;
 use super::{reply, response};
 use crate::controller::Broker;
 use crate::error::store_error_to_response;
-use crate::topic_config::{validate_topic, NOT_ALLOWED_SEND_TOPICS, RETRY_GROUP_TOPIC_PREFIX};
+use crate::topic_config::{
+    validate_topic, DLQ_GROUP_TOPIC_PREFIX, NOT_ALLOWED_SEND_TOPICS, RETRY_GROUP_TOPIC_PREFIX,
+};
 
 /// Serve a send.
 pub async fn process(b: &Broker, conn: &Connection, req: &RemotingCommand) -> Option<Reply> {
@@ -93,6 +104,40 @@ fn msg_check(
     Ok(config)
 }
 
+/// `handleRetryAndDLQ` for a message sent to `%RETRY%<group>`: `Some(dlq topic)` when it has
+/// been consumed `maxReconsumeTimes` times (the header's value from clients at 3.4.9 and up,
+/// else the group's `retryMaxTimes`) and belongs in the group's dead-letter topic.
+fn dead_letter_topic(
+    b: &Broker,
+    req: &RemotingCommand,
+    h: &SendMessageRequestHeader,
+) -> Result<Option<String>, RemotingCommand> {
+    let Some(group_name) = h.topic.strip_prefix(RETRY_GROUP_TOPIC_PREFIX) else {
+        return Ok(None);
+    };
+    let Some(group) = b.groups.find_or_create(group_name) else {
+        return Err(response(
+            req,
+            ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST,
+            format!(
+                "subscription group not exist, {group_name} (autoCreateSubscriptionGroup is \
+                 false: create the group first, e.g. with updateSubGroup)"
+            ),
+        ));
+    };
+    let max_reconsume_times = match h.max_reconsume_times {
+        Some(n) if req.version >= V3_4_9 => n,
+        _ => group.retry_max_times,
+    };
+    if h.reconsume_times.unwrap_or(0) < max_reconsume_times {
+        return Ok(None);
+    }
+    let dlq = format!("{DLQ_GROUP_TOPIC_PREFIX}{group_name}");
+    b.topics
+        .create_in_send_back(&dlq, DLQ_NUMS_PER_GROUP, PERM_WRITE, 0);
+    Ok(Some(dlq))
+}
+
 async fn send(
     b: &Broker,
     conn: &Connection,
@@ -100,8 +145,22 @@ async fn send(
 ) -> Result<RemotingCommand, RemotingCommand> {
     let h = SendMessageRequestHeader::from_request(req.code, &req.ext_fields)
         .map_err(|e| response(req, ResponseCode::SYSTEM_ERROR, e.to_string()))?;
+    let batch = req.code == RequestCode::SEND_BATCH_MESSAGE.0;
+    if batch && h.topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) {
+        return Err(response(
+            req,
+            ResponseCode::MESSAGE_ILLEGAL,
+            format!(
+                "batch request does not support retry group {} (send retries one at a time)",
+                h.topic
+            ),
+        ));
+    }
     let config = msg_check(b, req, &h)?;
-    let queue_id = if h.queue_id < 0 {
+    let dlq = dead_letter_topic(b, req, &h)?;
+    let queue_id = if dlq.is_some() {
+        0 // the DLQ has DLQ_NUMS_PER_GROUP (1) queue
+    } else if h.queue_id < 0 {
         #[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
         let r = (rmq_common::time::now_millis().unsigned_abs()
             % config.write_queue_nums.max(1).unsigned_abs() as u64) as i32;
@@ -112,10 +171,19 @@ async fn send(
     let illegal = |remark: String| response(req, ResponseCode::MESSAGE_ILLEGAL, remark);
     let max_size = b.store.config().max_message_size;
     let body = req.body.clone().unwrap_or_default();
-    let header_props = h.properties.as_deref().unwrap_or("").as_bytes();
+    let mut header_props = Cow::Borrowed(h.properties.as_deref().unwrap_or("").as_bytes());
+    if dlq.is_some() {
+        // Dead letters are stored as they are: no delay, whatever the message asked for.
+        header_props = Cow::Owned(edit_properties(
+            &header_props,
+            &[PropertyKey::DELAY_TIME_LEVEL],
+            &[],
+        ));
+    }
+    let header_props = &*header_props;
     let cluster = format!("CLUSTER\u{1}{}\u{2}", b.config.broker_cluster_name);
     let common = MessageToStore {
-        topic: &h.topic,
+        topic: dlq.as_deref().unwrap_or(&h.topic),
         queue_id,
         flag: h.flag,
         body: &[],
@@ -126,7 +194,6 @@ async fn send(
         reconsume_times: h.reconsume_times.unwrap_or(0),
         prepared_transaction_offset: 0,
     };
-    let batch = req.code == RequestCode::SEND_BATCH_MESSAGE.0;
     let cluster = cluster.as_bytes();
     // Each message's properties (its own, then the header's, then the cluster) are laid out
     // one after another in `props`: one buffer for a whole batch. `parts` holds (body,

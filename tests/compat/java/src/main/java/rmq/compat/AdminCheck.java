@@ -6,6 +6,10 @@
  *                 queue, sent with a queue selector) in queue order; that needs LOCK_BATCH_MQ (41).
  *                 While it runs another client id gets no lock; after its shutdown (UNLOCK_BATCH_MQ,
  *                 42) it gets them all.
+ *   orderlyDlq    an orderly consumer with maxReconsumeTimes 2 that always suspends on one message:
+ *                 it sees it 3 times (reconsume times 0, 1, 2), then the client sends it to
+ *                 %RETRY%<group> with reconsumeTimes 2 and the broker stores it in %DLQ%<group>;
+ *                 the rest of its queue is consumed after it, in order.
  *   stats         GET_TOPIC_STATS_INFO (202) and GET_CONSUME_STATS (208) through MQClientAPIImpl.
  *   connections   GET_CONSUMER_CONNECTION_LIST (203) for a running push consumer.
  *   reset         INVOKE_BROKER_TO_RESET_OFFSET (222) to the first message: the broker sends the
@@ -116,6 +120,7 @@ public final class AdminCheck {
             api = producer.getDefaultMQProducerImpl().getmQClientFactory().getMQClientAPIImpl();
             send(producer);
             step("orderly", this::orderly);
+            step("orderlyDlq", this::orderlyDlq);
             step("stats", this::stats);
             step("connectionsAndReset", this::connectionsAndReset);
             step("config", this::config);
@@ -253,6 +258,55 @@ public final class AdminCheck {
             if (!stopped) {
                 c.shutdown();
             }
+        }
+    }
+
+    void orderlyDlq() throws Exception {
+        String group = topic + "-orderly-dlq";
+        String poison = "order-5"; // queue 1, second message
+        List<Integer> poisonTries = Collections.synchronizedList(new ArrayList<>());
+        List<String> queue1 = Collections.synchronizedList(new ArrayList<>());
+        AtomicInteger count = new AtomicInteger();
+        DefaultMQPushConsumer c = consumer(group, "orderly-dlq");
+        c.setMaxReconsumeTimes(2);
+        c.setSuspendCurrentQueueTimeMillis(100);
+        c.registerMessageListener((MessageListenerOrderly) (msgs, ctx) -> {
+            for (MessageExt m : msgs) {
+                String body = new String(m.getBody());
+                if (body.equals(poison)) {
+                    poisonTries.add(m.getReconsumeTimes());
+                    return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT;
+                }
+                if (m.getQueueId() == 1) {
+                    queue1.add(body);
+                }
+                count.incrementAndGet();
+            }
+            return ConsumeOrderlyStatus.SUCCESS;
+        });
+        c.start();
+        try {
+            int others = QUEUES * PER_QUEUE - 1;
+            waitFor(() -> count.get() >= others, 60_000, "orderly consumer got " + count.get() + " of " + others);
+            check(poisonTries.equals(List.of(0, 1, 2)), "the failing message was tried with reconsume times " + poisonTries);
+            List<String> expected = new ArrayList<>();
+            for (int i = 1; i < QUEUES * PER_QUEUE; i += QUEUES) {
+                if (!("order-" + i).equals(poison)) {
+                    expected.add("order-" + i);
+                }
+            }
+            check(expected.equals(queue1), "queue 1 in order after the dead letter: " + queue1);
+            String dlq = "%DLQ%" + group;
+            waitFor(() -> {
+                try {
+                    TopicStatsTable t = api.getTopicStatsInfo(broker, dlq, TIMEOUT_MS);
+                    return t.getOffsetTable().values().stream().mapToLong(TopicOffset::getMaxOffset).sum() == 1;
+                } catch (Exception e) {
+                    return false;
+                }
+            }, 20_000, "one message in " + dlq);
+        } finally {
+            c.shutdown();
         }
     }
 
