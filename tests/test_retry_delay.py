@@ -5,6 +5,8 @@ push consumer, and the broker's store read back after it stopped.
 * a message the listener keeps failing comes back through ``%RETRY%<group>`` with its
   reconsume count going up, its original topic and id, and after ``max_reconsume_times`` lands
   in ``%DLQ%<group>`` (write-only);
+* a listener that raises counts as RECONSUME_LATER; when the broker refuses the send-back
+  (read-only), the consumer retries the message itself, later, without the retry topic;
 * delayed sends are delivered to the queue their producer chose, not before their level's delay;
 * a broker stopped while delayed messages are being delivered, cleanly or with ``kill -9``,
   loses none of them after the restart; a clean stop repeats none;
@@ -151,6 +153,62 @@ def test_a_failing_message_is_retried_then_dead_lettered(cluster: DelayCluster) 
     topics = json.loads((cluster.root / "config" / "topics.json").read_text())["topicConfigTable"]
     assert topics[f"%DLQ%{group}"]["perm"] == 2, "write-only: consumers cannot read it"
     assert topics[f"%RETRY%{group}"]["perm"] == 6
+
+
+def test_raising_listeners_retry_and_refused_send_backs_retry_locally(
+    cluster: DelayCluster,
+) -> None:
+    cluster.start_delay_broker("messageDelayLevel = 1s 1s 1s\n")
+    topic, group = "RaiseT", "cg-raise"
+    cluster.create_topic(topic, queues=1)
+    lock = threading.Lock()
+    seen: list[tuple[bytes, int, str]] = []
+
+    def set_permission(perm: int) -> None:
+        client = RemotingClient()
+        try:
+            r = client.invoke(
+                cluster.addr,
+                RequestCode.UPDATE_BROKER_CONFIG,
+                None,
+                f"brokerPermission={perm}\n".encode(),
+            )
+            assert r.code == 0, r.remark
+        finally:
+            client.close()
+
+    def listener(msgs: list[StoredMessage]) -> rmq.ConsumeConcurrentlyStatus:
+        m = msgs[0]
+        with lock:
+            seen.append((m.body, m.reconsume_times, m.topic))
+            first = sum(b == m.body for b, _, _ in seen) == 1
+        if m.body == b"raises" and first:
+            raise ValueError("the listener's own bug")
+        if m.body == b"local" and first:
+            # The broker turns read-only: CONSUMER_SEND_MSG_BACK gets NO_PERMISSION.
+            set_permission(4)
+            return rmq.ConsumeConcurrentlyStatus.RECONSUME_LATER
+        return rmq.ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    with rmq.Producer("pg-raise", cluster.namesrv) as producer:
+        producer.send(rmq.Message(topic, b"raises"))
+    consumer = push_consumer(cluster, group, topic, listener, reconsume_later_delay_ms=500)
+    try:
+        wait_until(lambda: len(seen) == 2, "the raised-on message back from the retry topic")
+        with rmq.Producer("pg-raise", cluster.namesrv) as producer:
+            producer.send(rmq.Message(topic, b"local"))
+        wait_until(lambda: len(seen) == 4, "the local retry of the refused send-back")
+        time.sleep(1.5)  # longer than a retry delay: nothing else comes
+    finally:
+        consumer.shutdown()
+        set_permission(6)
+    assert seen == [
+        (b"raises", 0, topic),
+        (b"raises", 1, topic),  # through %RETRY%cg-raise, original topic restored
+        (b"local", 0, topic),
+        (b"local", 0, topic),  # retried in the consumer: no reconsume counted by a broker
+    ], seen
+    assert cluster.max_offset(f"%RETRY%{group}", 0) == 1
 
 
 def test_delay_levels_deliver_to_the_chosen_queue_when_due(cluster: DelayCluster) -> None:

@@ -496,6 +496,9 @@ class BrokerConfig:
     """``transactionCheckInterval``: ms between two rounds of transaction checks."""
     reject_transaction_message: bool = False
     """``rejectTransactionMessage``: refuse half messages (NO_PERMISSION)."""
+    rebalance_lock_max_live_time: int = 60_000
+    """``rocketmq.broker.rebalance.lockMaxLiveTime`` (a JVM system property in RocketMQ): ms a
+    queue lock of an orderly consumer lasts without renewal (clients renew every 20 s)."""
     store: dict[str, str] = field(default_factory=dict)
     """Store keys for ``rmq._rmq.MessageStore``, as strings (checked by the native store)."""
 
@@ -605,6 +608,11 @@ BROKER_KEYS: dict[str, _Key] = {
         _int_text(100, 86_400_000) + " (milliseconds)",
     ),
     "rejectTransactionMessage": _Key("reject_transaction_message", _bool, "use true or false"),
+    "rocketmq.broker.rebalance.lockMaxLiveTime": _Key(
+        "rebalance_lock_max_live_time",
+        _int_range(1000, 86_400_000),
+        _int_text(1000, 86_400_000) + " (milliseconds)",
+    ),
 }
 """Every key :class:`BrokerConfig` reads: RocketMQ key → field, parser, allowed values."""
 

@@ -39,6 +39,9 @@ pub mod perm {
 /// Topic the broker auto-creates topics from (`TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC`).
 pub const AUTO_CREATE_TOPIC_KEY: &str = "TBW102";
 
+/// RocketMQ's default instance name, replaced by the process id in the client id.
+pub const DEFAULT_INSTANCE_NAME: &str = "DEFAULT";
+
 /// Settings shared by everything that uses one instance (`ClientConfig`).
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
@@ -46,7 +49,9 @@ pub struct ClientConfig {
     pub namesrv_addrs: Vec<String>,
     /// This client's IP as brokers see it in the client id.
     pub client_ip: String,
-    /// Instance name; the client id is `client_ip@instance_name`.
+    /// Instance name; the client id is `client_ip@instance_name`, with the process id for
+    /// RocketMQ's default name `DEFAULT` (as Java's `changeInstanceNameToPID`), so that two
+    /// processes on one host are two clients to the brokers.
     pub instance_name: String,
     /// Route refresh period (`pollNameServerInterval`, 30 s).
     pub poll_name_server_interval: Duration,
@@ -73,7 +78,11 @@ impl ClientConfig {
     /// `ip@instance`, how brokers tell clients apart.
     #[must_use]
     pub fn client_id(&self) -> String {
-        format!("{}@{}", self.client_ip, self.instance_name)
+        if self.instance_name == DEFAULT_INSTANCE_NAME {
+            format!("{}@{}", self.client_ip, std::process::id())
+        } else {
+            format!("{}@{}", self.client_ip, self.instance_name)
+        }
     }
 }
 
@@ -788,5 +797,19 @@ fn add_check_fields(conn: &Connection, request: &mut RemotingCommand) {
         if !request.ext_fields.contains_key(CHECK_PRODUCER_GROUP_FIELD) {
             request.ext_fields.insert(CHECK_PRODUCER_GROUP_FIELD, g);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_instance_name_is_the_process_id_in_the_client_id() {
+        let mut c = ClientConfig::new(vec![]);
+        c.instance_name = DEFAULT_INSTANCE_NAME.to_owned();
+        assert_eq!(c.client_id(), format!("127.0.0.1@{}", std::process::id()));
+        c.instance_name = "orders".to_owned();
+        assert_eq!(c.client_id(), "127.0.0.1@orders");
     }
 }

@@ -108,6 +108,7 @@ def broker_keys(config: BrokerConfig) -> dict[str, str]:
         "defaultTopicQueueNums": str(config.default_topic_queue_nums),
         "brokerPermission": str(config.broker_permission),
         "rejectTransactionMessage": str(config.reject_transaction_message).lower(),
+        "rocketmq.broker.rebalance.lockMaxLiveTime": str(config.rebalance_lock_max_live_time),
     }
 
 
@@ -221,6 +222,8 @@ def run_broker(
         )
     )
     try:
+        # Registered before the start-up line: "listening on" means clients can route to it.
+        registrar.start()
         log.info(
             "broker %r (cluster %s, %s, %s): listening on %s as %s, nameservers %s; "
             "store open at %s, last exit clean: %s, transient store pool: %s",
@@ -235,7 +238,6 @@ def run_broker(
             "yes" if store.last_exit_ok else "no (recovered from an unclean exit)",
             "on" if store.transient_store_pool_active else "off",
         )
-        registrar.start()
         scheduler.start()
         if delay is not None:
             delay.start()
