@@ -5,13 +5,15 @@
 //! * `produce`: SEND_MESSAGE_V2 with 64 requests in flight on one connection (as one Java
 //!   producer with async sends), and SEND_BATCH_MESSAGE with batches of 32 (16 in flight).
 //! * `consume`: PULL_MESSAGE over 4 queues, one puller per queue (bodies go out by `sendfile`),
-//!   against a raw loopback socket copy of 256 KiB writes measured in the same run.
+//!   against a raw loopback socket copy of 256 KiB writes measured in the same run; then both
+//!   again, alternating in 256 MiB chunks (printed as `consume interleaved`).
 //! * `retry`: CONSUMER_SEND_MSG_BACK with 64 requests in flight (each looks the failed message
 //!   up by offset and parks a copy for `%RETRY%<group>` at level 3), against SEND_MESSAGE_V2 with
 //!   64 in flight measured in the same group as the baseline.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -26,6 +28,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const BODY: [u8; 1024] = [b'x'; 1024];
 const T: Duration = Duration::from_secs(30);
+/// Messages per queue of the consume benchmark's topic.
+const CONSUME_PER_QUEUE: i64 = 50_000;
 
 fn bench_dir() -> tempfile::TempDir {
     let base = std::env::var_os("RMQ_BENCH_DIR")
@@ -211,13 +215,12 @@ fn consume(c: &mut Criterion) {
         .block_on(rmq_remoting::connect(broker.addr, None, T))
         .expect("connect");
     // 4 queues × 50 000 messages of 1 KiB.
-    const PER_QUEUE: i64 = 50_000;
     rt.block_on(async {
         let tasks: Vec<_> = (0..64)
             .map(|t| {
                 let c = conn.clone();
                 tokio::spawn(async move {
-                    for _ in 0..(PER_QUEUE * 4 / 64) {
+                    for _ in 0..(CONSUME_PER_QUEUE * 4 / 64) {
                         send(&c, "BenchConsume", t % 4).await;
                     }
                 })
@@ -240,115 +243,141 @@ fn consume(c: &mut Criterion) {
     g.throughput(Throughput::Bytes(1 << 20));
 
     // Baseline: one loopback connection, 256 KiB writes, a reader draining it.
-    let (tx_sock, rx_sock) = rt.block_on(async {
+    let socks = rt.block_on(async {
         let l = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
         let a = l.local_addr().expect("addr");
         let (w, r) = tokio::join!(tokio::net::TcpStream::connect(a), l.accept());
-        (w.expect("connect"), r.expect("accept").0)
+        let (w, r) = (w.expect("connect"), r.expect("accept").0);
+        Arc::new((tokio::sync::Mutex::new(w), tokio::sync::Mutex::new(r)))
     });
-    let tx_sock = Arc::new(tokio::sync::Mutex::new(tx_sock));
-    let rx_sock = Arc::new(tokio::sync::Mutex::new(rx_sock));
     g.bench_function("baseline_loopback_socket_copy", |b| {
         b.iter_custom(|iters| {
-            let bytes = iters * (1 << 20);
-            let (tx, rx) = (Arc::clone(&tx_sock), Arc::clone(&rx_sock));
             let start = Instant::now();
-            rt.block_on(async move {
-                let writer = tokio::spawn(async move {
-                    let chunk = vec![7u8; 256 * 1024];
-                    let mut w = tx.lock().await;
-                    let mut sent = 0u64;
-                    while sent < bytes {
-                        w.write_all(&chunk).await.expect("write");
-                        sent += chunk.len() as u64;
-                    }
-                });
-                let mut r = rx.lock().await;
-                let mut buf = vec![0u8; 256 * 1024];
-                let mut got = 0u64;
-                while got < bytes {
-                    got += r.read(&mut buf).await.expect("read") as u64;
-                }
-                writer.await.expect("writer");
-            });
+            rt.block_on(socket_copy(Arc::clone(&socks), iters * (1 << 20)));
             start.elapsed()
         });
     });
 
     // Pull: each iteration is 1 MiB of message bytes; pullers walk their queue and wrap.
+    let offsets: Arc<Vec<AtomicI64>> = Arc::new((0..4).map(|_| AtomicI64::new(0)).collect());
     for batch in [32usize, 1024] {
-        let offsets = Arc::new(
-            (0..4)
-                .map(|_| std::sync::atomic::AtomicI64::new(0))
-                .collect::<Vec<_>>(),
-        );
         g.bench_function(format!("pull_4_queues_{batch}_per_pull"), |b| {
             b.iter_custom(|iters| {
-                let target = iters * (1 << 20);
                 let start = Instant::now();
-                rt.block_on(async {
-                    let done = Arc::new(std::sync::atomic::AtomicU64::new(0));
-                    let tasks: Vec<_> = (0..4)
-                        .map(|q| {
-                            let (c, d, offs) =
-                                (conn.clone(), Arc::clone(&done), Arc::clone(&offsets));
-                            tokio::spawn(async move {
-                                while d.load(std::sync::atomic::Ordering::Relaxed) < target {
-                                    let mut off =
-                                        offs[q].load(std::sync::atomic::Ordering::Relaxed);
-                                    if off >= PER_QUEUE {
-                                        off = 0;
-                                    }
-                                    let header: ExtFields = [
-                                        ("consumerGroup", "bench".to_owned()),
-                                        ("topic", "BenchConsume".to_owned()),
-                                        ("queueId", q.to_string()),
-                                        ("queueOffset", off.to_string()),
-                                        ("maxMsgNums", batch.to_string()),
-                                        ("sysFlag", "4".to_owned()),
-                                        ("commitOffset", "0".to_owned()),
-                                        ("suspendTimeoutMillis", "0".to_owned()),
-                                        ("subscription", "*".to_owned()),
-                                        ("subVersion", "0".to_owned()),
-                                    ]
-                                    .into_iter()
-                                    .map(|(k, v)| (k.to_owned(), v))
-                                    .collect();
-                                    let r = c
-                                        .request(
-                                            RemotingCommand::new_request(
-                                                RequestCode::PULL_MESSAGE.0,
-                                                header,
-                                            ),
-                                            T,
-                                        )
-                                        .await
-                                        .expect("pull");
-                                    assert_eq!(r.code, ResponseCode::SUCCESS.0, "{:?}", r.remark);
-                                    let n = r.body.as_ref().map_or(0, |b| b.len());
-                                    let next: i64 = r
-                                        .ext_fields
-                                        .get("nextBeginOffset")
-                                        .and_then(|v| v.parse().ok())
-                                        .unwrap_or(off);
-                                    offs[q].store(next, std::sync::atomic::Ordering::Relaxed);
-                                    d.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
-                                }
-                            })
-                        })
-                        .collect();
-                    for t in tasks {
-                        t.await.expect("puller");
-                    }
-                });
+                rt.block_on(pull(&conn, &offsets, batch, iters * (1 << 20)));
                 start.elapsed()
             });
         });
     }
+
+    // The same two, alternating in chunks within one run, so that both see the same state of
+    // this noisy machine (the socket copy alone varies 2× between runs).
+    const CHUNK: u64 = 256 << 20;
+    const ROUNDS: usize = 8;
+    let gib_s = |t: Duration| CHUNK as f64 / t.as_secs_f64() / f64::from(1u32 << 30);
+    let (mut base, mut ours) = (Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        let start = Instant::now();
+        rt.block_on(socket_copy(Arc::clone(&socks), CHUNK));
+        base.push(gib_s(start.elapsed()));
+        let start = Instant::now();
+        rt.block_on(pull(&conn, &offsets, 1024, CHUNK));
+        ours.push(gib_s(start.elapsed()));
+    }
+    let ratios: Vec<f64> = ours.iter().zip(&base).map(|(o, b)| o / b).collect();
+    eprintln!(
+        "consume interleaved ({ROUNDS} rounds of 256 MiB): socket copy median {:.2} GiB/s, pull \
+         1024 per pull median {:.2} GiB/s, median of the rounds' ratios {:.2}; socket copy \
+         {base:.2?}, pull {ours:.2?}",
+        median(&base),
+        median(&ours),
+        median(&ratios)
+    );
     g.finish();
     eprintln!("consume bench: record size ≈ {record} bytes per 1 KiB message");
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// The baseline: `bytes` through one loopback connection in 256 KiB writes, drained by a reader.
+async fn socket_copy(
+    socks: Arc<(
+        tokio::sync::Mutex<tokio::net::TcpStream>,
+        tokio::sync::Mutex<tokio::net::TcpStream>,
+    )>,
+    bytes: u64,
+) {
+    let s = Arc::clone(&socks);
+    let writer = tokio::spawn(async move {
+        let chunk = vec![7u8; 256 * 1024];
+        let mut w = s.0.lock().await;
+        let mut sent = 0u64;
+        while sent < bytes {
+            w.write_all(&chunk).await.expect("write");
+            sent += chunk.len() as u64;
+        }
+    });
+    let mut r = socks.1.lock().await;
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut got = 0u64;
+    while got < bytes {
+        got += r.read(&mut buf).await.expect("read") as u64;
+    }
+    writer.await.expect("writer");
+}
+
+/// Pull `target` bytes of messages: one puller per queue of `BenchConsume`, `batch` per pull,
+/// each going on from its queue's offset in `offsets` and wrapping at the end.
+async fn pull(conn: &Connection, offsets: &Arc<Vec<AtomicI64>>, batch: usize, target: u64) {
+    let done = Arc::new(AtomicU64::new(0));
+    let tasks: Vec<_> = (0..4)
+        .map(|q| {
+            let (c, d, offs) = (conn.clone(), Arc::clone(&done), Arc::clone(offsets));
+            tokio::spawn(async move {
+                while d.load(Ordering::Relaxed) < target {
+                    let mut off = offs[q].load(Ordering::Relaxed);
+                    if off >= CONSUME_PER_QUEUE {
+                        off = 0;
+                    }
+                    let header: ExtFields = [
+                        ("consumerGroup", "bench".to_owned()),
+                        ("topic", "BenchConsume".to_owned()),
+                        ("queueId", q.to_string()),
+                        ("queueOffset", off.to_string()),
+                        ("maxMsgNums", batch.to_string()),
+                        ("sysFlag", "4".to_owned()),
+                        ("commitOffset", "0".to_owned()),
+                        ("suspendTimeoutMillis", "0".to_owned()),
+                        ("subscription", "*".to_owned()),
+                        ("subVersion", "0".to_owned()),
+                    ]
+                    .into_iter()
+                    .map(|(k, v)| (k.to_owned(), v))
+                    .collect();
+                    let req = RemotingCommand::new_request(RequestCode::PULL_MESSAGE.0, header);
+                    let r = c.request(req, T).await.expect("pull");
+                    assert_eq!(r.code, ResponseCode::SUCCESS.0, "{:?}", r.remark);
+                    let n = r.body.as_ref().map_or(0, |b| b.len());
+                    let next: i64 = r
+                        .ext_fields
+                        .get("nextBeginOffset")
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(off);
+                    offs[q].store(next, Ordering::Relaxed);
+                    d.fetch_add(n as u64, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.expect("puller");
+    }
 }
 
 async fn send_offset(c: &Connection, topic: &str, queue_id: i32) -> i64 {

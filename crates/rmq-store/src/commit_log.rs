@@ -148,12 +148,13 @@ impl CommitLog {
         Ok(len)
     }
 
-    /// How long the put lock has been held now (0 when free).
+    /// How long the put lock has been held now (0 when free; the clock is read only when
+    /// it is held, which a single writer never sees).
     #[must_use]
-    pub fn lock_time_millis(&self, now: i64) -> i64 {
+    pub fn lock_time_millis(&self) -> i64 {
         let begin = self.begin_lock_timestamp.load(Ordering::Relaxed);
         if begin > 0 {
-            now - begin
+            rmq_common::time::now_millis() - begin
         } else {
             0
         }

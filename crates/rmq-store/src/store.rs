@@ -833,7 +833,7 @@ impl MessageStore {
                 self.config.disk_space_warning_level_ratio
             )));
         }
-        let held = self.commit_log.lock_time_millis(now_millis());
+        let held = self.commit_log.lock_time_millis();
         if held > i64::from(self.config.os_page_cache_busy_timeout_mills) && held < 10_000_000 {
             return Err(StoreError::OsPageCacheBusy(held));
         }
