@@ -361,6 +361,31 @@ def test_tag_filtering(cluster: Cluster) -> None:
         consumer.shutdown()
 
 
+def test_tags_with_the_same_hash_are_told_apart_by_the_client(cluster: Cluster) -> None:
+    """The broker filters by the tag's hash code (Java's String.hashCode: "Aa" and "BB" are
+    both 2112), so both reach the consumer's pull; the client keeps only its exact tags."""
+    cluster.create_topic("HashTags", queues=1)
+    got = Collector()
+    with rmq.Producer("pg-hash-tags", cluster.namesrv) as producer:
+        for i in range(10):
+            producer.send(rmq.Message("HashTags", b"%d" % i, tags="Aa" if i % 2 else "BB"))
+    consumer = push_consumer(cluster, "cg-hash-tags", "HashTags", got, expression="Aa")
+    inst = rmq._rmq.ClientInstance(cluster.namesrv)
+    try:
+        wait_until(lambda: len(got.bodies()) >= 5, "the Aa messages")
+        # The group's offset moves past every BB message: filtered out, not left pending.
+        (mq,) = inst.fetch_subscribe_queues("HashTags")
+        wait_until(
+            lambda: inst.query_consumer_offset("cg-hash-tags", mq) == 10,
+            "the committed offset past all 10 messages",
+        )
+        assert sorted(m.body for m in got.msgs) == [b"1", b"3", b"5", b"7", b"9"]
+        assert {m.tags for m in got.msgs} == {"Aa"}
+    finally:
+        consumer.shutdown()
+        inst.shutdown()
+
+
 def test_pull_consumer_assign_seek_commit(cluster: Cluster) -> None:
     cluster.create_topic("Lite", queues=2)
     with rmq.Producer("pg-lite", cluster.namesrv) as producer:

@@ -7,9 +7,8 @@
 //! consumers and its concurrent consumers' fallback hand messages back this way, not with
 //! CONSUMER_SEND_MSG_BACK. Batches to a retry topic are refused, as in RocketMQ.
 
-use std::time::Duration;
-
 use std::borrow::Cow;
+use std::time::Duration;
 
 use rmq_common::properties::{edit_properties, find_property, PropertyKey};
 use rmq_protocol::body::{TopicConfig, PERM_READ, PERM_WRITE};
