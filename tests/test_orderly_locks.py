@@ -136,5 +136,7 @@ def test_a_live_consumer_renews_and_a_killed_ones_locks_expire(
     # In order per queue, nothing lost (a0/a1 may come again: the holder died before its
     # offsets were sure to be persisted, and delivery is at least once).
     assert bodies == {0: [f"b{i}" for i in range(0, 10, 2)], 1: [f"b{i}" for i in range(1, 10, 2)]}
-    # Not before the holder's last renewal had expired.
-    assert first - killed_at >= LOCK_LIVE_S - RENEW_S - 0.1, first - killed_at
+    # Not before the holder's last renewal had expired: that renewal was at most RENEW_S (plus
+    # scheduling delays on a busy machine) before the kill, so the lock lasted well past it.
+    # (With the lock passed on at once, the first message came within ~10 ms.)
+    assert first - killed_at >= LOCK_LIVE_S / 3, first - killed_at
