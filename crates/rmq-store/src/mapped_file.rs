@@ -484,7 +484,11 @@ mod tests {
         assert_eq!(f.commit(1), 0, "below the page threshold");
         assert_eq!(f.commit(0), 3);
         assert_eq!(f.read(0, 3).unwrap(), b"abc");
-        assert_eq!(&std::fs::read(f.path()).unwrap()[..3], b"abc", "in the file too");
+        assert_eq!(
+            &std::fs::read(f.path()).unwrap()[..3],
+            b"abc",
+            "in the file too"
+        );
         f.append_record(8189, &mut scratch, |d| d.fill(7)).unwrap();
         assert_eq!(f.commit(4), 8192, "a full file commits regardless of pages");
         assert_eq!(pool.available_buffer_nums(), 1, "buffer returned once full");
