@@ -91,12 +91,12 @@ pub fn wait_dispatched(store: &MessageStore) {
     }
 }
 
-/// The `q` quantile (0..=1) of `v` (sorted in place); 0 for an empty list.
-pub fn percentile(v: &mut [u64], q: f64) -> u64 {
+/// The `q` quantile (0..=1) of `v` (sorted in place); the default (0) for an empty list.
+pub fn percentile<T: Copy + Default + PartialOrd>(v: &mut [T], q: f64) -> T {
     if v.is_empty() {
-        return 0;
+        return T::default();
     }
-    v.sort_unstable();
+    v.sort_unstable_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
     #[allow(
         clippy::cast_possible_truncation,
         clippy::cast_sign_loss,

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use rmq_benches::percentile;
 use rmq_broker::{BrokerConfig, BrokerController};
 use rmq_common::properties::Properties;
 use rmq_protocol::message_decoder::{encode_batch, BatchMessage};
@@ -98,7 +99,6 @@ fn send_header(topic: &str, queue_id: i32, batch: bool) -> ExtFields {
         ("m", batch.to_string()),
     ]
     .into_iter()
-    .map(|(k, v)| (k.to_owned(), v))
     .collect()
 }
 
@@ -255,7 +255,7 @@ fn consume(c: &mut Criterion) {
     g.bench_function("baseline_loopback_socket_copy", |b| {
         b.iter_custom(|iters| {
             let start = Instant::now();
-            rt.block_on(socket_copy(Arc::clone(&socks), iters * (1 << 20)));
+            rt.block_on(socket_copy(&socks, iters * (1 << 20)));
             start.elapsed()
         });
     });
@@ -280,40 +280,35 @@ fn consume(c: &mut Criterion) {
     let (mut base, mut ours) = (Vec::new(), Vec::new());
     for _ in 0..ROUNDS {
         let start = Instant::now();
-        rt.block_on(socket_copy(Arc::clone(&socks), CHUNK));
+        rt.block_on(socket_copy(&socks, CHUNK));
         base.push(gib_s(start.elapsed()));
         let start = Instant::now();
         rt.block_on(pull(&conn, &offsets, 1024, CHUNK));
         ours.push(gib_s(start.elapsed()));
     }
-    let ratios: Vec<f64> = ours.iter().zip(&base).map(|(o, b)| o / b).collect();
+    let mut ratios: Vec<f64> = ours.iter().zip(&base).map(|(o, b)| o / b).collect();
+    let median = |v: &mut Vec<f64>| percentile(v, 0.5);
     eprintln!(
         "consume interleaved ({ROUNDS} rounds of 256 MiB): socket copy median {:.2} GiB/s, pull \
          1024 per pull median {:.2} GiB/s, median of the rounds' ratios {:.2}; socket copy \
          {base:.2?}, pull {ours:.2?}",
-        median(&base),
-        median(&ours),
-        median(&ratios)
+        median(&mut base.clone()),
+        median(&mut ours.clone()),
+        median(&mut ratios)
     );
     g.finish();
     eprintln!("consume bench: record size ≈ {record} bytes per 1 KiB message");
 }
 
-fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
+/// The two ends of the baseline's loopback connection.
+type Sockets = (
+    tokio::sync::Mutex<tokio::net::TcpStream>,
+    tokio::sync::Mutex<tokio::net::TcpStream>,
+);
 
 /// The baseline: `bytes` through one loopback connection in 256 KiB writes, drained by a reader.
-async fn socket_copy(
-    socks: Arc<(
-        tokio::sync::Mutex<tokio::net::TcpStream>,
-        tokio::sync::Mutex<tokio::net::TcpStream>,
-    )>,
-    bytes: u64,
-) {
-    let s = Arc::clone(&socks);
+async fn socket_copy(socks: &Arc<Sockets>, bytes: u64) {
+    let s = Arc::clone(socks);
     let writer = tokio::spawn(async move {
         let chunk = vec![7u8; 256 * 1024];
         let mut w = s.0.lock().await;
@@ -358,7 +353,6 @@ async fn pull(conn: &Connection, offsets: &Arc<Vec<AtomicI64>>, batch: usize, ta
                         ("subVersion", "0".to_owned()),
                     ]
                     .into_iter()
-                    .map(|(k, v)| (k.to_owned(), v))
                     .collect();
                     let req = RemotingCommand::new_request(RequestCode::PULL_MESSAGE.0, header);
                     let r = c.request(req, T).await.expect("pull");
@@ -458,7 +452,6 @@ fn retry(c: &mut Criterion) {
                                     ("maxReconsumeTimes", "16".to_owned()),
                                 ]
                                 .into_iter()
-                                .map(|(k, v)| (k.to_owned(), v))
                                 .collect();
                                 let req = RemotingCommand::new_request(
                                     RequestCode::CONSUMER_SEND_MSG_BACK.0,

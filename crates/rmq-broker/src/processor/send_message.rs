@@ -14,18 +14,15 @@ use rmq_common::properties::{edit_properties, find_property, PropertyKey};
 use rmq_protocol::body::{TopicConfig, PERM_READ, PERM_WRITE};
 use rmq_protocol::header::{SendMessageRequestHeader, SendMessageResponseHeader};
 use rmq_protocol::message_decoder::decode_batch_entries;
-use rmq_protocol::version::V3_4_9;
 use rmq_protocol::{RemotingCommand, RequestCode, ResponseCode};
 use rmq_remoting::{Connection, Reply};
 use rmq_store::{FlushDiskType, MessageToStore};
 
-use super::send_msg_back::DLQ_NUMS_PER_GROUP;
+use super::send_msg_back::{dead_letter_topic, find_group, max_reconsume_times};
 use super::{reply, response};
 use crate::controller::Broker;
 use crate::error::store_error_to_response;
-use crate::topic_config::{
-    validate_topic, DLQ_GROUP_TOPIC_PREFIX, NOT_ALLOWED_SEND_TOPICS, RETRY_GROUP_TOPIC_PREFIX,
-};
+use crate::topic_config::{validate_topic, NOT_ALLOWED_SEND_TOPICS, RETRY_GROUP_TOPIC_PREFIX};
 
 /// Serve a send.
 pub async fn process(b: &Broker, conn: &Connection, req: &RemotingCommand) -> Option<Reply> {
@@ -104,9 +101,8 @@ fn msg_check(
 }
 
 /// `handleRetryAndDLQ` for a message sent to `%RETRY%<group>`: `Some(dlq topic)` when it has
-/// been consumed `maxReconsumeTimes` times (the header's value from clients at 3.4.9 and up,
-/// else the group's `retryMaxTimes`) and belongs in the group's dead-letter topic.
-fn dead_letter_topic(
+/// been consumed `maxReconsumeTimes` times and belongs in the group's dead-letter topic.
+fn dead_letter(
     b: &Broker,
     req: &RemotingCommand,
     h: &SendMessageRequestHeader,
@@ -114,27 +110,9 @@ fn dead_letter_topic(
     let Some(group_name) = h.topic.strip_prefix(RETRY_GROUP_TOPIC_PREFIX) else {
         return Ok(None);
     };
-    let Some(group) = b.groups.find_or_create(group_name) else {
-        return Err(response(
-            req,
-            ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST,
-            format!(
-                "subscription group not exist, {group_name} (autoCreateSubscriptionGroup is \
-                 false: create the group first, e.g. with updateSubGroup)"
-            ),
-        ));
-    };
-    let max_reconsume_times = match h.max_reconsume_times {
-        Some(n) if req.version >= V3_4_9 => n,
-        _ => group.retry_max_times,
-    };
-    if h.reconsume_times.unwrap_or(0) < max_reconsume_times {
-        return Ok(None);
-    }
-    let dlq = format!("{DLQ_GROUP_TOPIC_PREFIX}{group_name}");
-    b.topics
-        .create_in_send_back(&dlq, DLQ_NUMS_PER_GROUP, PERM_WRITE, 0);
-    Ok(Some(dlq))
+    let group = find_group(b, req, group_name)?;
+    let max = max_reconsume_times(req, h.max_reconsume_times, &group);
+    Ok((h.reconsume_times.unwrap_or(0) >= max).then(|| dead_letter_topic(b, group_name)))
 }
 
 async fn send(
@@ -156,9 +134,9 @@ async fn send(
         ));
     }
     let config = msg_check(b, req, &h)?;
-    let dlq = dead_letter_topic(b, req, &h)?;
+    let dlq = dead_letter(b, req, &h)?;
     let queue_id = if dlq.is_some() {
-        0 // the DLQ has DLQ_NUMS_PER_GROUP (1) queue
+        0 // the DLQ has one queue (DLQ_NUMS_PER_GROUP)
     } else if h.queue_id < 0 {
         #[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
         let r = (rmq_common::time::now_millis().unsigned_abs()

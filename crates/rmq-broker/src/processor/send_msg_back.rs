@@ -18,7 +18,7 @@
 //! wait for a SYNC_FLUSH, as in RocketMQ); its reconsume count is one more than the original's.
 
 use rmq_common::properties::{edit_properties, find_property, PropertyKey};
-use rmq_protocol::body::{PERM_READ, PERM_WRITE};
+use rmq_protocol::body::{SubscriptionGroupConfig, PERM_READ, PERM_WRITE};
 use rmq_protocol::header::ConsumerSendMsgBackRequestHeader;
 use rmq_protocol::version::V3_4_9;
 use rmq_protocol::{RemotingCommand, ResponseCode};
@@ -61,22 +61,53 @@ fn pick_queue(n: i32) -> i32 {
     i32::try_from(r).unwrap_or(0)
 }
 
+/// The consumer group's config (created when `autoCreateSubscriptionGroup`), or the
+/// SUBSCRIPTION_GROUP_NOT_EXIST response.
+pub(super) fn find_group(
+    b: &Broker,
+    req: &RemotingCommand,
+    group: &str,
+) -> Result<SubscriptionGroupConfig, RemotingCommand> {
+    b.groups.find_or_create(group).ok_or_else(|| {
+        response(
+            req,
+            ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST,
+            format!(
+                "subscription group not exist, {group} (autoCreateSubscriptionGroup is false: \
+                 create the group first, e.g. with updateSubGroup)"
+            ),
+        )
+    })
+}
+
+/// Consumptions before the DLQ: the request's `maxReconsumeTimes` from clients at 3.4.9 and
+/// up, else the group's `retryMaxTimes`.
+pub(super) fn max_reconsume_times(
+    req: &RemotingCommand,
+    requested: Option<i32>,
+    group: &SubscriptionGroupConfig,
+) -> i32 {
+    match requested {
+        Some(n) if req.version >= V3_4_9 => n,
+        _ => group.retry_max_times,
+    }
+}
+
+/// `%DLQ%<group>`, created on demand with one write-only queue.
+pub(super) fn dead_letter_topic(b: &Broker, group: &str) -> String {
+    let topic = format!("{DLQ_GROUP_TOPIC_PREFIX}{group}");
+    b.topics
+        .create_in_send_back(&topic, DLQ_NUMS_PER_GROUP, PERM_WRITE, 0);
+    topic
+}
+
 async fn send_back(
     b: &Broker,
     req: &RemotingCommand,
     h: &ConsumerSendMsgBackRequestHeader,
 ) -> Result<RemotingCommand, RemotingCommand> {
     let fail = |code, remark: String| Err(response(req, code, remark));
-    let Some(group) = b.groups.find_or_create(&h.group) else {
-        return fail(
-            ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST,
-            format!(
-                "subscription group not exist, {} (autoCreateSubscriptionGroup is false: create \
-                 the group first, e.g. with updateSubGroup)",
-                h.group
-            ),
-        );
-    };
+    let group = find_group(b, req, &h.group)?;
     if b.broker_permission() & PERM_WRITE == 0 {
         return fail(
             ResponseCode::NO_PERMISSION,
@@ -121,16 +152,13 @@ async fn send_back(
         );
     };
 
-    let max_reconsume_times = match h.max_reconsume_times {
-        Some(n) if req.version >= V3_4_9 => n,
-        _ => group.retry_max_times,
-    };
-    let to_dlq = r.reconsume_times >= max_reconsume_times || h.delay_level < 0;
+    let max = max_reconsume_times(req, h.max_reconsume_times, &group);
+    let to_dlq = r.reconsume_times >= max || h.delay_level < 0;
     let (topic, queue_id) = if to_dlq {
-        let dlq_topic = format!("{DLQ_GROUP_TOPIC_PREFIX}{}", h.group);
-        b.topics
-            .create_in_send_back(&dlq_topic, DLQ_NUMS_PER_GROUP, PERM_WRITE, 0);
-        (dlq_topic, pick_queue(DLQ_NUMS_PER_GROUP))
+        (
+            dead_letter_topic(b, &h.group),
+            pick_queue(DLQ_NUMS_PER_GROUP),
+        )
     } else {
         (retry_topic, pick_queue(group.retry_queue_nums))
     };
