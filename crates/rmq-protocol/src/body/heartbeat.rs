@@ -222,6 +222,71 @@ mod tests {
         );
     }
 
+    /// What fastjson accepts from other clients, Apache's broker accepts: RocketMQ's C++ core
+    /// writes enums as ordinals, `subVersion` and `unitMode` as strings; the Go client writes
+    /// `codeSet` elements as strings.
+    #[test]
+    fn heartbeats_of_other_clients_read_as_fastjson_reads_them() {
+        let cpp = br#"{"clientID":"10.0.0.1@4242","consumerDataSet":[{"groupName":"cg","consumeFromWhere":4,"consumeType":1,"messageModel":1,"unitMode":"0","subscriptionDataSet":[{"topic":"T","subString":"TagA","tagsSet":["TagA"],"codeSet":[2598919],"classFilterMode":"false","subVersion":"1795513573873","expressionType":"TAG"}]}],"producerDataSet":[]}"#;
+        let go = br#"{"clientID":"10.0.0.1@go","producerDataSet":[],"consumerDataSet":[{"groupName":"cg","consumeType":"CONSUME_PASSIVELY","messageModel":"CLUSTERING","consumeFromWhere":"CONSUME_FROM_FIRST_OFFSET","subscriptionDataSet":[{"classFilterMode":false,"topic":"T","subString":"TagA || TagB","tagsSet":["TagA","TagB"],"codeSet":["2598919","2598920"],"subVersion":1795513573873,"expressionType":"TAG"}],"unitMode":false}]}"#;
+        for body in [&cpp[..], &go[..]] {
+            let h = HeartbeatData::from_json_bytes(body).unwrap();
+            let c = &h.consumer_data_set[0];
+            assert_eq!(c.consume_type, ConsumeType::ConsumePassively);
+            assert_eq!(c.message_model, MessageModel::Clustering);
+            assert_eq!(
+                c.consume_from_where,
+                ConsumeFromWhere::ConsumeFromFirstOffset
+            );
+            assert!(!c.unit_mode);
+            let s = &c.subscription_data_set[0];
+            assert_eq!(s.code_set[0], 2_598_919);
+            assert_eq!(s.sub_version, 1_795_513_573_873);
+        }
+        // Refusals name the field, the value and what was expected.
+        let bad = br#"{"consumerDataSet":[{"subscriptionDataSet":[{"codeSet":["x"]}]}]}"#;
+        let e = HeartbeatData::from_json_bytes(bad).unwrap_err().to_string();
+        assert!(
+            e.contains(r#"consumerDataSet[0].subscriptionDataSet[0].codeSet[0]: invalid value "x": expected an integer"#),
+            "{e}"
+        );
+        let bad = br#"{"consumerDataSet":[{"consumeType":7}]}"#;
+        let e = HeartbeatData::from_json_bytes(bad).unwrap_err().to_string();
+        assert!(e.contains("consumerDataSet[0].consumeType: invalid value 7: expected one of CONSUME_ACTIVELY, CONSUME_PASSIVELY"), "{e}");
+    }
+
+    /// Ordinals are Java's: the variants are declared in the Java enums' order.
+    #[test]
+    fn ordinals_are_javas() {
+        for (i, want) in [
+            ConsumeFromWhere::ConsumeFromLastOffset,
+            ConsumeFromWhere::ConsumeFromLastOffsetAndFromMinWhenBootFirst,
+            ConsumeFromWhere::ConsumeFromMinOffset,
+            ConsumeFromWhere::ConsumeFromMaxOffset,
+            ConsumeFromWhere::ConsumeFromFirstOffset,
+            ConsumeFromWhere::ConsumeFromTimestamp,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let body = format!(r#"{{"consumerDataSet":[{{"consumeFromWhere":{i}}}]}}"#);
+            let h = HeartbeatData::from_json_bytes(body.as_bytes()).unwrap();
+            assert_eq!(h.consumer_data_set[0].consume_from_where, want);
+        }
+        let h = HeartbeatData::from_json_bytes(
+            br#"{"consumerDataSet":[{"consumeType":0,"messageModel":0}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            h.consumer_data_set[0].consume_type,
+            ConsumeType::ConsumeActively
+        );
+        assert_eq!(
+            h.consumer_data_set[0].message_model,
+            MessageModel::Broadcasting
+        );
+    }
+
     #[test]
     fn sparse_subscription_gets_java_defaults() {
         let s = SubscriptionData::from_json_bytes(
