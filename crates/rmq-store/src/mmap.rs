@@ -322,16 +322,17 @@ pub fn disk_used_ratio(path: &Path) -> io::Result<f64> {
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
+    // As df's Use%: used / (used + available to unprivileged writers). The blocks reserved
+    // for root are in neither, so a disk df shows at 48 % is not reported at 81 %.
     #[allow(clippy::cast_precision_loss)]
-    let (total, free) = (
-        st.f_blocks as f64 * st.f_frsize as f64,
-        st.f_bavail as f64 * st.f_frsize as f64,
+    let (used, avail) = (
+        st.f_blocks.saturating_sub(st.f_bfree) as f64,
+        st.f_bavail as f64,
     );
-    if total <= 0.0 {
+    if used + avail <= 0.0 {
         return Ok(0.0);
     }
-    // "used" as df shows it: total minus what an unprivileged writer can still use.
-    Ok(((total - free) / total).clamp(0.0, 1.0))
+    Ok((used / (used + avail)).clamp(0.0, 1.0))
 }
 
 #[cfg(test)]
@@ -364,9 +365,26 @@ mod tests {
     }
 
     #[test]
-    fn disk_ratio_is_a_fraction() {
-        let r = disk_used_ratio(Path::new("/")).unwrap();
+    fn disk_ratio_is_dfs_use_percent() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = disk_used_ratio(dir.path()).unwrap();
         assert!((0.0..=1.0).contains(&r));
         assert!(disk_used_ratio(Path::new("/no/such/dir")).is_err());
+        // df rounds Use% up to a whole percent; other writers may move it a little meanwhile.
+        let out = std::process::Command::new("df")
+            .args(["--output=pcent"])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let pcent: f64 = text
+            .lines()
+            .nth(1)
+            .unwrap()
+            .trim()
+            .trim_end_matches('%')
+            .parse()
+            .unwrap();
+        assert!((r * 100.0 - pcent).abs() <= 2.0, "ratio {r}, df {pcent} %");
     }
 }
