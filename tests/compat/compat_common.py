@@ -78,3 +78,32 @@ def run_logged(
     except subprocess.TimeoutExpired:
         return -1, f"{header}did not finish in {timeout:.0f} s\n"
     return proc.returncode, header + proc.stdout + proc.stderr
+
+
+def create_topics(broker_addr: str, topics: Sequence[str], queues: int = 4) -> None:
+    """UPDATE_AND_CREATE_TOPIC on a broker (rmq or Apache) for each topic; raises
+    RuntimeError naming the topic and the broker's answer when one is refused."""
+    from rmq._rmq import RemotingClient  # the tests' dependency, not the runners'
+    from rmq.codes import RequestCode, ResponseCode
+
+    client = RemotingClient()
+    try:
+        for topic in topics:
+            header = {
+                "topic": topic,
+                "defaultTopic": "TBW102",
+                "readQueueNums": str(queues),
+                "writeQueueNums": str(queues),
+                "perm": "6",
+                "topicFilterType": "SINGLE_TAG",
+                "topicSysFlag": "0",
+                "order": "false",
+            }
+            resp = client.invoke(broker_addr, RequestCode.UPDATE_AND_CREATE_TOPIC, header)
+            if resp.code != ResponseCode.SUCCESS:
+                raise RuntimeError(
+                    f"UPDATE_AND_CREATE_TOPIC {topic} on {broker_addr}: code {resp.code} "
+                    f"({resp.remark})"
+                )
+    finally:
+        client.close()
