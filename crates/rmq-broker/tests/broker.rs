@@ -920,3 +920,55 @@ async fn broker_permission_changes_while_running() {
     );
     env.stop().await;
 }
+
+/// Requests as RocketMQ's C++ core and the Go client send them, which Apache's broker accepts
+/// (fastjson coerces): header booleans as "0", heartbeat enums as ordinals, `subVersion` and
+/// `codeSet` elements as strings. The heartbeat's tag subscription must then filter pulls
+/// that carry no subscription of their own.
+#[tokio::test]
+async fn other_clients_heartbeats_and_headers_are_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = start(dir.path(), &[]).await;
+    let c = env.client().await;
+    for (i, tag) in ["TagA", "TagB", "TagA", "TagC"].into_iter().enumerate() {
+        let mut req = send_v2("QT", 0, tag, format!("m{i}").as_bytes());
+        req.ext_fields.insert("k", "0");
+        req.ext_fields.insert("m", "0");
+        send_ok(&c, req).await;
+    }
+    wait_dispatched(&env.store, "QT", 0, 4).await;
+    let bodies = [
+        // C++ core: ordinals (CONSUME_PASSIVELY, CLUSTERING, CONSUME_FROM_FIRST_OFFSET).
+        r#"{"clientID":"10.0.0.9@cpp","consumerDataSet":[{"groupName":"CPP","consumeType":1,"messageModel":1,"consumeFromWhere":4,"unitMode":"0","subscriptionDataSet":[{"topic":"QT","subString":"TagA","tagsSet":["TagA"],"codeSet":[2598919],"subVersion":"1795513573873","expressionType":"TAG","classFilterMode":"false"}]}],"producerDataSet":[{"groupName":"P"}]}"#,
+        // Go client: codeSet elements as strings.
+        r#"{"clientID":"10.0.0.9@go","producerDataSet":[],"consumerDataSet":[{"groupName":"GO","consumeType":"CONSUME_PASSIVELY","messageModel":"CLUSTERING","consumeFromWhere":"CONSUME_FROM_FIRST_OFFSET","unitMode":false,"subscriptionDataSet":[{"classFilterMode":false,"topic":"QT","subString":"TagA","tagsSet":["TagA"],"codeSet":["2598919"],"subVersion":1795513573873,"expressionType":"TAG"}]}]}"#,
+    ];
+    for (body, group) in bodies.into_iter().zip(["CPP", "GO"]) {
+        let hb = RemotingCommand::new_request(RequestCode::HEART_BEAT.0, Default::default())
+            .with_body(Bytes::from_static(body.as_bytes()));
+        let r = c.request(hb, T).await.unwrap();
+        assert_eq!(r.code, 0, "{group}: {:?}", r.remark);
+        let mut p = pull("QT", 0, 0, "*", 0);
+        p.ext_fields.remove("subscription");
+        p.ext_fields.insert("sysFlag", "0");
+        p.ext_fields.insert("consumerGroup", group);
+        let r = c.request(p, T).await.unwrap();
+        assert_eq!(r.code, 0, "{group}: {:?}", r.remark);
+        let msgs = decode_messages(r.body.as_ref().unwrap()).unwrap();
+        let got: Vec<_> = msgs.iter().map(|m| m.body.as_ref().to_vec()).collect();
+        assert_eq!(got, [b"m0".to_vec(), b"m2".to_vec()], "{group}");
+    }
+    // A heartbeat rmq cannot read says which field, which value and what was expected.
+    let hb = RemotingCommand::new_request(RequestCode::HEART_BEAT.0, Default::default()).with_body(
+        Bytes::from_static(
+            br#"{"clientID":"x","consumerDataSet":[{"groupName":"G","consumeType":9}]}"#,
+        ),
+    );
+    let r = c.request(hb, T).await.unwrap();
+    let remark = r.remark.unwrap_or_default();
+    assert!(
+        remark.contains("consumerDataSet[0].consumeType: invalid value 9"),
+        "{remark}"
+    );
+    env.stop().await;
+}

@@ -41,13 +41,17 @@ pub fn normalize(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// Parse Java-produced JSON bytes into `T`, normalizing fastjson quirks first.
+/// Parse Java-produced JSON bytes into `T` as fastjson would: its syntax quirks normalized
+/// first, then its type coercions applied ([`crate::lenient`]).
 ///
 /// # Errors
-/// Invalid UTF-8, or text that is not JSON for `T` even after normalization.
+/// Invalid UTF-8, text that is not JSON even after normalization, or a value that is not
+/// one of `T` even with coercion (the message names the field's path).
 pub fn from_slice<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
     let text = std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8: {e}"))?;
-    serde_json::from_str(&normalize(text)).map_err(|e| e.to_string())
+    let value: serde_json::Value =
+        serde_json::from_str(&normalize(text)).map_err(|e| e.to_string())?;
+    crate::lenient::from_value(value)
 }
 
 struct Rewriter<'a> {

@@ -28,7 +28,7 @@
 //! | [`code`] | [`RequestCode`], [`ResponseCode`] with RocketMQ's numbers |
 //! | [`header`] | typed headers ↔ `extFields` ([`CommandHeader`]) |
 //! | [`body`] | JSON bodies (TopicRouteData, HeartbeatData, …) ([`RemotingJson`]) |
-//! | [`json_compat`] | fastjson's non-standard JSON → standard JSON |
+//! | [`json_compat`] | fastjson's non-standard JSON → standard JSON, and its type coercions (`lenient`) |
 //! | [`message_decoder`] | CommitLog records in pull/query/view bodies; batch bodies |
 //! | [`version`] | `MQVersion` ordinals peers switch behaviour on |
 //! | [`error`] | [`ProtocolError`] |
@@ -42,6 +42,7 @@ pub mod error;
 pub mod ext_fields;
 pub mod header;
 pub mod json_compat;
+mod lenient;
 pub mod message_decoder;
 pub mod version;
 

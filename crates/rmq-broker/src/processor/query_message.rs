@@ -28,7 +28,12 @@ pub fn by_key(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
         Ok(h) => h,
         Err(e) => return bad_header(req, &e),
     };
-    if req.ext_fields.get(UNIQUE_MSG_QUERY_FLAG) == Some("true") {
+    // Java: Boolean.parseBoolean, so "TRUE" counts too.
+    if req
+        .ext_fields
+        .get(UNIQUE_MSG_QUERY_FLAG)
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+    {
         h.max_num = DEFAULT_QUERY_MAX_NUM;
     }
     let found = b.store.query_message(

@@ -182,9 +182,11 @@ mod tests {
         );
     }
 
+    /// Names, and ordinals: the variants are declared in the Java enums' order, so an
+    /// ordinal (as RocketMQ's C++ core sends) reads as the variant Java would pick.
     #[test]
-    fn enum_names() {
-        for (v, s) in [
+    fn enum_names_and_ordinals() {
+        for (ordinal, (v, s)) in [
             (
                 ConsumeFromWhere::ConsumeFromLastOffset,
                 "CONSUME_FROM_LAST_OFFSET",
@@ -209,8 +211,14 @@ mod tests {
                 ConsumeFromWhere::ConsumeFromTimestamp,
                 "CONSUME_FROM_TIMESTAMP",
             ),
-        ] {
+        ]
+        .into_iter()
+        .enumerate()
+        {
             assert_eq!(serde_json::to_string(&v).unwrap(), format!("\"{s}\""));
+            let body = format!(r#"{{"consumerDataSet":[{{"consumeFromWhere":{ordinal}}}]}}"#);
+            let h = HeartbeatData::from_json_bytes(body.as_bytes()).unwrap();
+            assert_eq!(h.consumer_data_set[0].consume_from_where, v);
         }
         assert_eq!(
             serde_json::to_string(&ConsumeType::ConsumeActively).unwrap(),
@@ -220,6 +228,46 @@ mod tests {
             serde_json::to_string(&MessageModel::Broadcasting).unwrap(),
             "\"BROADCASTING\""
         );
+        let h = HeartbeatData::from_json_bytes(
+            br#"{"consumerDataSet":[{"consumeType":0,"messageModel":0}]}"#,
+        )
+        .unwrap();
+        let c = &h.consumer_data_set[0];
+        assert_eq!(c.consume_type, ConsumeType::ConsumeActively);
+        assert_eq!(c.message_model, MessageModel::Broadcasting);
+    }
+
+    /// What fastjson accepts from other clients, Apache's broker accepts: RocketMQ's C++ core
+    /// writes enums as ordinals, `subVersion` and `unitMode` as strings; the Go client writes
+    /// `codeSet` elements as strings.
+    #[test]
+    fn heartbeats_of_other_clients_read_as_fastjson_reads_them() {
+        let cpp = br#"{"clientID":"10.0.0.1@4242","consumerDataSet":[{"groupName":"cg","consumeFromWhere":4,"consumeType":1,"messageModel":1,"unitMode":"0","subscriptionDataSet":[{"topic":"T","subString":"TagA","tagsSet":["TagA"],"codeSet":[2598919],"classFilterMode":"false","subVersion":"1795513573873","expressionType":"TAG"}]}],"producerDataSet":[]}"#;
+        let go = br#"{"clientID":"10.0.0.1@go","producerDataSet":[],"consumerDataSet":[{"groupName":"cg","consumeType":"CONSUME_PASSIVELY","messageModel":"CLUSTERING","consumeFromWhere":"CONSUME_FROM_FIRST_OFFSET","subscriptionDataSet":[{"classFilterMode":false,"topic":"T","subString":"TagA || TagB","tagsSet":["TagA","TagB"],"codeSet":["2598919","2598920"],"subVersion":1795513573873,"expressionType":"TAG"}],"unitMode":false}]}"#;
+        for body in [&cpp[..], &go[..]] {
+            let h = HeartbeatData::from_json_bytes(body).unwrap();
+            let c = &h.consumer_data_set[0];
+            assert_eq!(c.consume_type, ConsumeType::ConsumePassively);
+            assert_eq!(c.message_model, MessageModel::Clustering);
+            assert_eq!(
+                c.consume_from_where,
+                ConsumeFromWhere::ConsumeFromFirstOffset
+            );
+            assert!(!c.unit_mode);
+            let s = &c.subscription_data_set[0];
+            assert_eq!(s.code_set[0], 2_598_919);
+            assert_eq!(s.sub_version, 1_795_513_573_873);
+        }
+        // Refusals name the field, the value and what was expected.
+        let bad = br#"{"consumerDataSet":[{"subscriptionDataSet":[{"codeSet":["x"]}]}]}"#;
+        let e = HeartbeatData::from_json_bytes(bad).unwrap_err().to_string();
+        assert!(
+            e.contains(r#"consumerDataSet[0].subscriptionDataSet[0].codeSet[0]: invalid value "x": expected an integer"#),
+            "{e}"
+        );
+        let bad = br#"{"consumerDataSet":[{"consumeType":7}]}"#;
+        let e = HeartbeatData::from_json_bytes(bad).unwrap_err().to_string();
+        assert!(e.contains("consumerDataSet[0].consumeType: invalid value 7: expected one of CONSUME_ACTIVELY, CONSUME_PASSIVELY"), "{e}");
     }
 
     #[test]

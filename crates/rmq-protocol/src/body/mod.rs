@@ -5,7 +5,9 @@
 //!
 //! Reading goes through [`crate::json_compat`], so bare map keys (`{0:"addr"}`) and
 //! object map keys (`{{"topic":…}:…}`) from Java parse; unknown properties (newer Java
-//! versions add some) are ignored and missing collections read as empty. Writing produces
+//! versions add some) are ignored and missing collections read as empty; values are coerced
+//! to the field's type as fastjson does (numbers from strings, enums by ordinal, …), so
+//! enums declare their variants in the Java enum's order. Writing produces
 //! standard JSON, which fastjson reads, except for maps keyed by [`MessageQueue`]: those are
 //! written the way fastjson writes them (object keys), since that is the only form every
 //! Java version is known to read back.

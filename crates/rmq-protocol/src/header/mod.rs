@@ -13,9 +13,9 @@
 //! * `defaulted`: Java primitives and fields with a Java default (`boolean unitMode`,
 //!   `Boolean order = false`), always written by Java; missing reads as the default.
 //!
-//! Values parse as Java does (`Integer.parseInt`, `Long.parseLong`); a value that does not
-//! parse is an error naming the field, the value and the type. Booleans accept `true`/`false`
-//! in any case.
+//! Values parse as Java's `decodeCommandCustomHeader` does: `Integer.parseInt` and
+//! `Long.parseLong` (a value that does not parse is an error naming the field, the value and
+//! the type, as Java's `NumberFormatException` is), `Boolean.parseBoolean` (never an error).
 
 use compact_str::ToCompactString;
 
@@ -87,14 +87,10 @@ impl HeaderValue for bool {
     fn to_field(&self) -> FieldStr {
         FieldStr::const_new(if *self { "true" } else { "false" })
     }
-    fn parse_field(field: &'static str, text: &str) -> Result<Self> {
-        if text.eq_ignore_ascii_case("true") {
-            Ok(true)
-        } else if text.eq_ignore_ascii_case("false") {
-            Ok(false)
-        } else {
-            Err(invalid(field, text, "boolean"))
-        }
+    /// Java's `Boolean.parseBoolean`: `true` in any case is true, anything else (`"0"`,
+    /// `"false"`, `""`) is false; never an error. RocketMQ's C++ core sends `"0"`/`"1"`.
+    fn parse_field(_: &'static str, text: &str) -> Result<Self> {
+        Ok(text.eq_ignore_ascii_case("true"))
     }
 }
 
@@ -272,7 +268,17 @@ mod tests {
                 expected: "long"
             }
         );
-        assert!(Probe::from_ext_fields(&ext(&[("s", "x"), ("i", "1"), ("b", "yes")])).is_err());
+        // Boolean.parseBoolean: only "true" (any case) is true, nothing is an error.
+        for (text, want) in [
+            ("yes", false),
+            ("0", false),
+            ("1", false),
+            ("", false),
+            ("tRuE", true),
+        ] {
+            let p = Probe::from_ext_fields(&ext(&[("s", "x"), ("i", "+1"), ("b", text)])).unwrap();
+            assert_eq!((p.i, p.b), (1, want), "{text:?}");
+        }
         assert!(Probe::from_ext_fields(&ext(&[("s", "x"), ("i", "99999999999")])).is_err());
     }
 }
