@@ -19,6 +19,7 @@ import queue
 import socket
 import sys
 import threading
+import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,7 @@ from vectors import (
     unb64,
 )
 
-from rmq._rmq import request_codes
+from rmq._rmq import RemotingClient, request_codes
 
 CORPUS = Path(__file__).parent / "corpus"
 FLOWS = sorted(CORPUS.glob("*/*.jsonl"))
@@ -187,6 +188,27 @@ def delivered_from_schedule(apache_msg: dict[str, Any], rmq_msg: dict[str, Any])
         r.pop("UNIQ_KEY", None)
 
 
+GET_MAX_OFFSET = 30
+STATE_WAIT_S = 10.0
+
+
+def wait_for_messages(client: RemotingClient, broker: str, event: dict[str, Any]) -> None:
+    """Before a pull Apache answered with messages: wait until rmq's queue holds the first of
+    them. Messages a delay or a retry re-puts arrive on the server's clock, not the
+    replay's (which runs faster than the recording)."""
+    if event["code"] != PULL_MESSAGE or (event["response"] or {}).get("code") != 0:
+        return
+    ext = json.loads(event["header"]).get("extFields") or {}
+    fields = {"topic": str(ext["topic"]), "queueId": str(ext["queueId"])}
+    needed = int(ext["queueOffset"]) + 1
+    deadline = time.monotonic() + STATE_WAIT_S
+    while time.monotonic() < deadline:
+        resp = client.invoke(broker, GET_MAX_OFFSET, fields)
+        if resp.code == 0 and int(resp.ext_fields.get("offset", "0")) >= needed:
+            return
+        time.sleep(0.02)
+
+
 def compare(code: int, apache: dict[str, Any], rmq: dict[str, Any]) -> list[str]:
     if code == PULL_MESSAGE and rmq["code"] in SUBSCRIPTION_RACE_CODES.get(apache["code"], ()):
         return []
@@ -224,6 +246,7 @@ def replay(path: Path, ns_addr: str, broker_addr: str) -> tuple[int, list[str]]:
             replies[e["conn"]][e["code"]].append(e["reply"])
     conns: dict[int, ReplayConnection] = {}
     offsets: dict[int, int] = {}
+    side = RemotingClient()
     problems: list[str] = []
     compared = 0
     try:
@@ -237,6 +260,8 @@ def replay(path: Path, ns_addr: str, broker_addr: str) -> tuple[int, list[str]]:
                 continue
             if conn not in conns:
                 conns[conn] = ReplayConnection(addrs[e["server"]], replies[conn])
+            if e["server"] == "broker":
+                wait_for_messages(side, broker_addr, e)
             header = adapt(e, offsets)
             answer = conns[conn].call(header, unb64(e["body"]), e["oneway"])
             if e["oneway"]:
@@ -260,6 +285,7 @@ def replay(path: Path, ns_addr: str, broker_addr: str) -> tuple[int, list[str]]:
     finally:
         for c in conns.values():
             c.close()
+        side.close()
     return compared, problems
 
 
