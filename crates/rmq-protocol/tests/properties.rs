@@ -88,7 +88,8 @@ proptest! {
     fn decode_is_total_on_arbitrary_bytes(bytes in vec(any::<u8>(), 0..256)) {
         let mut buf = BytesMut::from(&bytes[..]);
         // Whatever comes back, it must come back: no panic, and room reserved only for a
-        // frame whose announced length passed the checks.
+        // frame whose announced length passed the checks, and never more than
+        // MAX_RESERVE_BYTES past what arrived (a stalled 16 MiB frame holds what was sent).
         let res = decode(&mut buf);
         let announced = bytes
             .get(..4)
@@ -99,6 +100,7 @@ proptest! {
         };
         prop_assert!(allowed <= rmq_protocol::MAX_FRAME_BYTES);
         prop_assert!(buf.capacity() <= 2 * bytes.len().max(allowed) + 64);
+        prop_assert!(buf.capacity() <= 2 * (bytes.len() + rmq_protocol::codec::MAX_RESERVE_BYTES) + 64);
     }
 
     #[test]

@@ -1,25 +1,25 @@
-//! Connections, the server's accept loop and the client's connect: one reader task and one
-//! writer task per socket, requests and responses matched by `opaque` in both directions.
+//! A connection's shared state and its public face ([`Connection`]): sending requests and
+//! awaiting their responses (matched by `opaque`, in both directions), oneways, closing; and
+//! the client's [`connect`]. The reader and writer tasks are in `io.rs`, the server's accept
+//! loop in `server.rs`.
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use bytes::BytesMut;
-use rmq_protocol::{codec, RemotingCommand};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::{TcpListener, TcpStream};
+use rmq_protocol::RemotingCommand;
+use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
+use crate::budget::{Budget, Charge, ConnectionLimits};
 use crate::error::RemotingError;
+use crate::io::{read_loop, write_loop, ReadSettings};
 
 /// A byte range of a file that a reply sends as its body (a stored message).
 pub trait FileRegion: Send + Sync + 'static {
@@ -71,15 +71,46 @@ pub trait RequestHandler: Send + Sync + 'static {
     fn on_close(&self, _conn: &Connection) {}
 }
 
-struct Shared {
+impl Reply {
+    /// About how many bytes the reply holds until written (what the budget charges).
+    fn weight(&self) -> usize {
+        match self {
+            Self::Command(cmd) => command_weight(cmd),
+            Self::WithFileRegions { command, regions } => {
+                command_weight(command) + regions.iter().map(|r| r.len()).sum::<usize>()
+            }
+        }
+    }
+}
+
+fn command_weight(cmd: &RemotingCommand) -> usize {
+    let fields: usize = cmd
+        .ext_fields
+        .iter()
+        .map(|(k, v)| k.len() + v.len() + 8)
+        .sum();
+    128 + fields
+        + cmd.remark.as_ref().map_or(0, String::len)
+        + cmd.body.as_ref().map_or(0, bytes::Bytes::len)
+}
+
+/// A reply or request waiting for the writer, with what it was charged.
+pub(crate) struct Outgoing {
+    pub(crate) reply: Reply,
+    pub(crate) weight: usize,
+    pub(crate) charge: Charge,
+}
+
+pub(crate) struct Shared {
     id: u64,
     peer: SocketAddr,
     local: SocketAddr,
-    tx: mpsc::Sender<Reply>,
+    tx: mpsc::UnboundedSender<Outgoing>,
     pending: Mutex<HashMap<i32, oneshot::Sender<RemotingCommand>>>,
     next_opaque: AtomicI32,
     closed: AtomicBool,
     close_signal: watch::Sender<bool>,
+    pub(crate) budget: Arc<Budget>,
 }
 
 /// One end of a connection: send replies, send requests and await their responses.
@@ -120,16 +151,55 @@ impl Connection {
         }
     }
 
-    /// Queue a reply (or any command) for sending.
+    /// Queue a command of this side's own (a request, a oneway, a late reply) for sending.
     ///
     /// # Errors
-    /// When the connection has closed.
+    /// When the connection has closed, or when more than the connection's
+    /// `max_queued_request_bytes` already wait for a peer that is not reading.
+    #[allow(clippy::unused_async)] // async in the API: a bounded queue may make it wait again
     pub async fn send(&self, reply: Reply) -> Result<(), RemotingError> {
-        self.0
-            .tx
-            .send(reply)
-            .await
-            .map_err(|_| self.closed_error(""))
+        let weight = reply.weight();
+        if let Err(queued) = self.0.budget.charge(Charge::Request, weight) {
+            return Err(RemotingError::Backlog {
+                peer: self.peer().to_string(),
+                queued_bytes: queued,
+            });
+        }
+        self.enqueue(reply, weight, Charge::Request)
+    }
+
+    /// Queue a reply to one of the peer's requests (never refused: the reader stops reading
+    /// that peer instead while too many reply bytes wait).
+    pub(crate) fn send_reply(&self, reply: Reply) {
+        let weight = reply.weight();
+        let _ = self.0.budget.charge(Charge::Reply, weight);
+        let _ = self.enqueue(reply, weight, Charge::Reply);
+    }
+
+    fn enqueue(&self, reply: Reply, weight: usize, charge: Charge) -> Result<(), RemotingError> {
+        let item = Outgoing {
+            reply,
+            weight,
+            charge,
+        };
+        self.0.tx.send(item).map_err(|e| {
+            let (replies, requests) = match e.0.charge {
+                Charge::Reply => (e.0.weight, 0),
+                Charge::Request => (0, e.0.weight),
+            };
+            self.0.budget.release(replies, requests);
+            self.closed_error("")
+        })
+    }
+
+    pub(crate) fn budget(&self) -> &Arc<Budget> {
+        &self.0.budget
+    }
+
+    /// How long since anything was read from or written to the peer.
+    #[must_use]
+    pub fn idle_for(&self) -> Duration {
+        self.0.budget.idle_for()
     }
 
     /// Send a request and wait for its response.
@@ -201,100 +271,6 @@ impl std::fmt::Debug for Connection {
     }
 }
 
-/// Settings of a server.
-#[derive(Debug, Clone)]
-pub struct ServerConfig {
-    /// Copy file-region bodies through user space instead of `sendfile` (RocketMQ's
-    /// `transferMsgByHeap`).
-    pub transfer_by_heap: bool,
-    /// Connections above this are closed at once, with a log line.
-    pub max_connections: usize,
-}
-
-impl Default for ServerConfig {
-    fn default() -> Self {
-        Self {
-            transfer_by_heap: false,
-            max_connections: 10_000,
-        }
-    }
-}
-
-/// A running server.
-pub struct ServerHandle {
-    local_addr: SocketAddr,
-    shutdown: watch::Sender<bool>,
-    task: JoinHandle<()>,
-}
-
-impl ServerHandle {
-    /// The bound address (useful with port 0).
-    #[must_use]
-    pub fn local_addr(&self) -> SocketAddr {
-        self.local_addr
-    }
-
-    /// Stop accepting and close every connection.
-    pub async fn shutdown(self) {
-        let _ = self.shutdown.send(true);
-        let _ = self.task.await;
-    }
-}
-
-/// Bind `addr` and serve connections with `handler` until shut down.
-///
-/// # Errors
-/// When the address cannot be bound.
-pub async fn serve(
-    addr: SocketAddr,
-    handler: Arc<dyn RequestHandler>,
-    config: ServerConfig,
-) -> io::Result<ServerHandle> {
-    let listener = TcpListener::bind(addr).await?;
-    let local_addr = listener.local_addr()?;
-    let (shutdown, mut stop) = watch::channel(false);
-    let active = Arc::new(AtomicUsize::new(0));
-    let stop_for_conns = shutdown.subscribe();
-    let task = tokio::spawn(async move {
-        loop {
-            tokio::select! {
-                accepted = listener.accept() => match accepted {
-                    Ok((stream, peer)) => {
-                        if active.load(Ordering::Acquire) >= config.max_connections {
-                            eprintln!(
-                                "rmq-remoting WARN: refusing connection from {peer}: {} connections \
-                                 open (the limit)",
-                                config.max_connections
-                            );
-                            drop(stream);
-                            continue;
-                        }
-                        active.fetch_add(1, Ordering::AcqRel);
-                        let (h, a, s) = (Arc::clone(&handler), Arc::clone(&active), stop_for_conns.clone());
-                        let transfer_by_heap = config.transfer_by_heap;
-                        tokio::spawn(async move {
-                            if let Ok(conn_task) = start_connection(stream, h, transfer_by_heap, Some(s)) {
-                                let _ = conn_task.1.await;
-                            }
-                            a.fetch_sub(1, Ordering::AcqRel);
-                        });
-                    }
-                    Err(e) => {
-                        eprintln!("rmq-remoting WARN: accept failed: {e}");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                    }
-                },
-                _ = stop.changed() => break,
-            }
-        }
-    });
-    Ok(ServerHandle {
-        local_addr,
-        shutdown,
-        task,
-    })
-}
-
 /// Connect to `addr`; requests the server sends back go to `handler`.
 ///
 /// # Errors
@@ -313,7 +289,14 @@ pub async fn connect(
         .map_err(|_| io_err(io::Error::new(io::ErrorKind::TimedOut, "connect timed out")))?
         .map_err(io_err)?;
     let handler = handler.unwrap_or_else(|| Arc::new(NoRequests));
-    let (conn, _task) = start_connection(stream, handler, true, None).map_err(io_err)?;
+    let (conn, _task) = start_connection(
+        stream,
+        handler,
+        true,
+        ReadSettings::client(),
+        ConnectionLimits::default(),
+    )
+    .map_err(io_err)?;
     Ok(conn)
 }
 
@@ -334,18 +317,21 @@ impl RequestHandler for NoRequests {
     }
 }
 
-fn start_connection(
+/// Start the reader and writer tasks of `stream`; the handle ends when both have.
+pub(crate) fn start_connection(
     stream: TcpStream,
     handler: Arc<dyn RequestHandler>,
     transfer_by_heap: bool,
-    server_stop: Option<watch::Receiver<bool>>,
+    settings: ReadSettings,
+    limits: ConnectionLimits,
 ) -> io::Result<(Connection, JoinHandle<()>)> {
     stream.set_nodelay(true)?;
     let peer = stream.peer_addr()?;
     let local = stream.local_addr()?;
     let (rd, wr) = stream.into_split();
-    let (tx, rx) = mpsc::channel(4096);
+    let (tx, rx) = mpsc::unbounded_channel();
     let (close_signal, close_rx) = watch::channel(false);
+    let budget = Arc::new(Budget::new(limits));
     let conn = Connection(Arc::new(Shared {
         id: NEXT_CONNECTION_ID.fetch_add(1, Ordering::Relaxed),
         peer,
@@ -355,12 +341,20 @@ fn start_connection(
         next_opaque: AtomicI32::new(1),
         closed: AtomicBool::new(false),
         close_signal,
+        budget: Arc::clone(&budget),
     }));
     handler.on_connect(&conn);
-    let writer = tokio::spawn(write_loop(wr, rx, transfer_by_heap, peer, close_rx.clone()));
+    let writer = tokio::spawn(write_loop(
+        wr,
+        rx,
+        transfer_by_heap,
+        peer,
+        budget,
+        close_rx.clone(),
+    ));
     let c = conn.clone();
     let task = tokio::spawn(async move {
-        read_loop(rd, &c, &handler, close_rx, server_stop).await;
+        read_loop(rd, &c, &handler, close_rx, settings).await;
         c.0.closed.store(true, Ordering::Release);
         let _ = c.0.close_signal.send(true);
         c.0.pending
@@ -373,234 +367,15 @@ fn start_connection(
     Ok((conn, task))
 }
 
-async fn read_loop(
-    mut rd: OwnedReadHalf,
-    conn: &Connection,
-    handler: &Arc<dyn RequestHandler>,
-    mut close: watch::Receiver<bool>,
-    mut server_stop: Option<watch::Receiver<bool>>,
-) {
-    let mut buf = BytesMut::with_capacity(64 * 1024);
-    loop {
-        loop {
-            match codec::decode(&mut buf) {
-                Ok(Some(cmd)) => dispatch(conn, handler, cmd),
-                Ok(None) => break,
-                Err(e) => {
-                    eprintln!(
-                        "rmq-remoting WARN: closing connection from {}: malformed frame: {e}",
-                        conn.peer()
-                    );
-                    return;
-                }
-            }
-        }
-        let stop = async {
-            match &mut server_stop {
-                Some(s) => {
-                    let _ = s.changed().await;
-                }
-                None => std::future::pending::<()>().await,
-            }
-        };
-        tokio::select! {
-            read = rd.read_buf(&mut buf) => match read {
-                Ok(0) | Err(_) => return,
-                Ok(_) => {}
-            },
-            _ = close.changed() => return,
-            () = stop => return,
-        }
-    }
-}
-
-fn dispatch(conn: &Connection, handler: &Arc<dyn RequestHandler>, cmd: RemotingCommand) {
-    if cmd.is_response() {
-        let waiter = conn
+impl Connection {
+    /// Hand a response to the request waiting for it (false when none waits: timed out).
+    pub(crate) fn complete(&self, response: RemotingCommand) -> bool {
+        let waiter = self
             .0
             .pending
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .remove(&cmd.opaque);
-        if let Some(tx) = waiter {
-            let _ = tx.send(cmd);
-        }
-        return;
+            .remove(&response.opaque);
+        waiter.is_some_and(|tx| tx.send(response).is_ok())
     }
-    let oneway = cmd.is_oneway();
-    if !handler.run_inline(&cmd) {
-        let (c, h) = (conn.clone(), Arc::clone(handler));
-        tokio::spawn(async move { reply_when_done(c.clone(), h.handle(c, cmd), oneway).await });
-        return;
-    }
-    let mut handling = handler.handle(conn.clone(), cmd);
-    match handling
-        .as_mut()
-        .poll(&mut Context::from_waker(Waker::noop()))
-    {
-        Poll::Ready(Some(reply)) if !oneway => match conn.0.tx.try_send(reply) {
-            Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
-            Err(mpsc::error::TrySendError::Full(reply)) => {
-                let c = conn.clone();
-                tokio::spawn(async move {
-                    let _ = c.send(reply).await;
-                });
-            }
-        },
-        Poll::Ready(_) => {}
-        // It has to wait (group commit, a full store queue): the rest is a task, whose first
-        // poll registers its own waker.
-        Poll::Pending => {
-            tokio::spawn(reply_when_done(conn.clone(), handling, oneway));
-        }
-    }
-}
-
-/// Await a request's handling and queue its reply (none for a oneway request).
-async fn reply_when_done(conn: Connection, handling: BoxFuture<Option<Reply>>, oneway: bool) {
-    if let Some(reply) = handling.await {
-        if !oneway {
-            let _ = conn.send(reply).await;
-        }
-    }
-}
-
-async fn write_loop(
-    mut wr: OwnedWriteHalf,
-    mut rx: mpsc::Receiver<Reply>,
-    transfer_by_heap: bool,
-    peer: SocketAddr,
-    mut close: watch::Receiver<bool>,
-) {
-    let mut buf = BytesMut::with_capacity(64 * 1024);
-    let mut next: Option<Reply> = None;
-    loop {
-        let reply = match next.take() {
-            Some(r) => r,
-            None => tokio::select! {
-                r = rx.recv() => match r { Some(r) => r, None => break },
-                _ = close.changed() => break,
-            },
-        };
-        let result = match reply {
-            Reply::Command(cmd) => {
-                buf.clear();
-                encode_or_log(&cmd, &mut buf, peer);
-                // Let the tasks that are ready run first, then coalesce what they queued
-                // into one write: one `sendto` per burst instead of one per reply.
-                tokio::task::yield_now().await;
-                while buf.len() < 256 * 1024 {
-                    match rx.try_recv() {
-                        Ok(Reply::Command(more)) => encode_or_log(&more, &mut buf, peer),
-                        Ok(other) => {
-                            next = Some(other);
-                            break;
-                        }
-                        Err(_) => break,
-                    }
-                }
-                wr.write_all(&buf).await
-            }
-            Reply::WithFileRegions { command, regions } => {
-                write_regions(&mut wr, &command, &regions, transfer_by_heap).await
-            }
-        };
-        if let Err(e) = result {
-            eprintln!("rmq-remoting WARN: write to {peer} failed, closing: {e}");
-            break;
-        }
-    }
-    let _ = wr.shutdown().await;
-}
-
-/// Encode a command; one that cannot be encoded (a header over 16 MiB) is dropped with a log
-/// line rather than sent half-made.
-fn encode_or_log(cmd: &RemotingCommand, buf: &mut BytesMut, peer: SocketAddr) {
-    let mark = buf.len();
-    if let Err(e) = codec::encode(cmd, buf) {
-        buf.truncate(mark);
-        eprintln!(
-            "rmq-remoting ERROR: dropping command {} to {peer}: {e}",
-            cmd.code
-        );
-    }
-}
-
-async fn write_regions(
-    wr: &mut OwnedWriteHalf,
-    command: &RemotingCommand,
-    regions: &[Box<dyn FileRegion>],
-    transfer_by_heap: bool,
-) -> io::Result<()> {
-    let total: usize = regions.iter().map(|r| r.len()).sum();
-    let header = codec::encode_header_for_body(command, total)
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
-    if transfer_by_heap {
-        let mut out = Vec::with_capacity(header.len() + total);
-        out.extend_from_slice(&header);
-        for r in regions {
-            out.extend_from_slice(r.bytes());
-        }
-        return wr.write_all(&out).await;
-    }
-    if total / regions.len().max(1) < SENDFILE_MIN_REGION {
-        // Many small records (the usual pull): one gathered write straight from the mapped
-        // pages beats a sendfile call (and a TCP segment) per record.
-        let mut slices: Vec<io::IoSlice<'_>> = Vec::with_capacity(regions.len() + 1);
-        slices.push(io::IoSlice::new(&header));
-        slices.extend(regions.iter().map(|r| io::IoSlice::new(r.bytes())));
-        return write_all_vectored(wr, &mut slices).await;
-    }
-    wr.write_all(&header).await?;
-    for r in regions {
-        sendfile_all(wr, r.as_ref()).await?;
-    }
-    Ok(())
-}
-
-/// Regions smaller than this on average go out with one `writev` instead of `sendfile`s.
-const SENDFILE_MIN_REGION: usize = 64 * 1024;
-
-async fn write_all_vectored(
-    wr: &mut OwnedWriteHalf,
-    mut slices: &mut [io::IoSlice<'_>],
-) -> io::Result<()> {
-    while !slices.is_empty() {
-        let n = wr.write_vectored(slices).await?;
-        if n == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::WriteZero,
-                "socket accepted no bytes",
-            ));
-        }
-        io::IoSlice::advance_slices(&mut slices, n);
-    }
-    Ok(())
-}
-
-/// Send a file region with `sendfile(2)`: the bytes go from the page cache to the socket
-/// without passing through user space.
-async fn sendfile_all(wr: &OwnedWriteHalf, region: &dyn FileRegion) -> io::Result<()> {
-    let stream: &TcpStream = wr.as_ref();
-    let mut offset = region.position();
-    let end = offset + region.len() as u64;
-    while offset < end {
-        stream.writable().await?;
-        let remaining = usize::try_from(end - offset).unwrap_or(usize::MAX);
-        match stream.try_io(Interest::WRITABLE, || {
-            rustix::fs::sendfile(stream, region.file(), Some(&mut offset), remaining)
-                .map_err(io::Error::from)
-        }) {
-            Ok(0) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::WriteZero,
-                    "sendfile wrote nothing (file shorter than the region?)",
-                ))
-            }
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
 }

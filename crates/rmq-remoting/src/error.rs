@@ -42,4 +42,15 @@ pub enum RemotingError {
         /// Why, when known.
         detail: String,
     },
+    /// Too much of this side's own traffic already waits for a peer that is not reading.
+    #[error(
+        "{queued_bytes} bytes of requests already wait to be sent to {peer}, which is not \
+         reading them; retry later or check that peer"
+    )]
+    Backlog {
+        /// The peer.
+        peer: String,
+        /// Bytes already queued.
+        queued_bytes: usize,
+    },
 }

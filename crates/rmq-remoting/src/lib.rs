@@ -9,13 +9,25 @@
 //! with `sendfile` (zero copy) when the server was built with `transfer_by_heap = false`.
 //!
 //! A malformed or oversized frame closes only that connection, with one log line naming the
-//! peer and the error.
+//! peer and the error. What one peer can make the process hold is bounded (`budget.rs`): a
+//! peer that does not read its replies stops being read; idle connections and frames that
+//! stall half-way are closed; a server at its connection limit closes its longest-idle
+//! connection to admit a new one.
+//!
+//! | module | owns |
+//! |---|---|
+//! | `connection` | [`Connection`], [`Reply`], [`RequestHandler`], [`connect`] |
+//! | `io` | the reader and writer tasks of a connection |
+//! | `server` | [`serve`], [`ServerConfig`], the open-connection table |
+//! | `budget` | [`ConnectionLimits`] and the per-connection accounting |
 
+mod budget;
 mod connection;
 mod error;
+mod io;
+mod server;
 
-pub use connection::{
-    connect, serve, BoxFuture, Connection, FileRegion, Reply, RequestHandler, ServerConfig,
-    ServerHandle,
-};
+pub use budget::ConnectionLimits;
+pub use connection::{connect, BoxFuture, Connection, FileRegion, Reply, RequestHandler};
 pub use error::RemotingError;
+pub use server::{serve, ServerConfig, ServerHandle};

@@ -31,10 +31,14 @@ pub const HEADER_LENGTH_FIELD_BYTES: usize = 4;
 /// Largest header the 24-bit header length can describe.
 pub const MAX_HEADER_BYTES: usize = 0x00FF_FFFF;
 
+/// Most room [`decode`] reserves for the rest of a frame at a time.
+pub const MAX_RESERVE_BYTES: usize = 256 * 1024;
+
 /// Take one command off the front of `buf`, if a whole frame is there.
 ///
-/// On `Ok(None)` nothing is consumed (room for the rest of the frame may be reserved, never
-/// more than the checked length). On an error about the length prefix nothing is consumed
+/// On `Ok(None)` nothing is consumed (room for more of the frame may be reserved: at most
+/// [`MAX_RESERVE_BYTES`] beyond what arrived, so a peer that announces a large frame and
+/// stalls holds only the bytes it sent). On an error about the length prefix nothing is consumed
 /// either; on an error inside a complete frame that frame is consumed. Either way the
 /// connection should be closed, as Java does.
 ///
@@ -68,7 +72,7 @@ pub fn decode_with_max(buf: &mut BytesMut, max_frame: usize) -> Result<Option<Re
         return Err(ProtocolError::FrameTooShort { length });
     }
     if buf.len() < total {
-        buf.reserve(total - buf.len());
+        buf.reserve((total - buf.len()).min(MAX_RESERVE_BYTES));
         return Ok(None);
     }
     let mut frame = buf.split_to(total).freeze();

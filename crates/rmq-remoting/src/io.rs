@@ -1,0 +1,370 @@
+//! The two tasks of a connection. The reader decodes frames, hands responses to the requests
+//! waiting for them and starts the handling of requests (inline when cheap, as a task
+//! otherwise); it stops reading while the connection's budget is spent, and closes a
+//! connection that has been idle, or that stalls in the middle of a frame, for too long. The
+//! writer owns the socket's write half and sends what is queued, coalescing command replies
+//! into one write and sending file regions with `writev` or `sendfile`.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use bytes::BytesMut;
+use rmq_protocol::{codec, RemotingCommand};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, watch};
+
+use crate::budget::{Budget, Charge, InFlight};
+use crate::connection::{BoxFuture, Connection, FileRegion, Outgoing, Reply, RequestHandler};
+
+/// When the reader gives up on a connection.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ReadSettings {
+    /// Close after this long without traffic either way (servers only).
+    pub(crate) idle_timeout: Option<Duration>,
+    /// Close when a started frame gets no more bytes for this long.
+    pub(crate) frame_stall_timeout: Option<Duration>,
+    /// The server shutting down.
+    pub(crate) server_stop: Option<watch::Receiver<bool>>,
+}
+
+impl ReadSettings {
+    /// A client's connection: it lives as long as its owner keeps it.
+    pub(crate) fn client() -> Self {
+        Self::default()
+    }
+}
+
+/// What ended a wait of the reader.
+enum Wake {
+    Read(io::Result<usize>),
+    /// The budget has room again for the frames already in the buffer.
+    Room,
+    Quiet,
+    Stop,
+}
+
+pub(crate) async fn read_loop(
+    mut rd: OwnedReadHalf,
+    conn: &Connection,
+    handler: &Arc<dyn RequestHandler>,
+    mut close: watch::Receiver<bool>,
+    mut settings: ReadSettings,
+) {
+    let budget = Arc::clone(conn.budget());
+    let mut buf = BytesMut::with_capacity(64 * 1024);
+    loop {
+        // Frames stay in the buffer while the budget is spent; `held` says one is waiting.
+        let mut held = false;
+        loop {
+            if budget.must_wait() {
+                held = !buf.is_empty();
+                break;
+            }
+            match codec::decode(&mut buf) {
+                Ok(Some(cmd)) => dispatch(conn, handler, cmd),
+                Ok(None) => break,
+                Err(e) => {
+                    eprintln!(
+                        "rmq-remoting WARN: closing connection from {}: malformed frame: {e}",
+                        conn.peer()
+                    );
+                    return;
+                }
+            }
+        }
+        // A partial frame is waited for with the stall timeout, a quiet connection with the
+        // idle timeout; both measured from the last traffic either way.
+        let limit = if buf.is_empty() {
+            settings.idle_timeout
+        } else {
+            settings.frame_stall_timeout.or(settings.idle_timeout)
+        };
+        let wake = {
+            let stop = async {
+                match &mut settings.server_stop {
+                    Some(s) => {
+                        let _ = s.changed().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            let read = async {
+                read_when_room(&budget, conn).await;
+                if held {
+                    None
+                } else {
+                    Some(rd.read_buf(&mut buf).await)
+                }
+            };
+            tokio::select! {
+                read = read => read.map_or(Wake::Room, Wake::Read),
+                () = quiet_for(&budget, limit) => Wake::Quiet,
+                _ = close.changed() => Wake::Stop,
+                () = stop => Wake::Stop,
+            }
+        };
+        match wake {
+            Wake::Read(Ok(0) | Err(_)) | Wake::Stop => return,
+            Wake::Read(Ok(_)) => budget.touch(),
+            Wake::Room => {}
+            Wake::Quiet => {
+                let waited = limit.unwrap_or_default().as_secs();
+                if buf.is_empty() {
+                    eprintln!(
+                        "rmq-remoting INFO: closing connection from {}: no traffic for {waited} s",
+                        conn.peer()
+                    );
+                } else {
+                    eprintln!(
+                        "rmq-remoting WARN: closing connection from {}: a frame stalled for \
+                         {waited} s after {} bytes",
+                        conn.peer(),
+                        buf.len()
+                    );
+                }
+                return;
+            }
+        }
+    }
+}
+
+/// Wait until the budget lets the reader read again; log once when it has to wait.
+async fn read_when_room(budget: &Budget, conn: &Connection) {
+    if budget.must_wait() {
+        eprintln!(
+            "rmq-remoting INFO: not reading from {} until it reads its replies ({})",
+            conn.peer(),
+            budget.describe()
+        );
+        budget.room_to_read().await;
+    }
+}
+
+/// Resolves once the connection has had no traffic for `limit` (never without a limit).
+async fn quiet_for(budget: &Budget, limit: Option<Duration>) {
+    let Some(limit) = limit else {
+        return std::future::pending().await;
+    };
+    loop {
+        let idle = budget.idle_for();
+        if idle >= limit {
+            return;
+        }
+        tokio::time::sleep(limit - idle).await;
+    }
+}
+
+fn dispatch(conn: &Connection, handler: &Arc<dyn RequestHandler>, cmd: RemotingCommand) {
+    if cmd.is_response() {
+        conn.complete(cmd);
+        return;
+    }
+    let oneway = cmd.is_oneway();
+    let slot = conn.budget().start_request();
+    if !handler.run_inline(&cmd) {
+        let (c, h) = (conn.clone(), Arc::clone(handler));
+        tokio::spawn(
+            async move { reply_when_done(c.clone(), h.handle(c, cmd), oneway, slot).await },
+        );
+        return;
+    }
+    let mut handling = handler.handle(conn.clone(), cmd);
+    match handling
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()))
+    {
+        Poll::Ready(Some(reply)) if !oneway => conn.send_reply(reply),
+        Poll::Ready(_) => {}
+        // It has to wait (group commit, a full store queue): the rest is a task, whose first
+        // poll registers its own waker.
+        Poll::Pending => {
+            tokio::spawn(reply_when_done(conn.clone(), handling, oneway, slot));
+        }
+    }
+}
+
+/// Await a request's handling and queue its reply (none for a oneway request); its budget
+/// slot is freed once the reply is queued.
+async fn reply_when_done(
+    conn: Connection,
+    handling: BoxFuture<Option<Reply>>,
+    oneway: bool,
+    slot: InFlight,
+) {
+    if let Some(reply) = handling.await {
+        if !oneway {
+            conn.send_reply(reply);
+        }
+    }
+    drop(slot);
+}
+
+/// Bytes written in one go, per counter, released from the budget once written.
+#[derive(Default)]
+struct Written {
+    replies: usize,
+    requests: usize,
+}
+
+impl Written {
+    fn add(&mut self, item: &Outgoing) {
+        match item.charge {
+            Charge::Reply => self.replies += item.weight,
+            Charge::Request => self.requests += item.weight,
+        }
+    }
+}
+
+pub(crate) async fn write_loop(
+    mut wr: OwnedWriteHalf,
+    mut rx: mpsc::UnboundedReceiver<Outgoing>,
+    transfer_by_heap: bool,
+    peer: SocketAddr,
+    budget: Arc<Budget>,
+    mut close: watch::Receiver<bool>,
+) {
+    let mut buf = BytesMut::with_capacity(64 * 1024);
+    let mut next: Option<Outgoing> = None;
+    loop {
+        let item = match next.take() {
+            Some(r) => r,
+            None => tokio::select! {
+                r = rx.recv() => match r { Some(r) => r, None => break },
+                _ = close.changed() => break,
+            },
+        };
+        let mut written = Written::default();
+        written.add(&item);
+        let result = match item.reply {
+            Reply::Command(cmd) => {
+                buf.clear();
+                encode_or_log(&cmd, &mut buf, peer);
+                // Let the tasks that are ready run first, then coalesce what they queued
+                // into one write: one `sendto` per burst instead of one per reply.
+                tokio::task::yield_now().await;
+                while buf.len() < 256 * 1024 {
+                    match rx.try_recv() {
+                        Ok(more) => {
+                            if let Reply::Command(cmd) = &more.reply {
+                                written.add(&more);
+                                encode_or_log(cmd, &mut buf, peer);
+                            } else {
+                                next = Some(more);
+                                break;
+                            }
+                        }
+                        Err(_) => break,
+                    }
+                }
+                wr.write_all(&buf).await
+            }
+            Reply::WithFileRegions { command, regions } => {
+                write_regions(&mut wr, &command, &regions, transfer_by_heap).await
+            }
+        };
+        budget.release(written.replies, written.requests);
+        if let Err(e) = result {
+            eprintln!("rmq-remoting WARN: write to {peer} failed, closing: {e}");
+            break;
+        }
+        budget.touch();
+    }
+    let _ = wr.shutdown().await;
+}
+
+/// Encode a command; one that cannot be encoded (a header over 16 MiB) is dropped with a log
+/// line rather than sent half-made.
+fn encode_or_log(cmd: &RemotingCommand, buf: &mut BytesMut, peer: SocketAddr) {
+    let mark = buf.len();
+    if let Err(e) = codec::encode(cmd, buf) {
+        buf.truncate(mark);
+        eprintln!(
+            "rmq-remoting ERROR: dropping command {} to {peer}: {e}",
+            cmd.code
+        );
+    }
+}
+
+async fn write_regions(
+    wr: &mut OwnedWriteHalf,
+    command: &RemotingCommand,
+    regions: &[Box<dyn FileRegion>],
+    transfer_by_heap: bool,
+) -> io::Result<()> {
+    let total: usize = regions.iter().map(|r| r.len()).sum();
+    let header = codec::encode_header_for_body(command, total)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+    if transfer_by_heap {
+        let mut out = Vec::with_capacity(header.len() + total);
+        out.extend_from_slice(&header);
+        for r in regions {
+            out.extend_from_slice(r.bytes());
+        }
+        return wr.write_all(&out).await;
+    }
+    if total / regions.len().max(1) < SENDFILE_MIN_REGION {
+        // Many small records (the usual pull): one gathered write straight from the mapped
+        // pages beats a sendfile call (and a TCP segment) per record.
+        let mut slices: Vec<io::IoSlice<'_>> = Vec::with_capacity(regions.len() + 1);
+        slices.push(io::IoSlice::new(&header));
+        slices.extend(regions.iter().map(|r| io::IoSlice::new(r.bytes())));
+        return write_all_vectored(wr, &mut slices).await;
+    }
+    wr.write_all(&header).await?;
+    for r in regions {
+        sendfile_all(wr, r.as_ref()).await?;
+    }
+    Ok(())
+}
+
+/// Regions smaller than this on average go out with one `writev` instead of `sendfile`s.
+const SENDFILE_MIN_REGION: usize = 64 * 1024;
+
+async fn write_all_vectored(
+    wr: &mut OwnedWriteHalf,
+    mut slices: &mut [io::IoSlice<'_>],
+) -> io::Result<()> {
+    while !slices.is_empty() {
+        let n = wr.write_vectored(slices).await?;
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::WriteZero,
+                "socket accepted no bytes",
+            ));
+        }
+        io::IoSlice::advance_slices(&mut slices, n);
+    }
+    Ok(())
+}
+
+/// Send a file region with `sendfile(2)`: the bytes go from the page cache to the socket
+/// without passing through user space.
+async fn sendfile_all(wr: &OwnedWriteHalf, region: &dyn FileRegion) -> io::Result<()> {
+    let stream: &TcpStream = wr.as_ref();
+    let mut offset = region.position();
+    let end = offset + region.len() as u64;
+    while offset < end {
+        stream.writable().await?;
+        let remaining = usize::try_from(end - offset).unwrap_or(usize::MAX);
+        match stream.try_io(Interest::WRITABLE, || {
+            rustix::fs::sendfile(stream, region.file(), Some(&mut offset), remaining)
+                .map_err(io::Error::from)
+        }) {
+            Ok(0) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::WriteZero,
+                    "sendfile wrote nothing (file shorter than the region?)",
+                ))
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}

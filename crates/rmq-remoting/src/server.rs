@@ -1,0 +1,165 @@
+//! The server side: its settings, the accept loop, and the table of open connections that
+//! lets a full server make room for a new client by closing the longest-idle one (a server
+//! that refused everyone at its limit could be locked by idle sockets).
+
+use std::collections::HashMap;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::budget::ConnectionLimits;
+use crate::connection::{start_connection, Connection, RequestHandler};
+use crate::io::ReadSettings;
+
+/// Settings of a server.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Copy file-region bodies through user space instead of `sendfile` (RocketMQ's
+    /// `transferMsgByHeap`).
+    pub transfer_by_heap: bool,
+    /// Open connections at most; at the limit the longest-idle one is closed to admit a new
+    /// one.
+    pub max_connections: usize,
+    /// A connection with no traffic either way for this long is closed (RocketMQ's
+    /// `serverChannelMaxIdleTimeSeconds`, 120 s). Clients heartbeat every 30 s.
+    pub idle_timeout: Option<Duration>,
+    /// A frame that gets no more bytes for this long closes its connection.
+    pub frame_stall_timeout: Option<Duration>,
+    /// What one connection may make the server hold.
+    pub limits: ConnectionLimits,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            transfer_by_heap: false,
+            max_connections: 10_000,
+            idle_timeout: Some(Duration::from_secs(120)),
+            frame_stall_timeout: Some(Duration::from_secs(30)),
+            limits: ConnectionLimits::default(),
+        }
+    }
+}
+
+/// A running server.
+pub struct ServerHandle {
+    local_addr: SocketAddr,
+    shutdown: watch::Sender<bool>,
+    task: JoinHandle<()>,
+}
+
+impl ServerHandle {
+    /// The bound address (useful with port 0).
+    #[must_use]
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Stop accepting and close every connection.
+    pub async fn shutdown(self) {
+        let _ = self.shutdown.send(true);
+        let _ = self.task.await;
+    }
+}
+
+/// The open connections by id.
+#[derive(Default)]
+struct Open(Mutex<HashMap<u64, Connection>>);
+
+impl Open {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Connection>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// At the limit, close the connection idle the longest; false when none could go.
+    fn make_room(&self, max: usize, newcomer: SocketAddr) -> bool {
+        let open = self.lock();
+        if open.len() < max {
+            return true;
+        }
+        let Some(victim) = open.values().max_by_key(|c| c.idle_for()) else {
+            return false;
+        };
+        eprintln!(
+            "rmq-remoting WARN: {max} connections open (the limit): closing the one from {} \
+             (idle for {} s) to admit {newcomer}",
+            victim.peer(),
+            victim.idle_for().as_secs()
+        );
+        victim.close();
+        true
+    }
+}
+
+/// Bind `addr` and serve connections with `handler` until shut down.
+///
+/// # Errors
+/// When the address cannot be bound.
+pub async fn serve(
+    addr: SocketAddr,
+    handler: Arc<dyn RequestHandler>,
+    config: ServerConfig,
+) -> io::Result<ServerHandle> {
+    let listener = TcpListener::bind(addr).await?;
+    let local_addr = listener.local_addr()?;
+    let (shutdown, mut stop) = watch::channel(false);
+    let open = Arc::new(Open::default());
+    let stop_for_conns = shutdown.subscribe();
+    let task = tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok((stream, peer)) => {
+                        if open.make_room(config.max_connections, peer) {
+                            admit(stream, &handler, &config, &open, stop_for_conns.clone());
+                        }
+                    }
+                    Err(e) => {
+                        eprintln!("rmq-remoting WARN: accept failed: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                },
+                _ = stop.changed() => break,
+            }
+        }
+    });
+    Ok(ServerHandle {
+        local_addr,
+        shutdown,
+        task,
+    })
+}
+
+fn admit(
+    stream: TcpStream,
+    handler: &Arc<dyn RequestHandler>,
+    config: &ServerConfig,
+    open: &Arc<Open>,
+    stop: watch::Receiver<bool>,
+) {
+    let settings = ReadSettings {
+        idle_timeout: config.idle_timeout,
+        frame_stall_timeout: config.frame_stall_timeout,
+        server_stop: Some(stop),
+    };
+    let Ok((conn, task)) = start_connection(
+        stream,
+        Arc::clone(handler),
+        config.transfer_by_heap,
+        settings,
+        config.limits,
+    ) else {
+        return;
+    };
+    open.lock().insert(conn.id(), conn.clone());
+    let open = Arc::clone(open);
+    tokio::spawn(async move {
+        let _ = task.await;
+        open.lock().remove(&conn.id());
+    });
+}
