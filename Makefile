@@ -26,7 +26,8 @@ export PYO3_PYTHON := $(VENV_ABS)/bin/python
 
 section = @printf '\n==== %s ====\n' "$(1)"
 
-.PHONY: help venv build run lint lint-rust lint-python stubtest test test-rust test-python java-tools bench \
+.PHONY: help venv build run lint lint-rust lint-python stubtest test test-rust test-python java-tools \
+	go-tools node-tools bench \
 	fmt clean distclean
 
 help:
@@ -101,7 +102,7 @@ test-rust: $(VENV_STAMP)
 	cargo test --workspace --release
 
 # Needs `make build` first (the CLI tests start real broker processes).
-test-python: $(VENV_STAMP) java-tools
+test-python: $(VENV_STAMP) java-tools go-tools node-tools
 	$(call section,test: pytest)
 	$(PY) -m pytest tests -q
 
@@ -111,6 +112,21 @@ java-tools:
 	@command -v java >/dev/null && command -v mvn >/dev/null || { \
 		echo "installing openjdk-17-jdk-headless and maven (needed by tests/test_compat_java.py)"; \
 		apt-get update -q && apt-get install -y -q --no-install-recommends openjdk-17-jdk-headless maven; }
+
+# tests/test_compat_go.py builds a program against Apache's Go client (tests/compat/go, modules
+# from the Go module proxy); it finds `go` on PATH or in /usr/local/go/bin.
+go-tools:
+	@command -v go >/dev/null || [ -x /usr/local/go/bin/go ] || { \
+		echo "error: Go 1.21+ is needed by tests/test_compat_go.py and was found neither on PATH"; \
+		echo "nor in /usr/local/go/bin: install it from https://go.dev/dl/ (tar -C /usr/local -xzf ...)"; \
+		exit 1; }
+
+# tests/test_compat_node.py runs Alibaba's ali-ons client (tests/compat/node, `npm ci`).
+node-tools:
+	@command -v node >/dev/null && command -v npm >/dev/null || { \
+		echo "error: Node.js 18+ and npm are needed by tests/test_compat_node.py: install them, e.g."; \
+		echo "apt-get install -y nodejs npm, or from https://nodejs.org/"; \
+		exit 1; }
 
 # ---- bench ------------------------------------------------------------------------------------
 

@@ -35,3 +35,38 @@ def namesrv() -> Iterator[tuple[subprocess.Popen[str], str]]:
             proc.kill()
         proc.wait(10)
         proc.stderr.close()
+
+
+# Every delay level one second, as in the Apache broker the compatibility tests start
+# (tests/compat/apache_broker): a consume failure comes back after level 3 + reconsumeTimes,
+# and a client test should not wait 10 s for it.
+FAST_DELAY_LEVELS = " ".join(["1s"] * 18)
+
+
+@pytest.fixture
+def rmq_cluster(
+    tmp_path_factory: pytest.TempPathFactory, namesrv: tuple[subprocess.Popen[str], str]
+) -> Iterator[tuple[str, str]]:
+    """A real ``rmq.namesrv`` and ``rmq.broker`` (``broker-a``, auto-create on, fast delay
+    levels); yields ``(namesrv_addr, broker_addr)``."""
+    from test_broker_cli import TEST_STORE_CONF, BrokerProcess, free_port
+
+    work = tmp_path_factory.mktemp("rmq-cluster")
+    _, ns_addr = namesrv
+    port = free_port()
+    conf = work / "broker.conf"
+    conf.write_text(
+        "brokerClusterName = DefaultCluster\n"
+        "brokerName = broker-a\n"
+        "brokerIP1 = 127.0.0.1\n"
+        f"listenPort = {port}\n"
+        f"storePathRootDir = {work / 'store'}\n"
+        "mappedFileSizeCommitLog = 16777216\n"
+        f"messageDelayLevel = {FAST_DELAY_LEVELS}\n" + TEST_STORE_CONF
+    )
+    broker = BrokerProcess("-c", str(conf), "-n", ns_addr, cwd=work)
+    try:
+        broker.wait_for("listening on")
+        yield ns_addr, f"127.0.0.1:{port}"
+    finally:
+        broker.kill()

@@ -44,3 +44,65 @@ def test_register_refresh_and_unregister(
         time.sleep(0.05)
     registrar.stop(unregister=True)
     assert route_code(reader, addr, "TopicA") == ResponseCode.TOPIC_NOT_EXIST
+
+
+def test_trigger_and_wait_returns_after_a_round_with_the_change() -> None:
+    """A topic change is registered before the request that made it is answered (RocketMQ's
+    synchronous registerBrokerAll): trigger_and_wait returns only once a round that read the
+    new topic table has reached the nameserver."""
+    import threading
+
+    from rmq._rmq import RemotingResponse
+
+    topics = ["TopicA"]
+    sent: list[bytes] = []
+    slow = threading.Event()
+
+    class SlowNamesrv:
+        def invoke(self, addr, code, ext_fields=None, body=None, timeout_ms=3000):  # type: ignore[no-untyped-def]
+            if slow.is_set():
+                time.sleep(0.3)  # a nameserver that takes its time
+            sent.append(body or b"")
+            return RemotingResponse(ResponseCode.SUCCESS)
+
+    identity = BrokerIdentity("DefaultCluster", "broker-a", 0, "127.0.0.1:10911", "127.0.0.1:10912")
+    registrar = NamesrvRegistrar(
+        SlowNamesrv(), ["ns:9876"], identity, lambda: body(topics), period_s=60
+    )
+    assert not registrar.trigger_and_wait(1.0)  # not started: nothing to wait for
+    registrar.start()
+    try:
+        slow.set()
+        topics.append("TopicB")
+        assert registrar.trigger_and_wait(5.0)
+        assert b"TopicB" in sent[-1]
+    finally:
+        registrar.stop(unregister=False)
+    assert not registrar.trigger_and_wait(1.0)  # stopped: returns at once
+
+
+def test_created_topic_is_routable_when_the_broker_answers(rmq_cluster: tuple[str, str]) -> None:
+    """UPDATE_AND_CREATE_TOPIC on a real broker, then at once GET_ROUTEINFO_BY_TOPIC at the
+    nameserver: the route is there (the Go client's consumer looks it up right away)."""
+    ns_addr, broker_addr = rmq_cluster
+    client = RemotingClient()
+    try:
+        # Several in a row, as a client creating its topics does, then every route at once.
+        topics = [f"routable_{i}" for i in range(8)]
+        for topic in topics:
+            header = {
+                "topic": topic,
+                "defaultTopic": "TBW102",
+                "readQueueNums": "4",
+                "writeQueueNums": "4",
+                "perm": "6",
+                "topicFilterType": "SINGLE_TAG",
+                "topicSysFlag": "0",
+                "order": "false",
+            }
+            resp = client.invoke(broker_addr, RequestCode.UPDATE_AND_CREATE_TOPIC, header)
+            assert resp.code == ResponseCode.SUCCESS, resp.remark
+        codes = {topic: route_code(client, ns_addr, topic) for topic in topics}
+        assert codes == dict.fromkeys(topics, ResponseCode.SUCCESS)
+    finally:
+        client.close()

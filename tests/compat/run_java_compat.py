@@ -23,16 +23,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import json
 import os
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from compat_common import build_lock, parse_summary, tail
 
 JAVA_DIR = Path(__file__).resolve().parent / "java"
 JAR = JAVA_DIR / "target" / "rmq-compat.jar"
@@ -41,7 +42,6 @@ INSTALL_HINT = (
     "sudo apt-get update && sudo apt-get install -y openjdk-17-jdk-headless maven"
 )
 BUILD_TIMEOUT_S = 900.0
-TAIL_LINES = 40
 
 
 class JavaCompatError(RuntimeError):
@@ -89,21 +89,9 @@ def _jar_is_fresh() -> bool:
     return JAR.is_file() and JAR.stat().st_mtime >= _newest_source_mtime()
 
 
-@contextlib.contextmanager
-def _build_lock() -> Iterator[None]:
+def _build_lock() -> contextlib.AbstractContextManager[None]:
     """One Maven build at a time (parallel test workers share tests/compat/java/target)."""
-    lock_path = JAVA_DIR / "target" / ".build.lock"
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with lock_path.open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-def _tail(text: str, lines: int = TAIL_LINES) -> str:
-    return "\n".join(text.splitlines()[-lines:])
+    return build_lock(JAVA_DIR / "target" / ".build.lock")
 
 
 def build_jar() -> Path:
@@ -148,20 +136,8 @@ def build_jar() -> Path:
                 return JAR
         raise JavaCompatError(
             f"Maven build in {JAVA_DIR} failed (Maven Central unreachable on a first build?):\n"
-            + _tail(output)
+            + tail(output)
         )
-
-
-def _parse_summary(stdout: str) -> dict[str, Any] | None:
-    for line in reversed(stdout.splitlines()):
-        line = line.strip()
-        if line.startswith("{"):
-            try:
-                parsed = json.loads(line)
-            except json.JSONDecodeError:
-                return None
-            return parsed if isinstance(parsed, dict) else None
-    return None
 
 
 def describe_failure(summary: dict[str, Any]) -> str:
@@ -257,15 +233,15 @@ def run_check(
         stdout = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
         stderr = e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")
         raise JavaCompatError(
-            f"Java compatibility check killed after {limit:.0f} s:\n{_tail(stderr)}",
+            f"Java compatibility check killed after {limit:.0f} s:\n{tail(stderr)}",
             stdout=stdout,
             stderr=stderr,
         ) from e
-    summary = _parse_summary(proc.stdout)
+    summary = parse_summary(proc.stdout)
     if summary is None:
         raise JavaCompatError(
             f"Java compatibility check exited {proc.returncode} without a JSON summary:\n"
-            + _tail(proc.stdout + proc.stderr),
+            + tail(proc.stdout + proc.stderr),
             stdout=proc.stdout,
             stderr=proc.stderr,
         )
@@ -275,7 +251,7 @@ def run_check(
             f"client log in {summary.get('logDir')}\n"
             + describe_failure(summary)
             + "\n--- stderr (tail) ---\n"
-            + _tail(proc.stderr),
+            + tail(proc.stderr),
             summary=summary,
             stdout=proc.stdout,
             stderr=proc.stderr,

@@ -181,6 +181,11 @@ async fn send_v2_v1_batch_autocreate_and_pull() {
     assert_eq!(msgs[3].flag, 7);
     assert_eq!(msgs[4].properties.get("UNIQ_KEY"), Some("U1"));
     assert_eq!(msgs[0].properties.get("CLUSTER"), Some("DefaultCluster"));
+    // As RocketMQ does: a single message is stored without WAIT (sent as true), a batch's
+    // messages keep it.
+    assert_eq!(msgs[0].properties.get("WAIT"), None);
+    assert_eq!(msgs[0].properties.get("KEYS"), Some("k1"));
+    assert_eq!(msgs[3].properties.get("WAIT"), Some("true"));
     // Tag filter: TagA only → m0, m2.
     let r = c
         .request(pull("Auto1", 1, 0, "TagA || TagX", 0), T)

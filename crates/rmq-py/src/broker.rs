@@ -166,14 +166,26 @@ impl BrokerServer {
             .create_in_send_back(topic, queue_nums, perm, 0);
     }
 
-    /// Call `callback()` after every topic-table change (to register with nameservers soon).
+    /// Call `callback()` after every topic-table change, before the request that changed the
+    /// table is answered (the broker registers with its nameservers there, as RocketMQ does).
+    /// The callback may block: on an I/O worker it runs under `block_in_place`, so the
+    /// runtime's other tasks (the registration's own request among them) move to other
+    /// threads instead of waiting for it.
     fn set_topic_change_listener(&self, callback: Py<PyAny>) {
         self.controller.set_topic_change_listener(Arc::new(move || {
-            Python::attach(|py| {
-                if let Err(e) = callback.call0(py) {
-                    e.print(py);
+            let call = || {
+                Python::attach(|py| {
+                    if let Err(e) = callback.call0(py) {
+                        e.print(py);
+                    }
+                });
+            };
+            match tokio::runtime::Handle::try_current() {
+                Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                    tokio::task::block_in_place(call);
                 }
-            });
+                _ => call(),
+            }
         }));
     }
 

@@ -1,5 +1,7 @@
 """Keeping the nameservers informed: REGISTER_BROKER to every nameserver every
-``registerNameServerPeriod`` ms (30 s, clamped to 10-60 s), at once when topics change, and
+``registerNameServerPeriod`` ms (30 s, clamped to 10-60 s), at once when topics change (and,
+like RocketMQ's ``registerBrokerAll`` on a topic change, before the request that changed them
+is answered: see :meth:`NamesrvRegistrar.trigger_and_wait`), and
 UNREGISTER_BROKER at a clean shutdown (RocketMQ's ``BrokerOuterAPI``). A nameserver that
 cannot be reached is logged and retried next period; the others are still served."""
 
@@ -79,6 +81,11 @@ class NamesrvRegistrar:
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread = threading.Thread(target=self._run, name="rmq-register", daemon=True)
+        # Rounds asked for by trigger_and_wait and rounds done (each counts the requests it
+        # covered), under _done.
+        self._done = threading.Condition()
+        self._requested = 0
+        self._completed = 0
         self.master_addr = ""
         self.ha_server_addr = ""
 
@@ -134,6 +141,30 @@ class NamesrvRegistrar:
         """Register again now (topic configs changed)."""
         self._wake.set()
 
+    def trigger_and_wait(self, timeout_s: float | None = None) -> bool:
+        """Register again now and wait until a round that started after this call has
+        finished; whether it did within ``timeout_s`` (default: two request timeouts).
+
+        RocketMQ's broker registers with the nameservers before it answers the request that
+        created a topic (UPDATE_AND_CREATE_TOPIC, auto-creation on send or send-back), so a
+        client that asks a nameserver for the route right afterwards finds it; the Go client's
+        push consumer, for one, refuses to start otherwise. Before :meth:`start` (and after
+        :meth:`stop`) this only asks for a round and returns False.
+        """
+        if not self._thread.is_alive() or self._stop.is_set():
+            self.trigger()
+            return False
+        if timeout_s is None:
+            timeout_s = 2 * self._timeout_ms / 1000
+        with self._done:
+            self._requested += 1
+            target = self._requested
+        self._wake.set()
+        with self._done:
+            return self._done.wait_for(
+                lambda: self._completed >= target or self._stop.is_set(), timeout_s
+            )
+
     def start(self) -> None:
         self.register_all()
         self._thread.start()
@@ -151,8 +182,15 @@ class NamesrvRegistrar:
             self._wake.wait(self._period_s)
             self._wake.clear()
             if self._stop.is_set():
-                return
+                break
+            with self._done:
+                covers = self._requested
             try:
                 self.register_all()
             except Exception:
                 log.exception("registration round failed; retrying in %.0f s", self._period_s)
+            with self._done:
+                self._completed = covers
+                self._done.notify_all()
+        with self._done:
+            self._done.notify_all()

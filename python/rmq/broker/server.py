@@ -201,7 +201,7 @@ def run_broker(
         server.register_body,
         period_s=config.register_name_server_period / 1000,
     )
-    server.set_topic_change_listener(registrar.trigger)
+    server.set_topic_change_listener(registrar.trigger_and_wait)
     scheduler = RetentionScheduler(store, retention_policy(config))
     # RocketMQ runs its ScheduleMessageService on masters only (a slave's store takes no puts).
     delay = (

@@ -200,6 +200,11 @@ async fn send(
                 (m.body, range, m.flag)
             })
             .collect()
+    } else if find_property(header_props, PropertyKey::WAIT_STORE_MSG_OK).is_some() {
+        // RocketMQ stores a single message without its WAIT property (read below; 9 bytes a
+        // message); a batch keeps it, and so does a send-back (CONSUMER_SEND_MSG_BACK).
+        let own = edit_properties(header_props, &[PropertyKey::WAIT_STORE_MSG_OK], &[]);
+        vec![(body, push_props(&own, &[cluster]), h.flag)]
     } else {
         vec![(body, push_props(header_props, &[cluster]), h.flag)]
     };

@@ -1,0 +1,109 @@
+"""What the compatibility runners (``run_java_compat``, ``run_go_compat``, ``run_node_compat``)
+share: one build at a time per project directory, the tail of a long output, and the JSON
+summary every check program prints as its last stdout line."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import subprocess
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+TAIL_LINES = 40
+
+
+def tail(text: str, lines: int = TAIL_LINES) -> str:
+    return "\n".join(text.splitlines()[-lines:])
+
+
+@contextlib.contextmanager
+def build_lock(lock_path: Path) -> Iterator[None]:
+    """Serialise builds that share an output directory (parallel test workers)."""
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with lock_path.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def newest_mtime(paths: Sequence[Path]) -> float:
+    """The newest modification time of the given files and of every file under the given
+    directories."""
+    newest = 0.0
+    for path in paths:
+        if path.is_dir():
+            for child in path.rglob("*"):
+                if child.is_file():
+                    newest = max(newest, child.stat().st_mtime)
+        elif path.is_file():
+            newest = max(newest, path.stat().st_mtime)
+    return newest
+
+
+def parse_summary(stdout: str) -> dict[str, Any] | None:
+    """The last stdout line that starts with ``{``, parsed; None if there is none."""
+    for line in reversed(stdout.splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                parsed = json.loads(line)
+            except json.JSONDecodeError:
+                return None
+            return parsed if isinstance(parsed, dict) else None
+    return None
+
+
+def run_logged(
+    cmd: Sequence[str], cwd: Path, timeout: float, env: dict[str, str] | None = None
+) -> tuple[int, str]:
+    """Run a build step; return its exit code and its combined output (prefixed by the
+    command line). A step that overruns counts as exit code -1."""
+    header = f"$ {' '.join(cmd)}\n"
+    try:
+        proc = subprocess.run(
+            list(cmd),
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return -1, f"{header}did not finish in {timeout:.0f} s\n"
+    return proc.returncode, header + proc.stdout + proc.stderr
+
+
+def create_topics(broker_addr: str, topics: Sequence[str], queues: int = 4) -> None:
+    """UPDATE_AND_CREATE_TOPIC on a broker (rmq or Apache) for each topic; raises
+    RuntimeError naming the topic and the broker's answer when one is refused."""
+    from rmq._rmq import RemotingClient  # the tests' dependency, not the runners'
+    from rmq.codes import RequestCode, ResponseCode
+
+    client = RemotingClient()
+    try:
+        for topic in topics:
+            header = {
+                "topic": topic,
+                "defaultTopic": "TBW102",
+                "readQueueNums": str(queues),
+                "writeQueueNums": str(queues),
+                "perm": "6",
+                "topicFilterType": "SINGLE_TAG",
+                "topicSysFlag": "0",
+                "order": "false",
+            }
+            resp = client.invoke(broker_addr, RequestCode.UPDATE_AND_CREATE_TOPIC, header)
+            if resp.code != ResponseCode.SUCCESS:
+                raise RuntimeError(
+                    f"UPDATE_AND_CREATE_TOPIC {topic} on {broker_addr}: code {resp.code} "
+                    f"({resp.remark})"
+                )
+    finally:
+        client.close()
