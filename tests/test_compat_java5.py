@@ -4,8 +4,10 @@ against a real ``rmq.namesrv`` and ``rmq.broker``, and compressed bodies in both
 The Java side (tests/compat/java5, built by run_java_compat's ``build_jar``) sends sync,
 batch, ZLIB, LZ4 and ZSTD messages with ``DefaultMQProducer``; rmq's producer adds LZ4 and ZSTD
 messages of its own. Then a subscribing ``DefaultLitePullConsumer`` (LITE_PULL_MESSAGE, 361),
-one that assigns every queue and seeks to 0, and a ``DefaultMQPushConsumer`` must each get every
-message byte for byte, and so must rmq's push and pull consumers. Every message is a pure
+one that assigns every queue and seeks to 0, a ``DefaultMQPushConsumer``, and one with the 5.x-only
+``clientRebalance=false`` (QUERY_ASSIGNMENT, not served: the client falls back to rebalancing
+itself) and ``useHeartbeatV2`` must each get every message byte for byte, and so must rmq's
+push and pull consumers. Every message is a pure
 function of (kind, seq), computed here and in Compat5.java alike.
 """
 
@@ -15,6 +17,7 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +43,9 @@ def body(kind: str, seq: int) -> bytes:
     return f"{kind}:{seq}:".encode() + bytes((j * j + seq + j // 7) % 251 for j in range(n))
 
 
-def run_java(version: str, log_dir: Path, *args: str) -> dict[str, Any]:
+def run_java(
+    version: str, log_dir: Path, *args: str, options: Sequence[str] = ()
+) -> dict[str, Any]:
     """Run Compat5 from the jar for client ``version`` (client log in ``log_dir``); its JSON
     summary, checked for ok."""
     jar = build_jar(
@@ -48,8 +53,9 @@ def run_java(version: str, log_dir: Path, *args: str) -> dict[str, Any]:
         JAVA5_DIR / "target" / f"rmq-compat5-{version}.jar",
         [f"-Drocketmq.version={version}"],
     )
+    jvm = [java_executable(), "-Xmx512m", f"-Drocketmq.log.root={log_dir}", *options]
     proc = subprocess.run(
-        [java_executable(), "-Xmx512m", f"-Drocketmq.log.root={log_dir}", "-jar", str(jar), *args],
+        [*jvm, "-jar", str(jar), *args],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
@@ -90,9 +96,11 @@ def check_rmq_got(got: list[rmq.StoredMessage], who: str) -> None:
 
 
 @pytest.mark.timeout(420)
-@pytest.mark.parametrize("version", ["5.3.1", "5.5.0"])
+@pytest.mark.parametrize(
+    ("version", "falls_back_to_client_rebalance"), [("5.3.1", True), ("5.5.0", False)]
+)
 def test_java5_client_and_rmq_interoperate_with_lz4_and_zstd(
-    broker_addr: str, version: str, tmp_path: Path
+    broker_addr: str, version: str, falls_back_to_client_rebalance: bool, tmp_path: Path
 ) -> None:
     namesrv = broker_addr
     run = f"{version.replace('.', '')}x{int(time.time() * 1000) % 10**8}"
@@ -108,9 +116,26 @@ def test_java5_client_and_rmq_interoperate_with_lz4_and_zstd(
                 p.send(rmq.Message(topic, body(kind, seq), tags=kind, properties=props))
 
     expect = ",".join(f"{k}:{COUNT}" for k in (*JAVA_KINDS, *RMQ_KINDS))
-    consumed = run_java(version, tmp_path / "java-logs", "consume", namesrv, topic, run, expect)
+    wait_push5 = 90_000 if falls_back_to_client_rebalance else 5_000
+    consumed = run_java(
+        version,
+        tmp_path / "java-logs",
+        *("consume", namesrv, topic, run, expect),
+        options=[f"-Dcompat5.push5WaitMs={wait_push5}"],
+    )
     total = COUNT * (len(JAVA_KINDS) + len(RMQ_KINDS))
-    for name in ("lite-subscribe", "lite-assign", "push"):
+    # clientRebalance=false sends QUERY_ASSIGNMENT (400), which rmq does not serve (5.x
+    # broker-side rebalancing and pop): REQUEST_CODE_NOT_SUPPORTED, which 5.3.1 answers by
+    # rebalancing itself and 5.5.0 by logging the error and consuming nothing.
+    refused = "request code 400 is not supported by this broker"
+    client_log = (tmp_path / "java-logs" / "rocketmq_client.log").read_text(errors="replace")
+    assert refused in client_log
+    names = ["lite-subscribe", "lite-assign", "push"]
+    if falls_back_to_client_rebalance:
+        names.append("push-5x-options")
+    else:
+        assert consumed["push-5x-options"]["received"] == 0
+    for name in names:
         got = consumed[name]
         assert (got["received"], got["duplicates"], got["missing"], got["mismatches"]) == (
             total,
