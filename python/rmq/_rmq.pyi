@@ -33,6 +33,7 @@ __all__ = [
     "create_offset_msg_id",
     "decode_messages",
     "decode_offset_msg_id",
+    "decompress_body",
     "java_string_hash",
     "request_codes",
     "response_codes",
