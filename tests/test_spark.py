@@ -474,6 +474,7 @@ def test_lz4_and_zstd_bodies_are_read_decompressed(
         send_raw(client, addr, "SparkBadBody", b"\x04\x22\x4d\x18 not LZ4", 0x101)
     finally:
         client.close()
+    wait_until(lambda: total_messages(cluster.namesrv, "SparkBadBody") == 2, "the raw sends")
     with pytest.raises(Exception, match=r"SparkBadBody:0 queue offset 1 .*LZ4 body"):
         read(spark, cluster.namesrv, "SparkBadBody").collect()
 
