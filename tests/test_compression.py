@@ -5,6 +5,7 @@ a bomb) are per-message errors that never cost the other messages of the pull.""
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import zlib
 from collections.abc import Iterator
@@ -151,7 +152,7 @@ def send_raw(client: RemotingClient, addr: str, topic: str, body: bytes, sys_fla
 
 
 def test_bodies_that_do_not_decompress_are_per_message_errors(
-    cluster: Cluster, remoting: RemotingClient
+    cluster: Cluster, remoting: RemotingClient, caplog: pytest.LogCaptureFixture
 ) -> None:
     cluster.create_topic("BadBodies", queues=1)
     _, addr = cluster.brokers["broker-a"]
@@ -194,12 +195,16 @@ def test_bodies_that_do_not_decompress_are_per_message_errors(
     finally:
         inst.shutdown()
     got = Collector()
-    consumer = push_consumer(cluster, "cg-bad-bodies", "BadBodies", got)
-    try:
-        wait_until(lambda: len(got.bodies()) >= len(cases), "the push consumer")
-    finally:
-        consumer.shutdown()
+    with caplog.at_level(logging.WARNING, logger="rmq.client"):
+        consumer = push_consumer(cluster, "cg-bad-bodies", "BadBodies", got)
+        try:
+            wait_until(lambda: len(got.bodies()) >= len(cases), "the push consumer")
+        finally:
+            consumer.shutdown()
     check(sorted(got.msgs, key=lambda m: m.queue_offset))
+    # ...and said so in the log, each message by name.
+    for offset in (0, 2, 3, 4):
+        assert f"cg-bad-bodies: message at BadBodies:0 queue offset {offset} " in caplog.text
 
     # The same codec, directly (what `rmq` the admin tool shows bodies with).
     assert decompress_body(bomb.sys_flag, bomb.body, max_size=8 << 20) == bytes(8 << 20)
