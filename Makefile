@@ -110,7 +110,7 @@ test-python: $(VENV_STAMP) java-tools go-tools node-tools
 # Maven; install a JDK and Maven from Debian when the machine has none.
 java-tools:
 	@command -v java >/dev/null && command -v mvn >/dev/null || { \
-		echo "installing openjdk-17-jdk-headless and maven (needed by tests/test_compat_java.py)"; \
+		echo "installing openjdk-17-jdk-headless and maven (needed by tests/test_compat_java*.py)"; \
 		apt-get update -q && apt-get install -y -q --no-install-recommends openjdk-17-jdk-headless maven; }
 
 # tests/test_compat_go.py builds a program against Apache's Go client (tests/compat/go, modules

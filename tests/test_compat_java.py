@@ -6,43 +6,18 @@ them with apt-get when missing)."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from test_broker_cli import TEST_STORE_CONF, BrokerProcess, free_port
 
 sys.path.insert(0, str(Path(__file__).parent / "compat"))
 from run_java_compat import run_check
 
 
-@pytest.fixture
-def broker_addr(tmp_path: Path, namesrv: tuple[subprocess.Popen[str], str]) -> Iterator[str]:
-    _, ns_addr = namesrv
-    port = free_port()
-    conf = tmp_path / "broker.conf"
-    conf.write_text(
-        "brokerClusterName = DefaultCluster\n"
-        "brokerName = broker-a\n"
-        "brokerIP1 = 127.0.0.1\n"
-        f"listenPort = {port}\n"
-        f"storePathRootDir = {tmp_path / 'store'}\n"
-        "mappedFileSizeCommitLog = 67108864\n" + TEST_STORE_CONF
-    )
-    proc = BrokerProcess("-c", str(conf), "-n", ns_addr, cwd=tmp_path)
-    try:
-        proc.wait_for("listening on")
-        yield ns_addr
-    finally:
-        proc.kill()
-
-
 @pytest.mark.timeout(600)
-def test_java_client_sends_and_consumes_10000_messages(broker_addr: str) -> None:
-    summary = run_check(broker_addr, "compat_json", 10_000, timeout=120.0)
+def test_java_client_sends_and_consumes_10000_messages(rmq_cluster: tuple[str, str]) -> None:
+    summary = run_check(rmq_cluster[0], "compat_json", 10_000, timeout=120.0)
     assert summary["ok"]
     produce = summary["produce"]
     assert (produce["sync"], produce["async"], produce["oneway"], produce["batch"]) == (
@@ -60,9 +35,9 @@ def test_java_client_sends_and_consumes_10000_messages(broker_addr: str) -> None
 
 
 @pytest.mark.timeout(600)
-def test_java_client_with_binary_headers(broker_addr: str) -> None:
+def test_java_client_with_binary_headers(rmq_cluster: tuple[str, str]) -> None:
     summary = run_check(
-        broker_addr,
+        rmq_cluster[0],
         "compat_binary",
         2_000,
         timeout=120.0,

@@ -36,6 +36,7 @@ from rmq._rmq import ClientInstance, RemotingClient
 from rmq.codes import RequestCode
 from rmq.errors import RmqError
 from test_broker_cli import TEST_STORE_CONF, BrokerProcess, free_port
+from test_compression import send_raw
 
 ROWS = 200_000
 
@@ -446,6 +447,36 @@ def test_rows_without_properties_go_as_columns_with_null_tags_and_keys(
         assert r["properties"] == {}
         assert re.fullmatch(r"[0-9A-F]{20}[0-9]{12}", r["msg_id"])
     assert seen == set(range(5000))
+
+
+def test_lz4_and_zstd_bodies_are_read_decompressed(
+    spark: SparkSession, cluster: SparkCluster
+) -> None:
+    """Rows hold the bodies the producers sent, whatever the compression (ZLIB, LZ4, ZSTD;
+    RocketMQ 5's sysFlag bits); a body that does not decompress fails the read, naming it."""
+    cluster.create_topic("SparkCodecs", queues=2, brokers=["broker-a"])
+    sent: dict[str, bytes] = {}
+    for kind in ("ZLIB", "LZ4", "ZSTD"):
+        with rmq.Producer(f"pg-spark-{kind}", cluster.namesrv, compress_type=kind) as p:
+            for i in range(50):
+                key = f"{kind}-{i}"
+                sent[key] = key.encode() + bytes((j * j + i) % 251 for j in range(3000 + 40 * i))
+                p.send(rmq.Message("SparkCodecs", sent[key], keys=key))
+    rows = read(spark, cluster.namesrv, "SparkCodecs").select("keys", "body").collect()
+    assert {r["keys"]: bytes(r["body"]) for r in rows} == sent
+    assert len(rows) == len(sent)
+
+    cluster.create_topic("SparkBadBody", queues=1, brokers=["broker-a"])
+    client = RemotingClient()
+    try:
+        addr = cluster.broker_addrs["broker-a"]
+        send_raw(client, addr, "SparkBadBody", b"fine", 0)
+        send_raw(client, addr, "SparkBadBody", b"\x04\x22\x4d\x18 not LZ4", 0x101)
+    finally:
+        client.close()
+    wait_until(lambda: total_messages(cluster.namesrv, "SparkBadBody") == 2, "the raw sends")
+    with pytest.raises(Exception, match=r"SparkBadBody:0 queue offset 1 .*LZ4 body"):
+        read(spark, cluster.namesrv, "SparkBadBody").collect()
 
 
 AUTO_REGISTERED = """

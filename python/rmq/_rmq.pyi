@@ -33,6 +33,7 @@ __all__ = [
     "create_offset_msg_id",
     "decode_messages",
     "decode_offset_msg_id",
+    "decompress_body",
     "java_string_hash",
     "request_codes",
     "response_codes",
@@ -44,6 +45,12 @@ def store_config_defaults() -> dict[str, str]:
 
 def decode_messages(body: bytes) -> list[StoredMessage]:
     """Decode concatenated CommitLog records (a pull, query or view response body)."""
+
+def decompress_body(sys_flag: int, body: bytes, max_size: int = 4194304) -> bytes:
+    """The body as the producer sent it: decompressed when ``sys_flag`` marks it compressed
+    (ZLIB, LZ4 or ZSTD, RocketMQ's sysFlag bits 0 and 8..10), else ``body`` itself. Raises
+    ``rmq.errors.ClientError`` for an unknown compression type, corrupt data, or more than
+    ``max_size`` decompressed bytes."""
 
 def java_string_hash(s: str) -> int:
     """Java's ``String.hashCode()`` of ``s`` (the ConsumeQueue tags code of a tag)."""
@@ -93,6 +100,10 @@ class StoredMessage:
     """The client's unique id (``UNIQ_KEY``), or the offset id when the producer set none."""
     offset_msg_id: str
     """Store host + CommitLog offset, as VIEW_MESSAGE_BY_ID takes it."""
+    body_error: str | None
+    """Set on a pulled message whose body is marked compressed but could not be
+    decompressed (unknown compression type in ``sys_flag``, corrupt data, or more than 4 MiB):
+    ``body`` is then the stored bytes and ``sys_flag`` keeps the compressed bit."""
     @property
     def tags(self) -> str | None: ...
     @property
@@ -559,6 +570,7 @@ class NativeProducer:
         compress_level: int = 5,
         send_latency_fault_enable: bool = False,
         default_topic_queue_nums: int = 4,
+        compress_type: str = "ZLIB",
     ) -> NativeProducer: ...
     def send(self, message: object, queue: MessageQueue | None = None) -> SendResult: ...
     def send_async(

@@ -68,7 +68,7 @@ def _tool(name: str) -> str:
     return path
 
 
-def _java() -> str:
+def java_executable() -> str:
     java_home = os.environ.get("JAVA_HOME")
     if java_home:
         candidate = Path(java_home) / "bin" / "java"
@@ -77,38 +77,40 @@ def _java() -> str:
     return _tool("java")
 
 
-def _newest_source_mtime() -> float:
-    newest = (JAVA_DIR / "pom.xml").stat().st_mtime
-    for path in (JAVA_DIR / "src").rglob("*"):
+def _newest_source_mtime(java_dir: Path) -> float:
+    newest = (java_dir / "pom.xml").stat().st_mtime
+    for path in (java_dir / "src").rglob("*"):
         if path.is_file():
             newest = max(newest, path.stat().st_mtime)
     return newest
 
 
-def _jar_is_fresh() -> bool:
-    return JAR.is_file() and JAR.stat().st_mtime >= _newest_source_mtime()
+def _jar_is_fresh(java_dir: Path, jar: Path) -> bool:
+    return jar.is_file() and jar.stat().st_mtime >= _newest_source_mtime(java_dir)
 
 
-def _build_lock() -> contextlib.AbstractContextManager[None]:
-    """One Maven build at a time (parallel test workers share tests/compat/java/target)."""
-    return build_lock(JAVA_DIR / "target" / ".build.lock")
+def _build_lock(java_dir: Path) -> contextlib.AbstractContextManager[None]:
+    """One Maven build at a time (parallel test workers share the project's target/)."""
+    return build_lock(java_dir / "target" / ".build.lock")
 
 
-def build_jar() -> Path:
-    """Build target/rmq-compat.jar with Maven unless it is newer than pom.xml and src/.
+def build_jar(java_dir: Path = JAVA_DIR, jar: Path = JAR, maven_args: Sequence[str] = ()) -> Path:
+    """Build ``jar`` (by default target/rmq-compat.jar) from the Maven project in ``java_dir``
+    unless it is newer than pom.xml and src/; ``maven_args`` go to ``mvn`` (e.g.
+    ``-Drocketmq.version=5.5.0``). tests/compat/java5 builds its jars through here too.
 
     The first build downloads from Maven Central into ~/.m2; a rebuild with everything cached
     needs no network, and if the online attempt fails anyway (e.g. Central unreachable) it is
     retried once with ``mvn -o``.
     """
-    if _jar_is_fresh():
-        return JAR
+    if _jar_is_fresh(java_dir, jar):
+        return jar
     mvn = _tool("mvn")
-    _java()  # fail early with the install hint if there is no JDK
-    with _build_lock():
-        if _jar_is_fresh():  # another process built it while we waited
-            return JAR
-        base = [mvn, "-q", "-B", "-Dstyle.color=never", "package", "-DskipTests"]
+    java_executable()  # fail early with the install hint if there is no JDK
+    with _build_lock(java_dir):
+        if _jar_is_fresh(java_dir, jar):  # another process built it while we waited
+            return jar
+        base = [mvn, "-q", "-B", "-Dstyle.color=never", *maven_args, "package", "-DskipTests"]
         attempts = [base]
         if (Path.home() / ".m2" / "repository").is_dir():
             attempts.append([*base, "-o"])
@@ -117,7 +119,7 @@ def build_jar() -> Path:
             try:
                 proc = subprocess.run(
                     cmd,
-                    cwd=JAVA_DIR,
+                    cwd=java_dir,
                     stdin=subprocess.DEVNULL,
                     capture_output=True,
                     text=True,
@@ -129,13 +131,13 @@ def build_jar() -> Path:
                     f"`{' '.join(cmd)}` did not finish in {BUILD_TIMEOUT_S:.0f} s"
                 ) from e
             output += f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}"
-            if proc.returncode == 0 and JAR.is_file():
+            if proc.returncode == 0 and jar.is_file():
                 # Mark the jar fresh even if Maven found nothing to redo.
                 now = time.time()
-                os.utime(JAR, (now, now))
-                return JAR
+                os.utime(jar, (now, now))
+                return jar
         raise JavaCompatError(
-            f"Maven build in {JAVA_DIR} failed (Maven Central unreachable on a first build?):\n"
+            f"Maven build in {java_dir} failed (Maven Central unreachable on a first build?):\n"
             + tail(output)
         )
 
@@ -197,7 +199,7 @@ def run_check(
     if log_dir is None:
         log_dir = JAVA_DIR / "target" / "client-logs" / topic
     cmd = [
-        _java(),
+        java_executable(),
         "-Xmx1g",
         "-jar",
         str(jar),

@@ -248,6 +248,50 @@ async fn long_polling_wakes_on_arrival_and_times_out() {
     env.stop().await;
 }
 
+/// LITE_PULL_MESSAGE (361), as the 5.x `DefaultLitePullConsumer` sends it (sysFlag with the
+/// lite bit): served as PULL_MESSAGE, long polling included.
+#[tokio::test]
+async fn lite_pull_message_is_served_like_pull_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = start(dir.path(), &[]).await;
+    let c = env.client().await;
+    send_ok(&c, send_v2("Lite", 0, "TagA", b"l0")).await;
+    send_ok(&c, send_v2("Lite", 0, "TagB", b"l1")).await;
+    wait_dispatched(&env.store, "Lite", 0, 2).await;
+    let lite = |offset: i64, sub: &str, suspend_ms: i64| {
+        let mut req = pull("Lite", 0, offset, sub, suspend_ms);
+        req.code = RequestCode::LITE_PULL_MESSAGE.0;
+        let flag = pull_sys_flag::build(false, suspend_ms > 0, true, false)
+            | pull_sys_flag::FLAG_LITE_PULL_MESSAGE;
+        req.ext_fields.insert("sysFlag", flag.to_string());
+        req
+    };
+    let r = c.request(lite(0, "*", 0), T).await.unwrap();
+    assert_eq!(r.code, 0, "{:?}", r.remark);
+    let msgs = decode_messages(r.body.as_ref().unwrap()).unwrap();
+    assert_eq!(
+        msgs.iter().map(|m| &m.body[..]).collect::<Vec<_>>(),
+        [&b"l0"[..], b"l1"]
+    );
+    let r = c.request(lite(0, "TagB", 0), T).await.unwrap();
+    let msgs = decode_messages(r.body.as_ref().unwrap()).unwrap();
+    assert_eq!(
+        msgs.iter().map(|m| &m.body[..]).collect::<Vec<_>>(),
+        [&b"l1"[..]]
+    );
+    // Held until the next message arrives.
+    let c2 = c.clone();
+    let held = tokio::spawn(async move { c2.request(lite(2, "*", 10_000), T).await });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!held.is_finished());
+    send_ok(&c, send_v2("Lite", 0, "TagA", b"l2")).await;
+    let r = held.await.unwrap().unwrap();
+    assert_eq!(r.code, 0, "{:?}", r.remark);
+    let msgs = decode_messages(r.body.as_ref().unwrap()).unwrap();
+    assert_eq!(&msgs[0].body[..], b"l2");
+    env.stop().await;
+}
+
 fn offset_update(group: &str, q: i32, off: i64) -> RemotingCommand {
     RemotingCommand::request_with_header(
         RequestCode::UPDATE_CONSUMER_OFFSET.0,

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use bytes::Bytes;
-use rmq_common::{sys_flag, PropertyKey};
+use rmq_common::{decompress_body, sys_flag, PropertyKey};
 use rmq_protocol::body::{
     GetConsumerListByGroupResponseBody, LockBatchRequestBody, LockBatchResponseBody, MessageQueue,
     SubscriptionData, UnlockBatchRequestBody, EXPRESSION_TYPE_TAG, SUB_ALL,
@@ -28,7 +28,6 @@ use rmq_protocol::{CommandHeader, RemotingCommand, RemotingJson, RequestCode, Re
 
 use crate::error::{ClientError, Result};
 use crate::instance::{expect_success, response_error, ClientInstance};
-use crate::message::uncompress;
 
 /// `FilterAPI.buildSubscriptionData`: `"*"` (or empty) takes everything, otherwise
 /// `"tagA || tagB"` lists the tags, hashed for the broker's ConsumeQueue filter.
@@ -237,6 +236,7 @@ impl ClientInstance {
         h: &PullMessageResponseHeader,
     ) -> Result<Vec<MessageExt>> {
         let sub = &req.subscription;
+        let limit = self.config().max_decompressed_body_size;
         let retry_topic = format!("{RETRY_GROUP_TOPIC_PREFIX}{}", req.group);
         let mut out = Vec::with_capacity(messages.len());
         for mut m in messages {
@@ -252,16 +252,20 @@ impl ClientInstance {
             {
                 continue;
             }
-            if m.sys_flag & sys_flag::COMPRESSED_FLAG != 0 {
-                let body = uncompress(&m.body).map_err(|e| ClientError::BadResponse {
-                    addr: addr.to_owned(),
-                    detail: format!(
-                        "message at queue offset {} is flagged compressed but does not inflate: {e}",
-                        m.queue_offset
-                    ),
-                })?;
-                m.body = Bytes::from(body);
-                m.sys_flag &= !sys_flag::COMPRESSED_FLAG;
+            // A body that does not decompress stays as stored, compressed flag set, with
+            // the reason in `body_error`: one bad message never loses the others.
+            match decompress_body(m.sys_flag, &m.body, limit) {
+                Ok(None) => {}
+                Ok(Some(body)) => {
+                    m.body = Bytes::from(body);
+                    m.sys_flag &= !sys_flag::COMPRESSED_FLAG;
+                }
+                Err(e) => {
+                    m.body_error = Some(format!(
+                        "message at {}:{} queue offset {} from {addr}: {e}",
+                        m.topic, m.queue_id, m.queue_offset
+                    ));
+                }
             }
             m.properties
                 .put(PropertyKey::MIN_OFFSET, h.min_offset.to_string());

@@ -68,6 +68,10 @@ pub enum ClientError {
     /// The message cannot be sent as it is.
     #[error("message illegal: {0}")]
     IllegalMessage(String),
+    /// A pulled body marked compressed that cannot be given back as the producer sent it
+    /// (`MessageExt::body_error`), where a reader must not hand on the stored bytes.
+    #[error("{0}")]
+    BadBody(String),
     /// A body or header in a response could not be read.
     #[error("bad response from {addr}: {detail}")]
     BadResponse {

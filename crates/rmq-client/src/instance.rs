@@ -59,6 +59,9 @@ pub struct ClientConfig {
     pub heartbeat_broker_interval: Duration,
     /// Deadline of control requests (routes, heartbeats, offsets), `mqClientApiTimeout` 3 s.
     pub api_timeout: Duration,
+    /// Most bytes a pulled compressed body may decompress to (the producers'
+    /// `maxMessageSize`, 4 MiB): a larger one is left as stored, with an error.
+    pub max_decompressed_body_size: usize,
 }
 
 impl ClientConfig {
@@ -72,6 +75,7 @@ impl ClientConfig {
             poll_name_server_interval: Duration::from_secs(30),
             heartbeat_broker_interval: Duration::from_secs(30),
             api_timeout: Duration::from_secs(3),
+            max_decompressed_body_size: 4 * 1024 * 1024,
         }
     }
 

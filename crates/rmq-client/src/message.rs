@@ -1,8 +1,8 @@
 //! Outgoing messages and what a send returns: validation as RocketMQ's `Validators`, the
-//! client-side unique id (`MessageClientIDSetter`), zlib body compression, and `SendResult`.
+//! client-side unique id (`MessageClientIDSetter`) and `SendResult`. (Body compression is
+//! `rmq_common::compression`, shared with every reader.)
 
 use std::fmt::Write as _;
-use std::io::{Read as _, Write as _};
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::OnceLock;
@@ -102,27 +102,6 @@ pub fn check_message(msg: &Message, max_message_size: usize) -> Result<()> {
         )));
     }
     Ok(())
-}
-
-/// zlib-compress `body` at `level` (`UtilAll.compress`).
-#[must_use]
-pub fn compress(body: &[u8], level: u32) -> Option<Bytes> {
-    let mut enc = flate2::write::ZlibEncoder::new(
-        Vec::with_capacity(body.len() / 2),
-        flate2::Compression::new(level.min(9)),
-    );
-    enc.write_all(body).ok()?;
-    enc.finish().ok().map(Bytes::from)
-}
-
-/// Inflate a zlib body (`UtilAll.uncompress`).
-///
-/// # Errors
-/// When the bytes are not zlib data.
-pub fn uncompress(body: &[u8]) -> std::io::Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(body.len() * 2);
-    flate2::read::ZlibDecoder::new(body).read_to_end(&mut out)?;
-    Ok(out)
 }
 
 /// How a successful send was stored (`SendStatus`).
@@ -291,19 +270,5 @@ mod tests {
             .to_string()
             .contains("11 bytes"));
         assert!(check_message(&Message::new("T", vec![1u8; 10]), 10).is_ok());
-    }
-
-    #[test]
-    fn compression_round_trips() {
-        let body = b"abc".repeat(5000);
-        let z = compress(&body, 5).unwrap();
-        assert!(z.len() < body.len() / 10);
-        assert_eq!(
-            &z[..1],
-            &[0x78],
-            "zlib header, as java.util.zip.Deflater writes"
-        );
-        assert_eq!(uncompress(&z).unwrap(), body);
-        assert!(uncompress(b"not zlib").is_err());
     }
 }

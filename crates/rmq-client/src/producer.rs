@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use rmq_common::{sys_flag, Properties, PropertyKey};
+use rmq_common::{sys_flag, CompressionType, Properties, PropertyKey};
 use rmq_protocol::body::MessageQueue;
 use rmq_protocol::header::send::{SendMessageRequestHeaderV2, SendMessageResponseHeader};
 use rmq_protocol::{message_decoder, CommandHeader, RemotingCommand, RequestCode, ResponseCode};
@@ -17,7 +17,7 @@ use rmq_protocol::{message_decoder, CommandHeader, RemotingCommand, RequestCode,
 use crate::error::{ClientError, Result};
 use crate::fault::{LatencyFaultTolerance, FAILED_SEND_LATENCY};
 use crate::instance::{response_error, ClientInstance, TopicRoute, AUTO_CREATE_TOPIC_KEY};
-use crate::message::{check_message, compress, Message, SendResult, SendStatus};
+use crate::message::{check_message, Message, SendResult, SendStatus};
 
 /// Producer settings, RocketMQ's `DefaultMQProducer` defaults.
 #[derive(Debug, Clone)]
@@ -32,9 +32,11 @@ pub struct ProducerConfig {
     pub retry_another_broker_when_not_store_ok: bool,
     /// Largest body, or batch (`maxMessageSize`, 4 MiB).
     pub max_message_size: usize,
-    /// Bodies longer than this are zlib-compressed (`compressMsgBodyOverHowmuch`, 4096).
+    /// Bodies longer than this are compressed (`compressMsgBodyOverHowmuch`, 4096).
     pub compress_over: usize,
-    /// zlib level (`rocketmq.message.compressLevel`, 5).
+    /// How (`compressType`, ZLIB): LZ4 and ZSTD need RocketMQ 5 consumers (or rmq's).
+    pub compress_type: CompressionType,
+    /// zlib or zstd level (`rocketmq.message.compressLevel`, 5); LZ4 has none.
     pub compress_level: u32,
     /// Avoid slow brokers (`sendLatencyFaultEnable`).
     pub send_latency_fault_enable: bool,
@@ -53,6 +55,7 @@ impl ProducerConfig {
             retry_another_broker_when_not_store_ok: false,
             max_message_size: 4 * 1024 * 1024,
             compress_over: 4096,
+            compress_type: CompressionType::Zlib,
             compress_level: 5,
             send_latency_fault_enable: false,
             default_topic_queue_nums: 4,
@@ -185,9 +188,11 @@ impl Producer {
         }
         let mut body = msg.body;
         if body.len() > self.config.compress_over {
-            if let Some(z) = compress(&body, self.config.compress_level) {
-                body = z;
-                sys |= sys_flag::COMPRESSED_FLAG;
+            let kind = self.config.compress_type;
+            // As Java, a body the encoder fails on (never seen) is sent as it is.
+            if let Ok(z) = kind.compress(&body, self.config.compress_level) {
+                body = Bytes::from(z);
+                sys |= kind.sys_flag();
             }
         }
         let retry = msg.topic.starts_with("%RETRY%");

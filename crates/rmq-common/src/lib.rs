@@ -1,9 +1,10 @@
 //! Pure building blocks that the store, the protocol and the client all need to agree on,
 //! byte for byte, with Apache RocketMQ: the message-properties string, the offset message id,
 //! Java's `String.hashCode` (used for tag codes and index keys), the body CRC and the
-//! system-flag bits. Nothing here does I/O.
+//! system-flag bits, and the body compression codecs. Nothing here does I/O.
 #![forbid(unsafe_code)]
 
+pub mod compression;
 pub mod fx;
 pub mod hash;
 pub mod message_id;
@@ -11,6 +12,7 @@ pub mod properties;
 pub mod sys_flag;
 pub mod time;
 
+pub use compression::{decompress_body, CompressionError, CompressionType};
 pub use hash::{body_crc, index_key_hash, java_string_hash, tags_hash_code};
 pub use message_id::{
     create_offset_msg_id, decode_offset_msg_id, push_offset_msg_id, MessageIdError,

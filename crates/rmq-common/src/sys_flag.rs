@@ -1,6 +1,6 @@
 //! `MessageSysFlag` bits, as stored in the SYSFLAG field of every CommitLog record.
 
-/// Body is compressed (zlib unless a compression type says otherwise).
+/// Body is compressed, as the compression type bits say (see [`crate::compression`]).
 pub const COMPRESSED_FLAG: i32 = 0x1;
 /// TAGS holds several tags.
 pub const MULTI_TAGS_FLAG: i32 = 0x1 << 1;
@@ -16,6 +16,14 @@ pub const TRANSACTION_ROLLBACK_TYPE: i32 = 0x3 << 2;
 pub const BORNHOST_V6_FLAG: i32 = 0x1 << 4;
 /// Store host is IPv6 (20 bytes instead of 8 in the record).
 pub const STOREHOSTADDRESS_V6_FLAG: i32 = 0x1 << 5;
+/// Compression type LZ4 (bits 8..10 = 1).
+pub const COMPRESSION_LZ4_TYPE: i32 = 0x1 << 8;
+/// Compression type ZSTD (bits 8..10 = 2).
+pub const COMPRESSION_ZSTD_TYPE: i32 = 0x2 << 8;
+/// Compression type ZLIB (bits 8..10 = 3; 0, from clients before the types, is zlib too).
+pub const COMPRESSION_ZLIB_TYPE: i32 = 0x3 << 8;
+/// Mask of the compression type bits.
+pub const COMPRESSION_TYPE_COMPARATOR: i32 = 0x7 << 8;
 
 /// The transaction type bits of a sys flag.
 #[must_use]

@@ -13,8 +13,8 @@
 //!
 //! The CommitLog record layout is the store's (see `rmq-store`'s `format` module); it is
 //! restated here because a client must read it without linking the store. Compressed bodies
-//! (`sys_flag` bit 0, set by Java producers above 4 KiB) are returned as stored; inflating
-//! them is the client's job.
+//! (`sys_flag` bit 0, set by Java producers above 4 KiB) are returned as stored; decompressing
+//! them is the client's job (`rmq_common::compression`).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
@@ -75,6 +75,9 @@ pub struct MessageExt {
     pub prepared_transaction_offset: i64,
     /// Offset message id (store host + CommitLog offset).
     pub msg_id: String,
+    /// Why a client left `body` as stored although `sys_flag` marks it compressed (unknown
+    /// compression type, corrupt or oversized data); always `None` from the decoder.
+    pub body_error: Option<String>,
 }
 
 impl MessageExt {
@@ -244,6 +247,7 @@ pub fn decode_message_at(record: &Bytes, offset: usize) -> Result<MessageExt> {
         reconsume_times,
         prepared_transaction_offset,
         msg_id,
+        body_error: None,
     })
 }
 
@@ -520,6 +524,7 @@ mod tests {
             reconsume_times: 1,
             prepared_transaction_offset: 0,
             msg_id: create_offset_msg_id(store_host, off),
+            body_error: None,
         }
     }
 

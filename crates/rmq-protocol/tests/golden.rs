@@ -178,6 +178,7 @@ fn zero_copy_pull_response_header_plus_records() {
         reconsume_times: 0,
         prepared_transaction_offset: 0,
         msg_id: String::new(),
+        body_error: None,
     };
     let rec = encode_record(&m);
     m.store_size = i32::try_from(rec.len()).unwrap();

@@ -824,9 +824,10 @@ impl NativeProducer {
     #[pyo3(signature = (instance, group, send_timeout_ms=3000, retry_times_when_send_failed=2,
         retry_another_broker_when_not_store_ok=false, max_message_size=4194304,
         compress_msg_body_over_howmuch=4096, compress_level=5,
-        send_latency_fault_enable=false, default_topic_queue_nums=4))]
+        send_latency_fault_enable=false, default_topic_queue_nums=4, compress_type="ZLIB"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
+        py: Python<'_>,
         instance: &ClientInstancePy,
         group: &str,
         send_timeout_ms: u64,
@@ -837,8 +838,12 @@ impl NativeProducer {
         compress_level: u32,
         send_latency_fault_enable: bool,
         default_topic_queue_nums: i32,
-    ) -> Self {
+        compress_type: &str,
+    ) -> PyResult<Self> {
         let mut config = ProducerConfig::new(group);
+        config.compress_type = compress_type
+            .parse()
+            .map_err(|e| crate::raise(py, "ConfigError", format!("compress_type: {e}")))?;
         config.send_timeout = Duration::from_millis(send_timeout_ms);
         config.retry_times_when_send_failed = retry_times_when_send_failed;
         config.retry_another_broker_when_not_store_ok = retry_another_broker_when_not_store_ok;
@@ -847,9 +852,9 @@ impl NativeProducer {
         config.compress_level = compress_level;
         config.send_latency_fault_enable = send_latency_fault_enable;
         config.default_topic_queue_nums = default_topic_queue_nums;
-        Self {
+        Ok(Self {
             inner: Producer::new(instance.inner.clone(), config),
-        }
+        })
     }
 
     /// Send and wait; to `queue` (one attempt) when given, else round-robin with retries.

@@ -198,7 +198,7 @@ impl RangePull {
         let mut offset = start;
         let mut ahead: VecDeque<(i64, tokio::task::JoinHandle<_>)> = VecDeque::new();
         let mut next_window = start;
-        let result = loop {
+        let result = 'pull: loop {
             if offset >= self.end || cols.rows >= max_rows || cols.bodies.data.len() >= MAX_BYTES {
                 break Ok(());
             }
@@ -238,6 +238,11 @@ impl RangePull {
                     }
                     let mut last = offset;
                     for m in r.messages.iter().filter(|m| m.queue_offset < self.end) {
+                        if let Some(e) = &m.body_error {
+                            // A row must hold the body the producer sent, never the stored
+                            // compressed bytes: the read fails, naming the message.
+                            break 'pull Err(rmq_client::ClientError::BadBody(e.clone()));
+                        }
                         cols.push(m, skip);
                         last = m.queue_offset;
                     }

@@ -104,6 +104,7 @@ struct StoredMessage {
     properties: HashMap<String, String>,
     msg_id: String,
     offset_msg_id: String,
+    body_error: Option<String>,
 }
 
 #[pymethods]
@@ -157,6 +158,7 @@ fn decode_record(py: Python<'_>, bytes: &[u8]) -> Option<StoredMessage> {
             .collect(),
         msg_id: client_msg_id(&props, r.store_host, r.physical_offset),
         offset_msg_id: rmq_common::create_offset_msg_id(r.store_host, r.physical_offset),
+        body_error: None,
     })
 }
 
@@ -204,6 +206,7 @@ pub(crate) fn stored_from_ext(
     let msg = StoredMessage {
         msg_id: client_msg_id(&m.properties, m.store_host, m.commit_log_offset),
         offset_msg_id: m.msg_id,
+        body_error: m.body_error,
         topic: m.topic,
         queue_id: m.queue_id,
         queue_offset: m.queue_offset,
@@ -749,6 +752,24 @@ fn decode_offset_msg_id(msg_id: &str) -> PyResult<(String, i64)> {
         .map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
+/// The body as the producer sent it (`rmq_common::compression`, the one codec): the
+/// decompressed bytes when `sys_flag` marks it compressed (ZLIB, LZ4 or ZSTD), else the body
+/// itself. At most `max_size` bytes come out.
+#[pyfunction]
+#[pyo3(signature = (sys_flag, body, max_size=4_194_304))]
+fn decompress_body(
+    py: Python<'_>,
+    sys_flag: i32,
+    body: &Bound<'_, PyBytes>,
+    max_size: usize,
+) -> PyResult<Py<PyBytes>> {
+    match rmq_common::decompress_body(sys_flag, body.as_bytes(), max_size) {
+        Ok(None) => Ok(body.clone().unbind()),
+        Ok(Some(out)) => Ok(PyBytes::new(py, &out).unbind()),
+        Err(e) => Err(raise(py, "ClientError", e.to_string())),
+    }
+}
+
 #[pymodule]
 fn _rmq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -772,6 +793,7 @@ fn _rmq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(client::_stop_callbacks, m)?)?;
     m.add_function(wrap_pyfunction!(client::_run_callbacks, m)?)?;
     m.add_function(wrap_pyfunction!(decode_messages, m)?)?;
+    m.add_function(wrap_pyfunction!(decompress_body, m)?)?;
     m.add_function(wrap_pyfunction!(request_codes, m)?)?;
     m.add_function(wrap_pyfunction!(response_codes, m)?)?;
     m.add_function(wrap_pyfunction!(java_string_hash, m)?)?;

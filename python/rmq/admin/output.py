@@ -10,12 +10,13 @@ from __future__ import annotations
 import argparse
 import base64
 import datetime as dt
-import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from rmq._rmq import decompress_body
 from rmq.admin.client import AdminError
+from rmq.errors import RmqError
 
 if TYPE_CHECKING:
     from rmq._rmq import StoredMessage
@@ -36,9 +37,6 @@ __all__ = [
 ]
 
 TIMESTAMP_FORMAT_HELP = "milliseconds since the epoch, or yyyy-MM-dd#HH:mm:ss:SSS (local time)"
-COMPRESSED_FLAG = 0x1
-COMPRESSION_TYPE_MASK = 0x7 << 8
-COMPRESSION_ZLIB = 0x3 << 8
 
 
 @dataclass
@@ -123,18 +121,12 @@ def parse_bool(value: str) -> bool:
 
 
 def message_body(msg: StoredMessage) -> bytes:
-    """The body as the producer sent it: zlib bodies (sysFlag bit 0, Java's default
-    compression) are inflated; other compression types are left as stored."""
-    body = msg.body
-    if msg.sys_flag & COMPRESSED_FLAG and msg.sys_flag & COMPRESSION_TYPE_MASK in (
-        0,
-        COMPRESSION_ZLIB,
-    ):
-        try:
-            return zlib.decompress(body)
-        except zlib.error:
-            return body
-    return body
+    """The body as the producer sent it: compressed bodies (ZLIB, LZ4 or ZSTD) are
+    decompressed; one that does not decompress is shown as stored."""
+    try:
+        return decompress_body(msg.sys_flag, msg.body)
+    except RmqError:
+        return msg.body
 
 
 def _client_msg_id(msg: StoredMessage) -> str:

@@ -105,6 +105,14 @@ ConcurrentListener = Callable[[list[StoredMessage]], "ConsumeConcurrentlyStatus 
 OrderlyListener = Callable[[list[StoredMessage]], "ConsumeOrderlyStatus | None"]
 
 
+def warn_body_errors(group: str, messages: Sequence[StoredMessage]) -> None:
+    """Log each pulled message whose compressed body could not be decompressed: it is still
+    handed on, as stored, with the reason in ``body_error``."""
+    for m in messages:
+        if m.body_error is not None:
+            log.warning("%s: %s", group, m.body_error)
+
+
 def compute_pull_from_where(
     instance: ClientInstance,
     store: OffsetStore,
@@ -533,6 +541,7 @@ class PushConsumer:
             return
         next_offset = result.next_begin_offset
         if result.status == "FOUND":
+            warn_body_errors(self.group, result.messages)
             pq.put(result.messages)
             self._submit(mq, pq, result.messages)
         elif result.status == "OFFSET_ILLEGAL":

@@ -77,6 +77,12 @@ class Producer:
     >>> producer = Producer("my-group", "127.0.0.1:9876")   # doctest: +SKIP
     >>> producer.start()                                     # doctest: +SKIP
     >>> producer.send(Message("TopicTest", b"hello", tags="TagA"))  # doctest: +SKIP
+
+    Bodies longer than ``compress_msg_body_over_howmuch`` bytes are compressed with
+    ``compress_type``: ``"ZLIB"`` (the default, what every RocketMQ consumer reads), ``"LZ4"``
+    (LZ4 frame format) or ``"ZSTD"`` (zstd frame), as RocketMQ 5's ``setCompressType``; LZ4 and
+    ZSTD need RocketMQ 5.x Java consumers (or rmq's). ``compress_level`` is the zlib or zstd
+    level. An unknown type raises :class:`rmq.errors.ConfigError` from :meth:`start`.
     """
 
     def __init__(
@@ -90,6 +96,8 @@ class Producer:
         retry_another_broker_when_not_store_ok: bool = False,
         max_message_size: int = 4 * 1024 * 1024,
         compress_msg_body_over_howmuch: int = 4096,
+        compress_type: str = "ZLIB",
+        compress_level: int = 5,
         send_latency_fault_enable: bool = False,
         default_topic_queue_nums: int = 4,
         poll_name_server_interval: int = 30000,
@@ -103,6 +111,8 @@ class Producer:
         self.retry_times_when_send_failed = retry_times_when_send_failed
         self.retry_another_broker_when_not_store_ok = retry_another_broker_when_not_store_ok
         self.compress_msg_body_over_howmuch = compress_msg_body_over_howmuch
+        self.compress_type = compress_type
+        self.compress_level = compress_level
         self.send_latency_fault_enable = send_latency_fault_enable
         self.default_topic_queue_nums = default_topic_queue_nums
         self.poll_name_server_interval = poll_name_server_interval
@@ -135,6 +145,8 @@ class Producer:
                 retry_another_broker_when_not_store_ok=self.retry_another_broker_when_not_store_ok,
                 max_message_size=self.max_message_size,
                 compress_msg_body_over_howmuch=self.compress_msg_body_over_howmuch,
+                compress_type=self.compress_type,
+                compress_level=self.compress_level,
                 send_latency_fault_enable=self.send_latency_fault_enable,
                 default_topic_queue_nums=self.default_topic_queue_nums,
             )

@@ -21,6 +21,7 @@ from rmq.client.consumer import (
     MessageModel,
     Rebalancer,
     compute_pull_from_where,
+    warn_body_errors,
 )
 from rmq.client.message_queue import MessageQueue
 from rmq.client.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
@@ -259,6 +260,7 @@ class PullConsumer:
                 mq,
                 result.next_begin_offset,
             )
+        warn_body_errors(self.group, result.messages)
         self._positions[mq] = result.next_begin_offset
         # What poll hands out counts as consumed for commit().
         self._store.update(mq, result.next_begin_offset)

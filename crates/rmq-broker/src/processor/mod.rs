@@ -108,7 +108,11 @@ pub async fn dispatch(b: Arc<Broker>, conn: Connection, req: RemotingCommand) ->
         | RequestCode::SEND_MESSAGE_V2
         | RequestCode::SEND_BATCH_MESSAGE => send_message::process(&b, &conn, &req).await,
         RequestCode::CONSUMER_SEND_MSG_BACK => send_msg_back::process(&b, &req).await,
-        RequestCode::PULL_MESSAGE => pull_message::process(&b, &req).await,
+        // The 5.x lite pull consumer sends LITE_PULL_MESSAGE; RocketMQ registers the same
+        // PullMessageProcessor for both codes (only its executor and a kill switch differ).
+        RequestCode::PULL_MESSAGE | RequestCode::LITE_PULL_MESSAGE => {
+            pull_message::process(&b, &req).await
+        }
         RequestCode::END_TRANSACTION => end_transaction::process(&b, &conn, &req).await,
         RequestCode::QUERY_CONSUMER_OFFSET => offset::query(&b, &req),
         RequestCode::UPDATE_CONSUMER_OFFSET => offset::update(&b, &req),

@@ -1,7 +1,8 @@
-//! PULL_MESSAGE (11), as RocketMQ's `PullMessageProcessor`: checks, the subscription (from
-//! the request or the heartbeat), `get_message` with the tag filter, status → response
-//! code, the body as file regions (sent with `sendfile`), and long polling through the
-//! [`PullRequestHoldService`](crate::long_polling::PullRequestHoldService).
+//! PULL_MESSAGE (11) and LITE_PULL_MESSAGE (361, which 5.x `DefaultLitePullConsumer`s send
+//! instead; RocketMQ serves both with one processor), as RocketMQ's `PullMessageProcessor`:
+//! checks, the subscription (from the request or the heartbeat), `get_message` with the tag
+//! filter, status → response code, the body as file regions (sent with `sendfile`), and long
+//! polling through the [`PullRequestHoldService`](crate::long_polling::PullRequestHoldService).
 
 use std::sync::Arc;
 use std::time::Duration;
