@@ -540,6 +540,13 @@ def test_a_retried_task_resends_with_the_same_msg_ids(
         F.col("id").cast("string").alias("keys"),
     )
     write(df, cluster.namesrv, "SparkRetried", batchSize="1000")
+    # Acked rows reach their queues a moment later (the broker dispatches asynchronously), and
+    # how many the failed attempt sent is not known: read once the queues stop growing.
+    settled, last = time.monotonic() + 30, -1
+    while (n := total_messages(cluster.namesrv, "SparkRetried")) != last or n < 60_000:
+        assert time.monotonic() < settled, f"queues still at {n} messages"
+        last = n
+        time.sleep(0.3)
     got = read(spark, cluster.namesrv, "SparkRetried")
     total = got.count()
     assert total > 60_000, "the first attempt sent nothing before failing"
