@@ -92,8 +92,11 @@ fn main() {
     let runs = arg("--runs", 3);
     let timers = arg("--timers", 1_000_000);
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    println!("timer bench: {timers} timers, wheel of {} slots, {runs} runs; loadavg before: {}",
-        2 * MAX_DELAY_SEC, load.trim());
+    println!(
+        "timer bench: {timers} timers, wheel of {} slots, {runs} runs; loadavg before: {}",
+        2 * MAX_DELAY_SEC,
+        load.trim()
+    );
     let mut results = Vec::new();
     for i in 0..runs {
         let r = one_run(timers);
@@ -115,5 +118,8 @@ fn main() {
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!("loadavg after: {}", load.trim());
     // Bounded: far below one heap object per timer (1 M × even 16 bytes would be 15 MiB).
-    assert!(growth < 4096, "anonymous memory grew by {growth} KiB for {timers} timers");
+    assert!(
+        growth < 4096,
+        "anonymous memory grew by {growth} KiB for {timers} timers"
+    );
 }

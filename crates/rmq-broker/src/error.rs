@@ -39,9 +39,7 @@ pub fn store_error_to_response(e: &StoreError) -> (ResponseCode, String) {
     let code = match e {
         StoreError::MessageIllegal(_)
         | StoreError::PropertiesSizeExceeded(_)
-        | StoreError::WheelTimerMsgIllegal { .. } => {
-            ResponseCode::MESSAGE_ILLEGAL
-        }
+        | StoreError::WheelTimerMsgIllegal { .. } => ResponseCode::MESSAGE_ILLEGAL,
         StoreError::ServiceNotAvailable(_) => ResponseCode::SERVICE_NOT_AVAILABLE,
         StoreError::OsPageCacheBusy(_) | StoreError::NoBufferInStorePool => {
             ResponseCode::SYSTEM_BUSY

@@ -28,9 +28,7 @@ fn error_class(e: &StoreError) -> &'static str {
         StoreError::MessageIllegal(_)
         | StoreError::PropertiesSizeExceeded(_)
         | StoreError::WheelTimerMsgIllegal { .. } => "MessageIllegalError",
-        StoreError::WheelTimerNotEnable => {
-            "BrokerSystemError"
-        }
+        StoreError::WheelTimerNotEnable => "BrokerSystemError",
         StoreError::ServiceNotAvailable(_) => "ServiceNotAvailableError",
         StoreError::OsPageCacheBusy(_) | StoreError::NoBufferInStorePool => "SystemBusyError",
         _ => "StoreError",

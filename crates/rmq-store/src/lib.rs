@@ -47,8 +47,8 @@ pub use error::{Result, StoreError};
 pub use format::{CqUnit, DecodedRecord, MessageToStore};
 pub use mapped_file::SelectMappedBufferResult;
 pub use schedule::{DeliverOutcome, SCHEDULE_TOPIC};
-pub use timer::TIMER_TOPIC;
 pub use store::{
     ConsumeQueueUnits, GetMessageResult, GetMessageStatus, MessageStore, PutMessageResult,
     PutMessageStatus,
 };
+pub use timer::TIMER_TOPIC;

@@ -75,7 +75,12 @@ impl TimerCheckpoint {
         let b = match std::fs::read(&self.path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(StoreError::io(format!("reading {}", self.path.display()), e)),
+            Err(e) => {
+                return Err(StoreError::io(
+                    format!("reading {}", self.path.display()),
+                    e,
+                ))
+            }
         };
         let bad = |reason: String| StoreError::Corruption {
             file: self.path.clone(),
@@ -87,7 +92,10 @@ impl TimerCheckpoint {
             ),
         };
         if b.len() != LEN {
-            return Err(bad(format!("the file has {} bytes, expected {LEN}", b.len())));
+            return Err(bad(format!(
+                "the file has {} bytes, expected {LEN}",
+                b.len()
+            )));
         }
         if &b[0..4] != MAGIC {
             return Err(bad("no TMRC magic at its start".into()));

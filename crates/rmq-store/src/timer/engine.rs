@@ -512,7 +512,10 @@ mod tests {
         e.enqueue(3, 0, 1, 0).unwrap();
         e.enqueue(3, 0, 1, 1).unwrap();
         drop(e);
-        let f = dir.path().join(files::LOG).join(crate::format::file_name(0));
+        let f = dir
+            .path()
+            .join(files::LOG)
+            .join(crate::format::file_name(0));
         let mut b = std::fs::read(&f).unwrap();
         b[56 + 10] ^= 0xff; // the second entry is torn
         std::fs::write(&f, b).unwrap();
@@ -529,7 +532,10 @@ mod tests {
             .err()
             .unwrap()
             .to_string();
-        assert!(err.contains("timercheck") && err.contains("5 bytes"), "{err}");
+        assert!(
+            err.contains("timercheck") && err.contains("5 bytes"),
+            "{err}"
+        );
     }
 
     #[test]

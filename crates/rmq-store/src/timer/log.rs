@@ -175,7 +175,10 @@ impl TimerLog {
             return Err(StoreError::Corruption {
                 file: self.queue.dir().to_path_buf(),
                 offset: u64::try_from(e.pos).unwrap_or(0),
-                reason: format!("timer log entry appended at {} but the log ends at {end}", e.pos),
+                reason: format!(
+                    "timer log entry appended at {} but the log ends at {end}",
+                    e.pos
+                ),
             });
         }
         let file = self.queue.last_mapped_file_for_append(end)?;

@@ -212,10 +212,7 @@ mod tests {
             "TIMER_DELIVER_MS\u{1}1700000010000\u{2}TIMER_OUT_MS\u{1}1700000009000\u{2}\
              REAL_TOPIC\u{1}T\u{2}REAL_QID\u{1}3\u{2}"
         );
-        assert_eq!(
-            out_of(&at("TIMER_DELAY_SEC\u{1}3\u{2}")),
-            1_700_000_003_000
-        );
+        assert_eq!(out_of(&at("TIMER_DELAY_SEC\u{1}3\u{2}")), 1_700_000_003_000);
         assert_eq!(
             out_of(&at("TIMER_DELAY_MS\u{1}2700\u{2}")),
             1_700_000_003_000
@@ -240,7 +237,10 @@ mod tests {
     fn not_timers_refused_and_switched_off() {
         let none = |p: &str| park(&msg(p.as_bytes()), &S, NOW).unwrap().is_none();
         assert!(none("TAGS\u{1}A\u{2}"));
-        assert!(none("TIMER_DELIVER_MS\u{1}1700000000000\u{2}"), "past: at once");
+        assert!(
+            none("TIMER_DELIVER_MS\u{1}1700000000000\u{2}"),
+            "past: at once"
+        );
         assert!(none("TIMER_DELAY_SEC\u{1}0\u{2}"));
         assert!(none("TIMER_DELAY_MS\u{1}-5\u{2}"));
         assert!(
@@ -249,9 +249,16 @@ mod tests {
         );
         let half = rmq_common::sys_flag::TRANSACTION_PREPARED_TYPE;
         let p = b"TIMER_DELAY_SEC\x015\x02";
-        assert!(park(&MessageToStore { sys_flag: half, ..msg(p) }, &S, NOW)
-            .unwrap()
-            .is_none());
+        assert!(park(
+            &MessageToStore {
+                sys_flag: half,
+                ..msg(p)
+            },
+            &S,
+            NOW
+        )
+        .unwrap()
+        .is_none());
         let err = |p: &str, s: &TimerSettings| park(&msg(p.as_bytes()), s, NOW).unwrap_err();
         assert!(matches!(
             err("TIMER_DELAY_SEC\u{1}61\u{2}", &S),
@@ -265,10 +272,7 @@ mod tests {
             err("TIMER_DELAY_SEC\u{1}soon\u{2}", &S),
             StoreError::WheelTimerMsgIllegal { .. }
         ));
-        let off = TimerSettings {
-            enable: false,
-            ..S
-        };
+        let off = TimerSettings { enable: false, ..S };
         assert!(matches!(
             err("TIMER_DELAY_SEC\u{1}5\u{2}", &off),
             StoreError::WheelTimerNotEnable

@@ -217,7 +217,10 @@ impl TimerService {
 /// `Ok(None)` when skipped for good.
 fn deliver_one(store: &MessageStore, e: &TimerEntry) -> Result<Option<i64>> {
     let Some(sel) = store.look_message_by_offset(e.offset_py) else {
-        skip(e, "no such message (deleted with its CommitLog file before it was due?)");
+        skip(
+            e,
+            "no such message (deleted with its CommitLog file before it was due?)",
+        );
         return Ok(None);
     };
     let Scan::Message(r) = scan_record(sel.bytes(), false) else {
@@ -225,7 +228,10 @@ fn deliver_one(store: &MessageStore, e: &TimerEntry) -> Result<Option<i64>> {
         return Ok(None);
     };
     if r.topic != TIMER_TOPIC || i32::try_from(r.total_size).ok() != Some(e.size_py) {
-        skip(e, "the record there is not the timer message its entry points to");
+        skip(
+            e,
+            "the record there is not the timer message its entry points to",
+        );
         return Ok(None);
     }
     let prop = |n| find_property(r.properties, n).and_then(|v| std::str::from_utf8(v).ok());
@@ -271,7 +277,10 @@ fn deliver_one(store: &MessageStore, e: &TimerEntry) -> Result<Option<i64>> {
     match store.append_one(&msg) {
         Ok(a) => Ok(Some(a.end_offset())),
         Err(err @ (StoreError::MessageIllegal(_) | StoreError::PropertiesSizeExceeded(_))) => {
-            skip(e, &format!("its real queue {topic}/{qid} refuses it: {err}"));
+            skip(
+                e,
+                &format!("its real queue {topic}/{qid} refuses it: {err}"),
+            );
             Ok(None)
         }
         Err(err) => Err(err),

@@ -109,7 +109,8 @@ impl TimerWheel {
                         ),
                     });
                 }
-                let map = MmapFile::open(path, len).ctx(|| format!("mapping {}", path.display()))?;
+                let map =
+                    MmapFile::open(path, len).ctx(|| format!("mapping {}", path.display()))?;
                 (map, len / SLOT_SIZE)
             }
             None => {
@@ -199,7 +200,10 @@ mod tests {
         let p = dir.path().join("timerwheel");
         let mut w = TimerWheel::open(&p, 10).unwrap();
         assert_eq!(std::fs::metadata(&p).unwrap().len(), 320);
-        assert_eq!((w.index(0), w.index(9), w.index(10), w.index(23)), (0, 9, 0, 3));
+        assert_eq!(
+            (w.index(0), w.index(9), w.index(10), w.index(23)),
+            (0, 9, 0, 3)
+        );
         assert_eq!(w.index(-1), 9);
         assert!(!w.get(3).holds(3));
         let s = Slot {
