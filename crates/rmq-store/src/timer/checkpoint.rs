@@ -87,8 +87,8 @@ impl TimerCheckpoint {
             offset: 0,
             reason: format!(
                 "{reason}; it is not a timer checkpoint or it is damaged. Delete it to rebuild \
-                 the timer state from the timer log (messages due meanwhile may be delivered \
-                 twice)"
+                 the timer state from the timer wheel and log (timer messages the wheel still \
+                 holds may then be delivered twice)"
             ),
         };
         if b.len() != LEN {

@@ -95,11 +95,22 @@ impl TimerEngine {
             Ok(())
         })?;
         rec.repaired = repair_dangling(&mut wheel, &log, end);
+        // Without a checkpoint but with a wheel in use (the file was deleted), reading starts
+        // at the oldest second the wheel still holds: nothing pending is skipped, at the price
+        // of delivering again what the last round had delivered.
+        let read_slot = match saved {
+            Some(p) => p.read_slot,
+            None => wheel
+                .occupied()
+                .map(|s| s.time)
+                .min()
+                .map_or(now_slot, |t| t.min(now_slot)),
+        };
         let engine = Self {
             wheel,
             log,
             checkpoint,
-            read_slot: progress.read_slot,
+            read_slot,
             queue_offset: progress.queue_offset.max(max_queue_offset + 1),
             synced_log_pos: progress.log_pos.min(end),
         };
@@ -536,6 +547,21 @@ mod tests {
             err.contains("timercheck") && err.contains("5 bytes"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_lost_checkpoint_rereads_the_wheel_from_its_oldest_second() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut e = open(dir.path(), 8, 0);
+        e.enqueue(2, 0, 1, 0).unwrap();
+        e.enqueue(6, 0, 1, 1).unwrap();
+        assert_eq!(run_until(&mut e, 3), [(2, 2, 0)]);
+        e.sync().unwrap();
+        drop(e);
+        std::fs::remove_file(dir.path().join(files::CHECKPOINT)).unwrap();
+        let mut e = open(dir.path(), 8, 50);
+        assert_eq!((e.read_slot(), e.queue_offset()), (2, 2));
+        assert_eq!(run_until(&mut e, 50), [(2, 2, 0), (6, 6, 1)]);
     }
 
     #[test]

@@ -7,14 +7,14 @@
 //! the process died is delivered again), exactly-once across a clean stop: the store stops
 //! this thread first, which finishes the second in hand and syncs its files.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rmq_common::properties::{edit_properties, find_property, PropertyKey};
 use rmq_common::time::now_millis;
 
-use super::engine::TimerEngine;
+use super::engine::{files, TimerEngine};
 use super::log::{TimerEntry, DEFAULT_FILE_SIZE};
 use super::{TimerSettings, TIMER_TOPIC};
 use crate::config::{BrokerRole, StoreConfig};
@@ -44,8 +44,10 @@ fn skip(e: &TimerEntry, why: &str) {
     );
 }
 
-/// The timer state of the store at `root`, recovered; `None` when this store runs no timer
-/// thread (`timerWheelEnable` false, or a slave: RocketMQ delivers timers on the master).
+/// The timer service of the store at `root`; `None` when this store runs no timer thread
+/// (`timerWheelEnable` false, or a slave: RocketMQ delivers timers on the master). The wheel
+/// and log are opened (and recovered) here when they exist, else created when the first timer
+/// message arrives, so a store that never sees one has no 16 MB wheel file.
 ///
 /// # Errors
 /// Damaged timer files, named with what to do.
@@ -54,6 +56,21 @@ pub(crate) fn open(root: &Path, config: &StoreConfig) -> Result<Option<TimerServ
         return Ok(None);
     }
     let settings = TimerSettings::from_config(config);
+    let engine = if root.join(files::WHEEL).exists() || root.join(files::CHECKPOINT).exists() {
+        Some(open_engine(root, &settings)?)
+    } else {
+        None
+    };
+    Ok(Some(TimerService {
+        root: root.to_path_buf(),
+        engine,
+        settings,
+        resume_at: 0,
+        last_error_log: 0,
+    }))
+}
+
+fn open_engine(root: &Path, settings: &TimerSettings) -> Result<TimerEngine> {
     let now_slot = now_millis().div_euclid(settings.precision_ms);
     let (engine, rec) =
         TimerEngine::open(root, settings.wheel_slots(), DEFAULT_FILE_SIZE, now_slot)?;
@@ -64,12 +81,14 @@ pub(crate) fn open(root: &Path, config: &StoreConfig) -> Result<Option<TimerServ
             rec.replayed, rec.relinked, rec.repaired
         );
     }
-    Ok(Some(TimerService::new(engine, settings)))
+    Ok(engine)
 }
 
 /// The thread's state.
 pub(crate) struct TimerService {
-    engine: TimerEngine,
+    root: PathBuf,
+    /// `None` until the first timer message (see [`open`]).
+    engine: Option<TimerEngine>,
     settings: TimerSettings,
     /// Entries of the current second already dealt with (a refused write stopped it there).
     resume_at: usize,
@@ -77,45 +96,53 @@ pub(crate) struct TimerService {
 }
 
 impl TimerService {
-    pub(crate) fn new(engine: TimerEngine, settings: TimerSettings) -> Self {
-        Self {
-            engine,
-            settings,
-            resume_at: 0,
-            last_error_log: 0,
-        }
-    }
-
     /// The loop, until `waker` is stopped; then the second in hand is finished and the files
     /// are synced.
     pub(crate) fn run(mut self, store: &Arc<MessageStore>, waker: &Waker) {
         let mut last_sync = Instant::now();
         loop {
             let stopping = waker.is_stopped();
-            let full = match self.enqueue(store) {
+            if self.engine.is_none() && store.get_max_offset_in_queue(TIMER_TOPIC, 0) > 0 {
+                match open_engine(&self.root, &self.settings) {
+                    Ok(e) => self.engine = Some(e),
+                    Err(e) => self.log_error(&format!(
+                        "creating the timer wheel: {e} (timer messages wait in {TIMER_TOPIC} \
+                         until it can be created)"
+                    )),
+                }
+            }
+            let Some(mut engine) = self.engine.take() else {
+                if stopping {
+                    return;
+                }
+                waker.wait(POLL);
+                continue;
+            };
+            let full = match self.enqueue(&mut engine, store) {
                 Ok(full) => full,
                 Err(e) => {
                     self.log_error(&format!("linking timer messages into the wheel: {e}"));
                     false
                 }
             };
-            let failed = match self.deliver_due(store) {
+            let failed = match self.deliver_due(&mut engine, store) {
                 Ok(()) => false,
                 Err(e) => {
                     self.log_error(&format!(
                         "delivering timer messages of second {}: {e} (retrying; they stay in \
                          the wheel meanwhile)",
-                        self.engine.read_slot()
+                        engine.read_slot()
                     ));
                     true
                 }
             };
             if stopping || last_sync.elapsed() >= SYNC_INTERVAL {
                 last_sync = Instant::now();
-                if let Err(e) = self.engine.sync() {
+                if let Err(e) = engine.sync() {
                     self.log_error(&format!("syncing the timer wheel and log: {e}"));
                 }
             }
+            self.engine = Some(engine);
             if stopping {
                 return;
             }
@@ -144,8 +171,8 @@ impl TimerService {
     }
 
     /// Link the timer topic's new units; returns whether a whole batch was read (more wait).
-    fn enqueue(&mut self, store: &MessageStore) -> Result<bool> {
-        let from = self.engine.queue_offset();
+    fn enqueue(&mut self, engine: &mut TimerEngine, store: &MessageStore) -> Result<bool> {
+        let from = engine.queue_offset();
         let got = store.get_consume_queue_units(TIMER_TOPIC, 0, from, ENQUEUE_BATCH);
         if got.units.is_empty() {
             let fixed = if from < got.min_offset {
@@ -167,29 +194,41 @@ impl TimerService {
                         ""
                     }
                 );
-                self.engine.set_queue_offset(to);
+                engine.set_queue_offset(to);
             }
             return Ok(false);
         }
         let p = self.settings.precision_ms;
         for (i, u) in got.units.iter().enumerate() {
             let q = from + i64::try_from(i).unwrap_or(0);
-            self.engine
-                .enqueue(u.tags_code.div_euclid(p), u.offset, u.size, q)?;
+            engine.enqueue(u.tags_code.div_euclid(p), u.offset, u.size, q)?;
         }
         Ok(got.units.len() == ENQUEUE_BATCH)
     }
 
     /// Deliver every second that is over.
-    fn deliver_due(&mut self, store: &MessageStore) -> Result<()> {
-        let start = self.engine.read_slot();
-        while self.engine.is_due(now_millis(), self.settings.precision_ms) {
-            let entries = self.engine.due_entries()?;
+    fn deliver_due(&mut self, engine: &mut TimerEngine, store: &MessageStore) -> Result<()> {
+        let start = engine.read_slot();
+        while engine.is_due(now_millis(), self.settings.precision_ms) {
+            let entries = match engine.due_entries() {
+                Ok(entries) => entries,
+                Err(e @ StoreError::Corruption { .. }) => {
+                    // Retrying cannot help, and would hold up every later second.
+                    eprintln!(
+                        "rmq-store ERROR: timer messages of second {} skipped: {e}",
+                        engine.read_slot()
+                    );
+                    self.resume_at = 0;
+                    engine.advance();
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             let mut end = None;
             let mut delivered = 0usize;
             for e in entries.iter().skip(self.resume_at) {
-                if e.delayed > self.engine.read_slot() {
-                    self.engine.requeue(e)?;
+                if e.delayed > engine.read_slot() {
+                    engine.requeue(e)?;
                 } else if let Some(at) = deliver_one(store, e)? {
                     end = Some(at);
                     delivered += 1;
@@ -200,14 +239,14 @@ impl TimerService {
                 store.wait_durable(end)?;
             }
             self.resume_at = 0;
-            self.engine.advance();
+            engine.advance();
             if delivered > 0 {
                 // Right after the re-put: a kill from here on does not repeat this second.
-                self.engine.save_progress()?;
+                engine.save_progress()?;
             }
         }
-        if self.engine.read_slot() != start {
-            self.engine.save_progress()?;
+        if engine.read_slot() != start {
+            engine.save_progress()?;
         }
         Ok(())
     }
