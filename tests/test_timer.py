@@ -16,8 +16,11 @@ consumer, and the broker's store read back after it stopped.
 from __future__ import annotations
 
 import collections
+import json
+import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -180,3 +183,42 @@ def test_an_unsupported_timer_precision_stops_start_up_naming_it(cluster: DelayC
     proc = BrokerProcess("-c", str(cluster.conf), "-n", cluster.namesrv, cwd=cluster.tmp)
     assert proc.finish() != 0
     assert "timerPrecisionMs" in proc.log and "only 1000" in proc.log, proc.log
+
+
+@pytest.mark.timeout(600)
+def test_java_5_client_timer_messages(cluster: DelayCluster, tmp_path: Path) -> None:
+    """The official RocketMQ 5.x remoting client (rocketmq-client 5.3.1, from Maven Central):
+    ``setDeliverTimeMs``, ``setDelayTimeSec`` and ``setDelayTimeMs`` arrive in their second, with
+    their id, queue, tags, keys and user property; a delay beyond ``timerMaxDelaySec`` is refused
+    with code 13 and RocketMQ's remark (tests/compat/java5/.../TimerCheck.java)."""
+    sys.path.insert(0, str(Path(__file__).parent / "compat"))
+    from run_java_compat import JAR5, JAVA5_DIR, build_jar
+
+    jar = build_jar(JAVA5_DIR, JAR5)
+    java = shutil.which("java")
+    assert java, "java is not installed (make test installs it)"
+    cluster.start_delay_broker(TIMER_CONF)
+    cluster.create_topic("TimerJava5", queues=4)
+    proc = subprocess.run(
+        [java, "-Xmx512m", "-jar", str(jar), cluster.namesrv, "TimerJava5", str(tmp_path / "jl")],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    lines = proc.stdout.strip().splitlines()
+    assert lines, f"no summary; stderr:\n{proc.stderr[-4000:]}"
+    summary = json.loads(lines[-1])
+    assert proc.returncode == 0, f"{summary}\nstderr:\n{proc.stderr[-4000:]}"
+    assert summary["refusedCode"] == 13
+    assert summary["refusedRemark"].startswith(
+        "timer message illegal, the delay time should not be bigger than the max delay 60000ms"
+    ), summary
+    for m in summary["messages"]:
+        assert m["msgIdMatches"] and m["queueMatches"], m
+        assert (m["tags"], m["keys"], m["color"]) == ("TagJ", f"key-{m['body']}", "green"), m
+        assert m["timerOutMs"] is not None, m
+        # Never early, within its second (plus scheduling on a busy machine).
+        assert m["due"] <= m["store"] < m["due"] + 1500, m
+        assert m["received"] >= m["due"], m

@@ -36,6 +36,9 @@ from typing import Any
 
 JAVA_DIR = Path(__file__).resolve().parent / "java"
 JAR = JAVA_DIR / "target" / "rmq-compat.jar"
+JAVA5_DIR = Path(__file__).resolve().parent / "java5"
+"""rocketmq-client 5.x (timer messages); its jar is target/rmq-compat5.jar."""
+JAR5 = JAVA5_DIR / "target" / "rmq-compat5.jar"
 INSTALL_HINT = (
     "install a JDK and Maven, e.g. on Debian/Ubuntu: "
     "sudo apt-get update && sudo apt-get install -y openjdk-17-jdk-headless maven"
@@ -77,22 +80,22 @@ def _java() -> str:
     return _tool("java")
 
 
-def _newest_source_mtime() -> float:
-    newest = (JAVA_DIR / "pom.xml").stat().st_mtime
-    for path in (JAVA_DIR / "src").rglob("*"):
+def _newest_source_mtime(java_dir: Path) -> float:
+    newest = (java_dir / "pom.xml").stat().st_mtime
+    for path in (java_dir / "src").rglob("*"):
         if path.is_file():
             newest = max(newest, path.stat().st_mtime)
     return newest
 
 
-def _jar_is_fresh() -> bool:
-    return JAR.is_file() and JAR.stat().st_mtime >= _newest_source_mtime()
+def _jar_is_fresh(java_dir: Path, jar: Path) -> bool:
+    return jar.is_file() and jar.stat().st_mtime >= _newest_source_mtime(java_dir)
 
 
 @contextlib.contextmanager
-def _build_lock() -> Iterator[None]:
+def _build_lock(java_dir: Path) -> Iterator[None]:
     """One Maven build at a time (parallel test workers share tests/compat/java/target)."""
-    lock_path = JAVA_DIR / "target" / ".build.lock"
+    lock_path = java_dir / "target" / ".build.lock"
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     with lock_path.open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -106,20 +109,21 @@ def _tail(text: str, lines: int = TAIL_LINES) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def build_jar() -> Path:
-    """Build target/rmq-compat.jar with Maven unless it is newer than pom.xml and src/.
+def build_jar(java_dir: Path = JAVA_DIR, jar: Path = JAR) -> Path:
+    """Build ``jar`` (target/rmq-compat.jar of ``java_dir``) with Maven unless it is newer than
+    pom.xml and src/.
 
     The first build downloads from Maven Central into ~/.m2; a rebuild with everything cached
     needs no network, and if the online attempt fails anyway (e.g. Central unreachable) it is
     retried once with ``mvn -o``.
     """
-    if _jar_is_fresh():
-        return JAR
+    if _jar_is_fresh(java_dir, jar):
+        return jar
     mvn = _tool("mvn")
     _java()  # fail early with the install hint if there is no JDK
-    with _build_lock():
-        if _jar_is_fresh():  # another process built it while we waited
-            return JAR
+    with _build_lock(java_dir):
+        if _jar_is_fresh(java_dir, jar):  # another process built it while we waited
+            return jar
         base = [mvn, "-q", "-B", "-Dstyle.color=never", "package", "-DskipTests"]
         attempts = [base]
         if (Path.home() / ".m2" / "repository").is_dir():
@@ -129,7 +133,7 @@ def build_jar() -> Path:
             try:
                 proc = subprocess.run(
                     cmd,
-                    cwd=JAVA_DIR,
+                    cwd=java_dir,
                     stdin=subprocess.DEVNULL,
                     capture_output=True,
                     text=True,
@@ -141,13 +145,13 @@ def build_jar() -> Path:
                     f"`{' '.join(cmd)}` did not finish in {BUILD_TIMEOUT_S:.0f} s"
                 ) from e
             output += f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}"
-            if proc.returncode == 0 and JAR.is_file():
+            if proc.returncode == 0 and jar.is_file():
                 # Mark the jar fresh even if Maven found nothing to redo.
                 now = time.time()
-                os.utime(JAR, (now, now))
-                return JAR
+                os.utime(jar, (now, now))
+                return jar
         raise JavaCompatError(
-            f"Maven build in {JAVA_DIR} failed (Maven Central unreachable on a first build?):\n"
+            f"Maven build in {java_dir} failed (Maven Central unreachable on a first build?):\n"
             + _tail(output)
         )
 
