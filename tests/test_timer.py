@@ -130,7 +130,7 @@ def test_timers_arrive_in_their_second_across_a_kill_9(cluster: DelayCluster) ->
     # plus scheduling on a busy machine).
     m, received = arrivals.got[b"deliver-10s"]
     assert m.store_timestamp < deliver_at + 1500, m.store_timestamp - deliver_at
-    assert received * 1000 < deliver_at + 3000, received * 1000 - deliver_at
+    assert received * 1000 < deliver_at + 4000, received * 1000 - deliver_at
     # Past: an ordinary message at once, its timer property kept.
     m, _ = arrivals.got[b"past"]
     assert "TIMER_OUT_MS" not in m.properties and "TIMER_DELIVER_MS" in m.properties

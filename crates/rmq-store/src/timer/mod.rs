@@ -18,6 +18,7 @@
 //!   `REAL_TOPIC` / `REAL_QID` removed, as RocketMQ's `TimerMessageStore` does.
 
 pub mod checkpoint;
+mod deliver;
 pub mod engine;
 pub mod log;
 pub(crate) mod service;

@@ -11,16 +11,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rmq_common::properties::{edit_properties, find_property, PropertyKey};
 use rmq_common::time::now_millis;
 
 use super::engine::{files, TimerEngine};
-use super::log::{TimerEntry, DEFAULT_FILE_SIZE};
+use super::log::DEFAULT_FILE_SIZE;
 use super::{TimerSettings, TIMER_TOPIC};
 use crate::config::{BrokerRole, StoreConfig};
 use crate::error::{Result, StoreError};
 use crate::flush::Waker;
-use crate::format::{scan_record, MessageToStore, Scan};
 use crate::store::MessageStore;
 
 /// Units read from the timer topic per pass.
@@ -35,14 +33,6 @@ const SYNC_INTERVAL: Duration = Duration::from_secs(10);
 const RETRY: Duration = Duration::from_millis(100);
 /// A repeated failure is logged at most this often.
 const LOG_EVERY_MS: i64 = 10_000;
-
-/// A message that cannot be delivered ever, and why.
-fn skip(e: &TimerEntry, why: &str) {
-    eprintln!(
-        "rmq-store WARN: timer message at CommitLog offset {} (due second {}) skipped: {why}",
-        e.offset_py, e.delayed
-    );
-}
 
 /// The timer service of the store at `root`; `None` when this store runs no timer thread
 /// (`timerWheelEnable` false, or a slave: RocketMQ delivers timers on the master). The wheel
@@ -224,17 +214,8 @@ impl TimerService {
                 }
                 Err(e) => return Err(e),
             };
-            let mut end = None;
-            let mut delivered = 0usize;
-            for e in entries.iter().skip(self.resume_at) {
-                if e.delayed > engine.read_slot() {
-                    engine.requeue(e)?;
-                } else if let Some(at) = deliver_one(store, e)? {
-                    end = Some(at);
-                    delivered += 1;
-                }
-                self.resume_at += 1;
-            }
+            let (delivered, end) =
+                super::deliver::second(store, engine, &entries, &mut self.resume_at)?;
             if let Some(end) = end {
                 store.wait_durable(end)?;
             }
@@ -249,79 +230,5 @@ impl TimerService {
             engine.save_progress()?;
         }
         Ok(())
-    }
-}
-
-/// Re-put one timer message into its real queue; `Ok(Some(end offset))` when delivered,
-/// `Ok(None)` when skipped for good.
-fn deliver_one(store: &MessageStore, e: &TimerEntry) -> Result<Option<i64>> {
-    let Some(sel) = store.look_message_by_offset(e.offset_py) else {
-        skip(
-            e,
-            "no such message (deleted with its CommitLog file before it was due?)",
-        );
-        return Ok(None);
-    };
-    let Scan::Message(r) = scan_record(sel.bytes(), false) else {
-        skip(e, "not a message record");
-        return Ok(None);
-    };
-    if r.topic != TIMER_TOPIC || i32::try_from(r.total_size).ok() != Some(e.size_py) {
-        skip(
-            e,
-            "the record there is not the timer message its entry points to",
-        );
-        return Ok(None);
-    }
-    let prop = |n| find_property(r.properties, n).and_then(|v| std::str::from_utf8(v).ok());
-    let (Some(topic), Some(qid)) = (
-        prop(PropertyKey::REAL_TOPIC),
-        prop(PropertyKey::REAL_QUEUE_ID).and_then(|q| q.parse::<i32>().ok()),
-    ) else {
-        skip(e, "it has no REAL_TOPIC / REAL_QID property");
-        return Ok(None);
-    };
-    let enqueue_ms = r.store_timestamp.to_string();
-    let dequeue_ms = now_millis().to_string();
-    let offset_id;
-    let mut set = vec![
-        (PropertyKey::TIMER_ENQUEUE_MS, enqueue_ms.as_str()),
-        (PropertyKey::TIMER_DEQUEUE_MS, dequeue_ms.as_str()),
-    ];
-    if prop(PropertyKey::UNIQ_CLIENT_MESSAGE_ID_KEYIDX).is_none() {
-        // Consumers see the id the producer was given: the parked record's offset id.
-        offset_id = rmq_common::create_offset_msg_id(r.store_host, r.physical_offset);
-        set.push((
-            PropertyKey::UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
-            offset_id.as_str(),
-        ));
-    }
-    let properties = edit_properties(
-        r.properties,
-        &[PropertyKey::REAL_TOPIC, PropertyKey::REAL_QUEUE_ID],
-        &set,
-    );
-    let msg = MessageToStore {
-        topic,
-        queue_id: qid,
-        flag: r.flag,
-        body: r.body,
-        properties: &properties,
-        sys_flag: r.sys_flag,
-        born_timestamp: r.born_timestamp,
-        born_host: r.born_host,
-        reconsume_times: r.reconsume_times,
-        prepared_transaction_offset: 0,
-    };
-    match store.append_one(&msg) {
-        Ok(a) => Ok(Some(a.end_offset())),
-        Err(err @ (StoreError::MessageIllegal(_) | StoreError::PropertiesSizeExceeded(_))) => {
-            skip(
-                e,
-                &format!("its real queue {topic}/{qid} refuses it: {err}"),
-            );
-            Ok(None)
-        }
-        Err(err) => Err(err),
     }
 }
