@@ -189,6 +189,7 @@ pub struct MessageStore {
     timer: crate::timer::TimerSettings,
     timer_waker: Waker,
     timer_thread: Mutex<Option<JoinHandle<()>>>,
+    timer_stats: crate::timer::TimerStats,
 }
 
 fn total_memory_bytes() -> u64 {
@@ -291,6 +292,7 @@ impl MessageStore {
             timer: crate::timer::TimerSettings::from_config(&config),
             timer_waker: Waker::default(),
             timer_thread: Mutex::new(None),
+            timer_stats: crate::timer::TimerStats::default(),
             config,
         };
         store.recover()?;
@@ -1458,7 +1460,7 @@ impl MessageStore {
     /// Figures for `brokerStatus`-style reporting.
     #[must_use]
     pub fn runtime_info(&self) -> Vec<(&'static str, String)> {
-        vec![
+        let mut info = vec![
             (
                 "putMessageTimesTotal",
                 self.put_times.load(Ordering::Relaxed).to_string(),
@@ -1501,7 +1503,17 @@ impl MessageStore {
                     .to_string(),
             ),
             ("lastExitOk", self.last_exit_ok.to_string()),
-        ]
+        ];
+        if self.config.timer_wheel_enable {
+            let queue_max = self.get_max_offset_in_queue(crate::timer::TIMER_TOPIC, 0);
+            info.extend(self.timer_stats.runtime_info(now_millis(), queue_max));
+        }
+        info
+    }
+
+    /// What the timer thread publishes about itself.
+    pub(crate) fn timer_stats(&self) -> &crate::timer::TimerStats {
+        &self.timer_stats
     }
 
     /// Stop services, flush everything, write the checkpoint and remove the abort file.

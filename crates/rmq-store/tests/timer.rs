@@ -132,6 +132,11 @@ fn timers_are_parked_then_delivered_in_their_second_never_before() {
     );
     assert_eq!(prop(p2, "UNIQ_KEY"), Some(id));
     assert!(dir.path().join("timerwheel").exists());
+    // The runtime info says the wheel is up to date (RocketMQ's key names).
+    let info: std::collections::HashMap<_, _> = store.runtime_info().into_iter().collect();
+    assert_eq!(info["timerOffsetBehind"], "0");
+    assert!(info["timerReadBehind"].parse::<i64>().unwrap() <= 2, "{info:?}");
+    assert!(info.contains_key("timerCongestNum") && info.contains_key("timerDequeueTps"));
     store.shutdown().unwrap();
 }
 

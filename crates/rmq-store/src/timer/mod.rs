@@ -22,7 +22,10 @@ mod deliver;
 pub mod engine;
 pub mod log;
 pub(crate) mod service;
+mod stats;
 pub mod wheel;
+
+pub(crate) use stats::TimerStats;
 
 use rmq_common::properties::{edit_properties, find_property, PropertyKey};
 use rmq_common::sys_flag::{transaction_value, TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE};

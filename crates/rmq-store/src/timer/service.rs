@@ -90,6 +90,7 @@ impl TimerService {
     /// are synced.
     pub(crate) fn run(mut self, store: &Arc<MessageStore>, waker: &Waker) {
         let mut last_sync = Instant::now();
+        let mut totals = (0, 0);
         loop {
             let stopping = waker.is_stopped();
             if self.engine.is_none() && store.get_max_offset_in_queue(TIMER_TOPIC, 0) > 0 {
@@ -126,7 +127,13 @@ impl TimerService {
                     true
                 }
             };
+            let stats = store.timer_stats();
+            stats.set_position(
+                engine.read_slot() * self.settings.precision_ms,
+                engine.queue_offset(),
+            );
             if stopping || last_sync.elapsed() >= SYNC_INTERVAL {
+                totals = stats.sample(engine.pending(), last_sync.elapsed().as_secs_f64(), totals);
                 last_sync = Instant::now();
                 if let Err(e) = engine.sync() {
                     self.log_error(&format!("syncing the timer wheel and log: {e}"));
@@ -193,6 +200,9 @@ impl TimerService {
             let q = from + i64::try_from(i).unwrap_or(0);
             engine.enqueue(u.tags_code.div_euclid(p), u.offset, u.size, q)?;
         }
+        store
+            .timer_stats()
+            .add(u64::try_from(got.units.len()).unwrap_or(0), 0);
         Ok(got.units.len() == ENQUEUE_BATCH)
     }
 
@@ -221,6 +231,9 @@ impl TimerService {
             }
             self.resume_at = 0;
             engine.advance();
+            store
+                .timer_stats()
+                .add(0, u64::try_from(delivered).unwrap_or(0));
             if delivered > 0 {
                 // Right after the re-put: a kill from here on does not repeat this second.
                 engine.save_progress()?;
