@@ -135,7 +135,10 @@ fn timers_are_parked_then_delivered_in_their_second_never_before() {
     // The runtime info says the wheel is up to date (RocketMQ's key names).
     let info: std::collections::HashMap<_, _> = store.runtime_info().into_iter().collect();
     assert_eq!(info["timerOffsetBehind"], "0");
-    assert!(info["timerReadBehind"].parse::<i64>().unwrap() <= 2, "{info:?}");
+    assert!(
+        info["timerReadBehind"].parse::<i64>().unwrap() <= 2,
+        "{info:?}"
+    );
     assert!(info.contains_key("timerCongestNum") && info.contains_key("timerDequeueTps"));
     store.shutdown().unwrap();
 }
