@@ -106,11 +106,12 @@ test-python: $(VENV_STAMP) java-tools go-tools node-tools
 	$(call section,test: pytest)
 	$(PY) -m pytest tests -q
 
-# The compatibility test builds a small program against the official RocketMQ Java client with
-# Maven; install a JDK and Maven from Debian when the machine has none.
+# The compatibility tests build small programs against the official RocketMQ Java clients (4.9.x
+# in tests/compat/java, 5.x in tests/compat/java5) with Maven; install a JDK and Maven from
+# Debian when the machine has none.
 java-tools:
 	@command -v java >/dev/null && command -v mvn >/dev/null || { \
-		echo "installing openjdk-17-jdk-headless and maven (needed by tests/test_compat_java*.py)"; \
+		echo "installing openjdk-17-jdk-headless and maven (needed by tests/test_compat_java*.py and tests/test_timer.py)"; \
 		apt-get update -q && apt-get install -y -q --no-install-recommends openjdk-17-jdk-headless maven; }
 
 # tests/test_compat_go.py builds a program against Apache's Go client (tests/compat/go, modules

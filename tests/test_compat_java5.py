@@ -26,9 +26,8 @@ import pytest
 import rmq
 
 sys.path.insert(0, str(Path(__file__).parent / "compat"))
-from run_java_compat import build_jar, java_executable
+from run_java_compat import build_java5_jar, java_executable
 
-JAVA5_DIR = Path(__file__).parent / "compat" / "java5"
 COUNT = 20
 JAVA_KINDS = ("sync", "batch", "zlib", "lz4", "zstd")
 RMQ_KINDS = {"rmq-lz4": "LZ4", "rmq-zstd": "ZSTD"}
@@ -48,11 +47,7 @@ def run_java(
 ) -> dict[str, Any]:
     """Run Compat5 from the jar for client ``version`` (client log in ``log_dir``); its JSON
     summary, checked for ok."""
-    jar = build_jar(
-        JAVA5_DIR,
-        JAVA5_DIR / "target" / f"rmq-compat5-{version}.jar",
-        [f"-Drocketmq.version={version}"],
-    )
+    jar = build_java5_jar(version)
     jvm = [java_executable(), "-Xmx512m", f"-Drocketmq.log.root={log_dir}", *options]
     proc = subprocess.run(
         [*jvm, "-jar", str(jar), *args],

@@ -37,6 +37,9 @@ from compat_common import build_lock, parse_summary, tail
 
 JAVA_DIR = Path(__file__).resolve().parent / "java"
 JAR = JAVA_DIR / "target" / "rmq-compat.jar"
+JAVA5_DIR = Path(__file__).resolve().parent / "java5"
+"""rocketmq-client 5.x checks (Compat5, TimerCheck): one jar per client version, see
+:func:`build_java5_jar`."""
 INSTALL_HINT = (
     "install a JDK and Maven, e.g. on Debian/Ubuntu: "
     "sudo apt-get update && sudo apt-get install -y openjdk-17-jdk-headless maven"
@@ -140,6 +143,16 @@ def build_jar(java_dir: Path = JAVA_DIR, jar: Path = JAR, maven_args: Sequence[s
             f"Maven build in {java_dir} failed (Maven Central unreachable on a first build?):\n"
             + tail(output)
         )
+
+
+def build_java5_jar(version: str = "5.3.1") -> Path:
+    """The tests/compat/java5 jar built against rocketmq-client ``version``
+    (target/rmq-compat5-VERSION.jar; main class Compat5, TimerCheck run with ``-cp``)."""
+    return build_jar(
+        JAVA5_DIR,
+        JAVA5_DIR / "target" / f"rmq-compat5-{version}.jar",
+        [f"-Drocketmq.version={version}"],
+    )
 
 
 def describe_failure(summary: dict[str, Any]) -> str:

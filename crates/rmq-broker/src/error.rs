@@ -37,9 +37,9 @@ pub enum BrokerError {
 #[must_use]
 pub fn store_error_to_response(e: &StoreError) -> (ResponseCode, String) {
     let code = match e {
-        StoreError::MessageIllegal(_) | StoreError::PropertiesSizeExceeded(_) => {
-            ResponseCode::MESSAGE_ILLEGAL
-        }
+        StoreError::MessageIllegal(_)
+        | StoreError::PropertiesSizeExceeded(_)
+        | StoreError::WheelTimerMsgIllegal { .. } => ResponseCode::MESSAGE_ILLEGAL,
         StoreError::ServiceNotAvailable(_) => ResponseCode::SERVICE_NOT_AVAILABLE,
         StoreError::OsPageCacheBusy(_) | StoreError::NoBufferInStorePool => {
             ResponseCode::SYSTEM_BUSY
@@ -79,6 +79,27 @@ mod tests {
         assert_eq!(
             c(StoreError::FlushFailed("eio".into())),
             ResponseCode::SYSTEM_ERROR
+        );
+        // RocketMQ 5's SendMessageProcessor: code and remark of refused timer messages.
+        let e = StoreError::WheelTimerMsgIllegal {
+            max_delay_ms: 259_200_000,
+        };
+        assert_eq!(
+            store_error_to_response(&e),
+            (
+                ResponseCode::MESSAGE_ILLEGAL,
+                "timer message illegal, the delay time should not be bigger than the max delay \
+                 259200000ms; or if set del msg, the delay time should be bigger than the current \
+                 time"
+                    .to_string()
+            )
+        );
+        assert_eq!(
+            store_error_to_response(&StoreError::WheelTimerNotEnable),
+            (
+                ResponseCode::SYSTEM_ERROR,
+                "accurate timer message is not enabled, timerWheelEnable is false".to_string()
+            )
         );
     }
 }

@@ -32,6 +32,15 @@ impl PropertyKey {
     pub const TRANSACTION_PREPARED_QUEUE_OFFSET: &'static str = "TRAN_PREPARED_QUEUE_OFFSET";
     pub const TRANSACTION_CHECK_TIMES: &'static str = "TRANSACTION_CHECK_TIMES";
     pub const CHECK_IMMUNITY_TIME_IN_SECONDS: &'static str = "CHECK_IMMUNITY_TIME_IN_SECONDS";
+    // Timer messages (RocketMQ 5, RIP-43). A producer sets one of the first three; the broker
+    // records the slot time it computed in TIMER_OUT_MS, and stamps the delivered message
+    // with when it entered (TIMER_ENQUEUE_MS) and left (TIMER_DEQUEUE_MS) the time wheel.
+    pub const TIMER_DELIVER_MS: &'static str = "TIMER_DELIVER_MS";
+    pub const TIMER_DELAY_SEC: &'static str = "TIMER_DELAY_SEC";
+    pub const TIMER_DELAY_MS: &'static str = "TIMER_DELAY_MS";
+    pub const TIMER_OUT_MS: &'static str = "TIMER_OUT_MS";
+    pub const TIMER_ENQUEUE_MS: &'static str = "TIMER_ENQUEUE_MS";
+    pub const TIMER_DEQUEUE_MS: &'static str = "TIMER_DEQUEUE_MS";
 }
 
 /// Separates several keys inside the KEYS property.

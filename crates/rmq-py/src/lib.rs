@@ -25,9 +25,10 @@ mod remoting;
 fn error_class(e: &StoreError) -> &'static str {
     match e {
         StoreError::Config { .. } => "ConfigError",
-        StoreError::MessageIllegal(_) | StoreError::PropertiesSizeExceeded(_) => {
-            "MessageIllegalError"
-        }
+        StoreError::MessageIllegal(_)
+        | StoreError::PropertiesSizeExceeded(_)
+        | StoreError::WheelTimerMsgIllegal { .. } => "MessageIllegalError",
+        StoreError::WheelTimerNotEnable => "BrokerSystemError",
         StoreError::ServiceNotAvailable(_) => "ServiceNotAvailableError",
         StoreError::OsPageCacheBusy(_) | StoreError::NoBufferInStorePool => "SystemBusyError",
         _ => "StoreError",

@@ -317,6 +317,15 @@ store_config! {
     "messageDelayLevel" => message_delay_level: String = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h".to_string(), delay_levels;
     /// A put lock held longer than this (ms) makes puts fail with OS_PAGECACHE_BUSY.
     "osPageCacheBusyTimeOutMills" => os_page_cache_busy_timeout_mills: u32 = 1_000, range(100, 100_000);
+    /// Timer messages (TIMER_DELIVER_MS / TIMER_DELAY_SEC / TIMER_DELAY_MS) are accepted and
+    /// delivered on time; when false they are refused (WHEEL_TIMER_NOT_ENABLE).
+    "timerWheelEnable" => timer_wheel_enable: bool = true, any;
+    /// Longest delay a timer message may ask for (s); the time wheel has twice as many slots.
+    "timerMaxDelaySec" => timer_max_delay_sec: i64 = 259_200, range(1, 30 * 86_400);
+    /// Granularity of timer messages (ms). Only 1000 (RocketMQ's default) is supported.
+    "timerPrecisionMs" => timer_precision_ms: u32 = 1_000, |v: &u32| if *v == 1_000 { Ok(()) } else {
+        Err("only 1000 (one-second slots, RocketMQ's default) is supported; remove the key or set it to 1000".to_string())
+    };
 }
 
 impl StoreConfig {

@@ -49,6 +49,9 @@ impl<'a> DispatchRequest<'a> {
             if level > 0 {
                 tags_code = deliver_timestamp(delay_levels_ms, level, r.store_timestamp);
             }
+        } else if r.topic == crate::timer::TIMER_TOPIC {
+            // Likewise a timer message's unit carries its slot time (TIMER_OUT_MS).
+            tags_code = crate::timer::out_ms(r.properties, r.store_timestamp);
         }
         Self {
             topic: r.topic,

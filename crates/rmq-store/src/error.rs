@@ -47,6 +47,19 @@ pub enum StoreError {
     /// The properties string is longer than 32767 bytes (PROPERTIES_SIZE_EXCEEDED).
     #[error("message illegal: properties are {0} bytes encoded, the limit is 32767")]
     PropertiesSizeExceeded(usize),
+    /// A timer message asks for a delivery time too far away, or its timer property is not a
+    /// number (RocketMQ's WHEEL_TIMER_MSG_ILLEGAL; the text is RocketMQ's remark).
+    #[error(
+        "timer message illegal, the delay time should not be bigger than the max delay {max_delay_ms}ms; \
+         or if set del msg, the delay time should be bigger than the current time"
+    )]
+    WheelTimerMsgIllegal {
+        /// `timerMaxDelaySec` in milliseconds.
+        max_delay_ms: i64,
+    },
+    /// A timer message arrived while `timerWheelEnable` is false (WHEEL_TIMER_NOT_ENABLE).
+    #[error("accurate timer message is not enabled, timerWheelEnable is false")]
+    WheelTimerNotEnable,
     /// The store refuses writes now: disk full, shut down, or a slave (SERVICE_NOT_AVAILABLE).
     #[error("service not available: {0}")]
     ServiceNotAvailable(String),

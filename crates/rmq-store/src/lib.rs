@@ -21,7 +21,8 @@
 //! [`format`] (bytes on disk) → [`mmap`] (the only `unsafe`) → [`mapped_file`] →
 //! [`mapped_file_queue`] → [`commit_log`], [`consume_queue`], [`index_file`] → [`store`]
 //! (recovery, dispatch, flush and clean services); [`schedule`] parks delayed messages in
-//! `SCHEDULE_TOPIC_XXXX` on put and re-puts them when the broker's scheduler says they are due.
+//! `SCHEDULE_TOPIC_XXXX` on put and re-puts them when the broker's scheduler says they are due;
+//! [`timer`] does the same for RocketMQ 5 timer messages in a time wheel of its own.
 
 pub mod checkpoint;
 pub mod commit_log;
@@ -37,6 +38,7 @@ pub mod mapped_file_queue;
 pub mod mmap;
 pub mod schedule;
 pub mod store;
+pub mod timer;
 pub mod transient_store_pool;
 
 pub use commit_log::AppendResult;
@@ -49,3 +51,4 @@ pub use store::{
     ConsumeQueueUnits, GetMessageResult, GetMessageStatus, MessageStore, PutMessageResult,
     PutMessageStatus,
 };
+pub use timer::TIMER_TOPIC;

@@ -7,7 +7,9 @@
 //! thread for ConsumeQueue/IndexFile files) *before* its end is published with a `Release`
 //! store, and readers only look at ranges below a position they loaded with `Acquire`. A
 //! published byte is never written again while the mapping is shared, except by recovery,
-//! which runs before the store is shared. Files are never truncated while mapped, and the
+//! which runs before the store is shared, and the timer wheel (`timer::wheel`), whose slots
+//! are rewritten in place by the timer thread, their only reader and writer (the wheel is
+//! owned by that thread and changed through `&mut self`). Files are never truncated while mapped, and the
 //! store directory is held under an exclusive `lock` file so no other broker changes them.
 #![allow(unsafe_code)]
 

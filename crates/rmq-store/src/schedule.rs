@@ -72,8 +72,12 @@ pub fn deliver_timestamp(levels_ms: &[i64], level: i32, store_timestamp: i64) ->
     store_timestamp.saturating_add(delay)
 }
 
-/// A delayed message rewritten for `SCHEDULE_TOPIC_XXXX`.
+/// A delayed message rewritten for the topic where it waits (`SCHEDULE_TOPIC_XXXX`, or the
+/// timer topic of [`crate::timer`]).
+#[derive(Debug)]
 pub(crate) struct Parked {
+    /// Where it waits.
+    pub(crate) topic: &'static str,
     /// Queue of its level.
     pub(crate) queue_id: i32,
     /// Its properties with `REAL_TOPIC`, `REAL_QID` (and a clamped `DELAY`).
@@ -84,7 +88,7 @@ impl Parked {
     /// `msg` as stored in the schedule topic.
     pub(crate) fn apply<'a>(&'a self, msg: &MessageToStore<'a>) -> MessageToStore<'a> {
         MessageToStore {
-            topic: SCHEDULE_TOPIC,
+            topic: self.topic,
             queue_id: self.queue_id,
             properties: &self.properties,
             ..msg.clone()
@@ -95,7 +99,9 @@ impl Parked {
 /// The parking of `msg` when it asks for a delay (`DELAY` > 0) and is neither a transaction
 /// half message nor a rollback (RocketMQ's rule: only non-transactional and commit records are
 /// delayed); `None` when it is stored as it is. A level above the table's highest is lowered to
-/// it (and `DELAY` rewritten), as RocketMQ does.
+/// it (and `DELAY` rewritten), as RocketMQ does. Timer properties (`TIMER_DELIVER_MS`, ...) are
+/// dropped: a message with a delay level is a delay-level message (RocketMQ's
+/// `HookUtils.checkIfTimerMessage`).
 ///
 /// # Errors
 /// `DELAY` is not an integer.
@@ -122,8 +128,13 @@ pub(crate) fn park(msg: &MessageToStore<'_>, levels_ms: &[i64]) -> Result<Option
         set.insert(0, (PropertyKey::DELAY_TIME_LEVEL, clamped.as_str()));
     }
     Ok(Some(Parked {
+        topic: SCHEDULE_TOPIC,
         queue_id: level_to_queue_id(level),
-        properties: edit_properties(msg.properties, &[], &set),
+        properties: edit_properties(
+            msg.properties,
+            &crate::timer::TIMER_REQUEST_PROPERTIES,
+            &set,
+        ),
     }))
 }
 
@@ -307,6 +318,13 @@ mod tests {
         assert!(park(&msg(b"DELAY\x011\x02", half), &levels)
             .unwrap()
             .is_none());
+        // A delay level wins over timer properties, which are dropped.
+        let both = "TIMER_DELAY_SEC\u{1}9\u{2}DELAY\u{1}1\u{2}TIMER_DELIVER_MS\u{1}5\u{2}";
+        let parked = park(&msg(both.as_bytes(), 0), &levels).unwrap().unwrap();
+        assert_eq!(
+            std::str::from_utf8(&parked.properties).unwrap(),
+            "DELAY\u{1}1\u{2}REAL_TOPIC\u{1}T\u{2}REAL_QID\u{1}3\u{2}"
+        );
         let commit = rmq_common::sys_flag::TRANSACTION_COMMIT_TYPE;
         assert!(park(&msg(b"DELAY\x011\x02", commit), &levels)
             .unwrap()

@@ -10,6 +10,7 @@
 //! | `rmq-reput` | dispatches records to ConsumeQueue and IndexFile, wakes held pulls |
 //! | `rmq-flush-consumequeue` | flushes ConsumeQueues, index and the checkpoint |
 //! | `rmq-clean` | the disk-full guard: refuse writes above `diskSpaceWarningLevelRatio` |
+//! | `rmq-timer` | timer messages: the time wheel's enqueue and delivery ([`crate::timer`]) |
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -185,6 +186,10 @@ pub struct MessageStore {
     /// change it while running (UPDATE_BROKER_CONFIG), as RocketMQ reads it at every cleanup.
     file_reserved_hours: AtomicU32,
     lock_file: File,
+    timer: crate::timer::TimerSettings,
+    timer_waker: Waker,
+    timer_thread: Mutex<Option<JoinHandle<()>>>,
+    timer_stats: crate::timer::TimerStats,
 }
 
 fn total_memory_bytes() -> u64 {
@@ -284,6 +289,10 @@ impl MessageStore {
             last_dispatch_error_log: AtomicI64::new(0),
             file_reserved_hours: AtomicU32::new(config.file_reserved_time),
             lock_file,
+            timer: crate::timer::TimerSettings::from_config(&config),
+            timer_waker: Waker::default(),
+            timer_thread: Mutex::new(None),
+            timer_stats: crate::timer::TimerStats::default(),
             config,
         };
         store.recover()?;
@@ -294,8 +303,20 @@ impl MessageStore {
             store.group_commit = Some(GroupCommit::new(store.commit_log.queue().flushed_where()));
         }
         store.commit_log.queue().prepare_next_file();
+        let timer = crate::timer::service::open(&store.root, &store.config)?;
         let store = Arc::new(store);
         store.start_services()?;
+        if let Some(t) = timer {
+            let s = Arc::clone(&store);
+            let handle = std::thread::Builder::new()
+                .name("rmq-timer".into())
+                .spawn(move || t.run(&s, &s.timer_waker))
+                .ctx(|| "starting thread rmq-timer".to_string())?;
+            *store
+                .timer_thread
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Some(handle);
+        }
         Ok(store)
     }
 
@@ -869,7 +890,7 @@ impl MessageStore {
     /// As [`append`](Self::append).
     pub fn append_one(&self, msg: &MessageToStore<'_>) -> Result<AppendResult> {
         self.check_writable()?;
-        let parked = schedule::park(msg, &self.delay_levels_ms)?;
+        let parked = self.park(msg)?;
         let rerouted;
         let msg = match &parked {
             Some(p) => {
@@ -907,7 +928,7 @@ impl MessageStore {
         self.check_writable()?;
         let parked = msgs
             .iter()
-            .map(|m| schedule::park(m, &self.delay_levels_ms))
+            .map(|m| self.park(m))
             .collect::<Result<Vec<_>>>()?;
         let rerouted: Vec<MessageToStore<'_>>;
         let msgs = if parked.iter().any(Option::is_some) {
@@ -931,6 +952,15 @@ impl MessageStore {
             .put_messages(msgs, &lens, &crcs, now_millis())?;
         self.after_append(msgs.len(), lens.iter().sum());
         Ok(results)
+    }
+
+    /// Where a message waits before delivery, if it does: its delay level's queue, else the
+    /// timer wheel's topic.
+    fn park(&self, msg: &MessageToStore<'_>) -> Result<Option<schedule::Parked>> {
+        match schedule::park(msg, &self.delay_levels_ms)? {
+            Some(p) => Ok(Some(p)),
+            None => crate::timer::park(msg, &self.timer, now_millis()),
+        }
     }
 
     fn after_append(&self, count: usize, bytes: usize) {
@@ -1430,7 +1460,7 @@ impl MessageStore {
     /// Figures for `brokerStatus`-style reporting.
     #[must_use]
     pub fn runtime_info(&self) -> Vec<(&'static str, String)> {
-        vec![
+        let mut info = vec![
             (
                 "putMessageTimesTotal",
                 self.put_times.load(Ordering::Relaxed).to_string(),
@@ -1473,7 +1503,17 @@ impl MessageStore {
                     .to_string(),
             ),
             ("lastExitOk", self.last_exit_ok.to_string()),
-        ]
+        ];
+        if self.config.timer_wheel_enable {
+            let queue_max = self.get_max_offset_in_queue(crate::timer::TIMER_TOPIC, 0);
+            info.extend(self.timer_stats.runtime_info(now_millis(), queue_max));
+        }
+        info
+    }
+
+    /// What the timer thread publishes about itself.
+    pub(crate) fn timer_stats(&self) -> &crate::timer::TimerStats {
+        &self.timer_stats
     }
 
     /// Stop services, flush everything, write the checkpoint and remove the abort file.
@@ -1482,6 +1522,17 @@ impl MessageStore {
     /// # Errors
     /// When the final flush fails (the abort file is then kept so the next start recovers).
     pub fn shutdown(&self) -> Result<()> {
+        // The timer thread first: it finishes the second it is delivering while puts are
+        // still accepted, and syncs its files.
+        self.timer_waker.stop();
+        let timer = self
+            .timer_thread
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(t) = timer {
+            let _ = t.join();
+        }
         if self.shutdown.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
