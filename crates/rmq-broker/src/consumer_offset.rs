@@ -72,6 +72,21 @@ impl ConsumerOffsetManager {
         self.lock().retain(|k, _| !k.starts_with(&prefix));
     }
 
+    /// Forget every offset of `group` (DELETE_SUBSCRIPTIONGROUP with `removeOffset`);
+    /// returns the topics it had offsets on.
+    pub fn remove_group(&self, group: &str) -> Vec<String> {
+        let mut topics = Vec::new();
+        self.lock().retain(|k, _| match k.split_once('@') {
+            Some((topic, g)) if g == group => {
+                topics.push(topic.to_owned());
+                false
+            }
+            _ => true,
+        });
+        topics.sort();
+        topics
+    }
+
     /// Groups with offsets on `topic`.
     #[must_use]
     pub fn groups_of_topic(&self, topic: &str) -> Vec<String> {

@@ -11,6 +11,7 @@ use rmq_remoting::{BoxFuture, Connection, Reply, RequestHandler, ServerConfig, S
 use rmq_store::MessageStore;
 use tokio::task::JoinHandle;
 
+use crate::broker_stats::BrokerStats;
 use crate::config::BrokerConfig;
 use crate::consumer_manager::ConsumerManager;
 use crate::consumer_offset::ConsumerOffsetManager;
@@ -49,6 +50,8 @@ pub struct Broker {
     pub fallback: Option<Arc<dyn RequestHandler>>,
     /// Start time (ms), for runtime info.
     pub boot_timestamp: i64,
+    /// Put and get counters (runtime info).
+    pub stats: BrokerStats,
 }
 
 impl Broker {
@@ -105,6 +108,7 @@ impl BrokerController {
             &config.config_dir,
             config.auto_create_subscription_group,
         )?;
+        let now = rmq_common::time::now_millis();
         let broker = Arc::new(Broker {
             locks: RebalanceLockManager::new(config.rebalance_lock_max_live_time_ms),
             permission: AtomicI32::new(config.broker_permission),
@@ -117,7 +121,8 @@ impl BrokerController {
             producers: ProducerManager::default(),
             hold: PullRequestHoldService::default(),
             fallback,
-            boot_timestamp: rmq_common::time::now_millis(),
+            boot_timestamp: now,
+            stats: BrokerStats::new(now),
         });
         let weak = Arc::downgrade(&broker);
         broker.store.set_message_arriving_listener(Arc::new(
@@ -186,10 +191,20 @@ impl BrokerController {
                 }
             }
         });
+        let weak = Arc::downgrade(&b);
+        let stats_task = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                let Some(b) = weak.upgrade() else { break };
+                b.stats.sample(rmq_common::time::now_millis());
+            }
+        });
         self.tasks
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .extend([hold_task, scan_task]);
+            .extend([hold_task, scan_task, stats_task]);
         let server_config = ServerConfig {
             transfer_by_heap: b.config.transfer_msg_by_heap,
             ..ServerConfig::default()

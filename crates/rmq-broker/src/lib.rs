@@ -42,6 +42,7 @@
 //! * [`error`]: errors ([`BrokerError`]) and the one store-error → response-code mapping.
 #![forbid(unsafe_code)]
 
+pub mod broker_stats;
 pub mod config;
 pub mod consumer_manager;
 pub mod consumer_offset;

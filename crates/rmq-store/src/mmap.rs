@@ -307,11 +307,12 @@ impl Drop for AnonBuffer {
     }
 }
 
-/// Used fraction (0.0..=1.0) of the file system holding `path`, as `df` counts it.
+/// Size and space left to an unprivileged writer (bytes) of the file system holding `path`.
 ///
 /// # Errors
 /// When `statvfs` fails (the path does not exist, ...).
-pub fn disk_used_ratio(path: &Path) -> io::Result<f64> {
+#[allow(clippy::useless_conversion)] // the statvfs field types differ between targets
+pub fn disk_space(path: &Path) -> io::Result<(u64, u64)> {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(path.as_os_str().as_bytes())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains NUL"))?;
@@ -322,16 +323,26 @@ pub fn disk_used_ratio(path: &Path) -> io::Result<f64> {
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
-    #[allow(clippy::cast_precision_loss)]
-    let (total, free) = (
-        st.f_blocks as f64 * st.f_frsize as f64,
-        st.f_bavail as f64 * st.f_frsize as f64,
-    );
-    if total <= 0.0 {
+    let frsize = u64::from(st.f_frsize);
+    Ok((
+        u64::from(st.f_blocks).saturating_mul(frsize),
+        u64::from(st.f_bavail).saturating_mul(frsize),
+    ))
+}
+
+/// Used fraction (0.0..=1.0) of the file system holding `path`, as `df` counts it.
+///
+/// # Errors
+/// When `statvfs` fails (the path does not exist, ...).
+pub fn disk_used_ratio(path: &Path) -> io::Result<f64> {
+    let (total, free) = disk_space(path)?;
+    if total == 0 {
         return Ok(0.0);
     }
     // "used" as df shows it: total minus what an unprivileged writer can still use.
-    Ok(((total - free) / total).clamp(0.0, 1.0))
+    #[allow(clippy::cast_precision_loss)]
+    let ratio = (total - free.min(total)) as f64 / total as f64;
+    Ok(ratio.clamp(0.0, 1.0))
 }
 
 #[cfg(test)]

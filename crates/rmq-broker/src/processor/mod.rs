@@ -31,6 +31,7 @@ pub mod runtime_info;
 pub mod send_message;
 pub mod send_msg_back;
 pub mod stats;
+pub mod store_admin;
 pub mod subscription_group;
 pub mod topic;
 
@@ -133,6 +134,13 @@ pub async fn dispatch(b: Arc<Broker>, conn: Connection, req: RemotingCommand) ->
         RequestCode::GET_BROKER_RUNTIME_INFO => runtime_info::process(&b, &req),
         RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => subscription_group::update(&b, &req),
         RequestCode::GET_ALL_SUBSCRIPTIONGROUP_CONFIG => subscription_group::all(&b, &req),
+        RequestCode::DELETE_SUBSCRIPTIONGROUP => subscription_group::delete(&b, &req),
+        RequestCode::GET_PRODUCER_CONNECTION_LIST => client::producer_connections(&b, &req),
+        RequestCode::QUERY_TOPIC_CONSUME_BY_WHO => client::topic_consumed_by(&b, &req),
+        RequestCode::GET_BROKER_CONSUME_STATS => stats::broker_consume_stats(&b, &req),
+        RequestCode::CLEAN_EXPIRED_CONSUMEQUEUE => {
+            store_admin::clean_expired_consume_queues(&b, &req).await
+        }
         _ => match &b.fallback {
             Some(f) => f.handle(conn, req).await,
             None => reply(
