@@ -29,7 +29,7 @@ from rmq.codes import RequestCode, ResponseCode
 from test_broker_cli import TEST_STORE_CONF, BrokerProcess, free_port
 
 sys.path.insert(0, str(Path(__file__).parent / "compat" / "mqadmin"))
-from mqadmin import CommandResult, MQAdmin  # noqa: E402
+from mqadmin import CommandResult, MQAdmin
 
 pytestmark = pytest.mark.timeout(300)  # a first run resolves ~20 MB of jars with Maven
 

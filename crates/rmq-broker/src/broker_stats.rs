@@ -18,10 +18,23 @@ const MAX_SAMPLES: usize = 601;
 const DAY_MS: i64 = 86_400_000;
 
 /// Upper bounds (ms, exclusive) of the put-latency buckets, as RocketMQ prints them.
-const PUT_TIME_BOUNDS_MS: [u64; 12] = [1, 10, 50, 100, 200, 500, 1000, 2000, 3000, 4000, 5000, 10_000];
+const PUT_TIME_BOUNDS_MS: [u64; 12] = [
+    1, 10, 50, 100, 200, 500, 1000, 2000, 3000, 4000, 5000, 10_000,
+];
 const PUT_TIME_LABELS: [&str; 13] = [
-    "[<=0ms]", "[0~10ms]", "[10~50ms]", "[50~100ms]", "[100~200ms]", "[200~500ms]",
-    "[500ms~1s]", "[1~2s]", "[2~3s]", "[3~4s]", "[4~5s]", "[5~10s]", "[10s~]",
+    "[<=0ms]",
+    "[0~10ms]",
+    "[10~50ms]",
+    "[50~100ms]",
+    "[100~200ms]",
+    "[200~500ms]",
+    "[500ms~1s]",
+    "[1~2s]",
+    "[2~3s]",
+    "[3~4s]",
+    "[4~5s]",
+    "[5~10s]",
+    "[10s~]",
 ];
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -225,18 +238,21 @@ impl BrokerStats {
             ("getFoundTps", joined(|r| r.found)),
             ("getMissTps", joined(|r| r.miss)),
             ("getTransferedTps", joined(|r| r.transferred)),
-            (
-                "getTotalTps",
-                joined(|r| r.found + r.miss),
-            ),
+            ("getTotalTps", joined(|r| r.found + r.miss)),
             ("msgPutTotalTodayNow", now.put.to_string()),
-            ("msgPutTotalTodayMorning", days.put_today_morning.to_string()),
+            (
+                "msgPutTotalTodayMorning",
+                days.put_today_morning.to_string(),
+            ),
             (
                 "msgPutTotalYesterdayMorning",
                 days.put_yesterday_morning.to_string(),
             ),
             ("msgGetTotalTodayNow", now.transferred.to_string()),
-            ("msgGetTotalTodayMorning", days.get_today_morning.to_string()),
+            (
+                "msgGetTotalTodayMorning",
+                days.get_today_morning.to_string(),
+            ),
             (
                 "msgGetTotalYesterdayMorning",
                 days.get_yesterday_morning.to_string(),
@@ -324,8 +340,12 @@ mod tests {
         assert_eq!(get(&info, "msgGetTotalTodayNow"), "5");
         assert_eq!(get(&info, "getTotalTps"), "1.0 1.0 1.0");
         assert_eq!(get(&info, "putMessageEntireTimeMax"), "60");
-        assert!(get(&info, "putMessageDistributeTime").starts_with("[<=0ms]:0 [0~10ms]:1 [10~50ms]:0 [50~100ms]:1 "));
-        assert_eq!(get(&info, "runtime"), "[ 0 days, 0 hours, 0 minutes, 2 seconds ]");
+        assert!(get(&info, "putMessageDistributeTime")
+            .starts_with("[<=0ms]:0 [0~10ms]:1 [10~50ms]:0 [50~100ms]:1 "));
+        assert_eq!(
+            get(&info, "runtime"),
+            "[ 0 days, 0 hours, 0 minutes, 2 seconds ]"
+        );
     }
 
     #[test]

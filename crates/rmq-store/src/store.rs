@@ -1394,10 +1394,9 @@ impl MessageStore {
             let mut names = Vec::with_capacity(removed.len());
             for (topic, queue_id, cq) in removed {
                 cache.remove(&topic);
-                if let (Some(next), Ok(i)) = (
-                    queue_offsets.get_mut(&topic),
-                    usize::try_from(queue_id),
-                ) {
+                if let (Some(next), Ok(i)) =
+                    (queue_offsets.get_mut(&topic), usize::try_from(queue_id))
+                {
                     if let Some(slot) = next.get_mut(i) {
                         *slot = 0;
                     }

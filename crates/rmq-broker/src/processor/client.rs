@@ -153,7 +153,10 @@ pub fn producer_connections(b: &Broker, req: &RemotingCommand) -> Option<Reply> 
         );
     }
     let body = ProducerConnection {
-        connection_set: channels.iter().map(ClientChannel::to_connection_info).collect(),
+        connection_set: channels
+            .iter()
+            .map(ClientChannel::to_connection_info)
+            .collect(),
     };
     reply(req, json_response(req, &body))
 }
@@ -163,7 +166,8 @@ pub fn producer_connections(b: &Broker, req: &RemotingCommand) -> Option<Reply> 
 pub fn topic_consumed_by(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
     let h = decode_header!(req, QueryTopicConsumeByWhoRequestHeader);
     let mut body = GroupList::default();
-    body.group_list.extend(b.clients.groups_subscribing(&h.topic));
+    body.group_list
+        .extend(b.clients.groups_subscribing(&h.topic));
     body.group_list.extend(b.offsets.groups_of_topic(&h.topic));
     reply(req, json_response(req, &body))
 }

@@ -244,8 +244,7 @@ async fn send(
         let (code, remark) = store_error_to_response(&e);
         response(req, code, remark)
     })?;
-    b.stats
-        .on_put(results.len() as u64, started.elapsed());
+    b.stats.on_put(results.len() as u64, started.elapsed());
     let Some(last) = results.last() else {
         return Err(illegal("nothing to store".into()));
     };
