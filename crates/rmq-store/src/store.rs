@@ -1345,13 +1345,36 @@ impl MessageStore {
     /// so are queues that never held a unit. The queue's next offset is forgotten too, so a
     /// later message starts it again at 0. Returns the `(topic, queue id)` removed.
     ///
+    /// # Errors
+    /// As [`clean_unused_topics`](Self::clean_unused_topics).
+    pub fn clean_expired_consume_queues(&self) -> Result<Vec<(String, i32)>> {
+        self.remove_consume_queues(|_, cq, min| {
+            let last = cq.max_physic_offset();
+            last != -1 && last < min
+        })
+    }
+
+    /// Drop every ConsumeQueue of the topics for which `in_use` is false (RocketMQ's
+    /// `cleanUnusedTopic`, mqadmin `cleanUnusedTopic`: the broker passes its topic table, so
+    /// the queues of deleted topics go). The delay topic's queues are kept. Returns the
+    /// `(topic, queue id)` removed.
+    ///
     /// Puts wait meanwhile, and the clean-up first lets dispatch catch up (up to 3 s), so no
     /// unit is in flight to a queue being removed.
     ///
     /// # Errors
     /// Dispatch did not catch up in time (nothing was removed: try again), or a ConsumeQueue
     /// file could not be deleted.
-    pub fn clean_expired_consume_queues(&self) -> Result<Vec<(String, i32)>> {
+    pub fn clean_unused_topics(&self, in_use: &dyn Fn(&str) -> bool) -> Result<Vec<(String, i32)>> {
+        self.remove_consume_queues(|topic, _, _| !in_use(topic))
+    }
+
+    /// Remove the ConsumeQueues `(topic, queue, CommitLog min offset)` selects (never the
+    /// delay topic's), their files and their next queue offsets, with puts stopped.
+    fn remove_consume_queues(
+        &self,
+        select: impl Fn(&str, &ConsumeQueue, i64) -> bool,
+    ) -> Result<Vec<(String, i32)>> {
         self.commit_log.with_puts_stopped(|queue_offsets| {
             for _ in 0..3000 {
                 if self.dispatch_behind_bytes() == 0 {
@@ -1381,12 +1404,11 @@ impl MessageStore {
                     continue;
                 }
                 queues.retain(|&queue_id, cq| {
-                    let last = cq.max_physic_offset();
-                    let expired = last != -1 && last < min;
-                    if expired {
+                    let selected = select(topic, cq, min);
+                    if selected {
                         removed.push((topic.clone(), queue_id, Arc::clone(cq)));
                     }
-                    !expired
+                    !selected
                 });
             }
             table.retain(|_, queues| !queues.is_empty());
@@ -1403,8 +1425,12 @@ impl MessageStore {
                 }
                 cq.queue().destroy()?;
                 let _ = std::fs::remove_dir(cq.queue().dir());
+                if let Some(topic_dir) = cq.queue().dir().parent() {
+                    let _ = std::fs::remove_dir(topic_dir); // only once it is empty
+                }
                 names.push((topic, queue_id));
             }
+            names.sort();
             Ok(names)
         })
     }

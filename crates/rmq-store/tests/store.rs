@@ -662,3 +662,23 @@ fn human_readable_bytes_as_rocketmq_prints_them() {
     assert_eq!(rmq_store::store::human_readable_bytes(1536), "1.5 KiB");
     assert_eq!(rmq_store::store::human_readable_bytes(3 << 30), "3.0 GiB");
 }
+
+#[test]
+fn unused_topics_lose_their_consume_queues() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(dir.path(), small_config(&[]), host()).unwrap();
+    for q in 0..2 {
+        put(&store, "Gone", q, b"g", b"");
+    }
+    put(&store, "Kept", 0, b"k", b"");
+    wait_dispatched(&store);
+    let removed = store.clean_unused_topics(&|t| t == "Kept").unwrap();
+    assert_eq!(
+        removed,
+        vec![("Gone".to_owned(), 0), ("Gone".to_owned(), 1)]
+    );
+    assert!(!dir.path().join("consumequeue/Gone").exists());
+    assert_eq!(bodies(&store, "Kept", 0, 0, 8), vec![b"k".to_vec()]);
+    assert_eq!(put(&store, "Gone", 1, b"again", b"").append.queue_offset, 0);
+    store.shutdown().unwrap();
+}

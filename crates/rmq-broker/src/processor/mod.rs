@@ -141,6 +141,12 @@ pub async fn dispatch(b: Arc<Broker>, conn: Connection, req: RemotingCommand) ->
         RequestCode::CLEAN_EXPIRED_CONSUMEQUEUE => {
             store_admin::clean_expired_consume_queues(&b, &req).await
         }
+        RequestCode::CLEAN_UNUSED_TOPIC => store_admin::clean_unused_topics(&b, &req).await,
+        RequestCode::DELETE_EXPIRED_COMMITLOG => {
+            store_admin::delete_expired_commit_log(&b, &req).await
+        }
+        RequestCode::GET_SYSTEM_TOPIC_LIST_FROM_BROKER => topic::system_topics(&b, &req),
+        RequestCode::GET_ALL_PRODUCER_INFO => client::all_producers(&b, &req),
         _ => match &b.fallback {
             Some(f) => f.handle(conn, req).await,
             None => reply(
