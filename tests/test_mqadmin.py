@@ -48,6 +48,7 @@ class Env:
     admin: MQAdmin
     broker: BrokerProcess
     sent: list[SendResult]
+    work: Path
     client: RemotingClient = field(default_factory=RemotingClient)
 
     def run(self, *args: str, limit_s: float = 60.0) -> CommandResult:
@@ -135,7 +136,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
         consumer.subscribe(TOPIC, "*")
         consumer.register_message_listener_concurrently(listener)  # type: ignore[arg-type]
         consumer.start()
-        e = Env(ns, f"127.0.0.1:{port}", MQAdmin(work, ns), broker, sent)
+        e = Env(ns, f"127.0.0.1:{port}", MQAdmin(work, ns), broker, sent, work)
         admin = e.admin
         wait_until(lambda: len(got) >= COUNT, "the consumer to get every message")
 
@@ -181,8 +182,15 @@ def test_topic_commands(env: Env) -> None:
     assert len(status) == 4
     assert sum(int(r[3]) for r in status) == COUNT  # #Max Offset per queue
     assert env.ok("topicClusterList", "-t", TOPIC).split() == [CLUSTER]
+    assert "SEND_OK" in env.ok("sendMessage", "-t", "MqadminTmp", "-p", "short-lived")
     env.ok("deleteTopic", "-c", CLUSTER, "-t", "MqadminTmp", expect="from NameServer success")
     assert "MqadminTmp" not in env.ok("topicList").split()
+    # The deleted topic's ConsumeQueue stays on disk until cleanUnusedTopic (CLEAN_UNUSED_TOPIC).
+    queues = env.work / "store" / "consumequeue"
+    assert (queues / "MqadminTmp").is_dir()
+    assert env.ok("cleanUnusedTopic", "-c", CLUSTER).strip() == "success"
+    assert not (queues / "MqadminTmp").exists()
+    assert (queues / TOPIC).is_dir()
 
 
 def test_cluster_list_and_broker_status(env: Env) -> None:
@@ -358,3 +366,27 @@ def test_clean_expired_consume_queues(env: Env) -> None:
     assert env.ok("cleanExpiredCQ", "-b", env.broker_addr).strip() == "success"
     status = rows(env.ok("topicStatus", "-t", TOPIC), BROKER)
     assert sum(int(r[3]) for r in status) >= COUNT
+
+
+def test_broker_housekeeping_producers_and_exports(env: Env) -> None:
+    # Retention on demand: nothing is 72 h old here, so nothing goes.
+    assert env.ok("deleteExpiredCommitLog", "-c", CLUSTER).strip() == "success"
+    assert len(rows(env.ok("topicStatus", "-t", TOPIC), BROKER)) == 4
+    producers = env.ok("producer", "-b", env.broker_addr)
+    m = re.search(
+        rf"producer group \({PRODUCERS}\) instance : clientId=\S+@\S+,"
+        r"remoteIP=127\.0\.0\.1:\d+, language=\w+, version=\d+, lastUpdateTimestamp=(\d+)",
+        producers,
+    )
+    assert m, producers
+    # The last heartbeat (1 s interval) in ms since the epoch.
+    assert abs(int(m.group(1)) - time.time() * 1000) < 30_000, producers
+    export = env.work / "export"
+    env.ok("exportMetadata", "-c", CLUSTER, "-f", str(export), expect="success")
+    metadata = fastjson.loads((export / "metadata.json").read_text())
+    assert TOPIC in metadata["topicConfigTable"]
+    assert "TBW102" not in metadata["topicConfigTable"]  # system topics left out (305)
+    assert GROUP in metadata["subscriptionGroupTable"]
+    env.ok("exportMetrics", "-c", CLUSTER, "-f", str(export), expect="success")
+    quota = fastjson.loads((export / "metrics.json").read_text())["evaluateReport"][BROKER]
+    assert float(quota["runtimeQuota"]["messageAverageSize"]) > 0
