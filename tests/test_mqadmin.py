@@ -244,8 +244,16 @@ def test_consumer_and_producer_commands(env: Env) -> None:
     assert len(mine) == 4 and all(r[4] == r[5] for r in mine), stats
     assert re.search(r"Diff Total: 0\b", stats)
     # statsAll: topic, group, accumulation, in/out TPS, messages in/out in 24 h.
+    # (VIEW_BROKER_STATS_DATA: puts from the topic's queue offsets, gets from the group's
+    # committed offsets, over the last minute / hour / day.)
     (all_row,) = [r for r in rows(env.ok("statsAll", "-t", TOPIC), TOPIC) if r[1] == GROUP]
-    assert all_row[2] == "0"
+    assert all_row[2] == "0", all_row  # accumulation
+    assert float(all_row[3]) > 0 and float(all_row[4]) > 0, all_row  # in / out TPS
+    assert int(all_row[5]) >= COUNT and int(all_row[6]) >= COUNT, all_row  # in / out 24 h
+    view = {"statsName": "GROUP_GET_NUMS", "statsKey": f"{TOPIC}@NoSuchGroup"}
+    missing = env.client.invoke(env.broker_addr, RequestCode.VIEW_BROKER_STATS_DATA, view)
+    assert missing.code == ResponseCode.SYSTEM_ERROR
+    assert missing.remark and missing.remark.startswith("The stats <GROUP_GET_NUMS> <")
     allocation = json.loads(env.ok("allocateMQ", "-t", TOPIC, "-i", "10.0.0.1,10.0.0.2"))
     assert sorted(len(v) for v in allocation["result"].values()) == [2, 2]
 

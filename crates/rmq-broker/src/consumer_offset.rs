@@ -87,6 +87,15 @@ impl ConsumerOffsetManager {
         topics
     }
 
+    /// The sum of `group`'s committed offsets on `topic` (what it has consumed there), `None`
+    /// when it has none.
+    #[must_use]
+    pub fn committed_sum(&self, group: &str, topic: &str) -> Option<u64> {
+        self.lock()
+            .get(&key(topic, group))
+            .map(|m| m.values().map(|o| (*o).max(0).unsigned_abs()).sum())
+    }
+
     /// Groups with offsets on `topic`.
     #[must_use]
     pub fn groups_of_topic(&self, topic: &str) -> Vec<String> {

@@ -20,6 +20,7 @@ use crate::long_polling::PullRequestHoldService;
 use crate::processor;
 use crate::producer_manager::ProducerManager;
 use crate::rebalance_lock::RebalanceLockManager;
+use crate::stats_history::StatsHistory;
 use crate::subscription_group::SubscriptionGroupManager;
 use crate::topic_config::{TopicChangeListener, TopicConfigManager};
 
@@ -52,6 +53,8 @@ pub struct Broker {
     pub boot_timestamp: i64,
     /// Put and get counters (runtime info).
     pub stats: BrokerStats,
+    /// Per-topic and per-group message counts over time (VIEW_BROKER_STATS_DATA).
+    pub history: StatsHistory,
 }
 
 impl Broker {
@@ -123,6 +126,7 @@ impl BrokerController {
             fallback,
             boot_timestamp: now,
             stats: BrokerStats::new(now),
+            history: StatsHistory::default(),
         });
         let weak = Arc::downgrade(&broker);
         broker.store.set_message_arriving_listener(Arc::new(
@@ -194,11 +198,18 @@ impl BrokerController {
         let weak = Arc::downgrade(&b);
         let stats_task = tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_secs(1));
-            tick.tick().await;
+            let mut next_history = 0;
             loop {
                 tick.tick().await;
                 let Some(b) = weak.upgrade() else { break };
-                b.stats.sample(rmq_common::time::now_millis());
+                let now = rmq_common::time::now_millis();
+                b.stats.sample(now);
+                if now >= next_history {
+                    // Walks the topic and offset tables: off the runtime's worker.
+                    let b2 = Arc::clone(&b);
+                    let _ = tokio::task::spawn_blocking(move || b2.history.sample(&b2, now)).await;
+                    next_history = now + crate::stats_history::SAMPLE_INTERVAL_MS;
+                }
             }
         });
         self.tasks

@@ -53,6 +53,7 @@ pub mod long_polling;
 pub mod processor;
 pub mod producer_manager;
 pub mod rebalance_lock;
+pub mod stats_history;
 pub mod subscription_group;
 pub mod topic_config;
 pub mod transaction;

@@ -138,6 +138,7 @@ pub async fn dispatch(b: Arc<Broker>, conn: Connection, req: RemotingCommand) ->
         RequestCode::GET_PRODUCER_CONNECTION_LIST => client::producer_connections(&b, &req),
         RequestCode::QUERY_TOPIC_CONSUME_BY_WHO => client::topic_consumed_by(&b, &req),
         RequestCode::GET_BROKER_CONSUME_STATS => stats::broker_consume_stats(&b, &req),
+        RequestCode::VIEW_BROKER_STATS_DATA => stats::view_stats(&b, &req),
         RequestCode::CLEAN_EXPIRED_CONSUMEQUEUE => {
             store_admin::clean_expired_consume_queues(&b, &req).await
         }

@@ -1,4 +1,5 @@
-//! GET_TOPIC_STATS_INFO (202), GET_CONSUME_STATS (208) and GET_BROKER_CONSUME_STATS (317),
+//! GET_TOPIC_STATS_INFO (202), GET_CONSUME_STATS (208), GET_BROKER_CONSUME_STATS (317) and
+//! VIEW_BROKER_STATS_DATA (315, from [`crate::stats_history`]),
 //! as RocketMQ's `AdminBrokerProcessor`: per-queue offsets of a topic, and consumer groups'
 //! progress against them (what `mqadmin topicStatus`, `consumerProgress` and
 //! `brokerConsumeStats` print).
@@ -6,10 +7,12 @@
 use std::collections::BTreeSet;
 
 use rmq_protocol::body::{
-    ConsumeStats, ConsumeStatsList, MessageQueue, OffsetWrapper, TopicOffset, TopicStatsTable,
+    BrokerStatsData, BrokerStatsItem, ConsumeStats, ConsumeStatsList, MessageQueue, OffsetWrapper,
+    TopicOffset, TopicStatsTable,
 };
 use rmq_protocol::header::{
     GetConsumeStatsInBrokerHeader, GetConsumeStatsRequestHeader, GetTopicStatsInfoRequestHeader,
+    ViewBrokerStatsDataRequestHeader,
 };
 use rmq_protocol::{RemotingCommand, ResponseCode};
 use rmq_remoting::Reply;
@@ -165,5 +168,50 @@ pub fn broker_consume_stats(b: &Broker, req: &RemotingCommand) -> Option<Reply> 
         body.consume_stats_list
             .push(std::collections::BTreeMap::from([(group, per_topic)]));
     }
+    reply(req, json_response(req, &body))
+}
+
+/// 315: `TOPIC_PUT_NUMS` (key: topic) or `GROUP_GET_NUMS` (key: `topic@group`) over the last
+/// minute, hour and day (`avgpt` stays 0: rmq does not count the calls, only the messages).
+/// SYSTEM_ERROR "The stats <name> <key> not exist" for an unknown item, as RocketMQ answers.
+pub fn view_stats(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+    use crate::stats_history::{current, GROUP_GET_NUMS, TOPIC_PUT_NUMS};
+    let h = decode_header!(req, ViewBrokerStatsDataRequestHeader);
+    let Some(now_value) = current(b, &h.stats_name, &h.stats_key) else {
+        let why = if [TOPIC_PUT_NUMS, GROUP_GET_NUMS].contains(&h.stats_name.as_str()) {
+            "the topic does not exist here, or the group has no offsets on it".to_owned()
+        } else {
+            format!(
+                "rmq keeps {TOPIC_PUT_NUMS} (key: topic) and {GROUP_GET_NUMS} (key: topic@group)"
+            )
+        };
+        return reply(
+            req,
+            response(
+                req,
+                ResponseCode::SYSTEM_ERROR,
+                format!(
+                    "The stats <{}> <{}> not exist: {why}",
+                    h.stats_name, h.stats_key
+                ),
+            ),
+        );
+    };
+    let now = rmq_common::time::now_millis();
+    let item = |window_ms: i64| {
+        let w = b
+            .history
+            .window(&h.stats_name, &h.stats_key, now_value, now, window_ms);
+        BrokerStatsItem {
+            sum: i64::try_from(w.sum).unwrap_or(i64::MAX),
+            tps: w.tps,
+            avgpt: 0.0,
+        }
+    };
+    let body = BrokerStatsData {
+        stats_minute: item(60_000),
+        stats_hour: item(3_600_000),
+        stats_day: item(86_400_000),
+    };
     reply(req, json_response(req, &body))
 }

@@ -199,6 +199,31 @@ impl RemotingJson for ConsumeStatsList {
     }
 }
 
+/// `BrokerStatsItem`: one window of a broker statistic.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct BrokerStatsItem {
+    /// Count in the window.
+    pub sum: i64,
+    /// Per second over the window.
+    pub tps: f64,
+    /// Average per call.
+    pub avgpt: f64,
+}
+
+/// `BrokerStatsData` (VIEW_BROKER_STATS_DATA, 315): a statistic over the last minute, hour
+/// and day.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct BrokerStatsData {
+    /// Last minute.
+    pub stats_minute: BrokerStatsItem,
+    /// Last hour.
+    pub stats_hour: BrokerStatsItem,
+    /// Last day.
+    pub stats_day: BrokerStatsItem,
+}
+
 /// `ResetOffsetBody` (RESET_CONSUMER_CLIENT_OFFSET 220 and INVOKE_BROKER_TO_RESET_OFFSET
 /// 222): the offset each queue was reset to.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -271,6 +296,7 @@ mq_keyed_body!(ResetOffsetBody, |s: &ResetOffsetBody,
 });
 
 remoting_json!(
+    BrokerStatsData,
     KvTable,
     SubscriptionGroupConfig,
     SubscriptionGroupWrapper,
