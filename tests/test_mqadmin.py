@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,6 +27,7 @@ import rmq
 from rmq._rmq import RemotingClient, SendResult, StoredMessage
 from rmq.admin import fastjson
 from rmq.codes import RequestCode, ResponseCode
+from test_broker_admin import RawConsumer
 from test_broker_cli import TEST_STORE_CONF, BrokerProcess, free_port
 
 sys.path.insert(0, str(Path(__file__).parent / "compat" / "mqadmin"))
@@ -398,3 +400,40 @@ def test_broker_housekeeping_producers_and_exports(env: Env) -> None:
     env.ok("exportMetrics", "-c", CLUSTER, "-f", str(export), expect="success")
     quota = fastjson.loads((export / "metrics.json").read_text())["evaluateReport"][BROKER]
     assert float(quota["runtimeQuota"]["messageAverageSize"]) > 0
+
+
+class RunningInfoConsumer(RawConsumer):
+    """A consumer that answers GET_CONSUMER_RUNNING_INFO (307) the way a Java consumer does."""
+
+    def on_frame(self, header: dict[str, Any], body: bytes) -> None:
+        if header.get("code") == RequestCode.GET_CONSUMER_RUNNING_INFO and not header["flag"] & 1:
+            info = {
+                "properties": {"PROP_CONSUME_TYPE": "CONSUME_PASSIVELY", "asked": "yes"},
+                "subscriptionSet": [],
+                "mqTable": {},
+                "statusTable": {},
+            }
+            self.respond(header["opaque"], ResponseCode.SUCCESS, json.dumps(info).encode())
+
+
+def test_consumer_status_is_relayed_to_the_consumer(env: Env) -> None:
+    group = "MqadminStatusGroup"
+    consumer = RunningInfoConsumer(env.broker_addr, "10.0.0.9@status", group, [TOPIC])
+    try:
+        out = env.ok("consumerStatus", "-g", group, "-i", "10.0.0.9@status")
+        assert out.startswith("#Consumer Properties#\n"), out
+        assert re.search(r"^asked\s+: yes$", out, re.M), out
+        (asked,) = consumer.requests(RequestCode.GET_CONSUMER_RUNNING_INFO)
+        assert asked[0]["extFields"]["clientId"] == "10.0.0.9@status"
+        missing = env.run("consumerStatus", "-g", group, "-i", "10.0.0.9@nobody")
+        assert (
+            missing.failed
+            and "The Consumer <MqadminStatusGroup> <10.0.0.9@nobody> not online" in missing.output
+        )
+    finally:
+        consumer.close()
+    # rmq's own consumer does not build running info: its refusal comes back through the broker.
+    client_id = re.search(r"^(\S+@\S+)\s", env.ok("consumerConnection", "-g", GROUP), re.M)
+    assert client_id, "no client id"
+    relayed = env.run("consumerStatus", "-g", GROUP, "-i", client_id.group(1))
+    assert "not supported by the rmq Python client" in relayed.output, relayed.output

@@ -20,6 +20,7 @@ macro_rules! decode_header {
 }
 
 pub mod admin;
+pub mod call_consumer;
 pub mod client;
 pub mod end_transaction;
 pub mod lock;
@@ -139,6 +140,9 @@ pub async fn dispatch(b: Arc<Broker>, conn: Connection, req: RemotingCommand) ->
         RequestCode::QUERY_TOPIC_CONSUME_BY_WHO => client::topic_consumed_by(&b, &req),
         RequestCode::GET_BROKER_CONSUME_STATS => stats::broker_consume_stats(&b, &req),
         RequestCode::VIEW_BROKER_STATS_DATA => stats::view_stats(&b, &req),
+        RequestCode::GET_CONSUMER_RUNNING_INFO => {
+            call_consumer::consumer_running_info(&b, &req).await
+        }
         RequestCode::CLEAN_EXPIRED_CONSUMEQUEUE => {
             store_admin::clean_expired_consume_queues(&b, &req).await
         }
