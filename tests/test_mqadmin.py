@@ -304,6 +304,15 @@ def test_message_queries(env: Env) -> None:
         "queryMsgByOffset", "-t", TOPIC, "-b", BROKER, "-i", str(q), "-o", str(first.queue_offset)
     )
     assert re.search(r"Keys:\s+\[key-3\]", by_offset), by_offset
+    # queryCq: the queue's units point at the CommitLog offsets the sends returned.
+    in_queue = sorted((r for r in env.sent if r.queue.queue_id == q), key=lambda r: r.queue_offset)
+    cq = env.ok(
+        "queryCq", "-t", TOPIC, "-q", str(q), "-i", "0", "-c", str(len(in_queue)),
+        "-b", env.broker_addr, "-g", GROUP,
+    )  # fmt: skip
+    assert '"subString":"*"' in cq and re.search(r"max: \d+, min: 0", cq), cq
+    listed = [int(x) for x in re.findall(r"physicOffset=(\d+)", cq)]
+    assert listed == [int(r.offset_msg_id[16:], 16) for r in in_queue], cq
     printed = env.ok("printMsg", "-t", TOPIC, "-d", "true")
     assert all(f"body-{i}" in printed for i in range(COUNT)), printed
     by_queue = env.ok(

@@ -224,6 +224,47 @@ pub struct BrokerStatsData {
     pub stats_day: BrokerStatsItem,
 }
 
+/// `ConsumeQueueData`: one ConsumeQueue unit in [`QueryConsumeQueueResponseBody`].
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ConsumeQueueData {
+    /// CommitLog offset of the message.
+    pub physic_offset: i64,
+    /// Its size.
+    pub physic_size: i32,
+    /// Tag hash code.
+    pub tags_code: i64,
+    /// ConsumeQueue-extension unit as JSON (rmq keeps no extension: absent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extend_data_json: Option<String>,
+    /// Filter bit map (absent: no extension).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bit_map: Option<String>,
+    /// Whether the group's filter matched (only evaluated on extension units).
+    pub eval: bool,
+    /// A problem with the unit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub msg: Option<String>,
+}
+
+/// `QueryConsumeQueueResponseBody` (QUERY_CONSUME_QUEUE, 321, mqadmin `queryCq`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct QueryConsumeQueueResponseBody {
+    /// The group's subscription of the topic, when a group was named and is online.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subscription_data: Option<crate::body::SubscriptionData>,
+    /// Filter data, or why there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filter_data: Option<String>,
+    /// The units listed.
+    pub queue_data: Vec<ConsumeQueueData>,
+    /// Next queue offset to be written.
+    pub max_queue_index: i64,
+    /// First valid queue offset.
+    pub min_queue_index: i64,
+}
+
 /// `ResetOffsetBody` (RESET_CONSUMER_CLIENT_OFFSET 220 and INVOKE_BROKER_TO_RESET_OFFSET
 /// 222): the offset each queue was reset to.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -297,6 +338,7 @@ mq_keyed_body!(ResetOffsetBody, |s: &ResetOffsetBody,
 
 remoting_json!(
     BrokerStatsData,
+    QueryConsumeQueueResponseBody,
     KvTable,
     SubscriptionGroupConfig,
     SubscriptionGroupWrapper,
