@@ -260,6 +260,15 @@ def test_consumer_and_producer_commands(env: Env) -> None:
     allocation = json.loads(env.ok("allocateMQ", "-t", TOPIC, "-i", "10.0.0.1,10.0.0.2"))
     assert sorted(len(v) for v in allocation["result"].values()) == [2, 2]
 
+    # cloneGroupOffset: a new group starts where GROUP is.
+    env.ok("cloneGroupOffset", "-s", GROUP, "-d", "MqadminClone", "-t", TOPIC, expect="success")
+    cloned = [env.committed("MqadminClone", TOPIC, q) for q in range(4)]
+    assert cloned == [env.committed(GROUP, TOPIC, q) for q in range(4)]
+    assert sum(c or 0 for c in cloned) >= COUNT
+    # (A group with offsets but no retry topic would fail queryMsgById's consumer track, as it
+    # would on RocketMQ: drop the clone's offsets again.)
+    env.ok("deleteSubGroup", "-c", CLUSTER, "-g", "MqadminClone", "-r", "true")
+
     # resetOffsetByTime to now: the live consumer keeps its (already final) offsets.
     reset = env.ok("resetOffsetByTime", "-g", GROUP, "-t", TOPIC, "-s", "now")
     assert len(rows(reset, BROKER)) == 4, reset

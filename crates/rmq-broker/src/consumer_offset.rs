@@ -96,6 +96,17 @@ impl ConsumerOffsetManager {
             .map(|m| m.values().map(|o| (*o).max(0).unsigned_abs()).sum())
     }
 
+    /// Copy `src`'s offsets on `topic` to `dest` (replacing `dest`'s there); false when
+    /// `src` has none (RocketMQ's `cloneOffset`).
+    pub fn clone_offsets(&self, src: &str, dest: &str, topic: &str) -> bool {
+        let mut table = self.lock();
+        let Some(offsets) = table.get(&key(topic, src)).cloned() else {
+            return false;
+        };
+        table.insert(key(topic, dest), offsets);
+        true
+    }
+
     /// Groups with offsets on `topic`.
     #[must_use]
     pub fn groups_of_topic(&self, topic: &str) -> Vec<String> {

@@ -141,6 +141,7 @@ pub async fn dispatch(b: Arc<Broker>, conn: Connection, req: RemotingCommand) ->
         RequestCode::GET_BROKER_CONSUME_STATS => stats::broker_consume_stats(&b, &req),
         RequestCode::VIEW_BROKER_STATS_DATA => stats::view_stats(&b, &req),
         RequestCode::QUERY_CONSUME_QUEUE => admin::query_consume_queue(&b, &req),
+        RequestCode::CLONE_GROUP_OFFSET => offset::clone_group_offset(&b, &req),
         RequestCode::GET_CONSUMER_RUNNING_INFO => {
             call_consumer::consumer_running_info(&b, &req).await
         }
