@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 import rmq
-from rmq._rmq import RemotingClient, SendResult, StoredMessage, request_codes
+from rmq._rmq import RemotingClient, SendResult, StoredMessage, decode_messages, request_codes
 from rmq.admin import fastjson
 from rmq.codes import RequestCode, ResponseCode
 from test_broker_admin import RawConsumer
@@ -421,9 +421,20 @@ def test_broker_housekeeping_producers_and_exports(env: Env) -> None:
 
 
 class RunningInfoConsumer(RawConsumer):
-    """A consumer that answers GET_CONSUMER_RUNNING_INFO (307) the way a Java consumer does."""
+    """A consumer that answers GET_CONSUMER_RUNNING_INFO (307) and CONSUME_MESSAGE_DIRECTLY
+    (309) the way a Java consumer does."""
 
     def on_frame(self, header: dict[str, Any], body: bytes) -> None:
+        if header.get("code") == CODE["CONSUME_MESSAGE_DIRECTLY"] and not header["flag"] & 1:
+            (msg,) = decode_messages(body)  # the broker attached the stored message
+            result = {
+                "order": False,
+                "autoCommit": True,
+                "consumeResult": "CR_SUCCESS",
+                "remark": f"consumed {msg.body.decode()} from {header['extFields']['brokerName']}",
+                "spentTimeMills": 1,
+            }
+            self.respond(header["opaque"], ResponseCode.SUCCESS, json.dumps(result).encode())
         if header.get("code") == CODE["GET_CONSUMER_RUNNING_INFO"] and not header["flag"] & 1:
             info = {
                 "properties": {"PROP_CONSUME_TYPE": "CONSUME_PASSIVELY", "asked": "yes"},
@@ -434,7 +445,7 @@ class RunningInfoConsumer(RawConsumer):
             self.respond(header["opaque"], ResponseCode.SUCCESS, json.dumps(info).encode())
 
 
-def test_consumer_status_is_relayed_to_the_consumer(env: Env) -> None:
+def test_consumer_status_and_direct_consume_are_relayed_to_the_consumer(env: Env) -> None:
     group = "MqadminStatusGroup"
     consumer = RunningInfoConsumer(env.broker_addr, "10.0.0.9@status", group, [TOPIC])
     try:
@@ -443,6 +454,11 @@ def test_consumer_status_is_relayed_to_the_consumer(env: Env) -> None:
         assert re.search(r"^asked\s+: yes$", out, re.M), out
         (asked,) = consumer.requests(CODE["GET_CONSUMER_RUNNING_INFO"])
         assert asked[0]["extFields"]["clientId"] == "10.0.0.9@status"
+        # queryMsgById -g -d: CONSUME_MESSAGE_DIRECTLY, the stored message relayed to it.
+        pushed = env.ok(
+            "queryMsgById", "-i", env.sent[5].offset_msg_id, "-g", group, "-d", "10.0.0.9@status"
+        )
+        assert "consumeResult=CR_SUCCESS, remark=consumed body-5 from broker-mq" in pushed, pushed
         missing = env.run("consumerStatus", "-g", group, "-i", "10.0.0.9@nobody")
         assert (
             missing.failed

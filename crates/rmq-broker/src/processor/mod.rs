@@ -145,6 +145,9 @@ pub async fn dispatch(b: Arc<Broker>, conn: Connection, req: RemotingCommand) ->
         RequestCode::GET_CONSUMER_RUNNING_INFO => {
             call_consumer::consumer_running_info(&b, &req).await
         }
+        RequestCode::CONSUME_MESSAGE_DIRECTLY => {
+            call_consumer::consume_message_directly(&b, &req).await
+        }
         RequestCode::CLEAN_EXPIRED_CONSUMEQUEUE => {
             store_admin::clean_expired_consume_queues(&b, &req).await
         }
