@@ -184,4 +184,23 @@ mod tests {
         assert_eq!(again.topics_of_group("G@x").len(), 1);
         assert!(dir.path().join("consumerOffset.json.bak").exists());
     }
+
+    #[test]
+    fn remove_clone_and_sum_a_groups_offsets() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = ConsumerOffsetManager::new(dir.path()).unwrap();
+        m.commit("G", "T", 0, 5);
+        m.commit("G", "T", 1, 7);
+        m.commit("G", "U", 0, 1);
+        m.commit("H", "T", 0, 9);
+        assert_eq!(m.committed_sum("G", "T"), Some(12));
+        assert_eq!(m.committed_sum("G", "V"), None);
+        assert!(m.clone_offsets("G", "C", "T"));
+        assert!(!m.clone_offsets("G", "C", "V"));
+        assert_eq!((m.query("C", "T", 0), m.query("C", "T", 1)), (5, 7));
+        assert_eq!(m.remove_group("G"), vec!["T".to_owned(), "U".to_owned()]);
+        assert_eq!(m.query("G", "T", 0), -1);
+        assert_eq!(m.query("H", "T", 0), 9, "other groups keep theirs");
+        assert_eq!(m.query("C", "T", 1), 7);
+    }
 }
