@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 
+import rmq
 from rmq._rmq import RemotingClient, RemotingRequest, RemotingResponse, RemotingServer
 from rmq.admin import fastjson, main
 from rmq.admin.client import AdminRequestCode
@@ -59,6 +60,11 @@ MQADMIN_COMMANDS = {
     "printMsg",
     "getBrokerConfig",
     "updateBrokerConfig",
+    "deleteSubGroup",
+    "producerConnection",
+    "getNamesrvConfig",
+    "wipeWritePerm",
+    "addWritePerm",
 }
 
 
@@ -1078,3 +1084,61 @@ def test_send_and_consume_message_through_the_sdk(
     wait_until("route of AdminSdk", lambda: cluster.route("AdminSdk"))
     got = rmq_json(capsys, cluster, "consumeMessage", "-t", "AdminSdk", "-c", "10")
     assert [(m["body"], m["tags"]) for m in got["messages"]] == [("hello", "TagX")]
+
+
+# ---- nameserver config, write permission, group deletion, producer connections -------------
+
+
+def test_namesrv_config_and_write_perm(
+    capsys: pytest.CaptureFixture[str], cluster: Cluster
+) -> None:
+    port = cluster.namesrv.rsplit(":", 1)[1]
+    assert rmq_json(capsys, cluster, "getNamesrvConfig") == {cluster.namesrv: {"listenPort": port}}
+    code, out, err = run_main(capsys, "-n", cluster.namesrv, "wipeWritePerm", "-b", BROKER_NAME)
+    assert code == 0, err
+    m = re.search(
+        rf"wipe write perm of broker\[{BROKER_NAME}\] in name server\[\S+\] OK, (\d+)", out
+    )
+    assert m and int(m.group(1)) > 0, out
+    route = cluster.route("TBW102")
+    assert route and route["queueDatas"][0]["perm"] & 2 == 0
+    added = rmq_json(capsys, cluster, "addWritePerm", "-b", BROKER_NAME)
+    assert added["addTopicCount"] == {cluster.namesrv: int(m.group(1))}
+    route = cluster.route("TBW102")
+    assert route and route["queueDatas"][0]["perm"] == 6
+
+
+def test_delete_sub_group_and_its_offsets(
+    capsys: pytest.CaptureFixture[str], cluster: Cluster
+) -> None:
+    group = "AdminDoomedGroup"
+    code, _, err = run_main(
+        capsys, "-n", cluster.namesrv, "updateSubGroup", "-b", cluster.broker, "-g", group
+    )
+    assert code == 0, err
+    cluster.commit_offset(group, "TBW102", 0, 1)
+    code, out, err = run_main(
+        capsys, "-n", cluster.namesrv, "deleteSubGroup", "-c", CLUSTER, "-g", group, "-r", "true"
+    )
+    assert code == 0, err
+    assert f"delete subscription group [{group}] from broker [{cluster.broker}] success." in out
+    assert cluster.consumer_offset(group, "TBW102", 0) == 0  # gone: the queue's start
+
+
+def test_producer_connection(capsys: pytest.CaptureFixture[str], cluster: Cluster) -> None:
+    with rmq.Producer("AdminProducers", cluster.namesrv, heartbeat_broker_interval=500) as p:
+        p.send(rmq.Message("AdminProducerTopic", b"x"))
+
+        def listed() -> bool:
+            code, out, _ = run_main(
+                capsys, "-n", cluster.namesrv, "producerConnection", "-g", "AdminProducers",
+                "-t", "AdminProducerTopic",
+            )  # fmt: skip
+            return code == 0 and "127.0.0.1:" in out
+
+        wait_until("the producer's heartbeat", listed)
+    code, _, err = run_main(
+        capsys, "-n", cluster.namesrv, "producerConnection", "-g", "NoSuchProducers",
+        "-t", "AdminProducerTopic",
+    )  # fmt: skip
+    assert code != 0 and "the producer group[NoSuchProducers] not exist" in err, err

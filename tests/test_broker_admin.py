@@ -165,6 +165,7 @@ class RawConsumer:
         self.client_id = client_id
         self.received: list[tuple[dict[str, Any], bytes]] = []
         self._lock = threading.Lock()
+        self._send_lock = threading.Lock()
         self._opaque = 0
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -195,20 +196,20 @@ class RawConsumer:
 
     def send(self, code: int, ext: dict[str, str], body: bytes = b"") -> int:
         self._opaque += 1
-        header = json.dumps(
-            {
-                "code": code,
-                "extFields": ext,
-                "flag": 0,
-                "language": "JAVA",
-                "opaque": self._opaque,
-                "serializeTypeCurrentRPC": "JSON",
-                "version": 409,
-            }
-        ).encode()
-        self.sock.sendall(struct.pack(">II", 4 + len(header) + len(body), len(header)))
-        self.sock.sendall(header + body)
+        header = {
+            "code": code,
+            "extFields": ext,
+            "flag": 0,
+            "language": "JAVA",
+            "opaque": self._opaque,
+        }
+        self._write(header, body)
         return self._opaque
+
+    def _write(self, header: dict[str, Any], body: bytes) -> None:
+        raw = json.dumps({**header, "serializeTypeCurrentRPC": "JSON", "version": 409}).encode()
+        with self._send_lock:
+            self.sock.sendall(struct.pack(">II", 4 + len(raw) + len(body), len(raw)) + raw + body)
 
     def _read(self) -> None:
         buf = b""
@@ -231,6 +232,14 @@ class RawConsumer:
                 header = json.loads(frame[4 : 4 + header_len])
                 with self._lock:
                     self.received.append((header, frame[4 + header_len :]))
+                self.on_frame(header, frame[4 + header_len :])
+
+    def on_frame(self, header: dict[str, Any], body: bytes) -> None:
+        """Called on the reader thread for every frame received (subclasses answer requests)."""
+
+    def respond(self, opaque: int, code: int, body: bytes = b"") -> None:
+        """Answer the broker's request ``opaque``."""
+        self._write({"code": code, "flag": 1, "opaque": opaque, "language": "JAVA"}, body)
 
     def response(self, opaque: int) -> dict[str, Any] | None:
         with self._lock:

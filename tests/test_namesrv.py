@@ -125,3 +125,44 @@ def test_sigterm_shuts_down_cleanly(namesrv: tuple[subprocess.Popen[str], str]) 
     assert "shutdown complete" in proc.stderr.read()
     with pytest.raises(errors.RemotingConnectError, match="connecting to"):
         RemotingClient().invoke(addr, RequestCode.GET_BROKER_CLUSTER_INFO, timeout_ms=1000)
+
+
+def test_namesrv_config_and_add_write_perm(namesrv: tuple[subprocess.Popen[str], str]) -> None:
+    _, addr = namesrv
+    c = RemotingClient()
+    port = addr.rsplit(":", 1)[1]
+    got = c.invoke(addr, RequestCode.GET_NAMESRV_CONFIG)
+    assert got.code == ResponseCode.SUCCESS
+    assert (got.body or b"").decode() == f"listenPort={port}\n"
+    ok = c.invoke(addr, RequestCode.UPDATE_NAMESRV_CONFIG, None, b"orderMessageEnable=true\n")
+    assert ok.code == ResponseCode.SUCCESS, ok.remark
+    assert b"orderMessageEnable=true\n" in (
+        c.invoke(addr, RequestCode.GET_NAMESRV_CONFIG).body or b""
+    )
+    # RocketMQ's refusal for the path keys; clear errors for the rest; nothing half-applied.
+    path = c.invoke(addr, RequestCode.UPDATE_NAMESRV_CONFIG, None, b"kvConfigPath=/x\n")
+    assert path.code == ResponseCode.NO_PERMISSION
+    assert path.remark and "Can not update config path" in path.remark
+    for body, why in [
+        (b"clusterTest=false\nnoSuchKey=1\n", "unknown nameserver config key 'noSuchKey'"),
+        (b"clusterTest=yes\n", "not a boolean"),
+        (b"listenPort=1\n", "cannot change while the nameserver runs"),
+    ]:
+        bad = c.invoke(addr, RequestCode.UPDATE_NAMESRV_CONFIG, None, body)
+        assert bad.code == ResponseCode.SYSTEM_ERROR
+        assert bad.remark and why in bad.remark, bad.remark
+    assert b"clusterTest" not in (c.invoke(addr, RequestCode.GET_NAMESRV_CONFIG).body or b"")
+
+    register(c, addr, "broker-a", "127.0.0.1:10911")
+    wipe = c.invoke(addr, RequestCode.WIPE_WRITE_PERM_OF_BROKER, {"brokerName": "broker-a"})
+    assert wipe.ext_fields["wipeTopicCount"] == "2"
+    add = c.invoke(addr, RequestCode.ADD_WRITE_PERM_OF_BROKER, {"brokerName": "broker-a"})
+    assert add.code == ResponseCode.SUCCESS
+    assert add.ext_fields["addTopicCount"] == "2"
+    route = json.loads(
+        c.invoke(addr, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TopicA"}).body or b""
+    )
+    assert route["queueDatas"][0]["perm"] == 6
+    missing = c.invoke(addr, RequestCode.ADD_WRITE_PERM_OF_BROKER, {})
+    assert missing.code == ResponseCode.SYSTEM_ERROR
+    assert missing.remark and "'brokerName'" in missing.remark

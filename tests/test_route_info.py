@@ -151,3 +151,46 @@ def test_kv_config_and_order_topic_conf() -> None:
     assert m.kv_list_by_namespace("ORDER_TOPIC_CONFIG") == {"TopicA": "broker-a:4"}
     m.delete_kv_config("ORDER_TOPIC_CONFIG", "TopicA")
     assert m.kv_list_by_namespace("ORDER_TOPIC_CONFIG") is None
+
+
+def test_add_write_perm_undoes_wipe_and_counts_the_brokers_topics() -> None:
+    m = RouteInfoManager()
+    register(m, "broker-a", "10.0.0.1:10911")
+    register(m, "broker-b", "10.0.0.2:10911")
+    assert m.add_write_perm_of_broker("nobody") == 0
+    assert m.wipe_write_perm_of_broker("broker-a") == 1
+    perms = lambda: {  # noqa: E731
+        q["brokerName"]: q["perm"] for q in (m.pick_topic_route_data("TopicA") or {})["queueDatas"]
+    }
+    assert perms() == {"broker-a": 4, "broker-b": 6}
+    # Every topic of the broker counts, writable or not, as in RocketMQ.
+    assert m.add_write_perm_of_broker("broker-a") == 1
+    assert m.add_write_perm_of_broker("broker-a") == 1
+    assert perms() == {"broker-a": 6, "broker-b": 6}
+
+
+def test_topics_by_cluster_system_topics_and_unit_flags() -> None:
+    m = RouteInfoManager()
+    register(m, "broker-a", "10.0.0.1:10911")
+    unit = wrapper({"TopicA": 4}, counter=2)
+    table = unit["topicConfigTable"]
+    assert isinstance(table, dict)
+    table["UnitTopic"] = {"topicName": "UnitTopic", "perm": 6, "topicSysFlag": 1}
+    table["UnitSub"] = {"topicName": "UnitSub", "perm": 6, "topicSysFlag": 2}
+    m.register_broker(
+        cluster_name="DefaultCluster",
+        broker_addr="10.0.0.1:10911",
+        broker_name="broker-a",
+        broker_id=0,
+        ha_server_addr="",
+        topic_config_wrapper=unit,
+    )
+    assert m.topics_by_cluster("DefaultCluster") == ["TopicA", "UnitSub", "UnitTopic"]
+    assert m.topics_by_cluster("Elsewhere") is None
+    assert m.system_topic_list() == {
+        "topicList": ["DefaultCluster", "broker-a"],
+        "brokerAddr": "10.0.0.1:10911",
+    }
+    assert m.topics_with_sys_flag(unit=True) == ["UnitTopic"]
+    assert m.topics_with_sys_flag(unit_sub=True) == ["UnitSub"]
+    assert m.topics_with_sys_flag(unit=False, unit_sub=True) == ["UnitSub"]

@@ -302,6 +302,16 @@ impl ConsumerManager {
             .unwrap_or_default()
     }
 
+    /// Groups whose live consumers subscribe `topic` (`queryTopicConsumeByWho`).
+    #[must_use]
+    pub fn groups_subscribing(&self, topic: &str) -> Vec<String> {
+        self.consumers()
+            .iter()
+            .filter(|(_, info)| info.subscriptions.contains_key(topic))
+            .map(|(g, _)| g.clone())
+            .collect()
+    }
+
     /// Names of the consumer groups with clients.
     #[must_use]
     pub fn groups(&self) -> Vec<String> {

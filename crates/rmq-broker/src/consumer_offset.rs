@@ -72,6 +72,41 @@ impl ConsumerOffsetManager {
         self.lock().retain(|k, _| !k.starts_with(&prefix));
     }
 
+    /// Forget every offset of `group` (DELETE_SUBSCRIPTIONGROUP with `removeOffset`);
+    /// returns the topics it had offsets on.
+    pub fn remove_group(&self, group: &str) -> Vec<String> {
+        let mut topics = Vec::new();
+        self.lock().retain(|k, _| match k.split_once('@') {
+            Some((topic, g)) if g == group => {
+                topics.push(topic.to_owned());
+                false
+            }
+            _ => true,
+        });
+        topics.sort();
+        topics
+    }
+
+    /// The sum of `group`'s committed offsets on `topic` (what it has consumed there), `None`
+    /// when it has none.
+    #[must_use]
+    pub fn committed_sum(&self, group: &str, topic: &str) -> Option<u64> {
+        self.lock()
+            .get(&key(topic, group))
+            .map(|m| m.values().map(|o| (*o).max(0).unsigned_abs()).sum())
+    }
+
+    /// Copy `src`'s offsets on `topic` to `dest` (replacing `dest`'s there); false when
+    /// `src` has none (RocketMQ's `cloneOffset`).
+    pub fn clone_offsets(&self, src: &str, dest: &str, topic: &str) -> bool {
+        let mut table = self.lock();
+        let Some(offsets) = table.get(&key(topic, src)).cloned() else {
+            return false;
+        };
+        table.insert(key(topic, dest), offsets);
+        true
+    }
+
     /// Groups with offsets on `topic`.
     #[must_use]
     pub fn groups_of_topic(&self, topic: &str) -> Vec<String> {
@@ -148,5 +183,24 @@ mod tests {
         );
         assert_eq!(again.topics_of_group("G@x").len(), 1);
         assert!(dir.path().join("consumerOffset.json.bak").exists());
+    }
+
+    #[test]
+    fn remove_clone_and_sum_a_groups_offsets() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = ConsumerOffsetManager::new(dir.path()).unwrap();
+        m.commit("G", "T", 0, 5);
+        m.commit("G", "T", 1, 7);
+        m.commit("G", "U", 0, 1);
+        m.commit("H", "T", 0, 9);
+        assert_eq!(m.committed_sum("G", "T"), Some(12));
+        assert_eq!(m.committed_sum("G", "V"), None);
+        assert!(m.clone_offsets("G", "C", "T"));
+        assert!(!m.clone_offsets("G", "C", "V"));
+        assert_eq!((m.query("C", "T", 0), m.query("C", "T", 1)), (5, 7));
+        assert_eq!(m.remove_group("G"), vec!["T".to_owned(), "U".to_owned()]);
+        assert_eq!(m.query("G", "T", 0), -1);
+        assert_eq!(m.query("H", "T", 0), 9, "other groups keep theirs");
+        assert_eq!(m.query("C", "T", 1), 7);
     }
 }

@@ -11,6 +11,7 @@ use rmq_remoting::{BoxFuture, Connection, Reply, RequestHandler, ServerConfig, S
 use rmq_store::MessageStore;
 use tokio::task::JoinHandle;
 
+use crate::broker_stats::BrokerStats;
 use crate::config::BrokerConfig;
 use crate::consumer_manager::ConsumerManager;
 use crate::consumer_offset::ConsumerOffsetManager;
@@ -19,6 +20,7 @@ use crate::long_polling::PullRequestHoldService;
 use crate::processor;
 use crate::producer_manager::ProducerManager;
 use crate::rebalance_lock::RebalanceLockManager;
+use crate::stats_history::StatsHistory;
 use crate::subscription_group::SubscriptionGroupManager;
 use crate::topic_config::{TopicChangeListener, TopicConfigManager};
 
@@ -49,6 +51,10 @@ pub struct Broker {
     pub fallback: Option<Arc<dyn RequestHandler>>,
     /// Start time (ms), for runtime info.
     pub boot_timestamp: i64,
+    /// Put and get counters (runtime info).
+    pub stats: BrokerStats,
+    /// Per-topic and per-group message counts over time (VIEW_BROKER_STATS_DATA).
+    pub history: StatsHistory,
 }
 
 impl Broker {
@@ -105,6 +111,7 @@ impl BrokerController {
             &config.config_dir,
             config.auto_create_subscription_group,
         )?;
+        let now = rmq_common::time::now_millis();
         let broker = Arc::new(Broker {
             locks: RebalanceLockManager::new(config.rebalance_lock_max_live_time_ms),
             permission: AtomicI32::new(config.broker_permission),
@@ -117,7 +124,9 @@ impl BrokerController {
             producers: ProducerManager::default(),
             hold: PullRequestHoldService::default(),
             fallback,
-            boot_timestamp: rmq_common::time::now_millis(),
+            boot_timestamp: now,
+            stats: BrokerStats::new(now),
+            history: StatsHistory::default(),
         });
         let weak = Arc::downgrade(&broker);
         broker.store.set_message_arriving_listener(Arc::new(
@@ -186,10 +195,27 @@ impl BrokerController {
                 }
             }
         });
+        let weak = Arc::downgrade(&b);
+        let stats_task = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            let mut next_history = 0;
+            loop {
+                tick.tick().await;
+                let Some(b) = weak.upgrade() else { break };
+                let now = rmq_common::time::now_millis();
+                b.stats.sample(now);
+                if now >= next_history {
+                    // Walks the topic and offset tables: off the runtime's worker.
+                    let b2 = Arc::clone(&b);
+                    let _ = tokio::task::spawn_blocking(move || b2.history.sample(&b2, now)).await;
+                    next_history = now + crate::stats_history::SAMPLE_INTERVAL_MS;
+                }
+            }
+        });
         self.tasks
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .extend([hold_task, scan_task]);
+            .extend([hold_task, scan_task, stats_task]);
         let server_config = ServerConfig {
             transfer_by_heap: b.config.transfer_msg_by_heap,
             ..ServerConfig::default()

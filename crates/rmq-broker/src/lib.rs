@@ -42,6 +42,7 @@
 //! * [`error`]: errors ([`BrokerError`]) and the one store-error → response-code mapping.
 #![forbid(unsafe_code)]
 
+pub mod broker_stats;
 pub mod config;
 pub mod consumer_manager;
 pub mod consumer_offset;
@@ -52,6 +53,7 @@ pub mod long_polling;
 pub mod processor;
 pub mod producer_manager;
 pub mod rebalance_lock;
+pub mod stats_history;
 pub mod subscription_group;
 pub mod topic_config;
 pub mod transaction;

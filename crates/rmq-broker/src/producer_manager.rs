@@ -89,6 +89,22 @@ impl ProducerManager {
         out
     }
 
+    /// Every group's open connections (GET_ALL_PRODUCER_INFO), groups by name, connections
+    /// oldest first.
+    #[must_use]
+    pub fn all(&self) -> Vec<(String, Vec<ClientChannel>)> {
+        let mut groups: Vec<String> = self.groups().keys().cloned().collect();
+        groups.sort();
+        groups
+            .into_iter()
+            .map(|g| {
+                let channels = self.channels(&g);
+                (g, channels)
+            })
+            .filter(|(_, channels)| !channels.is_empty())
+            .collect()
+    }
+
     /// The connection with id `conn_id` if it is an open producer connection.
     #[must_use]
     pub fn find_channel(&self, conn_id: u64) -> Option<ClientChannel> {

@@ -113,6 +113,19 @@ impl SubscriptionGroupManager {
         t.version.timestamp = now_millis();
     }
 
+    /// Forget `group`'s config (DELETE_SUBSCRIPTIONGROUP); false when there was none. With
+    /// `autoCreateSubscriptionGroup` on, its next consumer heartbeat creates it again, as in
+    /// RocketMQ.
+    pub fn delete(&self, group: &str) -> bool {
+        let mut t = self.lock();
+        let existed = t.groups.remove(group).is_some();
+        if existed {
+            t.version.counter += 1;
+            t.version.timestamp = now_millis();
+        }
+        existed
+    }
+
     /// The table as RocketMQ serializes it.
     #[must_use]
     pub fn wrapper(&self) -> SubscriptionGroupWrapper {

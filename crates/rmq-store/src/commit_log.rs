@@ -318,6 +318,13 @@ impl CommitLog {
         self.queue.roll_next_file(offset)
     }
 
+    /// Run `f` with the put lock held and the queue-offset table in hand: no message is
+    /// appended meanwhile (the ConsumeQueue clean-up removes queues under it).
+    pub fn with_puts_stopped<R>(&self, f: impl FnOnce(&mut FxHashMap<String, Vec<i64>>) -> R) -> R {
+        let mut st = self.put.lock().unwrap_or_else(PoisonError::into_inner);
+        f(&mut st.topic_queue_table)
+    }
+
     /// Recovery: the next queue offset of each (topic, queue).
     pub fn set_topic_queue_table(&self, table: FxHashMap<String, Vec<i64>>) {
         let mut st = self.put.lock().unwrap_or_else(PoisonError::into_inner);

@@ -309,11 +309,38 @@ impl Drop for AnonBuffer {
     }
 }
 
-/// Used fraction (0.0..=1.0) of the file system holding `path`, as `df` counts it.
+/// Space of the file system holding `path`, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DiskSpace {
+    /// Its size.
+    pub total: u64,
+    /// Bytes in use (size less the free blocks, root's reserve counted as free).
+    pub used: u64,
+    /// What an unprivileged writer can still use.
+    pub available: u64,
+}
+
+impl DiskSpace {
+    /// Used fraction (0.0..=1.0) as df's Use%: used / (used + available). The blocks reserved
+    /// for root are in neither, so a disk df shows at 48 % is not reported at 81 %.
+    #[must_use]
+    pub fn used_ratio(&self) -> f64 {
+        let usable = self.used.saturating_add(self.available);
+        if usable == 0 {
+            return 0.0;
+        }
+        #[allow(clippy::cast_precision_loss)]
+        let ratio = self.used as f64 / usable as f64;
+        ratio.clamp(0.0, 1.0)
+    }
+}
+
+/// Size, use and space left of the file system holding `path`.
 ///
 /// # Errors
 /// When `statvfs` fails (the path does not exist, ...).
-pub fn disk_used_ratio(path: &Path) -> io::Result<f64> {
+#[allow(clippy::useless_conversion)] // the statvfs field types differ between targets
+pub fn disk_space(path: &Path) -> io::Result<DiskSpace> {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(path.as_os_str().as_bytes())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains NUL"))?;
@@ -324,17 +351,21 @@ pub fn disk_used_ratio(path: &Path) -> io::Result<f64> {
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
-    // As df's Use%: used / (used + available to unprivileged writers). The blocks reserved
-    // for root are in neither, so a disk df shows at 48 % is not reported at 81 %.
-    #[allow(clippy::cast_precision_loss)]
-    let (used, avail) = (
-        st.f_blocks.saturating_sub(st.f_bfree) as f64,
-        st.f_bavail as f64,
-    );
-    if used + avail <= 0.0 {
-        return Ok(0.0);
-    }
-    Ok((used / (used + avail)).clamp(0.0, 1.0))
+    let frsize = u64::from(st.f_frsize);
+    let blocks = |n| u64::from(n).saturating_mul(frsize);
+    Ok(DiskSpace {
+        total: blocks(st.f_blocks),
+        used: blocks(st.f_blocks).saturating_sub(blocks(st.f_bfree)),
+        available: blocks(st.f_bavail),
+    })
+}
+
+/// Used fraction (0.0..=1.0) of the file system holding `path`, as `df` counts it.
+///
+/// # Errors
+/// When `statvfs` fails (the path does not exist, ...).
+pub fn disk_used_ratio(path: &Path) -> io::Result<f64> {
+    disk_space(path).map(|d| d.used_ratio())
 }
 
 #[cfg(test)]

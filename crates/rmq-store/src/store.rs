@@ -1369,6 +1369,114 @@ impl MessageStore {
         self.file_reserved_hours.store(hours, Ordering::Relaxed);
     }
 
+    /// Drop the ConsumeQueues whose every unit points below the CommitLog's minimum offset
+    /// (RocketMQ's `cleanExpiredConsumerQueue`, mqadmin `cleanExpiredCQ`): queues of topics
+    /// whose messages retention has deleted entirely. The delay topic's queues are kept, and
+    /// so are queues that never held a unit. The queue's next offset is forgotten too, so a
+    /// later message starts it again at 0. Returns the `(topic, queue id)` removed.
+    ///
+    /// # Errors
+    /// As [`clean_unused_topics`](Self::clean_unused_topics).
+    pub fn clean_expired_consume_queues(&self) -> Result<Vec<(String, i32)>> {
+        self.remove_consume_queues(|_, cq, min| {
+            let last = cq.max_physic_offset();
+            last != -1 && last < min
+        })
+    }
+
+    /// Drop every ConsumeQueue of the topics for which `in_use` is false (RocketMQ's
+    /// `cleanUnusedTopic`, mqadmin `cleanUnusedTopic`: the broker passes its topic table, so
+    /// the queues of deleted topics go). The delay topic's queues are kept. Returns the
+    /// `(topic, queue id)` removed.
+    ///
+    /// Puts wait meanwhile, and the clean-up first lets dispatch catch up (up to 3 s), so no
+    /// unit is in flight to a queue being removed.
+    ///
+    /// # Errors
+    /// Dispatch did not catch up in time (nothing was removed: try again), or a ConsumeQueue
+    /// file could not be deleted.
+    pub fn clean_unused_topics(&self, in_use: &dyn Fn(&str) -> bool) -> Result<Vec<(String, i32)>> {
+        self.remove_consume_queues(|topic, _, _| !in_use(topic))
+    }
+
+    /// Remove the ConsumeQueues `(topic, queue, CommitLog min offset)` selects (never the
+    /// delay topic's), their files and their next queue offsets, with puts stopped.
+    fn remove_consume_queues(
+        &self,
+        select: impl Fn(&str, &ConsumeQueue, i64) -> bool,
+    ) -> Result<Vec<(String, i32)>> {
+        self.commit_log.with_puts_stopped(|queue_offsets| {
+            for _ in 0..3000 {
+                if self.dispatch_behind_bytes() == 0 {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let behind = self.dispatch_behind_bytes();
+            if behind > 0 {
+                return Err(StoreError::ServiceNotAvailable(format!(
+                    "dispatch is {behind} bytes behind the CommitLog; nothing was cleaned, try \
+                     again in a moment"
+                )));
+            }
+            let min = self.commit_log.min_offset();
+            let mut cache = self
+                .dispatch_cache
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            let mut table = self
+                .consume_queues
+                .write()
+                .unwrap_or_else(PoisonError::into_inner);
+            let mut removed = Vec::new();
+            for (topic, queues) in table.iter_mut() {
+                if topic == schedule::SCHEDULE_TOPIC {
+                    continue;
+                }
+                queues.retain(|&queue_id, cq| {
+                    let selected = select(topic, cq, min);
+                    if selected {
+                        removed.push((topic.clone(), queue_id, Arc::clone(cq)));
+                    }
+                    !selected
+                });
+            }
+            table.retain(|_, queues| !queues.is_empty());
+            drop(table);
+            let mut names = Vec::with_capacity(removed.len());
+            for (topic, queue_id, cq) in removed {
+                cache.remove(&topic);
+                if let (Some(next), Ok(i)) =
+                    (queue_offsets.get_mut(&topic), usize::try_from(queue_id))
+                {
+                    if let Some(slot) = next.get_mut(i) {
+                        *slot = 0;
+                    }
+                }
+                cq.queue().destroy()?;
+                let _ = std::fs::remove_dir(cq.queue().dir());
+                if let Some(topic_dir) = cq.queue().dir().parent() {
+                    let _ = std::fs::remove_dir(topic_dir); // only once it is empty
+                }
+                names.push((topic, queue_id));
+            }
+            names.sort();
+            Ok(names)
+        })
+    }
+
+    /// Store time (ms) of the oldest message in the CommitLog (RocketMQ's
+    /// `getEarliestMessageTime`), -1 when it holds none.
+    #[must_use]
+    pub fn earliest_message_time(&self) -> i64 {
+        self.look_message_by_offset(self.get_min_phy_offset())
+            .and_then(|sel| match scan_record(sel.bytes(), false) {
+                Scan::Message(r) => Some(r.store_timestamp),
+                _ => None,
+            })
+            .unwrap_or(-1)
+    }
+
     fn clean_logics(&self) {
         let min = self.commit_log.min_offset();
         for cq in self.all_consume_queues() {
@@ -1503,6 +1611,30 @@ impl MessageStore {
                     .to_string(),
             ),
             ("lastExitOk", self.last_exit_ok.to_string()),
+            (
+                "pageCacheLockTimeMills",
+                self.commit_log.lock_time_millis().to_string(),
+            ),
+            (
+                "earliestMessageTimeStamp",
+                self.earliest_message_time().to_string(),
+            ),
+            (
+                "consumeQueueDiskRatio",
+                format!(
+                    "{:.4}",
+                    crate::mmap::disk_used_ratio(&self.root.join("consumequeue"))
+                        .or_else(|_| crate::mmap::disk_used_ratio(&self.root))
+                        .unwrap_or(1.0)
+                ),
+            ),
+            (
+                "remainHowManyDataToFlush",
+                human_readable_bytes(
+                    (self.get_max_phy_offset() - self.get_flushed_phy_offset()).max(0),
+                ),
+            ),
+            ("commitLogDirCapacity", self.dir_capacity()),
         ];
         if self.config.timer_wheel_enable {
             let queue_max = self.get_max_offset_in_queue(crate::timer::TIMER_TOPIC, 0);
@@ -1514,6 +1646,18 @@ impl MessageStore {
     /// What the timer thread publishes about itself.
     pub(crate) fn timer_stats(&self) -> &crate::timer::TimerStats {
         &self.timer_stats
+    }
+
+    /// `Total : 1.8 TiB, Free : 1.2 TiB.` for the store root (as RocketMQ's runtime info).
+    fn dir_capacity(&self) -> String {
+        match crate::mmap::disk_space(&self.root) {
+            Ok(d) => format!(
+                "Total : {}, Free : {}.",
+                human_readable_bytes(i64::try_from(d.total).unwrap_or(i64::MAX)),
+                human_readable_bytes(i64::try_from(d.available).unwrap_or(i64::MAX))
+            ),
+            Err(e) => format!("unknown ({e})"),
+        }
     }
 
     /// Stop services, flush everything, write the checkpoint and remove the abort file.
@@ -1581,4 +1725,22 @@ impl std::fmt::Debug for MessageStore {
             .field("max_phy_offset", &self.get_max_phy_offset())
             .finish_non_exhaustive()
     }
+}
+
+/// Bytes in binary units as RocketMQ's `MixAll.humanReadableByteCount(bytes, false)` writes
+/// them: `512 B`, `1.5 KiB`, `3.0 GiB`.
+#[must_use]
+pub fn human_readable_bytes(bytes: i64) -> String {
+    const UNIT: f64 = 1024.0;
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    #[allow(clippy::cast_precision_loss)]
+    let b = bytes as f64;
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let exp = ((b.ln() / UNIT.ln()) as usize).clamp(1, 6);
+    let prefix = &"KMGTPE"[exp - 1..exp];
+    #[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
+    let scaled = b / UNIT.powi(exp as i32);
+    format!("{scaled:.1} {prefix}iB")
 }

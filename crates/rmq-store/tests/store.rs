@@ -613,3 +613,72 @@ fn sync_flush_future_resolves_only_when_durable() {
         "{r:?}"
     );
 }
+
+#[test]
+fn expired_consume_queues_are_cleaned_and_start_again_at_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = small_config(&[("destroyMapedFileIntervalForcibly", "0")]);
+    let store = MessageStore::open(dir.path(), cfg, host()).unwrap();
+    assert_eq!(store.earliest_message_time(), -1, "empty store");
+    for i in 0..100 {
+        put(&store, "Old", 1, &body_of(i), b"");
+    }
+    for i in 0..300 {
+        put(&store, "New", 0, &body_of(i), b"");
+    }
+    wait_dispatched(&store);
+    // Nothing expired yet: nothing is cleaned.
+    assert!(store.clean_expired_consume_queues().unwrap().is_empty());
+    store.set_file_reserved_time(0);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while store.get_min_phy_offset() == 0 && Instant::now() < deadline {
+        store.delete_expired_files(false);
+    }
+    assert!(
+        store.get_min_phy_offset() > 0,
+        "old CommitLog files deleted"
+    );
+    assert!(store.earliest_message_time() > 0);
+    let removed = store.clean_expired_consume_queues().unwrap();
+    assert_eq!(removed, vec![("Old".to_owned(), 1)]);
+    assert!(store.get_consume_queue("Old", 1).is_none());
+    assert!(!dir.path().join("consumequeue/Old/1").exists());
+    assert!(
+        store.get_consume_queue("New", 0).is_some(),
+        "a queue with live data stays"
+    );
+    // The queue starts again at offset 0 and serves what is written now.
+    let r = put(&store, "Old", 1, b"fresh", b"");
+    assert_eq!(r.append.queue_offset, 0);
+    wait_dispatched(&store);
+    assert_eq!(bodies(&store, "Old", 1, 0, 8), vec![b"fresh".to_vec()]);
+    store.shutdown().unwrap();
+}
+
+#[test]
+fn human_readable_bytes_as_rocketmq_prints_them() {
+    assert_eq!(rmq_store::store::human_readable_bytes(0), "0 B");
+    assert_eq!(rmq_store::store::human_readable_bytes(1023), "1023 B");
+    assert_eq!(rmq_store::store::human_readable_bytes(1536), "1.5 KiB");
+    assert_eq!(rmq_store::store::human_readable_bytes(3 << 30), "3.0 GiB");
+}
+
+#[test]
+fn unused_topics_lose_their_consume_queues() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(dir.path(), small_config(&[]), host()).unwrap();
+    for q in 0..2 {
+        put(&store, "Gone", q, b"g", b"");
+    }
+    put(&store, "Kept", 0, b"k", b"");
+    wait_dispatched(&store);
+    let removed = store.clean_unused_topics(&|t| t == "Kept").unwrap();
+    assert_eq!(
+        removed,
+        vec![("Gone".to_owned(), 0), ("Gone".to_owned(), 1)]
+    );
+    assert!(!dir.path().join("consumequeue/Gone").exists());
+    assert_eq!(bodies(&store, "Kept", 0, 0, 8), vec![b"k".to_vec()]);
+    assert_eq!(put(&store, "Gone", 1, b"again", b"").append.queue_offset, 0);
+    store.shutdown().unwrap();
+}

@@ -93,6 +93,7 @@ def start_embedded_namesrv(port: int) -> tuple[RemotingServer, NamesrvProcessor]
             exc,
         )
         return None
+    processor.config.listen_port = int(server.local_addr.rsplit(":", 1)[1])
     log.info("embedded nameserver listening on %s", server.local_addr)
     return server, processor
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from types import FrameType
 
 from rmq.config import parse_properties
+from rmq.namesrv.config import ACCEPTED_UNUSED_KEYS, KNOWN_KEYS, NamesrvConfig
 from rmq.namesrv.server import NamesrvProcessor
 
 __all__ = ["DEFAULT_PORT", "main", "run"]
@@ -25,25 +26,6 @@ log = logging.getLogger("rmq.namesrv")
 DEFAULT_PORT = 9876
 SCAN_INTERVAL_S = 5.0
 LOG_FORMAT = "%(asctime)s %(levelname)-7s [%(threadName)s] %(name)s: %(message)s"
-# namesrv.conf keys RocketMQ users set; the ones this nameserver does not act on are logged.
-KNOWN_KEYS = {"listenPort"}
-ACCEPTED_UNUSED_KEYS = {
-    "kvConfigPath",
-    "configStorePath",
-    "orderMessageEnable",
-    "serverWorkerThreads",
-    "serverCallbackExecutorThreads",
-    "serverSelectorThreads",
-    "serverOnewaySemaphoreValue",
-    "serverAsyncSemaphoreValue",
-    "serverChannelMaxIdleTimeSeconds",
-    "serverSocketSndBufSize",
-    "serverSocketRcvBufSize",
-    "serverPooledByteBufAllocatorEnable",
-    "useEpollNativeSelector",
-    "clusterTest",
-    "rocketmqHome",
-}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,7 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _port_from_config(path: str) -> int | None:
+def _read_config(path: str) -> tuple[int | None, dict[str, str]]:
+    """``listenPort`` (if set) and every key of a namesrv.conf."""
     props = parse_properties(Path(path).read_text(encoding="utf-8"), path)
     for key in sorted(set(props) - KNOWN_KEYS):
         if key in ACCEPTED_UNUSED_KEYS:
@@ -76,22 +59,27 @@ def _port_from_config(path: str) -> int | None:
             log.warning("%s: unknown key %s is ignored", path, key)
     raw = props.get("listenPort")
     if raw is None:
-        return None
+        return None, props
     if not raw.isdigit() or not 0 <= int(raw) <= 65535:
         raise ValueError(f"{path}: listenPort = {raw!r} is not allowed; use a port 0..65535")
-    return int(raw)
+    return int(raw), props
 
 
-def run(host: str, port: int, stop: threading.Event) -> int:
-    """Serve until ``stop`` is set. Returns the exit status."""
+def run(host: str, port: int, stop: threading.Event, settings: dict[str, str] | None = None) -> int:
+    """Serve until ``stop`` is set (``settings``: the config file's keys, reported by
+    GET_NAMESRV_CONFIG). Returns the exit status."""
     from rmq._rmq import RemotingServer
 
-    processor = NamesrvProcessor()
+    config = NamesrvConfig(
+        port, {k: v for k, v in (settings or {}).items() if k in ACCEPTED_UNUSED_KEYS}
+    )
+    processor = NamesrvProcessor(config=config)
     try:
         server = RemotingServer(host, port, processor)
     except RuntimeError as exc:
         log.error("%s", exc)
         return 1
+    config.listen_port = int(server.local_addr.rsplit(":", 1)[1])
     log.info("rmq nameserver listening on %s", server.local_addr)
     try:
         while not stop.wait(SCAN_INTERVAL_S):
@@ -106,9 +94,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=args.log_level, format=LOG_FORMAT, stream=sys.stderr)
     port = DEFAULT_PORT
+    settings: dict[str, str] = {}
     if args.config:
         try:
-            configured = _port_from_config(args.config)
+            configured, settings = _read_config(args.config)
         except (OSError, ValueError) as exc:
             log.error("%s", exc)
             return 2
@@ -125,4 +114,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, on_signal)
-    return run(args.host, port, stop)
+    return run(args.host, port, stop, settings)

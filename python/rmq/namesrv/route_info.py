@@ -35,6 +35,9 @@ BROKER_CHANNEL_EXPIRED_MS = 120_000
 MASTER_ID = 0
 PERM_READ = 4
 PERM_WRITE = 2
+# TopicSysFlag bits.
+TOPIC_SYS_FLAG_UNIT = 1
+TOPIC_SYS_FLAG_UNIT_SUB = 2
 ORDER_TOPIC_CONFIG_NAMESPACE = "ORDER_TOPIC_CONFIG"
 
 
@@ -292,21 +295,79 @@ class RouteInfoManager:
 
     def wipe_write_perm_of_broker(self, broker_name: str) -> int:
         """Drop write permission of a broker's queues (before taking it down). Returns how many
-        topics were changed."""
+        topics the broker serves (RocketMQ's ``wipeTopicCount``)."""
+        return self._set_write_perm(broker_name, lambda perm: perm & ~PERM_WRITE)
+
+    def add_write_perm_of_broker(self, broker_name: str) -> int:
+        """Undo :meth:`wipe_write_perm_of_broker`: every queue of the broker becomes read and
+        write (``PERM_READ | PERM_WRITE``, as RocketMQ sets it, dropping the inherit bit).
+        Returns how many topics the broker serves (``addTopicCount``)."""
+        return self._set_write_perm(broker_name, lambda perm: PERM_READ | PERM_WRITE)
+
+    def _set_write_perm(self, broker_name: str, change: Callable[[int], int]) -> int:
         with self._lock:
             n = 0
             for brokers in self.topic_queue_table.values():
                 q = brokers.get(broker_name)
-                if q is not None and q.perm & PERM_WRITE:
+                if q is not None:
                     brokers[broker_name] = TopicQueueConfig(
                         q.topic,
                         q.read_queue_nums,
                         q.write_queue_nums,
-                        q.perm & ~PERM_WRITE,
+                        change(q.perm),
                         q.topic_sys_flag,
                     )
                     n += 1
             return n
+
+    def topics_by_cluster(self, cluster: str) -> list[str] | None:
+        """Topics served by a broker of ``cluster`` (GET_TOPICS_BY_CLUSTER); None for an
+        unknown cluster."""
+        with self._lock:
+            names = self.cluster_addr_table.get(cluster)
+            if names is None:
+                return None
+            return sorted(
+                topic
+                for topic, brokers in self.topic_queue_table.items()
+                if names.intersection(brokers)
+            )
+
+    def system_topic_list(self) -> dict[str, Any]:
+        """RocketMQ's ``getSystemTopicList``: every cluster name and broker name (each is a
+        topic on its brokers when clusterTopicEnable / brokerTopicEnable are on), with the
+        address of one broker in ``brokerAddr``."""
+        with self._lock:
+            topics: set[str] = set()
+            for cluster, names in self.cluster_addr_table.items():
+                topics.add(cluster)
+                topics.update(names)
+            body: dict[str, Any] = {"topicList": sorted(topics)}
+            for data in self.broker_addr_table.values():
+                addrs: dict[int, str] = data["brokerAddrs"]
+                if addrs:
+                    body["brokerAddr"] = addrs[min(addrs)]
+                    break
+            return body
+
+    def topics_with_sys_flag(
+        self, *, unit: bool | None = None, unit_sub: bool | None = None
+    ) -> list[str]:
+        """Topics whose ``topicSysFlag`` has (True) or lacks (False) the unit bit (1) and the
+        unit-subscription bit (2), on any broker (GET_UNIT_TOPIC_LIST 311,
+        GET_HAS_UNIT_SUB_TOPIC_LIST 312, GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST 313)."""
+
+        def matches(flag: int) -> bool:
+            return (unit is None or bool(flag & TOPIC_SYS_FLAG_UNIT) == unit) and (
+                unit_sub is None or bool(flag & TOPIC_SYS_FLAG_UNIT_SUB) == unit_sub
+            )
+
+        with self._lock:
+            return sorted(
+                topic
+                for topic, brokers in self.topic_queue_table.items()
+                if any(matches(q.topic_sys_flag) for q in brokers.values())
+            )
 
     def delete_topic(self, topic: str) -> bool:
         with self._lock:

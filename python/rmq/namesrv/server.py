@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from rmq.codes import RequestCode, ResponseCode
+from rmq.config import parse_properties
+from rmq.namesrv.config import NamesrvConfig, NamesrvConfigError
 from rmq.namesrv.route_info import RouteInfoManager, to_json_bytes
 
 if TYPE_CHECKING:
@@ -48,8 +50,11 @@ def _int_field(ext: Mapping[str, str], name: str) -> int:
 class NamesrvProcessor:
     """Handles nameserver request codes; unknown codes get REQUEST_CODE_NOT_SUPPORTED."""
 
-    def __init__(self, routes: RouteInfoManager | None = None) -> None:
+    def __init__(
+        self, routes: RouteInfoManager | None = None, config: NamesrvConfig | None = None
+    ) -> None:
         self.routes = routes or RouteInfoManager()
+        self.config = config or NamesrvConfig()
         self._handlers: dict[int, Callable[[RemotingRequest], RemotingResponse]] = {
             RequestCode.REGISTER_BROKER: self._register_broker,
             RequestCode.UNREGISTER_BROKER: self._unregister_broker,
@@ -57,6 +62,14 @@ class NamesrvProcessor:
             RequestCode.GET_BROKER_CLUSTER_INFO: self._cluster_info,
             RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER: self._topic_list,
             RequestCode.WIPE_WRITE_PERM_OF_BROKER: self._wipe_write_perm,
+            RequestCode.ADD_WRITE_PERM_OF_BROKER: self._add_write_perm,
+            RequestCode.GET_TOPICS_BY_CLUSTER: self._topics_by_cluster,
+            RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS: self._system_topics,
+            RequestCode.GET_UNIT_TOPIC_LIST: self._unit_topics,
+            RequestCode.GET_HAS_UNIT_SUB_TOPIC_LIST: self._unit_sub_topics,
+            RequestCode.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST: self._unit_sub_ununit_topics,
+            RequestCode.GET_NAMESRV_CONFIG: self._get_config,
+            RequestCode.UPDATE_NAMESRV_CONFIG: self._update_config,
             RequestCode.DELETE_TOPIC_IN_NAMESRV: self._delete_topic,
             RequestCode.PUT_KV_CONFIG: self._put_kv,
             RequestCode.GET_KV_CONFIG: self._get_kv,
@@ -157,6 +170,58 @@ class NamesrvProcessor:
     def _wipe_write_perm(self, req: RemotingRequest) -> RemotingResponse:
         n = self.routes.wipe_write_perm_of_broker(_field(req.ext_fields, "brokerName"))
         return self._ok(ext_fields={"wipeTopicCount": str(n)})
+
+    def _add_write_perm(self, req: RemotingRequest) -> RemotingResponse:
+        broker_name = _field(req.ext_fields, "brokerName")
+        n = self.routes.add_write_perm_of_broker(broker_name)
+        log.info("write permission of broker %s restored on %d topics", broker_name, n)
+        return self._ok(ext_fields={"addTopicCount": str(n)})
+
+    def _topics_by_cluster(self, req: RemotingRequest) -> RemotingResponse:
+        from rmq._rmq import RemotingResponse
+
+        cluster = _field(req.ext_fields, "cluster")
+        topics = self.routes.topics_by_cluster(cluster)
+        if topics is None:
+            return RemotingResponse(
+                ResponseCode.SYSTEM_ERROR,
+                f"cluster {cluster!r} has no broker registered with this nameserver",
+            )
+        return self._ok({"topicList": topics})
+
+    def _system_topics(self, req: RemotingRequest) -> RemotingResponse:
+        return self._ok(self.routes.system_topic_list())
+
+    def _unit_topics(self, req: RemotingRequest) -> RemotingResponse:
+        return self._ok({"topicList": self.routes.topics_with_sys_flag(unit=True)})
+
+    def _unit_sub_topics(self, req: RemotingRequest) -> RemotingResponse:
+        return self._ok({"topicList": self.routes.topics_with_sys_flag(unit_sub=True)})
+
+    def _unit_sub_ununit_topics(self, req: RemotingRequest) -> RemotingResponse:
+        return self._ok({"topicList": self.routes.topics_with_sys_flag(unit=False, unit_sub=True)})
+
+    def _get_config(self, req: RemotingRequest) -> RemotingResponse:
+        from rmq._rmq import RemotingResponse
+
+        return RemotingResponse(ResponseCode.SUCCESS, None, {}, self.config.format().encode())
+
+    def _update_config(self, req: RemotingRequest) -> RemotingResponse:
+        from rmq._rmq import RemotingResponse
+
+        try:
+            updates = parse_properties((req.body or b"").decode("utf-8"), "request body")
+            self.config.update(updates)
+        except UnicodeDecodeError as exc:
+            raise BadRequest(f"the UPDATE_NAMESRV_CONFIG body is not UTF-8: {exc}") from None
+        except NamesrvConfigError as exc:
+            code = ResponseCode.NO_PERMISSION if exc.path_key else ResponseCode.SYSTEM_ERROR
+            log.warning("UPDATE_NAMESRV_CONFIG from %s refused: %s", req.peer, exc)
+            return RemotingResponse(code, f"{exc}. Nothing was changed")
+        except ValueError as exc:
+            raise BadRequest(f"the UPDATE_NAMESRV_CONFIG body does not parse: {exc}") from None
+        log.info("nameserver config updated by %s: %s", req.peer, updates)
+        return self._ok()
 
     def _delete_topic(self, req: RemotingRequest) -> RemotingResponse:
         self.routes.delete_topic(_field(req.ext_fields, "topic"))

@@ -40,8 +40,6 @@ from pathlib import Path
 from types import TracebackType
 
 HERE = Path(__file__).resolve().parent
-POM = HERE / "pom.xml"
-CLASSPATH_FILE = HERE / "target" / "classpath.txt"
 ROCKETMQ_VERSION = "4.9.7"
 INSTALL_HINT = (
     "install a JDK and Maven, e.g. on Debian/Ubuntu: "
@@ -113,17 +111,18 @@ def _tail(text: str, lines: int = TAIL_LINES) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def _classpath_is_fresh() -> bool:
-    if not CLASSPATH_FILE.is_file() or CLASSPATH_FILE.stat().st_mtime < POM.stat().st_mtime:
+def _classpath_is_fresh(project: Path) -> bool:
+    pom, out = project / "pom.xml", project / "target" / "classpath.txt"
+    if not out.is_file() or out.stat().st_mtime < pom.stat().st_mtime:
         return False
-    jars = CLASSPATH_FILE.read_text().strip().split(os.pathsep)
+    jars = out.read_text().strip().split(os.pathsep)
     return bool(jars) and all(Path(jar).is_file() for jar in jars)
 
 
 @contextlib.contextmanager
-def _lock() -> Iterator[None]:
+def _lock(project: Path) -> Iterator[None]:
     """One Maven run at a time (parallel test workers share target/)."""
-    lock_path = CLASSPATH_FILE.parent / ".classpath.lock"
+    lock_path = project / "target" / ".classpath.lock"
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     with lock_path.open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -133,26 +132,28 @@ def _lock() -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def classpath() -> str:
-    """The nameserver's and broker's classpath, resolving it with Maven when needed.
+def resolve_classpath(project: Path) -> str:
+    """The classpath of the Maven project in directory ``project`` (a ``pom.xml`` declaring
+    jars from Maven Central), resolving it with Maven when needed.
 
-    The first call on a machine downloads the jars from Maven Central into ``~/.m2``; after
-    that it reads ``target/classpath.txt``. If the online resolution fails (Central
-    unreachable) it is retried once with ``mvn -o``.
+    The first call on a machine downloads the jars into ``~/.m2``; after that it reads
+    ``<project>/target/classpath.txt``. If the online resolution fails (Central unreachable)
+    it is retried once with ``mvn -o``.
     """
-    if _classpath_is_fresh():
-        return CLASSPATH_FILE.read_text().strip()
+    out = project / "target" / "classpath.txt"
+    if _classpath_is_fresh(project):
+        return out.read_text().strip()
     mvn = _tool("mvn")
     java_executable()  # fail early with the install hint if there is no JDK
-    with _lock():
-        if not _classpath_is_fresh():
+    with _lock(project):
+        if not _classpath_is_fresh(project):
             base = [
                 mvn,
                 "-q",
                 "-B",
                 "-Dstyle.color=never",
                 "dependency:build-classpath",
-                f"-Dmdep.outputFile={CLASSPATH_FILE}",
+                f"-Dmdep.outputFile={out}",
             ]
             attempts = [base]
             if (Path.home() / ".m2" / "repository").is_dir():
@@ -162,7 +163,7 @@ def classpath() -> str:
                 try:
                     proc = subprocess.run(
                         cmd,
-                        cwd=HERE,
+                        cwd=project,
                         stdin=subprocess.DEVNULL,
                         capture_output=True,
                         text=True,
@@ -174,16 +175,21 @@ def classpath() -> str:
                         f"`{' '.join(cmd)}` did not finish in {MAVEN_TIMEOUT_S:.0f} s"
                     ) from e
                 output += f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}"
-                if proc.returncode == 0 and CLASSPATH_FILE.is_file():
+                if proc.returncode == 0 and out.is_file():
                     now = time.time()
-                    os.utime(CLASSPATH_FILE, (now, now))
+                    os.utime(out, (now, now))
                     break
             else:
                 raise ApacheRocketMQError(
-                    f"Maven could not resolve RocketMQ {ROCKETMQ_VERSION} in {HERE} "
+                    f"Maven could not resolve the jars of {project / 'pom.xml'} "
                     "(Maven Central unreachable on a first run?):\n" + _tail(output)
                 )
-    return CLASSPATH_FILE.read_text().strip()
+    return out.read_text().strip()
+
+
+def classpath() -> str:
+    """The nameserver's and broker's classpath (see :func:`resolve_classpath`)."""
+    return resolve_classpath(HERE)
 
 
 def _port_is_free(port: int) -> bool:
@@ -212,7 +218,7 @@ def free_broker_port() -> int:
     raise ApacheRocketMQError("found no free port P with P-2 and P+1 free as well")
 
 
-def _die_with_parent() -> list[str]:
+def die_with_parent() -> list[str]:
     """A command prefix that makes the JVM get SIGKILL when the process that started it dies,
     so a test run killed by a timeout leaves no broker behind: util-linux's ``setpriv
     --pdeathsig`` (Linux; without it the JVMs are only stopped by :meth:`JavaServer.stop`)."""
@@ -233,7 +239,7 @@ class JavaServer:
         with self.out_path.open("wb") as out:
             self.proc = subprocess.Popen(
                 [
-                    *_die_with_parent(),
+                    *die_with_parent(),
                     java_executable(),
                     *JAVA_OPTIONS,
                     f"-Duser.home={work}",  # RocketMQ's defaults (~/store, ~/logs) stay in work

@@ -1,14 +1,17 @@
-//! HEART_BEAT (34), UNREGISTER_CLIENT (35), GET_CONSUMER_LIST_BY_GROUP (38) and
-//! GET_CONSUMER_CONNECTION_LIST (203), as RocketMQ's `ClientManageProcessor`,
+//! HEART_BEAT (34), UNREGISTER_CLIENT (35), GET_CONSUMER_LIST_BY_GROUP (38),
+//! GET_CONSUMER_CONNECTION_LIST (203), GET_PRODUCER_CONNECTION_LIST (204),
+//! QUERY_TOPIC_CONSUME_BY_WHO (300) and GET_ALL_PRODUCER_INFO (328), as RocketMQ's `ClientManageProcessor`,
 //! `ConsumerManageProcessor` and `AdminBrokerProcessor`.
 
 use std::time::Instant;
 
 use rmq_protocol::body::{
-    GetConsumerListByGroupResponseBody, HeartbeatData, PERM_READ, PERM_WRITE,
+    GetConsumerListByGroupResponseBody, GroupList, HeartbeatData, ProducerConnection, ProducerInfo,
+    ProducerTableInfo, PERM_READ, PERM_WRITE,
 };
 use rmq_protocol::header::{
     GetConsumerConnectionListRequestHeader, GetConsumerListByGroupRequestHeader,
+    GetProducerConnectionListRequestHeader, QueryTopicConsumeByWhoRequestHeader,
     UnregisterClientRequestHeader,
 };
 use rmq_protocol::{CommandHeader, RemotingCommand, RemotingJson, ResponseCode};
@@ -127,4 +130,68 @@ pub fn consumer_connections(b: &Broker, req: &RemotingCommand) -> Option<Reply> 
             ),
         ),
     }
+}
+
+/// 204: the producer group's connections (client id, address, language, version);
+/// SYSTEM_ERROR "the producer group[G] not exist" when no producer of it is connected, as
+/// RocketMQ answers.
+pub fn producer_connections(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+    let h = decode_header!(req, GetProducerConnectionListRequestHeader);
+    let channels = b.producers.channels(&h.producer_group);
+    if channels.is_empty() {
+        return reply(
+            req,
+            response(
+                req,
+                ResponseCode::SYSTEM_ERROR,
+                format!(
+                    "the producer group[{}] not exist: no producer of it sends heartbeats to \
+                     this broker",
+                    h.producer_group
+                ),
+            ),
+        );
+    }
+    let body = ProducerConnection {
+        connection_set: channels
+            .iter()
+            .map(ClientChannel::to_connection_info)
+            .collect(),
+    };
+    reply(req, json_response(req, &body))
+}
+
+/// 300: the groups that consume `topic` here: those whose live consumers subscribe it and
+/// those with committed offsets on it.
+pub fn topic_consumed_by(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+    let h = decode_header!(req, QueryTopicConsumeByWhoRequestHeader);
+    let mut body = GroupList::default();
+    body.group_list
+        .extend(b.clients.groups_subscribing(&h.topic));
+    body.group_list.extend(b.offsets.groups_of_topic(&h.topic));
+    reply(req, json_response(req, &body))
+}
+
+/// 328: every producer group's connections, with each client's last heartbeat
+/// (`mqadmin producer`).
+pub fn all_producers(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+    let now_ms = rmq_common::time::now_millis();
+    let now = Instant::now();
+    let mut body = ProducerTableInfo::default();
+    for (group, channels) in b.producers.all() {
+        let infos = channels
+            .iter()
+            .map(|c| ProducerInfo {
+                client_id: c.client_id.clone(),
+                remote_ip: c.conn.peer().to_string(),
+                language: c.language,
+                version: c.version,
+                last_update_timestamp: now_ms
+                    - i64::try_from(now.saturating_duration_since(c.last_update).as_millis())
+                        .unwrap_or(0),
+            })
+            .collect();
+        body.data.insert(group, infos);
+    }
+    reply(req, json_response(req, &body))
 }

@@ -20,6 +20,7 @@ macro_rules! decode_header {
 }
 
 pub mod admin;
+pub mod call_consumer;
 pub mod client;
 pub mod end_transaction;
 pub mod lock;
@@ -31,6 +32,7 @@ pub mod runtime_info;
 pub mod send_message;
 pub mod send_msg_back;
 pub mod stats;
+pub mod store_admin;
 pub mod subscription_group;
 pub mod topic;
 
@@ -137,6 +139,28 @@ pub async fn dispatch(b: Arc<Broker>, conn: Connection, req: RemotingCommand) ->
         RequestCode::GET_BROKER_RUNTIME_INFO => runtime_info::process(&b, &req),
         RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => subscription_group::update(&b, &req),
         RequestCode::GET_ALL_SUBSCRIPTIONGROUP_CONFIG => subscription_group::all(&b, &req),
+        RequestCode::DELETE_SUBSCRIPTIONGROUP => subscription_group::delete(&b, &req),
+        RequestCode::GET_PRODUCER_CONNECTION_LIST => client::producer_connections(&b, &req),
+        RequestCode::QUERY_TOPIC_CONSUME_BY_WHO => client::topic_consumed_by(&b, &req),
+        RequestCode::GET_BROKER_CONSUME_STATS => stats::broker_consume_stats(&b, &req),
+        RequestCode::VIEW_BROKER_STATS_DATA => stats::view_stats(&b, &req),
+        RequestCode::QUERY_CONSUME_QUEUE => admin::query_consume_queue(&b, &req),
+        RequestCode::CLONE_GROUP_OFFSET => offset::clone_group_offset(&b, &req),
+        RequestCode::GET_CONSUMER_RUNNING_INFO => {
+            call_consumer::consumer_running_info(&b, &req).await
+        }
+        RequestCode::CONSUME_MESSAGE_DIRECTLY => {
+            call_consumer::consume_message_directly(&b, &req).await
+        }
+        RequestCode::CLEAN_EXPIRED_CONSUMEQUEUE => {
+            store_admin::clean_expired_consume_queues(&b, &req).await
+        }
+        RequestCode::CLEAN_UNUSED_TOPIC => store_admin::clean_unused_topics(&b, &req).await,
+        RequestCode::DELETE_EXPIRED_COMMITLOG => {
+            store_admin::delete_expired_commit_log(&b, &req).await
+        }
+        RequestCode::GET_SYSTEM_TOPIC_LIST_FROM_BROKER => topic::system_topics(&b, &req),
+        RequestCode::GET_ALL_PRODUCER_INFO => client::all_producers(&b, &req),
         _ => match &b.fallback {
             Some(f) => f.handle(conn, req).await,
             None => reply(

@@ -144,6 +144,7 @@ fn pull_once(
     };
     let max_nums = usize::try_from(h.max_msg_nums.max(1)).unwrap_or(1);
     let f = |code: i64| filter.matches(code);
+    let started = std::time::Instant::now();
     let result = b.store.get_message(
         &h.topic,
         h.queue_id,
@@ -151,6 +152,8 @@ fn pull_once(
         max_nums,
         (!filter.all).then_some(&f as &dyn Fn(i64) -> bool),
     );
+    b.stats
+        .on_get(result.messages.len() as u64, started.elapsed());
     use GetMessageStatus as S;
     let code = match result.status {
         S::Found => ResponseCode::SUCCESS,

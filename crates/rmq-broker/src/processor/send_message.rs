@@ -238,15 +238,18 @@ async fn send(
     for (msg, half) in msgs.iter_mut().zip(&halves) {
         half.apply(msg);
     }
+    let started = std::time::Instant::now();
     let appended = if batch {
         b.store.append(&msgs)
     } else {
         b.store.append_one(&msgs[0]).map(|a| vec![a])
     };
     let results = appended.map_err(|e| {
+        b.stats.on_put_failed();
         let (code, remark) = store_error_to_response(&e);
         response(req, code, remark)
     })?;
+    b.stats.on_put(results.len() as u64, started.elapsed());
     let Some(last) = results.last() else {
         return Err(illegal("nothing to store".into()));
     };

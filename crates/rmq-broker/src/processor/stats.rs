@@ -1,11 +1,19 @@
-//! GET_TOPIC_STATS_INFO (202) and GET_CONSUME_STATS (208), as RocketMQ's
-//! `AdminBrokerProcessor`: per-queue offsets of a topic, and a consumer group's progress
-//! against them (what `mqadmin topicStatus` and `consumerProgress` print).
+//! GET_TOPIC_STATS_INFO (202), GET_CONSUME_STATS (208), GET_BROKER_CONSUME_STATS (317) and
+//! VIEW_BROKER_STATS_DATA (315, from [`crate::stats_history`]),
+//! as RocketMQ's `AdminBrokerProcessor`: per-queue offsets of a topic, and consumer groups'
+//! progress against them (what `mqadmin topicStatus`, `consumerProgress` and
+//! `brokerConsumeStats` print).
 
 use std::collections::BTreeSet;
 
-use rmq_protocol::body::{ConsumeStats, MessageQueue, OffsetWrapper, TopicOffset, TopicStatsTable};
-use rmq_protocol::header::{GetConsumeStatsRequestHeader, GetTopicStatsInfoRequestHeader};
+use rmq_protocol::body::{
+    BrokerStatsData, BrokerStatsItem, ConsumeStats, ConsumeStatsList, MessageQueue, OffsetWrapper,
+    TopicOffset, TopicStatsTable,
+};
+use rmq_protocol::header::{
+    GetConsumeStatsInBrokerHeader, GetConsumeStatsRequestHeader, GetTopicStatsInfoRequestHeader,
+    ViewBrokerStatsDataRequestHeader,
+};
 use rmq_protocol::{RemotingCommand, ResponseCode};
 use rmq_remoting::Reply;
 
@@ -68,6 +76,36 @@ fn topics_for_consume_stats(b: &Broker, group: &str, topic: Option<&str>) -> BTr
     topics
 }
 
+/// Each read queue of `topic` (when the broker has it) into `stats`: the queue's max offset,
+/// `group`'s committed offset (0 when none) and the store time of the last message it
+/// consumed. False when the topic does not exist here.
+fn add_queue_offsets(b: &Broker, group: &str, topic: &str, stats: &mut ConsumeStats) -> bool {
+    let Some(config) = b.topics.select(topic) else {
+        return false;
+    };
+    for queue_id in 0..config.read_queue_nums {
+        let broker_offset = b.store.get_max_offset_in_queue(topic, queue_id).max(0);
+        let consumer_offset = b.offsets.query(group, topic, queue_id).max(0);
+        let last_timestamp = if consumer_offset > 0 {
+            b.store
+                .get_message_store_timestamp(topic, queue_id, consumer_offset - 1)
+                .filter(|&ts| ts > 0)
+                .unwrap_or(0)
+        } else {
+            0
+        };
+        stats.offset_table.0.insert(
+            MessageQueue::new(topic, &b.config.broker_name, queue_id),
+            OffsetWrapper {
+                broker_offset,
+                consumer_offset,
+                last_timestamp,
+            },
+        );
+    }
+    true
+}
+
 /// 208: for each queue of each reported topic (see [`topics_for_consume_stats`]): the queue's
 /// max offset, the group's committed offset (0 when none) and the store time of the last
 /// message it consumed.
@@ -80,29 +118,7 @@ pub fn consume_stats(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
     let group = h.consumer_group.as_str();
     let mut stats = ConsumeStats::default();
     for topic in topics_for_consume_stats(b, group, h.topic.as_deref()) {
-        let Some(config) = b.topics.select(&topic) else {
-            continue;
-        };
-        for queue_id in 0..config.read_queue_nums {
-            let broker_offset = b.store.get_max_offset_in_queue(&topic, queue_id).max(0);
-            let consumer_offset = b.offsets.query(group, &topic, queue_id).max(0);
-            let last_timestamp = if consumer_offset > 0 {
-                b.store
-                    .get_message_store_timestamp(&topic, queue_id, consumer_offset - 1)
-                    .filter(|&ts| ts > 0)
-                    .unwrap_or(0)
-            } else {
-                0
-            };
-            stats.offset_table.0.insert(
-                MessageQueue::new(&topic, &b.config.broker_name, queue_id),
-                OffsetWrapper {
-                    broker_offset,
-                    consumer_offset,
-                    last_timestamp,
-                },
-            );
-        }
+        add_queue_offsets(b, group, &topic, &mut stats);
     }
     // consumeTps stays 0.0: this broker keeps no per-group pull statistics (RocketMQ's
     // BrokerStatsManager GROUP_GET_NUMS) to derive a rate from yet.
@@ -125,4 +141,77 @@ pub fn consume_stats(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
         });
     }
     reply(req, resp)
+}
+
+/// 317: the consume progress of every subscription group on every topic it has offsets on
+/// (RocketMQ's `fetchAllConsumeStatsInBroker`, `mqadmin brokerConsumeStats`); with `isOrder`
+/// only ordered topics. Topics the group's live consumers no longer subscribe are left out,
+/// as in 208.
+pub fn broker_consume_stats(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+    let h = decode_header!(req, GetConsumeStatsInBrokerHeader);
+    let mut body = ConsumeStatsList {
+        broker_addr: b.config.broker_addr.to_string(),
+        ..ConsumeStatsList::default()
+    };
+    for group in b.groups.wrapper().subscription_group_table.into_keys() {
+        let mut per_topic = Vec::new();
+        for topic in topics_for_consume_stats(b, &group, None) {
+            if h.is_order && !b.topics.select(&topic).is_some_and(|c| c.order) {
+                continue;
+            }
+            let mut stats = ConsumeStats::default();
+            if add_queue_offsets(b, &group, &topic, &mut stats) {
+                body.total_diff += stats.total_diff();
+                per_topic.push(stats);
+            }
+        }
+        body.consume_stats_list
+            .push(std::collections::BTreeMap::from([(group, per_topic)]));
+    }
+    reply(req, json_response(req, &body))
+}
+
+/// 315: `TOPIC_PUT_NUMS` (key: topic) or `GROUP_GET_NUMS` (key: `topic@group`) over the last
+/// minute, hour and day (`avgpt` stays 0: rmq does not count the calls, only the messages).
+/// SYSTEM_ERROR "The stats <name> <key> not exist" for an unknown item, as RocketMQ answers.
+pub fn view_stats(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+    use crate::stats_history::{current, GROUP_GET_NUMS, TOPIC_PUT_NUMS};
+    let h = decode_header!(req, ViewBrokerStatsDataRequestHeader);
+    let Some(now_value) = current(b, &h.stats_name, &h.stats_key) else {
+        let why = if [TOPIC_PUT_NUMS, GROUP_GET_NUMS].contains(&h.stats_name.as_str()) {
+            "the topic does not exist here, or the group has no offsets on it".to_owned()
+        } else {
+            format!(
+                "rmq keeps {TOPIC_PUT_NUMS} (key: topic) and {GROUP_GET_NUMS} (key: topic@group)"
+            )
+        };
+        return reply(
+            req,
+            response(
+                req,
+                ResponseCode::SYSTEM_ERROR,
+                format!(
+                    "The stats <{}> <{}> not exist: {why}",
+                    h.stats_name, h.stats_key
+                ),
+            ),
+        );
+    };
+    let now = rmq_common::time::now_millis();
+    let item = |window_ms: i64| {
+        let w = b
+            .history
+            .window(&h.stats_name, &h.stats_key, now_value, now, window_ms);
+        BrokerStatsItem {
+            sum: i64::try_from(w.sum).unwrap_or(i64::MAX),
+            tps: w.tps,
+            avgpt: 0.0,
+        }
+    };
+    let body = BrokerStatsData {
+        stats_minute: item(60_000),
+        stats_hour: item(3_600_000),
+        stats_day: item(86_400_000),
+    };
+    reply(req, json_response(req, &body))
 }

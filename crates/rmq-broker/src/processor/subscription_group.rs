@@ -1,7 +1,9 @@
-//! UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200) and GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201): the
-//! admin side of consumer groups (retry policy, broadcast, consume enable).
+//! UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200), GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201) and
+//! DELETE_SUBSCRIPTIONGROUP (207): the admin side of consumer groups (retry policy,
+//! broadcast, consume enable).
 
 use rmq_protocol::body::{SubscriptionGroupConfig, SubscriptionGroupWrapper};
+use rmq_protocol::header::DeleteSubscriptionGroupRequestHeader;
 use rmq_protocol::{RemotingCommand, RemotingJson, ResponseCode};
 use rmq_remoting::Reply;
 
@@ -44,4 +46,31 @@ pub(crate) fn update(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
 pub(crate) fn all(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
     let wrapper: SubscriptionGroupWrapper = b.groups.wrapper();
     reply(req, json_response(req, &wrapper))
+}
+
+/// 207: forget the group's config and, with `removeOffset`, its committed offsets on every
+/// topic (RocketMQ's `deleteSubscriptionGroup`). Like RocketMQ, deleting a group the broker
+/// does not know is a success (mqadmin deletes on every broker of a cluster); the remark says
+/// what was removed.
+pub(crate) fn delete(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+    let h = decode_header!(req, DeleteSubscriptionGroupRequestHeader);
+    let existed = b.groups.delete(&h.group_name);
+    let mut remark = if existed {
+        format!("subscription group [{}] deleted", h.group_name)
+    } else {
+        format!(
+            "subscription group [{}] has no config on broker {}",
+            h.group_name, b.config.broker_name
+        )
+    };
+    if h.remove_offset {
+        let topics = b.offsets.remove_group(&h.group_name);
+        remark.push_str(&format!(
+            "; offsets removed on {} topic(s): {}",
+            topics.len(),
+            topics.join(", ")
+        ));
+    }
+    eprintln!("rmq-broker INFO: DELETE_SUBSCRIPTIONGROUP: {remark}");
+    reply(req, response(req, ResponseCode::SUCCESS, remark))
 }

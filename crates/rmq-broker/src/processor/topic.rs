@@ -1,6 +1,7 @@
-//! UPDATE_AND_CREATE_TOPIC (17), GET_ALL_TOPIC_CONFIG (21), DELETE_TOPIC_IN_BROKER (215).
+//! UPDATE_AND_CREATE_TOPIC (17), GET_ALL_TOPIC_CONFIG (21), DELETE_TOPIC_IN_BROKER (215),
+//! GET_SYSTEM_TOPIC_LIST_FROM_BROKER (305).
 
-use rmq_protocol::body::{TopicConfig, TopicFilterType};
+use rmq_protocol::body::{TopicConfig, TopicFilterType, TopicList};
 use rmq_protocol::header::{CreateTopicRequestHeader, DeleteTopicRequestHeader};
 use rmq_protocol::{CommandHeader, RemotingCommand, ResponseCode};
 use rmq_remoting::Reply;
@@ -79,4 +80,20 @@ fn refuse_system_topic(req: &RemotingCommand, topic: &str) -> Option<Option<Repl
             ),
         )
     })
+}
+
+/// 305: the system topics (RocketMQ's `TopicValidator.getSystemTopicSet`), with this
+/// broker's cluster-name and broker-name topics when `clusterTopicEnable` /
+/// `brokerTopicEnable` create them (mqadmin `exportMetadata` leaves these out).
+pub fn system_topics(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+    let mut body = TopicList::default();
+    body.topic_list
+        .extend(SYSTEM_TOPICS.iter().map(|t| (*t).to_owned()));
+    if b.config.cluster_topic_enable {
+        body.topic_list.insert(b.config.broker_cluster_name.clone());
+    }
+    if b.config.broker_topic_enable {
+        body.topic_list.insert(b.config.broker_name.clone());
+    }
+    reply(req, json_response(req, &body))
 }

@@ -142,6 +142,129 @@ pub struct TopicStatsTable {
     pub offset_table: MessageQueueMap<TopicOffset>,
 }
 
+/// `ConsumeStatsList` (GET_BROKER_CONSUME_STATS, 317): every subscription group's
+/// [`ConsumeStats`] per topic on one broker.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConsumeStatsList {
+    /// The broker's address.
+    #[serde(default, deserialize_with = "null_default")]
+    pub broker_addr: String,
+    /// One map per group: group name → the stats of each topic it consumes.
+    #[serde(default, deserialize_with = "null_default")]
+    pub consume_stats_list: Vec<BTreeMap<String, Vec<ConsumeStats>>>,
+    /// Messages not yet consumed, over every group and queue.
+    #[serde(default)]
+    pub total_diff: i64,
+}
+
+impl RemotingJson for ConsumeStatsList {
+    const TYPE_NAME: &'static str = "ConsumeStatsList";
+
+    fn to_json_bytes(&self) -> Result<Bytes> {
+        let mut out = Vec::with_capacity(256);
+        out.extend_from_slice(b"{\"brokerAddr\":");
+        serde_json::to_writer(&mut out, &self.broker_addr)
+            .map_err(unencodable("ConsumeStatsList"))?;
+        out.extend_from_slice(b",\"consumeStatsList\":[");
+        for (i, groups) in self.consume_stats_list.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.push(b'{');
+            for (j, (group, stats)) in groups.iter().enumerate() {
+                if j > 0 {
+                    out.push(b',');
+                }
+                serde_json::to_writer(&mut out, group).map_err(unencodable("ConsumeStatsList"))?;
+                out.extend_from_slice(b":[");
+                for (k, s) in stats.iter().enumerate() {
+                    if k > 0 {
+                        out.push(b',');
+                    }
+                    out.extend_from_slice(&s.to_json_bytes()?);
+                }
+                out.push(b']');
+            }
+            out.push(b'}');
+        }
+        out.extend_from_slice(b"],\"totalDiff\":");
+        out.extend_from_slice(self.total_diff.to_string().as_bytes());
+        out.push(b'}');
+        Ok(Bytes::from(out))
+    }
+
+    fn from_json_bytes(bytes: &[u8]) -> Result<Self> {
+        parse("ConsumeStatsList", bytes)
+    }
+}
+
+/// `BrokerStatsItem`: one window of a broker statistic.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct BrokerStatsItem {
+    /// Count in the window.
+    pub sum: i64,
+    /// Per second over the window.
+    pub tps: f64,
+    /// Average per call.
+    pub avgpt: f64,
+}
+
+/// `BrokerStatsData` (VIEW_BROKER_STATS_DATA, 315): a statistic over the last minute, hour
+/// and day.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct BrokerStatsData {
+    /// Last minute.
+    pub stats_minute: BrokerStatsItem,
+    /// Last hour.
+    pub stats_hour: BrokerStatsItem,
+    /// Last day.
+    pub stats_day: BrokerStatsItem,
+}
+
+/// `ConsumeQueueData`: one ConsumeQueue unit in [`QueryConsumeQueueResponseBody`].
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ConsumeQueueData {
+    /// CommitLog offset of the message.
+    pub physic_offset: i64,
+    /// Its size.
+    pub physic_size: i32,
+    /// Tag hash code.
+    pub tags_code: i64,
+    /// ConsumeQueue-extension unit as JSON (rmq keeps no extension: absent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extend_data_json: Option<String>,
+    /// Filter bit map (absent: no extension).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bit_map: Option<String>,
+    /// Whether the group's filter matched (only evaluated on extension units).
+    pub eval: bool,
+    /// A problem with the unit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub msg: Option<String>,
+}
+
+/// `QueryConsumeQueueResponseBody` (QUERY_CONSUME_QUEUE, 321, mqadmin `queryCq`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct QueryConsumeQueueResponseBody {
+    /// The group's subscription of the topic, when a group was named and is online.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subscription_data: Option<crate::body::SubscriptionData>,
+    /// Filter data, or why there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filter_data: Option<String>,
+    /// The units listed.
+    pub queue_data: Vec<ConsumeQueueData>,
+    /// Next queue offset to be written.
+    pub max_queue_index: i64,
+    /// First valid queue offset.
+    pub min_queue_index: i64,
+}
+
 /// `ResetOffsetBody` (RESET_CONSUMER_CLIENT_OFFSET 220 and INVOKE_BROKER_TO_RESET_OFFSET
 /// 222): the offset each queue was reset to.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -214,6 +337,8 @@ mq_keyed_body!(ResetOffsetBody, |s: &ResetOffsetBody,
 });
 
 remoting_json!(
+    BrokerStatsData,
+    QueryConsumeQueueResponseBody,
     KvTable,
     SubscriptionGroupConfig,
     SubscriptionGroupWrapper,
@@ -224,6 +349,32 @@ remoting_json!(
 mod tests {
     use super::*;
     use crate::body::MessageQueue;
+
+    #[test]
+    fn consume_stats_list_round_trips_in_fastjson_form() {
+        let mut stats = ConsumeStats::default();
+        stats.offset_table.0.insert(
+            MessageQueue::new("T", "broker-a", 1),
+            OffsetWrapper {
+                broker_offset: 9,
+                consumer_offset: 4,
+                last_timestamp: 17,
+            },
+        );
+        let list = ConsumeStatsList {
+            broker_addr: "127.0.0.1:10911".into(),
+            consume_stats_list: vec![BTreeMap::from([("G".to_owned(), vec![stats])])],
+            total_diff: 5,
+        };
+        let bytes = list.to_json_bytes().unwrap();
+        let text = std::str::from_utf8(&bytes).unwrap();
+        assert!(
+            text.starts_with(r#"{"brokerAddr":"127.0.0.1:10911","consumeStatsList":[{"G":[{"consumeTps":0.0,"offsetTable":{{"brokerName":"broker-a","queueId":1,"topic":"T"}:"#),
+            "{text}"
+        );
+        assert!(text.ends_with(r#"}]}],"totalDiff":5}"#), "{text}");
+        assert_eq!(ConsumeStatsList::from_json_bytes(&bytes).unwrap(), list);
+    }
 
     #[test]
     fn topic_stats_fastjson_form_both_ways() {

@@ -104,6 +104,36 @@ pub struct ProducerConnection {
     pub connection_set: Vec<Connection>,
 }
 
+/// `ProducerInfo`: one producer connection in [`ProducerTableInfo`].
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProducerInfo {
+    /// Client id.
+    #[serde(default, deserialize_with = "null_default")]
+    pub client_id: String,
+    /// Remote address (`remoteIP`).
+    #[serde(rename = "remoteIP", default, deserialize_with = "null_default")]
+    pub remote_ip: String,
+    /// Client language.
+    #[serde(default)]
+    pub language: LanguageCode,
+    /// Client version.
+    #[serde(default)]
+    pub version: i32,
+    /// Last heartbeat (ms since the epoch).
+    #[serde(default)]
+    pub last_update_timestamp: i64,
+}
+
+/// `ProducerTableInfo` (GET_ALL_PRODUCER_INFO, 328): producer group → its connections.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProducerTableInfo {
+    /// Connections per producer group.
+    #[serde(default, deserialize_with = "null_default")]
+    pub data: BTreeMap<String, Vec<ProducerInfo>>,
+}
+
 /// `GroupList` (QUERY_TOPIC_CONSUME_BY_WHO, 300).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -120,6 +150,7 @@ remoting_json!(
     GetConsumerListByGroupResponseBody,
     ConsumerConnection,
     ProducerConnection,
+    ProducerTableInfo,
     GroupList,
 );
 

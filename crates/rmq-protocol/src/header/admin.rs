@@ -141,6 +141,22 @@ command_header! {
     }
 }
 
+command_header! {
+    /// `QueryConsumeQueueRequestHeader` (QUERY_CONSUME_QUEUE, 321).
+    pub struct QueryConsumeQueueRequestHeader {
+        /// Topic.
+        topic: required<String> = "topic",
+        /// Queue.
+        queue_id: required<i32> = "queueId",
+        /// First queue offset to list.
+        index: required<i64> = "index",
+        /// Units to list.
+        count: required<i32> = "count",
+        /// Show this group's subscription too.
+        consumer_group: optional<String> = "consumerGroup",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -507,3 +507,72 @@ def _reset_offline(
         "queues": rows,
     }
     return Result(data, lines)
+
+
+@subcommand(
+    "deleteSubGroup",
+    "Delete subscription group from broker.",
+    one_of(
+        arg("-b", "--brokerAddr", metavar="ADDR", help="delete from this broker"),
+        arg("-c", "--clusterName", metavar="CLUSTER", help="delete from every master"),
+    ),
+    arg("-g", "--groupName", required=True, help="subscription group name"),
+    arg(
+        "-r",
+        "--removeOffset",
+        type=parse_bool,
+        default=False,
+        metavar="{true,false}",
+        help="also remove the group's committed offsets (default: false)",
+    ),
+)
+def delete_sub_group(admin: Admin, args: argparse.Namespace) -> Result:
+    group = args.groupName.strip()
+    addrs = admin.masters(args.brokerAddr, args.clusterName)
+    ext = {"groupName": group, "removeOffset": str(args.removeOffset).lower()}
+    for addr in addrs:
+        admin.broker(addr, AdminRequestCode.DELETE_SUBSCRIPTIONGROUP, ext)
+    lines = [f"delete subscription group [{group}] from broker [{addr}] success." for addr in addrs]
+    return Result({"group": group, "removeOffset": args.removeOffset, "brokers": addrs}, lines)
+
+
+@subcommand(
+    "producerConnection",
+    "Query producer's socket connection and client version",
+    arg("-g", "--producerGroup", required=True, help="producer group name"),
+    arg("-t", "--topic", required=True, help="a topic the group sends to (finds its brokers)"),
+)
+def producer_connection(admin: Admin, args: argparse.Namespace) -> Result:
+    group = args.producerGroup.strip()
+    conns: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    for b in admin.route(args.topic.strip()).broker_datas:
+        addr = b.master_addr
+        if addr is None:
+            continue
+        try:
+            body = admin.broker_json(
+                addr, AdminRequestCode.GET_PRODUCER_CONNECTION_LIST, {"producerGroup": group}
+            )
+        except RmqError as exc:
+            warnings.append(f"{addr}: {exc}")
+            continue
+        conns.extend(body.get("connectionSet") or [])
+    if not conns:
+        raise AdminError(
+            f"producer group {group} has no connection to the brokers of topic {args.topic}: "
+            + ("; ".join(warnings) or "none of them knows it")
+        )
+    lines = table(
+        ("ClientId", "ClientAddr", "Language", "Version"),
+        (
+            (
+                c.get("clientId", ""),
+                c.get("clientAddr", ""),
+                c.get("language", ""),
+                version_desc(int(c.get("version", 0))),
+            )
+            for c in sorted(conns, key=lambda c: str(c.get("clientId", "")))
+        ),
+    )
+    return Result({"connectionSet": conns}, lines, warnings)

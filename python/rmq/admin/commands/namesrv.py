@@ -1,0 +1,62 @@
+"""Nameserver sub-commands: its configuration, and taking a broker's write permission away
+before maintenance and giving it back (``wipeWritePerm`` / ``addWritePerm``)."""
+
+from __future__ import annotations
+
+import argparse
+
+from rmq.admin.client import Admin
+from rmq.admin.command import arg, subcommand
+from rmq.admin.output import Result
+from rmq.codes import RequestCode
+from rmq.config import parse_properties
+
+
+@subcommand("getNamesrvConfig", "Get configs of name server.")
+def get_namesrv_config(admin: Admin, args: argparse.Namespace) -> Result:
+    configs: dict[str, dict[str, str]] = {}
+    lines: list[str] = []
+    for addr, resp in admin.every_namesrv(RequestCode.GET_NAMESRV_CONFIG):
+        config = dict(sorted(parse_properties((resp.body or b"").decode("utf-8")).items()))
+        configs[addr] = config
+        lines.append(f"============{addr}============")
+        width = max((len(k) for k in config), default=0)
+        lines.extend(f"{k:<{width}} = {v}" for k, v in config.items())
+    return Result(configs, lines)
+
+
+def _write_perm(admin: Admin, code: int, broker_name: str, count_key: str, verb: str) -> Result:
+    counts: dict[str, int] = {}
+    for addr, resp in admin.every_namesrv(code, {"brokerName": broker_name}):
+        counts[addr] = int(resp.ext_fields.get(count_key, "0"))
+    lines = [
+        f"{verb} write perm of broker[{broker_name}] in name server[{addr}] OK, {n}"
+        for addr, n in counts.items()
+    ]
+    return Result({"brokerName": broker_name, count_key: counts}, lines)
+
+
+@subcommand(
+    "wipeWritePerm",
+    "Wipe write perm of broker in all name server",
+    arg("-b", "--brokerName", required=True, help="broker name"),
+)
+def wipe_write_perm(admin: Admin, args: argparse.Namespace) -> Result:
+    return _write_perm(
+        admin,
+        RequestCode.WIPE_WRITE_PERM_OF_BROKER,
+        args.brokerName.strip(),
+        "wipeTopicCount",
+        "wipe",
+    )
+
+
+@subcommand(
+    "addWritePerm",
+    "Add write perm of broker in all name server",
+    arg("-b", "--brokerName", required=True, help="broker name"),
+)
+def add_write_perm(admin: Admin, args: argparse.Namespace) -> Result:
+    return _write_perm(
+        admin, RequestCode.ADD_WRITE_PERM_OF_BROKER, args.brokerName.strip(), "addTopicCount", "add"
+    )

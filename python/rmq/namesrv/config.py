@@ -1,0 +1,100 @@
+"""The nameserver's configuration keys (RocketMQ's ``NamesrvConfig`` and ``NettyServerConfig``
+as ``namesrv.conf`` spells them) and what GET_NAMESRV_CONFIG (319) / UPDATE_NAMESRV_CONFIG (318)
+report and change (``mqadmin getNamesrvConfig`` / ``updateNamesrvConfig``).
+
+rmq's nameserver acts on ``listenPort`` only; the other keys are accepted so that RocketMQ
+config files and admin tools work, kept, and reported back, but change nothing. The answer to
+GET_NAMESRV_CONFIG is ``key=value`` lines: ``listenPort`` (the port actually bound) and every
+key set in the config file or by UPDATE_NAMESRV_CONFIG. Updates live in memory until the
+nameserver stops, as RocketMQ's do unless its ``configStorePath`` file is kept.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+
+from rmq.config import format_properties
+
+__all__ = [
+    "ACCEPTED_UNUSED_KEYS",
+    "KNOWN_KEYS",
+    "PATH_KEYS",
+    "NamesrvConfig",
+    "NamesrvConfigError",
+]
+
+KNOWN_KEYS = frozenset({"listenPort"})
+PATH_KEYS = frozenset({"kvConfigPath", "configStorePath"})
+_BOOL_KEYS = frozenset(
+    {
+        "orderMessageEnable",
+        "clusterTest",
+        "serverPooledByteBufAllocatorEnable",
+        "useEpollNativeSelector",
+    }
+)
+_INT_KEYS = frozenset(
+    {
+        "serverWorkerThreads",
+        "serverCallbackExecutorThreads",
+        "serverSelectorThreads",
+        "serverOnewaySemaphoreValue",
+        "serverAsyncSemaphoreValue",
+        "serverChannelMaxIdleTimeSeconds",
+        "serverSocketSndBufSize",
+        "serverSocketRcvBufSize",
+    }
+)
+ACCEPTED_UNUSED_KEYS = PATH_KEYS | _BOOL_KEYS | _INT_KEYS | {"rocketmqHome", "productEnvName"}
+"""Keys RocketMQ's nameserver has that this one accepts, reports and ignores."""
+
+
+class NamesrvConfigError(ValueError):
+    """An update names a key that cannot change, is unknown, or has a bad value. ``path_key``
+    is true for the config-path keys, which RocketMQ refuses with NO_PERMISSION."""
+
+    def __init__(self, message: str, *, path_key: bool = False) -> None:
+        super().__init__(message)
+        self.path_key = path_key
+
+
+def _check(key: str, value: str) -> None:
+    if key in PATH_KEYS:
+        raise NamesrvConfigError("Can not update config path", path_key=True)
+    if key == "listenPort":
+        raise NamesrvConfigError(
+            "listenPort cannot change while the nameserver runs: set it in namesrv.conf "
+            "(or -p) and restart"
+        )
+    if key not in ACCEPTED_UNUSED_KEYS:
+        allowed = ", ".join(sorted(ACCEPTED_UNUSED_KEYS - PATH_KEYS))
+        raise NamesrvConfigError(f"unknown nameserver config key {key!r}; known keys: {allowed}")
+    if key in _BOOL_KEYS and value not in ("true", "false"):
+        raise NamesrvConfigError(f"{key} = {value!r} is not a boolean; use true or false")
+    if key in _INT_KEYS and not value.lstrip("-").isdigit():
+        raise NamesrvConfigError(f"{key} = {value!r} is not an integer")
+
+
+class NamesrvConfig:
+    """The keys a nameserver was configured with, plus later updates (thread-safe)."""
+
+    def __init__(self, listen_port: int = 0, values: Mapping[str, str] | None = None) -> None:
+        self._lock = threading.Lock()
+        self.listen_port = listen_port
+        self._values = {k: v for k, v in (values or {}).items() if k not in KNOWN_KEYS}
+
+    def format(self) -> str:
+        """The GET_NAMESRV_CONFIG body: ``key=value`` lines, sorted."""
+        with self._lock:
+            return format_properties({**self._values, "listenPort": str(self.listen_port)})
+
+    def update(self, updates: Mapping[str, str]) -> None:
+        """Apply UPDATE_NAMESRV_CONFIG: all keys or none.
+
+        :raises NamesrvConfigError: a key cannot change, is unknown or has a bad value.
+        """
+        for key, value in updates.items():
+            _check(key, value)
+        with self._lock:
+            self._values.update(updates)
