@@ -28,8 +28,9 @@ from typing import Any
 import pytest
 
 import rmq
+from rmq import fastjson
 from rmq._rmq import RemotingClient, RemotingRequest, RemotingResponse, RemotingServer
-from rmq.admin import fastjson, main
+from rmq.admin import main
 from rmq.admin.client import AdminRequestCode
 from rmq.admin.command import REGISTRY
 from rmq.admin.commands.consumer import version_desc

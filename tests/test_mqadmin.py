@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 
 import rmq
+from rmq import fastjson
 from rmq._rmq import RemotingClient, SendResult, StoredMessage, decode_messages, request_codes
-from rmq.admin import fastjson
 from rmq.codes import RequestCode, ResponseCode
 from test_broker_admin import RawConsumer
 from test_broker_cli import TEST_STORE_CONF, BrokerProcess, free_port

@@ -102,6 +102,37 @@ def test_bad_requests_get_codes_not_disconnects(namesrv: tuple[subprocess.Popen[
     assert c.invoke(addr, RequestCode.GET_BROKER_CLUSTER_INFO).code == ResponseCode.SUCCESS
 
 
+def test_registration_bodies_in_fastjsons_dialect_are_read(
+    namesrv: tuple[subprocess.Popen[str], str],
+) -> None:
+    """Java brokers write their bodies with fastjson (single quotes, bare keys): read as
+    Apache's nameserver reads them; a body that is no JSON object says so, never a traceback."""
+    _, addr = namesrv
+    c = RemotingClient()
+    header = {
+        "brokerName": "broker-fj",
+        "brokerAddr": "127.0.0.1:30911",
+        "clusterName": "DefaultCluster",
+        "haServerAddr": "",
+        "brokerId": "0",
+        "compressed": "false",
+        "bodyCrc32": "0",
+    }
+    body = (
+        "{'filterServerList':[],'topicConfigSerializeWrapper':{dataVersion:{counter:1,"
+        "timestamp:1},'topicConfigTable':{'FjTopic':{'perm':6,'readQueueNums':3,"
+        "'topicName':'FjTopic','writeQueueNums':3}}}}"
+    )
+    r = c.invoke(addr, RequestCode.REGISTER_BROKER, header, body.encode())
+    assert r.code == ResponseCode.SUCCESS, r.remark
+    route = c.invoke(addr, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "FjTopic"})
+    assert route.code == ResponseCode.SUCCESS, route.remark
+    assert json.loads(route.body or b"")["queueDatas"][0]["readQueueNums"] == 3
+    r = c.invoke(addr, RequestCode.REGISTER_BROKER, header, b"[1, 2]")
+    assert r.code == ResponseCode.SYSTEM_ERROR
+    assert r.remark and "not a JSON object" in r.remark
+
+
 def test_broker_connection_close_forgets_it_at_once(
     namesrv: tuple[subprocess.Popen[str], str],
 ) -> None:

@@ -31,8 +31,8 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
-from rmq.admin.fastjson import FastjsonError
-from rmq.admin.fastjson import loads as fastjson_loads
+from rmq.fastjson import FastjsonError
+from rmq.fastjson import loads as fastjson_loads
 
 JSON_SERIALIZE = 0
 RPC_RESPONSE = 1

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
-from rmq.admin import fastjson
+from rmq import fastjson
 from rmq.codes import RequestCode, ResponseCode
 from rmq.errors import (
     RemotingConnectError,

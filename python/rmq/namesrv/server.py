@@ -5,11 +5,11 @@ with RocketMQ's header field names, JSON bodies and response codes."""
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from rmq import fastjson
 from rmq.codes import RequestCode, ResponseCode
 from rmq.config import parse_properties
 from rmq.namesrv.config import NamesrvConfig, NamesrvConfigError
@@ -121,9 +121,11 @@ class NamesrvProcessor:
         wrapper = None
         if req.body:
             try:
-                body = json.loads(req.body)
-            except ValueError as exc:
+                body = fastjson.loads(req.body)
+            except (ValueError, UnicodeDecodeError) as exc:
                 raise BadRequest(f"REGISTER_BROKER body is not JSON: {exc}") from None
+            if not isinstance(body, dict):
+                raise BadRequest("REGISTER_BROKER body is not a JSON object")
             wrapper = body.get("topicConfigSerializeWrapper")
         result = self.routes.register_broker(
             cluster_name=_field(ext, "clusterName"),

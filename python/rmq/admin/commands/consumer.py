@@ -7,7 +7,7 @@ import argparse
 import json
 from typing import Any
 
-from rmq.admin import fastjson
+from rmq import fastjson
 from rmq.admin.client import (
     CONSUMER_NOT_ONLINE,
     Admin,

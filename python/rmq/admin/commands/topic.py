@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from rmq.admin import fastjson
+from rmq import fastjson
 from rmq.admin.client import (
     PERM_READ,
     PERM_WRITE,

@@ -4,10 +4,10 @@ Java RocketMQ serializes bodies with fastjson, which is not always standard JSON
 non-string keys get bare keys (``{0:"127.0.0.1:10911"}``, BrokerData from nameservers older
 than 4.9.4) and maps keyed by an object get the object itself as the key
 (``{{"brokerName":"b","queueId":0,"topic":"T"}:{…}}``, ConsumeStats and TopicStatsTable).
-fastjson also accepts single-quoted strings. The admin tool talks to rmq and to Java peers,
-so it reads both: standard JSON goes through :func:`json.loads` untouched, anything else
-through the small reader below, which turns every key into a string (an object or array key
-becomes its compact JSON text, the form ``crates/rmq-protocol`` uses too).
+fastjson also accepts single-quoted strings. The admin tool and the nameserver talk to rmq and
+to Java peers, so they read both: standard JSON goes through :func:`json.loads` untouched,
+anything else through the small reader below, which turns every key into a string (an object
+or array key becomes its compact JSON text, the form ``crates/rmq-protocol`` uses too).
 :func:`message_queue_key` turns such a key back into a :class:`MessageQueue`.
 """
 
