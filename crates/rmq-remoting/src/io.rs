@@ -165,8 +165,10 @@ fn dispatch(conn: &Connection, handler: &Arc<dyn RequestHandler>, cmd: RemotingC
         return;
     }
     let oneway = cmd.is_oneway();
-    let slot = conn.budget().start_request();
+    // Only requests that outlive this call take a budget slot: one answered inline is done
+    // (and its reply charged) before the reader goes on.
     if !handler.run_inline(&cmd) {
+        let slot = conn.budget().start_request();
         let (c, h) = (conn.clone(), Arc::clone(handler));
         tokio::spawn(
             async move { reply_when_done(c.clone(), h.handle(c, cmd), oneway, slot).await },
@@ -183,6 +185,7 @@ fn dispatch(conn: &Connection, handler: &Arc<dyn RequestHandler>, cmd: RemotingC
         // It has to wait (group commit, a full store queue): the rest is a task, whose first
         // poll registers its own waker.
         Poll::Pending => {
+            let slot = conn.budget().start_request();
             tokio::spawn(reply_when_done(conn.clone(), handling, oneway, slot));
         }
     }
