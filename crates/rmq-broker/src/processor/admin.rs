@@ -12,7 +12,7 @@ use rmq_protocol::header::{
 use rmq_protocol::{CommandHeader, RemotingCommand, ResponseCode};
 use rmq_remoting::Reply;
 
-use super::{json_response, reply, response};
+use super::{answer, json_response, reply, response};
 use crate::controller::Broker;
 
 fn ok<H: CommandHeader>(req: &RemotingCommand, h: &H) -> Option<Reply> {
@@ -59,13 +59,10 @@ pub fn earliest_store_time(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
 pub fn query_consume_queue(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
     let h = decode_header!(req, QueryConsumeQueueRequestHeader);
     if b.store.get_consume_queue(&h.topic, h.queue_id).is_none() {
-        return reply(
+        return answer(
             req,
-            response(
-                req,
-                ResponseCode::SYSTEM_ERROR,
-                format!("{}@{} is not exist!", h.queue_id, h.topic),
-            ),
+            ResponseCode::SYSTEM_ERROR,
+            format!("{}@{} is not exist!", h.queue_id, h.topic),
         );
     }
     let count = usize::try_from(h.count.clamp(0, 10_000)).unwrap_or(0);

@@ -13,7 +13,7 @@ use rmq_protocol::header::{
 use rmq_protocol::{RemotingCommand, ResponseCode};
 use rmq_remoting::Reply;
 
-use super::{reply, response};
+use super::{answer, reply, response};
 use crate::controller::Broker;
 
 /// How long the consumer has to answer (RocketMQ's `callClient` waits 10 s).
@@ -35,15 +35,12 @@ pub async fn consume_message_directly(b: &Broker, req: &RemotingCommand) -> Opti
         .ok()
         .and_then(|(_, offset)| b.store.look_message_by_offset(offset));
     let Some(stored) = stored else {
-        return reply(
+        return answer(
             req,
-            response(
-                req,
-                ResponseCode::SYSTEM_ERROR,
-                format!(
-                    "no stored message with offset message id {msg_id:?} on broker {}",
-                    b.config.broker_name
-                ),
+            ResponseCode::SYSTEM_ERROR,
+            format!(
+                "no stored message with offset message id {msg_id:?} on broker {}",
+                b.config.broker_name
             ),
         );
     };
@@ -71,15 +68,12 @@ async fn call_consumer(
         .into_iter()
         .find(|c| c.client_id == client_id && !c.conn.is_closed());
     let Some(channel) = channel else {
-        return reply(
+        return answer(
             req,
-            response(
-                req,
-                ResponseCode::SYSTEM_ERROR,
-                format!(
-                    "The Consumer <{group}> <{client_id}> not online (mqadmin consumerConnection \
+            ResponseCode::SYSTEM_ERROR,
+            format!(
+                "The Consumer <{group}> <{client_id}> not online (mqadmin consumerConnection \
                      lists the group's client ids)"
-                ),
             ),
         );
     };

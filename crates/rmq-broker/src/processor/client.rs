@@ -17,7 +17,7 @@ use rmq_protocol::header::{
 use rmq_protocol::{CommandHeader, RemotingCommand, RemotingJson, ResponseCode};
 use rmq_remoting::{Connection, Reply};
 
-use super::{bad_header, json_response, reply, response};
+use super::{answer, bad_header, json_response, reply};
 use crate::consumer_manager::{ClientChannel, ConsumerRegistration};
 use crate::controller::Broker;
 use crate::topic_config::RETRY_GROUP_TOPIC_PREFIX;
@@ -28,10 +28,7 @@ pub fn heartbeat(b: &Broker, conn: &Connection, req: &RemotingCommand) -> Option
     let data = match HeartbeatData::from_json_bytes(body) {
         Ok(d) => d,
         Err(e) => {
-            return reply(
-                req,
-                response(req, ResponseCode::SYSTEM_ERROR, e.to_string()),
-            );
+            return answer(req, ResponseCode::SYSTEM_ERROR, e.to_string());
         }
     };
     let channel = ClientChannel {
@@ -68,7 +65,7 @@ pub fn heartbeat(b: &Broker, conn: &Connection, req: &RemotingCommand) -> Option
     for p in data.producer_data_set {
         b.producers.register(&p.group_name, channel.clone());
     }
-    reply(req, response(req, ResponseCode::SUCCESS, ""))
+    answer(req, ResponseCode::SUCCESS, "")
 }
 
 /// 35.
@@ -87,7 +84,7 @@ pub fn unregister(b: &Broker, conn: &Connection, req: &RemotingCommand) -> Optio
             .is_none_or(|c| c.notify_consumer_ids_changed_enable);
         b.clients.unregister_consumer(g, conn, notify);
     }
-    reply(req, response(req, ResponseCode::SUCCESS, ""))
+    answer(req, ResponseCode::SUCCESS, "")
 }
 
 /// 38.
@@ -100,13 +97,10 @@ pub fn consumer_list(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
             };
             reply(req, json_response(req, &body))
         }
-        _ => reply(
+        _ => answer(
             req,
-            response(
-                req,
-                ResponseCode::SYSTEM_ERROR,
-                format!("no consumer for this group, {}", h.consumer_group),
-            ),
+            ResponseCode::SYSTEM_ERROR,
+            format!("no consumer for this group, {}", h.consumer_group),
         ),
     }
 }
@@ -117,16 +111,13 @@ pub fn consumer_connections(b: &Broker, req: &RemotingCommand) -> Option<Reply> 
     let h = decode_header!(req, GetConsumerConnectionListRequestHeader);
     match b.clients.consumer_connection(&h.consumer_group) {
         Some(body) => reply(req, json_response(req, &body)),
-        None => reply(
+        None => answer(
             req,
-            response(
-                req,
-                ResponseCode::CONSUMER_NOT_ONLINE,
-                format!(
-                    "the consumer group[{}] not online: no consumer of it sends heartbeats to \
+            ResponseCode::CONSUMER_NOT_ONLINE,
+            format!(
+                "the consumer group[{}] not online: no consumer of it sends heartbeats to \
                      this broker; check the group name, or start its consumers",
-                    h.consumer_group
-                ),
+                h.consumer_group
             ),
         ),
     }
@@ -139,16 +130,13 @@ pub fn producer_connections(b: &Broker, req: &RemotingCommand) -> Option<Reply> 
     let h = decode_header!(req, GetProducerConnectionListRequestHeader);
     let channels = b.producers.channels(&h.producer_group);
     if channels.is_empty() {
-        return reply(
+        return answer(
             req,
-            response(
-                req,
-                ResponseCode::SYSTEM_ERROR,
-                format!(
-                    "the producer group[{}] not exist: no producer of it sends heartbeats to \
+            ResponseCode::SYSTEM_ERROR,
+            format!(
+                "the producer group[{}] not exist: no producer of it sends heartbeats to \
                      this broker",
-                    h.producer_group
-                ),
+                h.producer_group
             ),
         );
     }

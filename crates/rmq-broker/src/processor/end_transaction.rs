@@ -21,7 +21,7 @@ use rmq_protocol::{RemotingCommand, ResponseCode};
 use rmq_remoting::{Connection, Reply};
 use rmq_store::{BrokerRole, FlushDiskType, MessageToStore};
 
-use super::{reply, response};
+use super::{answer, reply, response};
 use crate::controller::Broker;
 use crate::error::store_error_to_response;
 use crate::transaction::{end_message_transaction, look_half_message, op_record};
@@ -30,13 +30,10 @@ use crate::transaction::{end_message_transaction, look_half_message, op_record};
 pub async fn process(b: &Broker, conn: &Connection, req: &RemotingCommand) -> Option<Reply> {
     let h = decode_header!(req, EndTransactionRequestHeader);
     if b.store.config().broker_role == BrokerRole::Slave {
-        return reply(
+        return answer(
             req,
-            response(
-                req,
-                ResponseCode::SLAVE_NOT_AVAILABLE,
-                "this broker is a slave; end transactions on its master",
-            ),
+            ResponseCode::SLAVE_NOT_AVAILABLE,
+            "this broker is a slave; end transactions on its master",
         );
     }
     let source = if h.from_transaction_check {

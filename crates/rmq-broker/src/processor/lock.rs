@@ -5,7 +5,7 @@ use rmq_protocol::body::{LockBatchRequestBody, LockBatchResponseBody, UnlockBatc
 use rmq_protocol::{RemotingCommand, RemotingJson, ResponseCode};
 use rmq_remoting::Reply;
 
-use super::{json_response, reply, response};
+use super::{answer, json_response, reply};
 use crate::controller::Broker;
 
 /// The request body as `T`, or a remark saying what is wrong with it.
@@ -34,7 +34,7 @@ fn check_names(client_id: &str, group: &str) -> Result<(), String> {
 }
 
 fn refuse(req: &RemotingCommand, remark: String) -> Option<Reply> {
-    reply(req, response(req, ResponseCode::SYSTEM_ERROR, remark))
+    answer(req, ResponseCode::SYSTEM_ERROR, remark)
 }
 
 /// 41: lock the queues for the client; the answer lists the queues it now holds
@@ -71,5 +71,5 @@ pub fn unlock_batch(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
     };
     b.locks
         .unlock_batch(&body.consumer_group, &body.mq_set, &body.client_id);
-    reply(req, response(req, ResponseCode::SUCCESS, ""))
+    answer(req, ResponseCode::SUCCESS, "")
 }

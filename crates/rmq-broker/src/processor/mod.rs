@@ -78,12 +78,18 @@ pub(crate) fn reply(req: &RemotingCommand, cmd: RemotingCommand) -> Option<Reply
     (!req.is_oneway()).then_some(Reply::Command(cmd))
 }
 
+/// The reply `code` with `remark` (none for a oneway request).
+pub(crate) fn answer(
+    req: &RemotingCommand,
+    code: ResponseCode,
+    remark: impl Into<String>,
+) -> Option<Reply> {
+    reply(req, response(req, code, remark))
+}
+
 /// The answer to a header that does not decode (Java's `RemotingCommandException`).
 pub(crate) fn bad_header(req: &RemotingCommand, e: &rmq_protocol::ProtocolError) -> Option<Reply> {
-    reply(
-        req,
-        response(req, ResponseCode::SYSTEM_ERROR, e.to_string()),
-    )
+    answer(req, ResponseCode::SYSTEM_ERROR, e.to_string())
 }
 
 /// Requests cheap enough to start in the connection's reader (see

@@ -9,7 +9,7 @@ use rmq_protocol::header::{
 use rmq_protocol::{CommandHeader, RemotingCommand, ResponseCode};
 use rmq_remoting::Reply;
 
-use super::{bad_header, reply, response};
+use super::{answer, bad_header, reply, response};
 use crate::controller::Broker;
 
 /// 14: the committed offset; with none, 0 when the queue still starts at 0 (a new group
@@ -24,13 +24,10 @@ pub fn query(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
         if b.store.get_min_offset_in_queue(&h.topic, h.queue_id) <= 0 {
             offset = 0;
         } else {
-            return reply(
+            return answer(
                 req,
-                response(
-                    req,
-                    ResponseCode::QUERY_NOT_FOUND,
-                    "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first",
-                ),
+                ResponseCode::QUERY_NOT_FOUND,
+                "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first",
             );
         }
     }
@@ -49,7 +46,7 @@ pub fn update(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
     };
     b.offsets
         .commit(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
-    reply(req, response(req, ResponseCode::SUCCESS, ""))
+    answer(req, ResponseCode::SUCCESS, "")
 }
 
 /// 314: copy the source group's committed offsets to the destination group, on one topic or
@@ -82,5 +79,5 @@ pub fn clone_group_offset(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
         cloned.len(),
         cloned.join(", ")
     );
-    reply(req, response(req, ResponseCode::SUCCESS, remark))
+    answer(req, ResponseCode::SUCCESS, remark)
 }

@@ -8,7 +8,7 @@ use rmq_protocol::{CommandHeader, RemotingCommand, ResponseCode};
 use rmq_remoting::{FileRegion, Reply};
 use rmq_store::SelectMappedBufferResult;
 
-use super::{bad_header, reply, response, StoreRegion};
+use super::{answer, bad_header, reply, response, StoreRegion};
 use crate::controller::Broker;
 
 /// `MixAll.UNIQUE_MSG_QUERY_FLAG`.
@@ -76,13 +76,10 @@ pub fn by_id(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
             command: response(req, ResponseCode::SUCCESS, ""),
             regions: regions(vec![r]),
         }),
-        None => reply(
+        None => answer(
             req,
-            response(
-                req,
-                ResponseCode::SYSTEM_ERROR,
-                format!("can not find message by the offset, {}", h.offset),
-            ),
+            ResponseCode::SYSTEM_ERROR,
+            format!("can not find message by the offset, {}", h.offset),
         ),
     }
 }

@@ -9,7 +9,7 @@ use rmq_protocol::header::ResetOffsetRequestHeader;
 use rmq_protocol::{RemotingCommand, RequestCode, ResponseCode};
 use rmq_remoting::Reply;
 
-use super::{json_response, reply, response};
+use super::{answer, json_response, reply};
 use crate::controller::Broker;
 
 /// How long a oneway RESET_CONSUMER_CLIENT_OFFSET may wait to be queued (RocketMQ: 5 s).
@@ -44,7 +44,7 @@ fn target_offset(b: &Broker, topic: &str, queue_id: i32, timestamp: i64) -> i64 
 ///   tools a list-shaped body; neither kind of peer is supported here.
 pub async fn process(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
     let h = decode_header!(req, ResetOffsetRequestHeader);
-    let fail = |code: ResponseCode, remark: String| reply(req, response(req, code, remark));
+    let fail = |code: ResponseCode, remark: String| answer(req, code, remark);
     let Some(config) = b.topics.select(&h.topic) else {
         return fail(
             ResponseCode::TOPIC_NOT_EXIST,

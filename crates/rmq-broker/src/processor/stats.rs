@@ -17,7 +17,7 @@ use rmq_protocol::header::{
 use rmq_protocol::{RemotingCommand, ResponseCode};
 use rmq_remoting::Reply;
 
-use super::{json_response, reply, response};
+use super::{answer, json_response, reply};
 use crate::controller::Broker;
 
 /// 202: min and max offset of every queue of the topic, and the store time of its last
@@ -25,16 +25,13 @@ use crate::controller::Broker;
 pub fn topic_stats(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
     let h = decode_header!(req, GetTopicStatsInfoRequestHeader);
     let Some(config) = b.topics.select(&h.topic) else {
-        return reply(
+        return answer(
             req,
-            response(
-                req,
-                ResponseCode::TOPIC_NOT_EXIST,
-                format!(
-                    "topic[{}] not exist on broker {}; create it first (UPDATE_AND_CREATE_TOPIC, \
+            ResponseCode::TOPIC_NOT_EXIST,
+            format!(
+                "topic[{}] not exist on broker {}; create it first (UPDATE_AND_CREATE_TOPIC, \
                      mqadmin updateTopic), or send to it while autoCreateTopicEnable=true",
-                    h.topic, b.config.broker_name
-                ),
+                h.topic, b.config.broker_name
             ),
         );
     };
@@ -185,15 +182,12 @@ pub fn view_stats(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
                 "rmq keeps {TOPIC_PUT_NUMS} (key: topic) and {GROUP_GET_NUMS} (key: topic@group)"
             )
         };
-        return reply(
+        return answer(
             req,
-            response(
-                req,
-                ResponseCode::SYSTEM_ERROR,
-                format!(
-                    "The stats <{}> <{}> not exist: {why}",
-                    h.stats_name, h.stats_key
-                ),
+            ResponseCode::SYSTEM_ERROR,
+            format!(
+                "The stats <{}> <{}> not exist: {why}",
+                h.stats_name, h.stats_key
             ),
         );
     };

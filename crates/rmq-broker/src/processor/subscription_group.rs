@@ -7,38 +7,29 @@ use rmq_protocol::header::DeleteSubscriptionGroupRequestHeader;
 use rmq_protocol::{RemotingCommand, RemotingJson, ResponseCode};
 use rmq_remoting::Reply;
 
-use super::{json_response, reply, response};
+use super::{answer, json_response, reply};
 use crate::controller::Broker;
 
 /// 200: create or replace a group's config (body: SubscriptionGroupConfig JSON).
 pub(crate) fn update(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
     let Some(body) = req.body.as_deref() else {
-        return reply(
+        return answer(
             req,
-            response(
-                req,
-                ResponseCode::SYSTEM_ERROR,
-                "the request has no SubscriptionGroupConfig body",
-            ),
+            ResponseCode::SYSTEM_ERROR,
+            "the request has no SubscriptionGroupConfig body",
         );
     };
     match SubscriptionGroupConfig::from_json_bytes(body) {
         Ok(config) if !config.group_name.is_empty() => {
             b.groups.update(config);
-            reply(req, response(req, ResponseCode::SUCCESS, ""))
+            answer(req, ResponseCode::SUCCESS, "")
         }
-        Ok(_) => reply(
+        Ok(_) => answer(
             req,
-            response(
-                req,
-                ResponseCode::SYSTEM_ERROR,
-                "SubscriptionGroupConfig.groupName is empty",
-            ),
+            ResponseCode::SYSTEM_ERROR,
+            "SubscriptionGroupConfig.groupName is empty",
         ),
-        Err(e) => reply(
-            req,
-            response(req, ResponseCode::SYSTEM_ERROR, e.to_string()),
-        ),
+        Err(e) => answer(req, ResponseCode::SYSTEM_ERROR, e.to_string()),
     }
 }
 
@@ -72,5 +63,5 @@ pub(crate) fn delete(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
         ));
     }
     eprintln!("rmq-broker INFO: DELETE_SUBSCRIPTIONGROUP: {remark}");
-    reply(req, response(req, ResponseCode::SUCCESS, remark))
+    answer(req, ResponseCode::SUCCESS, remark)
 }

@@ -6,7 +6,7 @@ use rmq_protocol::header::{CreateTopicRequestHeader, DeleteTopicRequestHeader};
 use rmq_protocol::{CommandHeader, RemotingCommand, ResponseCode};
 use rmq_remoting::Reply;
 
-use super::{bad_header, json_response, reply, response};
+use super::{answer, bad_header, json_response, reply};
 use crate::controller::Broker;
 use crate::topic_config::{validate_topic, SYSTEM_TOPICS};
 
@@ -17,19 +17,16 @@ pub fn create(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
         Err(e) => return bad_header(req, &e),
     };
     if let Err(reason) = validate_topic(&h.topic) {
-        return reply(req, response(req, ResponseCode::SYSTEM_ERROR, reason));
+        return answer(req, ResponseCode::SYSTEM_ERROR, reason);
     }
     if let Some(refused) = refuse_system_topic(req, &h.topic) {
         return refused;
     }
     if h.topic == b.config.broker_cluster_name {
-        return reply(
+        return answer(
             req,
-            response(
-                req,
-                ResponseCode::SYSTEM_ERROR,
-                format!("The topic[{}] is conflict with the cluster name.", h.topic),
-            ),
+            ResponseCode::SYSTEM_ERROR,
+            format!("The topic[{}] is conflict with the cluster name.", h.topic),
         );
     }
     let filter = if h.topic_filter_type == "MULTI_TAG" {
@@ -46,7 +43,7 @@ pub fn create(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
         order: h.order,
         ..TopicConfig::new(h.topic)
     });
-    reply(req, response(req, ResponseCode::SUCCESS, ""))
+    answer(req, ResponseCode::SUCCESS, "")
 }
 
 /// 21: the whole table with its data version.
@@ -65,19 +62,16 @@ pub fn delete(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
     }
     b.topics.delete(&h.topic);
     b.offsets.remove_topic(&h.topic);
-    reply(req, response(req, ResponseCode::SUCCESS, ""))
+    answer(req, ResponseCode::SUCCESS, "")
 }
 
 /// System topics cannot be created or deleted by clients (RocketMQ's `TopicValidator`).
 fn refuse_system_topic(req: &RemotingCommand, topic: &str) -> Option<Option<Reply>> {
     SYSTEM_TOPICS.contains(&topic).then(|| {
-        reply(
+        answer(
             req,
-            response(
-                req,
-                ResponseCode::SYSTEM_ERROR,
-                format!("The topic[{topic}] is conflict with system topic."),
-            ),
+            ResponseCode::SYSTEM_ERROR,
+            format!("The topic[{topic}] is conflict with system topic."),
         )
     })
 }
