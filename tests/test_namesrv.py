@@ -133,6 +133,45 @@ def test_registration_bodies_in_fastjsons_dialect_are_read(
     assert r.remark and "not a JSON object" in r.remark
 
 
+def test_absurd_or_malformed_registrations_are_refused_and_change_nothing(
+    namesrv: tuple[subprocess.Popen[str], str],
+) -> None:
+    """A registration claiming 100 000 000 queues, or with a topic config that is not an
+    object, is refused with a remark naming the topic and field; the route stays as it was and
+    the nameserver keeps answering (no traceback)."""
+    _, addr = namesrv
+    c = RemotingClient()
+    register(c, addr, "broker-v", "127.0.0.1:40911")
+    header = {
+        "brokerName": "broker-v",
+        "brokerAddr": "127.0.0.1:40911",
+        "clusterName": "DefaultCluster",
+        "haServerAddr": "",
+        "brokerId": "0",
+        "compressed": "false",
+        "bodyCrc32": "0",
+    }
+
+    def body(table: object) -> bytes:
+        wrapper = {"topicConfigTable": table, "dataVersion": {"timestamp": 2, "counter": 2}}
+        return json.dumps({"topicConfigSerializeWrapper": wrapper}).encode()
+
+    huge = {"TopicA": {"topicName": "TopicA", "readQueueNums": 100_000_000, "writeQueueNums": 4}}
+    cases = [
+        (body(huge), "topic 'TopicA': readQueueNums = 100000000 is out of range"),
+        (body({"TopicA": 7}), "topic 'TopicA': its config is not a JSON object"),
+        (body({"TopicA": {"readQueueNums": "many"}}), "topic 'TopicA': a field is not an integer"),
+        (body([1, 2]), "topicConfigTable is not a JSON object"),
+    ]
+    for raw, expected in cases:
+        r = c.invoke(addr, RequestCode.REGISTER_BROKER, header, raw)
+        assert r.code == ResponseCode.SYSTEM_ERROR, (expected, r.remark)
+        assert r.remark and expected in r.remark, r.remark
+    route = c.invoke(addr, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TopicA"})
+    queues = json.loads(route.body or b"")["queueDatas"]
+    assert [q["readQueueNums"] for q in queues if q["brokerName"] == "broker-v"] == [4]
+
+
 def test_broker_connection_close_forgets_it_at_once(
     namesrv: tuple[subprocess.Popen[str], str],
 ) -> None:

@@ -10,7 +10,10 @@ from typing import final
 from rmq.client.message_queue import MessageQueue
 
 __version__: str
+MAX_QUEUE_NUMS: int
+"""Most read or write queues of one topic on one broker (``rmq_protocol::body``)."""
 __all__ = [
+    "MAX_QUEUE_NUMS",
     "BrokerServer",
     "ClientInstance",
     "ConsumeQueueUnits",

@@ -1021,3 +1021,35 @@ async fn other_clients_heartbeats_and_headers_are_accepted() {
     );
     env.stop().await;
 }
+
+/// A topic is created with 0 to MAX_QUEUE_NUMS queues per broker: more would make every
+/// client of its route allocate one queue object per claimed queue.
+#[tokio::test]
+async fn absurd_queue_counts_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = start(dir.path(), &[]).await;
+    let c = env.client().await;
+    let mut req =
+        RemotingCommand::new_request(RequestCode::UPDATE_AND_CREATE_TOPIC.0, Default::default());
+    for (k, v) in [
+        ("topic", "Huge"),
+        ("defaultTopic", "TBW102"),
+        ("readQueueNums", "100000000"),
+        ("writeQueueNums", "4"),
+        ("perm", "6"),
+        ("topicFilterType", "SINGLE_TAG"),
+        ("topicSysFlag", "0"),
+        ("order", "false"),
+    ] {
+        req.ext_fields.insert(k, v);
+    }
+    let r = c.request(req, T).await.unwrap();
+    assert_eq!(r.code, ResponseCode::SYSTEM_ERROR.0);
+    let remark = r.remark.unwrap_or_default();
+    assert!(
+        remark.contains("readQueueNums = 100000000 is out of range"),
+        "{remark}"
+    );
+    assert!(env.ctl.broker().topics.select("Huge").is_none());
+    env.stop().await;
+}

@@ -17,6 +17,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use rmq_protocol::body::{
     BrokerData, ConsumerData, HeartbeatData, MessageQueue, ProducerData, TopicRouteData,
+    MAX_QUEUE_NUMS,
 };
 use rmq_protocol::header::namesrv::GetRouteInfoRequestHeader;
 use rmq_protocol::{
@@ -131,15 +132,18 @@ impl TopicRoute {
         };
         let mut publish_queues = Vec::new();
         let mut subscribe_queues = Vec::new();
+        // A route claiming absurd queue counts (a broken registration) costs at most
+        // MAX_QUEUE_NUMS queues per broker.
+        let queues = |n: i32| 0..n.clamp(0, MAX_QUEUE_NUMS);
         for q in &queue_datas {
             if q.perm & perm::WRITE != 0 && has_master(&q.broker_name) {
                 publish_queues.extend(
-                    (0..q.write_queue_nums).map(|i| MessageQueue::new(topic, &q.broker_name, i)),
+                    queues(q.write_queue_nums).map(|i| MessageQueue::new(topic, &q.broker_name, i)),
                 );
             }
             if q.perm & perm::READ != 0 {
                 subscribe_queues.extend(
-                    (0..q.read_queue_nums).map(|i| MessageQueue::new(topic, &q.broker_name, i)),
+                    queues(q.read_queue_nums).map(|i| MessageQueue::new(topic, &q.broker_name, i)),
                 );
             }
         }
@@ -815,5 +819,18 @@ mod tests {
         assert_eq!(c.client_id(), format!("127.0.0.1@{}", std::process::id()));
         c.instance_name = "orders".to_owned();
         assert_eq!(c.client_id(), "127.0.0.1@orders");
+    }
+
+    #[test]
+    fn a_route_claiming_absurd_queue_counts_costs_at_most_max_queue_nums() {
+        let data = TopicRouteData::from_json_bytes(
+            br#"{"brokerDatas":[{"brokerAddrs":{"0":"127.0.0.1:10911"},"brokerName":"b","cluster":"c"}],
+                "queueDatas":[{"brokerName":"b","perm":6,"readQueueNums":100000000,"topicSysFlag":0,
+                "writeQueueNums":-5}]}"#,
+        )
+        .unwrap();
+        let r = TopicRoute::new("T", data);
+        assert_eq!(r.subscribe_queues.len(), MAX_QUEUE_NUMS as usize);
+        assert!(r.publish_queues.is_empty());
     }
 }

@@ -774,6 +774,7 @@ fn decompress_body(
 #[pymodule]
 fn _rmq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("MAX_QUEUE_NUMS", rmq_protocol::body::MAX_QUEUE_NUMS)?;
     m.add_class::<PyMessageStore>()?;
     m.add_class::<PutMessageResult>()?;
     m.add_class::<StoredMessage>()?;

@@ -62,6 +62,40 @@ class TopicQueueConfig:
         )
 
 
+def check_topic_config_wrapper(wrapper: object) -> None:
+    """Refuse a REGISTER_BROKER ``topicConfigSerializeWrapper`` the route table cannot hold:
+    not an object, a topic entry that is not one, a field that is no integer, or a queue count
+    outside ``0..MAX_QUEUE_NUMS`` (a route claiming 100 000 000 queues made every producer of
+    the topic allocate until it died). Raises ``ValueError`` naming the topic and the field."""
+    from rmq._rmq import MAX_QUEUE_NUMS
+
+    if wrapper is None:
+        return
+    if not isinstance(wrapper, Mapping):
+        raise ValueError("topicConfigSerializeWrapper is not a JSON object")
+    version = wrapper.get("dataVersion")
+    if version is not None and not isinstance(version, Mapping):
+        raise ValueError("topicConfigSerializeWrapper.dataVersion is not a JSON object")
+    table = wrapper.get("topicConfigTable") or {}
+    if not isinstance(table, Mapping):
+        raise ValueError("topicConfigSerializeWrapper.topicConfigTable is not a JSON object")
+    for name, cfg in table.items():
+        if not isinstance(cfg, Mapping):
+            raise ValueError(f"topic {name!r}: its config is not a JSON object")
+        try:
+            q = TopicQueueConfig.from_json(name, cfg)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"topic {name!r}: a field is not an integer ({exc})") from None
+        for key, n in (
+            ("readQueueNums", q.read_queue_nums),
+            ("writeQueueNums", q.write_queue_nums),
+        ):
+            if not 0 <= n <= MAX_QUEUE_NUMS:
+                raise ValueError(
+                    f"topic {name!r}: {key} = {n} is out of range (0 to {MAX_QUEUE_NUMS})"
+                )
+
+
 @dataclass(slots=True)
 class BrokerLiveInfo:
     last_update_ms: int

@@ -13,7 +13,7 @@ from rmq import fastjson
 from rmq.codes import RequestCode, ResponseCode
 from rmq.config import parse_properties
 from rmq.namesrv.config import NamesrvConfig, NamesrvConfigError
-from rmq.namesrv.route_info import RouteInfoManager, to_json_bytes
+from rmq.namesrv.route_info import RouteInfoManager, check_topic_config_wrapper, to_json_bytes
 
 if TYPE_CHECKING:
     from rmq._rmq import RemotingRequest, RemotingResponse
@@ -127,6 +127,10 @@ class NamesrvProcessor:
             if not isinstance(body, dict):
                 raise BadRequest("REGISTER_BROKER body is not a JSON object")
             wrapper = body.get("topicConfigSerializeWrapper")
+            try:
+                check_topic_config_wrapper(wrapper)
+            except ValueError as exc:
+                raise BadRequest(f"REGISTER_BROKER refused: {exc}") from None
         result = self.routes.register_broker(
             cluster_name=_field(ext, "clusterName"),
             broker_addr=_field(ext, "brokerAddr"),

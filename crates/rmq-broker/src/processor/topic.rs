@@ -1,7 +1,7 @@
 //! UPDATE_AND_CREATE_TOPIC (17), GET_ALL_TOPIC_CONFIG (21), DELETE_TOPIC_IN_BROKER (215),
 //! GET_SYSTEM_TOPIC_LIST_FROM_BROKER (305).
 
-use rmq_protocol::body::{TopicConfig, TopicFilterType, TopicList};
+use rmq_protocol::body::{TopicConfig, TopicFilterType, TopicList, MAX_QUEUE_NUMS};
 use rmq_protocol::header::{CreateTopicRequestHeader, DeleteTopicRequestHeader};
 use rmq_protocol::{CommandHeader, RemotingCommand, ResponseCode};
 use rmq_remoting::Reply;
@@ -28,6 +28,18 @@ pub fn create(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
             ResponseCode::SYSTEM_ERROR,
             format!("The topic[{}] is conflict with the cluster name.", h.topic),
         );
+    }
+    for (key, n) in [
+        ("readQueueNums", h.read_queue_nums),
+        ("writeQueueNums", h.write_queue_nums),
+    ] {
+        if !(0..=MAX_QUEUE_NUMS).contains(&n) {
+            return answer(
+                req,
+                ResponseCode::SYSTEM_ERROR,
+                format!("{key} = {n} is out of range: a topic has 0 to {MAX_QUEUE_NUMS} queues per broker"),
+            );
+        }
     }
     let filter = if h.topic_filter_type == "MULTI_TAG" {
         TopicFilterType::MultiTag

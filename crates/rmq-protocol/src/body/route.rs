@@ -10,6 +10,13 @@ use super::{null_default, remoting_json};
 /// Broker id of a master (`MixAll.MASTER_ID`).
 pub const MASTER_ID: i64 = 0;
 
+/// Most read or write queues of one topic on one broker that rmq creates, registers or acts
+/// on (RocketMQ sets no bound; its `BenchmarkTest` topic has 1 024 queues). A route that
+/// claims more, from a broken or hostile registration, would make every client allocate one
+/// queue per claimed queue: brokers refuse to create such a topic, the nameserver refuses the
+/// registration, and clients use at most this many.
+pub const MAX_QUEUE_NUMS: i32 = 65_536;
+
 /// `TopicRouteData`: which brokers hold a topic and their queue counts.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
