@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -205,3 +206,38 @@ def test_groups_bad_headers_and_connection_floods(broker: tuple[BrokerProcess, s
         again.invoke(addr, RequestCode.GET_MAX_OFFSET, {"topic": "FloodTopic", "queueId": "0"}).code
         == 0
     )
+
+
+def test_idle_connections_close_after_server_channel_max_idle_time(
+    tmp_path: Path, namesrv: tuple[subprocess.Popen[str], str]
+) -> None:
+    """``serverChannelMaxIdleTimeSeconds`` (RocketMQ's key, 120 s by default): a connection
+    with no traffic for that long is closed; one that keeps talking stays open."""
+    _, ns_addr = namesrv
+    port = free_port()
+    conf = tmp_path / "broker.conf"
+    conf.write_text(
+        "brokerName = broker-idle\n"
+        "brokerIP1 = 127.0.0.1\n"
+        f"listenPort = {port}\n"
+        f"storePathRootDir = {tmp_path / 'store'}\n"
+        "mappedFileSizeCommitLog = 1048576\n"
+        "serverChannelMaxIdleTimeSeconds = 1\n" + TEST_STORE_CONF
+    )
+    proc = BrokerProcess("-c", str(conf), "-n", ns_addr, cwd=tmp_path)
+    try:
+        proc.wait_for("listening on")
+        quiet = socket.create_connection(("127.0.0.1", port), timeout=10)
+        busy = RemotingClient()
+        t0 = time.monotonic()
+        for _ in range(6):
+            r = busy.invoke(f"127.0.0.1:{port}", RequestCode.GET_BROKER_RUNTIME_INFO)
+            assert r.code == ResponseCode.SUCCESS
+            time.sleep(0.4)
+        assert quiet.recv(16) == b"", "the idle connection was not closed"
+        assert time.monotonic() - t0 < 9
+        r = busy.invoke(f"127.0.0.1:{port}", RequestCode.GET_BROKER_RUNTIME_INFO)
+        assert r.code == ResponseCode.SUCCESS, "the busy connection was closed"
+        quiet.close()
+    finally:
+        proc.kill()

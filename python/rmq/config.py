@@ -499,6 +499,9 @@ class BrokerConfig:
     rebalance_lock_max_live_time: int = 60_000
     """``rocketmq.broker.rebalance.lockMaxLiveTime`` (a JVM system property in RocketMQ): ms a
     queue lock of an orderly consumer lasts without renewal (clients renew every 20 s)."""
+    server_channel_max_idle_time_seconds: int = 120
+    """``serverChannelMaxIdleTimeSeconds``: seconds without traffic either way after which a
+    client connection is closed (0: never). Clients heartbeat every 30 s."""
     store: dict[str, str] = field(default_factory=dict)
     """Store keys for ``rmq._rmq.MessageStore``, as strings (checked by the native store)."""
 
@@ -612,6 +615,11 @@ BROKER_KEYS: dict[str, _Key] = {
         "rebalance_lock_max_live_time",
         _int_range(1000, 86_400_000),
         _int_text(1000, 86_400_000) + " (milliseconds)",
+    ),
+    "serverChannelMaxIdleTimeSeconds": _Key(
+        "server_channel_max_idle_time_seconds",
+        _int_range(0, 86_400),
+        _int_text(0, 86_400) + " (seconds; 0 keeps idle connections open)",
     ),
 }
 """Every key :class:`BrokerConfig` reads: RocketMQ key → field, parser, allowed values."""

@@ -49,6 +49,9 @@ pub struct BrokerConfig {
     pub rebalance_lock_max_live_time_ms: i64,
     /// `rejectTransactionMessage` (default false): refuse half messages (NO_PERMISSION).
     pub reject_transaction_message: bool,
+    /// `serverChannelMaxIdleTimeSeconds` (default 120; 0 = never): a connection with no
+    /// traffic either way for this long is closed.
+    pub server_channel_max_idle_time_seconds: u64,
 }
 
 impl Default for BrokerConfig {
@@ -73,6 +76,7 @@ impl Default for BrokerConfig {
             channel_expired_timeout_ms: 120_000,
             rebalance_lock_max_live_time_ms: 60_000,
             reject_transaction_message: false,
+            server_channel_max_idle_time_seconds: 120,
         }
     }
 }
@@ -111,6 +115,9 @@ impl BrokerConfig {
                 self.rebalance_lock_max_live_time_ms = parse(key, value)?;
             }
             "rejectTransactionMessage" => self.reject_transaction_message = parse(key, value)?,
+            "serverChannelMaxIdleTimeSeconds" => {
+                self.server_channel_max_idle_time_seconds = parse(key, value)?;
+            }
             _ => return Err(format!("broker config: unknown key {key}")),
         }
         Ok(())

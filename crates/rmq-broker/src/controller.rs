@@ -216,8 +216,10 @@ impl BrokerController {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .extend([hold_task, scan_task, stats_task]);
+        let idle = b.config.server_channel_max_idle_time_seconds;
         let server_config = ServerConfig {
             transfer_by_heap: b.config.transfer_msg_by_heap,
+            idle_timeout: (idle > 0).then(|| Duration::from_secs(idle)),
             ..ServerConfig::default()
         };
         rmq_remoting::serve(listen_addr, Arc::new(Dispatcher(b)), server_config).await

@@ -110,6 +110,7 @@ def broker_keys(config: BrokerConfig) -> dict[str, str]:
         "brokerPermission": str(config.broker_permission),
         "rejectTransactionMessage": str(config.reject_transaction_message).lower(),
         "rocketmq.broker.rebalance.lockMaxLiveTime": str(config.rebalance_lock_max_live_time),
+        "serverChannelMaxIdleTimeSeconds": str(config.server_channel_max_idle_time_seconds),
     }
 
 
