@@ -27,6 +27,8 @@ pub const BENCHMARK_TOPIC: &str = "BenchmarkTest";
 pub const OFFSET_MOVED_EVENT: &str = "OFFSET_MOVED_EVENT";
 /// Delayed messages wait here.
 pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
+/// Delayed messages of RocketMQ 5's second schedule store (reserved here too).
+pub const SCHEDULE_TOPIC_V2: &str = "SCHEDULE_TOPIC_XXXX_V2";
 /// Transaction half messages.
 pub const TRANS_HALF_TOPIC: &str = "RMQ_SYS_TRANS_HALF_TOPIC";
 /// Transaction op records.
@@ -53,14 +55,19 @@ pub const SYSTEM_TOPICS: &[&str] = &[
     TRANS_CHECK_MAX_TIME_TOPIC,
     SELF_TEST_TOPIC,
     OFFSET_MOVED_EVENT,
+    SCHEDULE_TOPIC_V2,
 ];
 
-/// Topics clients may not send to (`TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET`).
+/// Topics clients may not send to (`TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET`): a send is
+/// NO_PERMISSION "Sending message to topic[T] is forbidden.".
 pub const NOT_ALLOWED_SEND_TOPICS: &[&str] = &[
     SCHEDULE_TOPIC,
     TRANS_HALF_TOPIC,
     TRANS_OP_HALF_TOPIC,
     TRANS_CHECK_MAX_TIME_TOPIC,
+    SELF_TEST_TOPIC,
+    OFFSET_MOVED_EVENT,
+    SCHEDULE_TOPIC_V2,
 ];
 
 /// Check a topic name as `TopicValidator.validateTopic` does; `Err` gives the reason.

@@ -22,7 +22,9 @@ use super::send_msg_back::{dead_letter_topic, find_group, max_reconsume_times};
 use super::{reply, response};
 use crate::controller::Broker;
 use crate::error::store_error_to_response;
-use crate::topic_config::{validate_topic, NOT_ALLOWED_SEND_TOPICS, RETRY_GROUP_TOPIC_PREFIX};
+use crate::topic_config::{
+    validate_topic, AUTO_CREATE_TOPIC_KEY_TOPIC, NOT_ALLOWED_SEND_TOPICS, RETRY_GROUP_TOPIC_PREFIX,
+};
 
 /// Serve a send.
 pub async fn process(b: &Broker, conn: &Connection, req: &RemotingCommand) -> Option<Reply> {
@@ -49,11 +51,21 @@ fn msg_check(
         );
     }
     if let Err(reason) = validate_topic(&h.topic) {
-        return fail(ResponseCode::MESSAGE_ILLEGAL, reason);
+        return fail(ResponseCode::SYSTEM_ERROR, reason);
+    }
+    // TopicConfigManager.isTopicCanSendMessage, then TopicValidator.isNotAllowedSendTopic.
+    if h.topic == AUTO_CREATE_TOPIC_KEY_TOPIC {
+        return fail(
+            ResponseCode::SYSTEM_ERROR,
+            format!(
+                "the topic[{}] is conflict with system reserved words.",
+                h.topic
+            ),
+        );
     }
     if NOT_ALLOWED_SEND_TOPICS.contains(&h.topic.as_str()) {
         return fail(
-            ResponseCode::MESSAGE_ILLEGAL,
+            ResponseCode::NO_PERMISSION,
             format!("Sending message to topic[{}] is forbidden.", h.topic),
         );
     }
