@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import subprocess
+import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -48,26 +49,35 @@ def remoting() -> Iterator[RemotingClient]:
         client.close()
 
 
-def raw_pull(client: RemotingClient, addr: str, topic: str, queue: int) -> list[rmq.StoredMessage]:
-    """The messages exactly as the broker stored them (the native decoder, no decompression)."""
-    resp = client.invoke(
-        addr,
-        RequestCode.PULL_MESSAGE,
-        {
-            "consumerGroup": "raw",
-            "topic": topic,
-            "queueId": str(queue),
-            "queueOffset": "0",
-            "maxMsgNums": "64",
-            "sysFlag": "4",
-            "subscription": "*",
-            "commitOffset": "0",
-            "suspendTimeoutMillis": "0",
-            "subVersion": "0",
-        },
-    )
-    assert resp.code == 0, resp.remark
-    return rmq._rmq.decode_messages(resp.body or b"")
+def raw_pull(
+    client: RemotingClient, addr: str, topic: str, queue: int, count: int
+) -> list[rmq.StoredMessage]:
+    """The first ``count`` messages of the queue exactly as the broker stored them (the native
+    decoder, no decompression). Acked messages reach their queue a moment later (dispatch is
+    asynchronous), so it pulls until all ``count`` are there."""
+    deadline = time.monotonic() + 10
+    while True:
+        resp = client.invoke(
+            addr,
+            RequestCode.PULL_MESSAGE,
+            {
+                "consumerGroup": "raw",
+                "topic": topic,
+                "queueId": str(queue),
+                "queueOffset": "0",
+                "maxMsgNums": "64",
+                "sysFlag": "4",
+                "subscription": "*",
+                "commitOffset": "0",
+                "suspendTimeoutMillis": "0",
+                "subVersion": "0",
+            },
+        )
+        got = rmq._rmq.decode_messages(resp.body or b"") if resp.code == 0 else []
+        if len(got) >= count:
+            return got
+        assert time.monotonic() < deadline, f"{len(got)} of {count} stored: {resp.remark}"
+        time.sleep(0.05)
 
 
 def test_lz4_and_zstd_bodies_round_trip_through_push_and_pull_consumers(
@@ -84,7 +94,7 @@ def test_lz4_and_zstd_bodies_round_trip_through_push_and_pull_consumers(
             p.send(rmq.Message("Codecs", f"small {kind}".encode(), tags=kind))
             sent[f"small {kind}".encode()] = "none"
     _, addr = cluster.brokers["broker-a"]
-    stored = raw_pull(remoting, addr, "Codecs", 0)
+    stored = raw_pull(remoting, addr, "Codecs", 0, len(sent))
     assert len(stored) == len(sent)
     for m in stored:
         kind = m.tags or ""
@@ -161,7 +171,7 @@ def test_bodies_that_do_not_decompress_are_per_message_errors(
         "pg-bomb", cluster.namesrv, compress_type="ZSTD", max_message_size=16 << 20
     ) as p:
         p.send(rmq.Message("BadBodies", bytes(8 << 20)))
-    bomb = raw_pull(remoting, addr, "BadBodies", 0)[0]
+    bomb = raw_pull(remoting, addr, "BadBodies", 0, 1)[0]
     assert bomb.sys_flag & 0x701 == 0x201 and len(bomb.body) < 4096
     fine = b"fine " * 2000
     good = zlib.compress(fine)
