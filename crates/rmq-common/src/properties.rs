@@ -146,6 +146,23 @@ pub fn find_property<'a>(encoded: &'a [u8], name: &str) -> Option<&'a [u8]> {
     None
 }
 
+/// Append the pairs of `encoded` whose name `drop` does not pick to `out`, each followed by
+/// its separator (empty pairs are left out too): the copying half of [`edit_properties`], for
+/// callers that build into a buffer of their own.
+pub fn copy_properties_except(encoded: &[u8], drop: impl Fn(&[u8]) -> bool, out: &mut Vec<u8>) {
+    for pair in encoded.split(|&b| b == PROPERTY_SEPARATOR as u8) {
+        let name = pair
+            .iter()
+            .position(|&b| b == NAME_VALUE_SEPARATOR as u8)
+            .map_or(pair, |i| &pair[..i]);
+        if pair.is_empty() || drop(name) {
+            continue;
+        }
+        out.extend_from_slice(pair);
+        out.push(PROPERTY_SEPARATOR as u8);
+    }
+}
+
 /// Re-encode `encoded` with the properties named in `remove` dropped and each `(name, value)`
 /// of `set` replacing any earlier value of that name (appended at the end), without decoding
 /// into owned strings. Other pairs keep their bytes and order; empty pairs are dropped. This
@@ -155,20 +172,14 @@ pub fn find_property<'a>(encoded: &'a [u8], name: &str) -> Option<&'a [u8]> {
 pub fn edit_properties(encoded: &[u8], remove: &[&str], set: &[(&str, &str)]) -> Vec<u8> {
     let extra: usize = set.iter().map(|(n, v)| n.len() + v.len() + 2).sum();
     let mut out = Vec::with_capacity(encoded.len() + extra);
-    let dropped = |pair: &[u8]| {
-        let name = pair
-            .iter()
-            .position(|&b| b == NAME_VALUE_SEPARATOR as u8)
-            .map_or(pair, |i| &pair[..i]);
-        remove.iter().any(|r| r.as_bytes() == name) || set.iter().any(|(n, _)| n.as_bytes() == name)
-    };
-    for pair in encoded.split(|&b| b == PROPERTY_SEPARATOR as u8) {
-        if pair.is_empty() || dropped(pair) {
-            continue;
-        }
-        out.extend_from_slice(pair);
-        out.push(PROPERTY_SEPARATOR as u8);
-    }
+    copy_properties_except(
+        encoded,
+        |name| {
+            remove.iter().any(|r| r.as_bytes() == name)
+                || set.iter().any(|(n, _)| n.as_bytes() == name)
+        },
+        &mut out,
+    );
     for (n, v) in set {
         out.extend_from_slice(n.as_bytes());
         out.push(NAME_VALUE_SEPARATOR as u8);

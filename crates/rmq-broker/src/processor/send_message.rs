@@ -10,7 +10,7 @@
 use std::borrow::Cow;
 use std::time::Duration;
 
-use rmq_common::properties::{edit_properties, find_property, PropertyKey};
+use rmq_common::properties::{copy_properties_except, edit_properties, find_property, PropertyKey};
 use rmq_protocol::body::{TopicConfig, PERM_READ, PERM_WRITE};
 use rmq_protocol::header::{SendMessageRequestHeader, SendMessageResponseHeader};
 use rmq_protocol::message_decoder::decode_batch_entries;
@@ -188,9 +188,8 @@ async fn send(
     // one after another in `props`: one buffer for a whole batch. `parts` holds (body,
     // range in `props`, flag) per message.
     let mut props = Vec::new();
-    let mut push_props = |own: &[u8], extra: &[&[u8]]| {
-        let start = props.len();
-        props.extend_from_slice(own);
+    // Close the message whose properties start at `start` with `extra`, each after a separator.
+    let finish = |props: &mut Vec<u8>, start: usize, extra: &[&[u8]]| {
         for e in extra.iter().filter(|e| !e.is_empty()) {
             if props.len() > start && !props.ends_with(&[2]) {
                 props.push(2);
@@ -208,17 +207,22 @@ async fn send(
         entries
             .into_iter()
             .map(|m| {
-                let range = push_props(&m.properties, &[header_props, cluster]);
+                let start = props.len();
+                props.extend_from_slice(&m.properties);
+                let range = finish(&mut props, start, &[header_props, cluster]);
                 (m.body, range, m.flag)
             })
             .collect()
-    } else if find_property(header_props, PropertyKey::WAIT_STORE_MSG_OK).is_some() {
+    } else {
         // RocketMQ stores a single message without its WAIT property (read below; 9 bytes a
         // message); a batch keeps it, and so does a send-back (CONSUMER_SEND_MSG_BACK).
-        let own = edit_properties(header_props, &[PropertyKey::WAIT_STORE_MSG_OK], &[]);
-        vec![(body, push_props(&own, &[cluster]), h.flag)]
-    } else {
-        vec![(body, push_props(header_props, &[cluster]), h.flag)]
+        if find_property(header_props, PropertyKey::WAIT_STORE_MSG_OK).is_some() {
+            let wait = PropertyKey::WAIT_STORE_MSG_OK.as_bytes();
+            copy_properties_except(header_props, |name| name == wait, &mut props);
+        } else {
+            props.extend_from_slice(header_props);
+        }
+        vec![(body, finish(&mut props, 0, &[cluster]), h.flag)]
     };
     for (body, _, _) in &parts {
         if body.len() > max_size {
