@@ -58,6 +58,57 @@ def parse_summary(stdout: str) -> dict[str, Any] | None:
     return None
 
 
+class CompatError(RuntimeError):
+    """A client check could not be built or run, or a check failed (``summary`` when it
+    printed one, ``output`` its stdout and stderr)."""
+
+    def __init__(
+        self, message: str, *, summary: dict[str, Any] | None = None, output: str = ""
+    ) -> None:
+        super().__init__(message)
+        self.summary = summary
+        self.output = output
+
+
+def run_check_program(
+    cmd: Sequence[str],
+    *,
+    name: str,
+    limit: float,
+    error: type[CompatError],
+    cwd: Path | None = None,
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """Run a check program that prints a JSON summary as its last stdout line; return the
+    process and the summary. Raises ``error`` when it overruns ``limit`` seconds or prints no
+    summary (judging the summary is the caller's)."""
+    try:
+        proc = subprocess.run(
+            list(cmd),
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=limit,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        raise error(f"{name} killed after {limit:.0f} s", output=out) from e
+    output = proc.stdout + proc.stderr
+    summary = parse_summary(proc.stdout)
+    if summary is None:
+        raise error(
+            f"{name} exited {proc.returncode} without a JSON summary:\n" + tail(output),
+            output=output,
+        )
+    return proc, summary
+
+
+def summary_errors(summary: dict[str, Any]) -> str:
+    """The errors a summary lists, one a line."""
+    return "\n".join(str(e) for e in summary.get("errors") or []) or "no errors listed"
+
+
 def run_logged(
     cmd: Sequence[str], cwd: Path, timeout: float, env: dict[str, str] | None = None
 ) -> tuple[int, str]:

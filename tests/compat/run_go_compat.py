@@ -25,14 +25,21 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from compat_common import build_lock, newest_mtime, parse_summary, run_logged, tail
+from compat_common import (
+    CompatError,
+    build_lock,
+    newest_mtime,
+    run_check_program,
+    run_logged,
+    summary_errors,
+    tail,
+)
 
 GO_DIR = Path(__file__).resolve().parent / "go"
 TARGET = GO_DIR / "target"
@@ -44,15 +51,8 @@ INSTALL_HINT = (
 BUILD_TIMEOUT_S = 600.0
 
 
-class GoCompatError(RuntimeError):
+class GoCompatError(CompatError):
     """The Go check could not be built or run, or a check failed."""
-
-    def __init__(
-        self, message: str, *, summary: dict[str, Any] | None = None, output: str = ""
-    ) -> None:
-        super().__init__(message)
-        self.summary = summary
-        self.output = output
 
 
 def go_executable() -> str:
@@ -139,22 +139,10 @@ def run_check(
     if broker:
         cmd += ["-broker", broker]
     limit = 2 * timeout + 60
-    try:
-        proc = subprocess.run(
-            cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=limit
-        )
-    except subprocess.TimeoutExpired as e:
-        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
-        raise GoCompatError(f"Go check killed after {limit:.0f} s", output=out) from e
+    proc, summary = run_check_program(cmd, name="Go check", limit=limit, error=GoCompatError)
     output = proc.stdout + proc.stderr
-    summary = parse_summary(proc.stdout)
-    if summary is None:
-        raise GoCompatError(
-            f"Go check exited {proc.returncode} without a JSON summary:\n" + tail(output),
-            output=output,
-        )
     if proc.returncode != 0 or not summary.get("ok"):
-        errors = "\n".join(str(e) for e in summary.get("errors") or []) or "no errors listed"
+        errors = summary_errors(summary)
         raise GoCompatError(
             f"Go client check ({client_version}) failed (exit {proc.returncode}); client log in "
             f"{log_dir}:\n{errors}",

@@ -24,29 +24,29 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from compat_common import build_lock, create_topics, parse_summary, run_logged, tail
+from compat_common import (
+    CompatError,
+    build_lock,
+    create_topics,
+    run_check_program,
+    run_logged,
+    summary_errors,
+    tail,
+)
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
 INSTALL_HINT = "install Node.js 18+ and npm (e.g. apt-get install -y nodejs npm)"
 INSTALL_TIMEOUT_S = 600.0
 
 
-class NodeCompatError(RuntimeError):
+class NodeCompatError(CompatError):
     """The Node check could not be installed or run, or a check failed."""
-
-    def __init__(
-        self, message: str, *, summary: dict[str, Any] | None = None, output: str = ""
-    ) -> None:
-        super().__init__(message)
-        self.summary = summary
-        self.output = output
 
 
 def _tool(name: str) -> str:
@@ -100,27 +100,12 @@ def run_check(
     cmd = [node, "compat.js", "--namesrv", namesrv, "--prefix", prefix]
     cmd += ["--count", str(count), "--timeout", f"{timeout:g}"]
     limit = 2 * timeout + 60
-    try:
-        proc = subprocess.run(
-            cmd,
-            cwd=NODE_DIR,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=limit,
-        )
-    except subprocess.TimeoutExpired as e:
-        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
-        raise NodeCompatError(f"Node check killed after {limit:.0f} s", output=out) from e
+    proc, summary = run_check_program(
+        cmd, name="Node check", limit=limit, error=NodeCompatError, cwd=NODE_DIR
+    )
     output = proc.stdout + proc.stderr
-    summary = parse_summary(proc.stdout)
-    if summary is None:
-        raise NodeCompatError(
-            f"Node check exited {proc.returncode} without a JSON summary:\n" + tail(output),
-            output=output,
-        )
     if proc.returncode != 0 or not summary.get("ok"):
-        errors = "\n".join(str(e) for e in summary.get("errors") or []) or "no errors listed"
+        errors = summary_errors(summary)
         raise NodeCompatError(
             f"ali-ons check failed (exit {proc.returncode}):\n{errors}\n--- stderr (tail) ---\n"
             + tail(proc.stderr),

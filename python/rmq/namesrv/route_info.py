@@ -11,6 +11,7 @@ registration cadence), as RocketMQ's read-write lock does.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import threading
@@ -344,13 +345,7 @@ class RouteInfoManager:
             for brokers in self.topic_queue_table.values():
                 q = brokers.get(broker_name)
                 if q is not None:
-                    brokers[broker_name] = TopicQueueConfig(
-                        q.topic,
-                        q.read_queue_nums,
-                        q.write_queue_nums,
-                        change(q.perm),
-                        q.topic_sys_flag,
-                    )
+                    brokers[broker_name] = dataclasses.replace(q, perm=change(q.perm))
                     n += 1
             return n
 
