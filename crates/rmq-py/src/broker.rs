@@ -16,8 +16,10 @@ use rmq_broker::BrokerConfig;
 use rmq_protocol::RemotingJson;
 use rmq_remoting::RequestHandler;
 
-use crate::remoting::{runtime, PyHandler};
-use crate::PyMessageStore;
+use crate::errors::raise;
+use crate::remoting::PyHandler;
+use crate::runtime::{attach_if_alive, runtime};
+use crate::store::PyMessageStore;
 
 /// A running broker server over a [`PyMessageStore`].
 #[pyclass(module = "rmq._rmq")]
@@ -41,15 +43,14 @@ impl BrokerServer {
     ) -> PyResult<Self> {
         let mut c = BrokerConfig::default();
         for (k, v) in &config {
-            c.set(k, v)
-                .map_err(|e| crate::raise(py, "ConfigError", e))?;
+            c.set(k, v).map_err(|e| raise(py, "ConfigError", e))?;
         }
         c.config_dir = PathBuf::from(&store.root).join("config");
         let fallback = handler.map(|h| Arc::new(PyHandler::new(h)) as Arc<dyn RequestHandler>);
         let controller = BrokerController::new(c, Arc::clone(&store.inner), fallback)
-            .map_err(|e| crate::raise(py, "StoreError", e.to_string()))?;
+            .map_err(|e| raise(py, "StoreError", e.to_string()))?;
         let addr: SocketAddr = format!("{host}:{port}").parse().map_err(|_| {
-            crate::raise(
+            raise(
                 py,
                 "ConfigError",
                 format!("listen address {host}:{port} is not an ip:port"),
@@ -89,14 +90,14 @@ impl BrokerServer {
     /// Write offsets, groups and topics (every 5 s and at shutdown).
     fn persist(&self, py: Python<'_>) -> PyResult<()> {
         py.detach(|| self.controller.persist())
-            .map_err(|e| crate::raise(py, "StoreError", e.to_string()))
+            .map_err(|e| raise(py, "StoreError", e.to_string()))
     }
 
     /// Change `brokerPermission` while serving: sends and pulls see it at once, and the topic
     /// data version moves on (the topic change listener fires, so registration follows).
     fn set_broker_permission(&self, py: Python<'_>, perm: i32) -> PyResult<()> {
         if ![2, 4, 6].contains(&perm) {
-            return Err(crate::raise(
+            return Err(raise(
                 py,
                 "ConfigError",
                 format!(
@@ -137,7 +138,7 @@ impl BrokerServer {
                     .check_transaction_state(connection_id, commit_log_offset),
             )
         })
-        .map_err(|e| crate::raise(py, "StoreError", e.to_string()))
+        .map_err(|e| raise(py, "StoreError", e.to_string()))
     }
 
     /// The committed offset of `group` in queue `queue_id` of `topic`; -1 when none.
@@ -170,11 +171,11 @@ impl BrokerServer {
     /// table is answered (the broker registers with its nameservers there, as RocketMQ does).
     /// The callback may block: on an I/O worker it runs under `block_in_place`, so the
     /// runtime's other tasks (the registration's own request among them) move to other
-    /// threads instead of waiting for it.
+    /// threads instead of waiting for it. Once the interpreter is exiting it is not called.
     fn set_topic_change_listener(&self, callback: Py<PyAny>) {
         self.controller.set_topic_change_listener(Arc::new(move || {
             let call = || {
-                Python::attach(|py| {
+                attach_if_alive(|py| {
                     if let Err(e) = callback.call0(py) {
                         e.print(py);
                     }
@@ -200,6 +201,11 @@ impl BrokerServer {
             py.detach(|| runtime().block_on(h.shutdown()));
         }
         py.detach(|| self.controller.shutdown())
-            .map_err(|e| crate::raise(py, "StoreError", e.to_string()))
+            .map_err(|e| raise(py, "StoreError", e.to_string()))
     }
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<BrokerServer>()?;
+    Ok(())
 }

@@ -96,8 +96,7 @@ impl Columns {
             .push(props.get(PropertyKey::TAGS).map(str::as_bytes));
         self.keys
             .push(props.get(PropertyKey::KEYS).map(str::as_bytes));
-        let id = crate::client_msg_id(props, m.store_host, m.commit_log_offset);
-        self.msg_ids.push(Some(id.as_bytes()));
+        self.msg_ids.push(Some(m.client_msg_id().as_bytes()));
         for (k, v) in props.iter() {
             if !skip.contains(k) {
                 self.prop_keys.push(Some(k.as_bytes()));
@@ -263,27 +262,34 @@ impl RangePull {
     }
 }
 
-/// Pull the range `request.offset..end` into columns (see `PulledColumns`): at most
-/// `max_rows` rows, `depth` pulls of `batch` messages in flight. Properties named in
+/// How far `ClientInstance.pull_columns` reads (see `PulledColumns`): up to offset `end`, at
+/// most `max_rows` rows, `depth` pulls of `batch` messages in flight; properties named in
 /// `skip_properties` are left out of the properties column.
+pub(crate) struct ColumnRange {
+    pub(crate) end: i64,
+    pub(crate) max_rows: usize,
+    pub(crate) batch: i64,
+    pub(crate) depth: usize,
+    pub(crate) skip_properties: Vec<String>,
+}
+
+/// Pull `request.offset..range.end` into columns (see `PulledColumns` and [`ColumnRange`]).
 pub(crate) fn pull_columns(
     instance: ClientInstance,
     py: Python<'_>,
     request: PullRequest,
-    end: i64,
-    max_rows: usize,
-    (batch, depth): (i64, usize),
-    skip_properties: Vec<String>,
+    range: ColumnRange,
 ) -> PyResult<PulledColumns> {
     let start = request.offset;
+    let max_rows = range.max_rows;
     let pull = RangePull {
         instance,
         request,
-        end,
-        batch: batch.max(1),
+        end: range.end,
+        batch: range.batch.max(1),
     };
-    let skip: HashSet<String> = skip_properties.into_iter().collect();
-    let depth = depth.max(1);
+    let skip: HashSet<String> = range.skip_properties.into_iter().collect();
+    let depth = range.depth.max(1);
     let p = block_on(
         py,
         async move { pull.run(start, max_rows, depth, &skip).await },
@@ -316,4 +322,9 @@ pub(crate) fn pull_columns(
         property_value_offsets: b(&c.prop_values.offsets),
         property_value_data: b(&c.prop_values.data),
     })
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PulledColumns>()?;
+    Ok(())
 }

@@ -1,11 +1,12 @@
 //! The remoting transport for Python: a server whose requests a Python handler answers (the
 //! nameserver, and control-plane codes of the broker), and a client. Frames are coded by
-//! `rmq-protocol` in Rust, so Python never has a codec of its own; the GIL is taken only to
-//! run the Python handler, on a blocking thread, never on the runtime's workers.
+//! `rmq-protocol` in Rust, so Python never has a codec of its own. The runtime's workers hold
+//! the handler as an `Arc` and never take the GIL: the handler runs on a blocking thread,
+//! through `runtime::attach_if_alive`, so nothing attaches to an interpreter that is exiting.
 
 use std::collections::HashMap;
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -14,19 +15,8 @@ use pyo3::types::PyBytes;
 use rmq_protocol::{ExtFields, RemotingCommand, ResponseCode};
 use rmq_remoting::{BoxFuture, Connection, Reply, RequestHandler};
 
-/// The process's tokio runtime for transport work (two workers: the machines are small and
-/// the hot paths are in the broker's own tasks).
-pub(crate) fn runtime() -> &'static tokio::runtime::Runtime {
-    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RT.get_or_init(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("rmq-io")
-            .enable_all()
-            .build()
-            .unwrap_or_else(|e| panic!("cannot start the I/O runtime: {e}"))
-    })
-}
+use crate::errors::raise;
+use crate::runtime::{attach_if_alive, runtime};
 
 fn resolve(addr: &str) -> PyResult<SocketAddr> {
     addr.to_socket_addrs()
@@ -119,18 +109,27 @@ fn from_command(py: Python<'_>, cmd: &RemotingCommand) -> RemotingResponse {
 }
 
 /// Runs a Python handler object: `handle(request) -> RemotingResponse | None` and, if it has
-/// one, `on_close(connection_id)`.
+/// one, `on_close(connection_id)`. The object is shared through an `Arc`, so handing it to a
+/// blocking thread needs no GIL.
 pub(crate) struct PyHandler {
-    handler: Py<PyAny>,
+    handler: Arc<Py<PyAny>>,
 }
 
 impl PyHandler {
     pub(crate) fn new(handler: Py<PyAny>) -> Self {
-        Self { handler }
+        Self {
+            handler: Arc::new(handler),
+        }
     }
 
-    fn call(&self, conn: &Connection, req: &RemotingCommand) -> Option<RemotingCommand> {
-        Python::attach(|py| {
+    /// The handler's response to `req`; None when it gives none, or when the interpreter is
+    /// exiting (the request then gets no reply).
+    fn call(
+        handler: &Py<PyAny>,
+        conn: &Connection,
+        req: &RemotingCommand,
+    ) -> Option<RemotingCommand> {
+        attach_if_alive(|py| {
             let request = RemotingRequest {
                 code: req.code,
                 language: req.language.name().to_owned(),
@@ -146,7 +145,7 @@ impl PyHandler {
                 connection_id: conn.id(),
                 peer: conn.peer().to_string(),
             };
-            let outcome = self.handler.bind(py).call_method1("handle", (request,));
+            let outcome = handler.bind(py).call_method1("handle", (request,));
             match outcome {
                 Ok(r) if r.is_none() => None,
                 Ok(r) => match r.cast::<RemotingResponse>() {
@@ -176,6 +175,7 @@ impl PyHandler {
                 }
             }
         })
+        .flatten()
     }
 }
 
@@ -185,10 +185,9 @@ fn system_error(req: &RemotingCommand, remark: &str) -> RemotingCommand {
 
 impl RequestHandler for PyHandler {
     fn handle(&self, conn: Connection, request: RemotingCommand) -> BoxFuture<Option<Reply>> {
-        let handler = Python::attach(|py| self.handler.clone_ref(py));
+        let handler = Arc::clone(&self.handler);
         Box::pin(async move {
-            let h = PyHandler { handler };
-            tokio::task::spawn_blocking(move || h.call(&conn, &request))
+            tokio::task::spawn_blocking(move || PyHandler::call(&handler, &conn, &request))
                 .await
                 .ok()
                 .flatten()
@@ -198,9 +197,9 @@ impl RequestHandler for PyHandler {
 
     fn on_close(&self, conn: &Connection) {
         let id = conn.id();
-        let handler = Python::attach(|py| self.handler.clone_ref(py));
+        let handler = Arc::clone(&self.handler);
         runtime().spawn_blocking(move || {
-            Python::attach(|py| {
+            attach_if_alive(|py| {
                 let h = handler.bind(py);
                 if h.hasattr("on_close").unwrap_or(false) {
                     if let Err(e) = h.call_method1("on_close", (id,)) {
@@ -230,7 +229,7 @@ impl RemotingServer {
             ));
         }
         let addr = resolve(&format!("{host}:{port}"))?;
-        let h: Arc<dyn RequestHandler> = Arc::new(PyHandler { handler });
+        let h: Arc<dyn RequestHandler> = Arc::new(PyHandler::new(handler));
         let handle = py
             .detach(|| runtime().block_on(rmq_remoting::serve(addr, h, rmq_remoting::ServerConfig::default())))
             .map_err(|e| {
@@ -311,7 +310,7 @@ fn remoting_err(py: Python<'_>, e: &rmq_remoting::RemotingError) -> PyErr {
         rmq_remoting::RemotingError::Timeout { .. } => "RemotingTimeoutError",
         _ => "RemotingConnectError",
     };
-    crate::raise(py, class, e.to_string())
+    raise(py, class, e.to_string())
 }
 
 #[pymethods]
@@ -377,4 +376,12 @@ impl RemotingClient {
             c.close();
         }
     }
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<RemotingServer>()?;
+    m.add_class::<RemotingClient>()?;
+    m.add_class::<RemotingRequest>()?;
+    m.add_class::<RemotingResponse>()?;
+    Ok(())
 }

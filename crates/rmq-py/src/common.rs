@@ -1,0 +1,82 @@
+//! Small facts and helpers of `rmq-common` and `rmq-protocol` that Python calls directly:
+//! the request and response code tables, Java's string hash, offset message ids, body
+//! decompression, and the module's version and queue-count limit.
+
+use std::collections::HashMap;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::errors::{parse_addr, raise};
+
+/// RocketMQ's request codes by Java name (`RequestCode.java`), as `rmq-protocol` knows them.
+#[pyfunction]
+fn request_codes() -> HashMap<String, i32> {
+    rmq_protocol::RequestCode::ALL
+        .iter()
+        .map(|(c, name, _)| ((*name).to_owned(), c.0))
+        .collect()
+}
+
+/// RocketMQ's response codes by Java name (`ResponseCode.java`).
+#[pyfunction]
+fn response_codes() -> HashMap<String, i32> {
+    rmq_protocol::ResponseCode::ALL
+        .iter()
+        .map(|(c, name, _)| ((*name).to_owned(), c.0))
+        .collect()
+}
+
+/// Java's `String.hashCode()`.
+#[pyfunction]
+fn java_string_hash(s: &str) -> i32 {
+    rmq_common::java_string_hash(s)
+}
+
+/// RocketMQ's offset message id.
+#[pyfunction]
+fn create_offset_msg_id(store_host: &str, commit_log_offset: i64) -> PyResult<String> {
+    Ok(rmq_common::create_offset_msg_id(
+        parse_addr(store_host, "store_host")?,
+        commit_log_offset,
+    ))
+}
+
+/// Decode an offset message id into `("ip:port", offset)`.
+#[pyfunction]
+fn decode_offset_msg_id(msg_id: &str) -> PyResult<(String, i64)> {
+    rmq_common::decode_offset_msg_id(msg_id)
+        .map(|(a, o)| (a.to_string(), o))
+        .map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// The body as the producer sent it (`rmq_common::compression`, the one codec): the
+/// decompressed bytes when `sys_flag` marks it compressed (ZLIB, LZ4 or ZSTD), else the body
+/// itself. At most `max_size` bytes come out.
+#[pyfunction]
+#[pyo3(signature = (sys_flag, body, max_size=4_194_304))]
+fn decompress_body(
+    py: Python<'_>,
+    sys_flag: i32,
+    body: &Bound<'_, PyBytes>,
+    max_size: usize,
+) -> PyResult<Py<PyBytes>> {
+    match rmq_common::decompress_body(sys_flag, body.as_bytes(), max_size) {
+        Ok(None) => Ok(body.clone().unbind()),
+        Ok(Some(out)) => Ok(PyBytes::new(py, &out).unbind()),
+        Err(e) => Err(raise(py, "ClientError", e.to_string())),
+    }
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("MAX_QUEUE_NUMS", rmq_protocol::body::MAX_QUEUE_NUMS)?;
+    m.add_function(wrap_pyfunction!(decompress_body, m)?)?;
+    m.add_function(wrap_pyfunction!(request_codes, m)?)?;
+    m.add_function(wrap_pyfunction!(response_codes, m)?)?;
+    m.add_function(wrap_pyfunction!(java_string_hash, m)?)?;
+    m.add_function(wrap_pyfunction!(create_offset_msg_id, m)?)?;
+    m.add_function(wrap_pyfunction!(decode_offset_msg_id, m)?)?;
+    Ok(())
+}
