@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyDict;
 
+/// Work for the callback thread, run there with the GIL held.
 pub(crate) type Callback = Box<dyn FnOnce(Python<'_>) + Send>;
 
 /// Set at interpreter exit: from then on callbacks are dropped, never run.
