@@ -32,7 +32,9 @@
 //!
 //! # Layout
 //! * [`config`]: the settings ([`BrokerConfig`]).
-//! * [`controller`]: the owner of everything and the server ([`BrokerController`]).
+//! * [`state`]: what every processor works on ([`state::BrokerState`]).
+//! * [`controller`]: builds the state, runs the server and the periodic services
+//!   ([`BrokerController`]).
 //! * [`topic_config`], [`consumer_offset`], [`subscription_group`], [`consumer_manager`],
 //!   [`producer_manager`]: the managers.
 //! * [`long_polling`]: held pulls.
@@ -53,6 +55,7 @@ pub mod long_polling;
 pub mod processor;
 pub mod producer_manager;
 pub mod rebalance_lock;
+pub mod state;
 pub mod stats_history;
 pub mod subscription_group;
 pub mod topic_config;

@@ -33,7 +33,7 @@ use rmq_protocol::{RemotingCommand, RequestCode, ResponseCode};
 use rmq_remoting::Connection;
 use rmq_store::MessageToStore;
 
-use crate::controller::Broker;
+use crate::state::BrokerState;
 use crate::topic_config::{TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC};
 
 /// Tag of an op record: the half message at the offset in its body is done (`REMOVETAG`).
@@ -128,7 +128,7 @@ impl HalfMessage {
 /// # Errors
 /// NO_PERMISSION when `rejectTransactionMessage` is set.
 pub(crate) fn half_for_send(
-    b: &Broker,
+    b: &BrokerState,
     req: &RemotingCommand,
     h: &SendMessageRequestHeader,
     queue_id: i32,
@@ -161,7 +161,7 @@ pub(crate) fn half_for_send(
 /// MESSAGE_ILLEGAL for a batch that mixes the two kinds; NO_PERMISSION when
 /// `rejectTransactionMessage` is set.
 pub(crate) fn halves_for_batch<'p>(
-    b: &Broker,
+    b: &BrokerState,
     req: &RemotingCommand,
     h: &SendMessageRequestHeader,
     queue_id: i32,
@@ -201,7 +201,7 @@ pub(crate) fn halves_for_batch<'p>(
 /// # Errors
 /// Nothing there, a record that does not decode, or one outside the half topic.
 pub fn look_half_message(
-    b: &Broker,
+    b: &BrokerState,
     commit_log_offset: i64,
 ) -> Result<MessageExt, HalfMessageError> {
     let found = b
@@ -275,7 +275,7 @@ pub fn op_record(half: &MessageExt) -> (&'static str, i32, String, String) {
 /// # Errors
 /// No half message at that offset.
 pub async fn check_transaction_state(
-    b: &Broker,
+    b: &BrokerState,
     conn: &Connection,
     commit_log_offset: i64,
 ) -> Result<bool, HalfMessageError> {

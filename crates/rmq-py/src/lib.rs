@@ -19,6 +19,7 @@ use rmq_store::{MessageStore, MessageToStore, SelectMappedBufferResult, StoreCon
 mod broker;
 mod client;
 mod columns;
+mod logging;
 mod remoting;
 
 /// The `rmq.errors` class a store error is raised as.
@@ -773,6 +774,7 @@ fn decompress_body(
 
 #[pymodule]
 fn _rmq(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    logging::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("MAX_QUEUE_NUMS", rmq_protocol::body::MAX_QUEUE_NUMS)?;
     m.add_class::<PyMessageStore>()?;

@@ -22,12 +22,12 @@ use rmq_remoting::{Connection, Reply};
 use rmq_store::{BrokerRole, FlushDiskType, MessageToStore};
 
 use super::{answer, reply, response};
-use crate::controller::Broker;
 use crate::error::store_error_to_response;
+use crate::state::BrokerState;
 use crate::transaction::{end_message_transaction, look_half_message, op_record};
 
 /// Serve an END_TRANSACTION.
-pub async fn process(b: &Broker, conn: &Connection, req: &RemotingCommand) -> Option<Reply> {
+pub async fn process(b: &BrokerState, conn: &Connection, req: &RemotingCommand) -> Option<Reply> {
     let h = decode_header!(req, EndTransactionRequestHeader);
     if b.store.config().broker_role == BrokerRole::Slave {
         return answer(
@@ -48,8 +48,8 @@ pub async fn process(b: &Broker, conn: &Connection, req: &RemotingCommand) -> Op
         _ => return None,
     };
     if h.from_transaction_check || h.commit_or_rollback != TRANSACTION_COMMIT_TYPE {
-        eprintln!(
-            "rmq-broker INFO: producer {} (group {}) {source}: {state} for message {} \
+        log::info!(
+            "producer {} (group {}) {source}: {state} for message {} \
              (commit log offset {}){}",
             conn.peer(),
             h.producer_group,
@@ -71,7 +71,7 @@ pub async fn process(b: &Broker, conn: &Connection, req: &RemotingCommand) -> Op
 }
 
 async fn end(
-    b: &Broker,
+    b: &BrokerState,
     req: &RemotingCommand,
     h: &EndTransactionRequestHeader,
 ) -> Result<RemotingCommand, RemotingCommand> {
@@ -132,7 +132,7 @@ fn check_prepare_message(half: &MessageExt, h: &EndTransactionRequestHeader) -> 
 
 /// Append without waiting for the flush (RocketMQ puts these with `waitStoreMsgOK=false`);
 /// under SYNC_FLUSH the flush is still requested.
-fn put(b: &Broker, msg: &MessageToStore<'_>) -> Result<(), (ResponseCode, String)> {
+fn put(b: &BrokerState, msg: &MessageToStore<'_>) -> Result<(), (ResponseCode, String)> {
     let appended = b
         .store
         .append_one(msg)
@@ -148,7 +148,7 @@ fn put(b: &Broker, msg: &MessageToStore<'_>) -> Result<(), (ResponseCode, String
 
 /// `deletePrepareMessage`: the op record that tells the check-back the half is done. A
 /// failure is logged; the half is then checked again, and the producer answers again.
-fn write_op(b: &Broker, half: &MessageExt) {
+fn write_op(b: &BrokerState, half: &MessageExt) {
     let (topic, queue_id, body, properties) = op_record(half);
     let op = MessageToStore {
         topic,
@@ -163,8 +163,8 @@ fn write_op(b: &Broker, half: &MessageExt) {
         prepared_transaction_offset: 0,
     };
     if let Err((_, e)) = put(b, &op) {
-        eprintln!(
-            "rmq-broker ERROR: writing the op record of the half message at queue offset {} \
+        log::error!(
+            "writing the op record of the half message at queue offset {} \
              failed ({e}); it will be checked again",
             half.queue_offset
         );

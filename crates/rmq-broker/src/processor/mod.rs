@@ -6,7 +6,7 @@ use rmq_protocol::{RemotingCommand, RemotingJson, RequestCode, ResponseCode};
 use rmq_remoting::{Connection, FileRegion, Reply};
 use rmq_store::SelectMappedBufferResult;
 
-use crate::controller::Broker;
+use crate::state::BrokerState;
 
 /// Decode the request's typed header, or return the bad-header answer from the processor.
 /// (Defined before the processor modules, which see it by textual scope.)
@@ -110,7 +110,11 @@ pub fn is_cheap(req: &RemotingCommand) -> bool {
 }
 
 /// Route one request to its processor.
-pub async fn dispatch(b: Arc<Broker>, conn: Connection, req: RemotingCommand) -> Option<Reply> {
+pub async fn dispatch(
+    b: Arc<BrokerState>,
+    conn: Connection,
+    req: RemotingCommand,
+) -> Option<Reply> {
     match RequestCode(req.code) {
         RequestCode::SEND_MESSAGE
         | RequestCode::SEND_MESSAGE_V2

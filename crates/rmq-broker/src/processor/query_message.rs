@@ -9,7 +9,7 @@ use rmq_remoting::{FileRegion, Reply};
 use rmq_store::SelectMappedBufferResult;
 
 use super::{answer, bad_header, reply, response, StoreRegion};
-use crate::controller::Broker;
+use crate::state::BrokerState;
 
 /// `MixAll.UNIQUE_MSG_QUERY_FLAG`.
 const UNIQUE_MSG_QUERY_FLAG: &str = "_UNIQUE_KEY_QUERY";
@@ -23,7 +23,7 @@ fn regions(v: Vec<SelectMappedBufferResult>) -> Vec<Box<dyn FileRegion>> {
 }
 
 /// 12.
-pub fn by_key(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+pub fn by_key(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let mut h = match QueryMessageRequestHeader::from_ext_fields(&req.ext_fields) {
         Ok(h) => h,
         Err(e) => return bad_header(req, &e),
@@ -66,7 +66,7 @@ pub fn by_key(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
 }
 
 /// 33.
-pub fn by_id(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+pub fn by_id(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let h = match ViewMessageRequestHeader::from_ext_fields(&req.ext_fields) {
         Ok(h) => h,
         Err(e) => return bad_header(req, &e),

@@ -20,14 +20,14 @@ use rmq_store::{FlushDiskType, MessageToStore};
 
 use super::send_msg_back::{dead_letter_topic, find_group, max_reconsume_times};
 use super::{reply, response};
-use crate::controller::Broker;
 use crate::error::store_error_to_response;
+use crate::state::BrokerState;
 use crate::topic_config::{
     validate_topic, AUTO_CREATE_TOPIC_KEY_TOPIC, NOT_ALLOWED_SEND_TOPICS, RETRY_GROUP_TOPIC_PREFIX,
 };
 
 /// Serve a send.
-pub async fn process(b: &Broker, conn: &Connection, req: &RemotingCommand) -> Option<Reply> {
+pub async fn process(b: &BrokerState, conn: &Connection, req: &RemotingCommand) -> Option<Reply> {
     let cmd = match send(b, conn, req).await {
         Ok(c) | Err(c) => c,
     };
@@ -36,7 +36,7 @@ pub async fn process(b: &Broker, conn: &Connection, req: &RemotingCommand) -> Op
 
 /// `msgCheck`: the topic config to write to, or the error response.
 fn msg_check(
-    b: &Broker,
+    b: &BrokerState,
     req: &RemotingCommand,
     h: &SendMessageRequestHeader,
 ) -> Result<TopicConfig, RemotingCommand> {
@@ -115,7 +115,7 @@ fn msg_check(
 /// `handleRetryAndDLQ` for a message sent to `%RETRY%<group>`: `Some(dlq topic)` when it has
 /// been consumed `maxReconsumeTimes` times and belongs in the group's dead-letter topic.
 fn dead_letter(
-    b: &Broker,
+    b: &BrokerState,
     req: &RemotingCommand,
     h: &SendMessageRequestHeader,
 ) -> Result<Option<String>, RemotingCommand> {
@@ -128,7 +128,7 @@ fn dead_letter(
 }
 
 async fn send(
-    b: &Broker,
+    b: &BrokerState,
     conn: &Connection,
     req: &RemotingCommand,
 ) -> Result<RemotingCommand, RemotingCommand> {

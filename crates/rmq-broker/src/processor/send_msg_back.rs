@@ -27,7 +27,7 @@ use rmq_store::format::{scan_record, Scan};
 use rmq_store::{FlushDiskType, MessageToStore};
 
 use super::{reply, response};
-use crate::controller::Broker;
+use crate::state::BrokerState;
 use crate::topic_config::{DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX};
 
 /// Queues of a group's dead-letter topic (`MixAll.DLQ_NUMS_PER_GROUP`).
@@ -41,7 +41,7 @@ pub const FIRST_RETRY_DELAY_LEVEL: i32 = 3;
 const TOPIC_FLAG_UNIT_SUB: i32 = 0x1 << 1;
 
 /// Serve a send-back.
-pub async fn process(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+pub async fn process(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let h = decode_header!(req, ConsumerSendMsgBackRequestHeader);
     let cmd = match send_back(b, req, &h).await {
         Ok(c) | Err(c) => c,
@@ -64,7 +64,7 @@ fn pick_queue(n: i32) -> i32 {
 /// The consumer group's config (created when `autoCreateSubscriptionGroup`), or the
 /// SUBSCRIPTION_GROUP_NOT_EXIST response.
 pub(super) fn find_group(
-    b: &Broker,
+    b: &BrokerState,
     req: &RemotingCommand,
     group: &str,
 ) -> Result<SubscriptionGroupConfig, RemotingCommand> {
@@ -94,7 +94,7 @@ pub(super) fn max_reconsume_times(
 }
 
 /// `%DLQ%<group>`, created on demand with one write-only queue.
-pub(super) fn dead_letter_topic(b: &Broker, group: &str) -> String {
+pub(super) fn dead_letter_topic(b: &BrokerState, group: &str) -> String {
     let topic = format!("{DLQ_GROUP_TOPIC_PREFIX}{group}");
     b.topics
         .create_in_send_back(&topic, DLQ_NUMS_PER_GROUP, PERM_WRITE, 0);
@@ -102,7 +102,7 @@ pub(super) fn dead_letter_topic(b: &Broker, group: &str) -> String {
 }
 
 async fn send_back(
-    b: &Broker,
+    b: &BrokerState,
     req: &RemotingCommand,
     h: &ConsumerSendMsgBackRequestHeader,
 ) -> Result<RemotingCommand, RemotingCommand> {
