@@ -184,7 +184,7 @@ impl BrokerController {
         &self,
         conn_id: u64,
         commit_log_offset: i64,
-    ) -> Result<bool, crate::transaction::HalfMessageError> {
+    ) -> Result<bool, crate::error::HalfMessageError> {
         let Some(channel) = self.broker.producers.find_channel(conn_id) else {
             return Ok(false);
         };

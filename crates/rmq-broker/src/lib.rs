@@ -41,7 +41,9 @@
 //! * [`rebalance_lock`]: queue locks of orderly consumers.
 //! * [`transaction`]: half messages, op records, transaction checks.
 //! * [`processor`]: one file per request family.
-//! * [`error`]: errors ([`BrokerError`]) and the one store-error → response-code mapping.
+//! * [`error`]: errors ([`BrokerError`], the typed errors of sends, send-backs and
+//!   transactions) and the one error → response code and remark mapping
+//!   ([`error::RequestError::to_response`]).
 #![forbid(unsafe_code)]
 
 pub mod broker_stats;
@@ -63,4 +65,4 @@ pub mod transaction;
 
 pub use config::BrokerConfig;
 pub use controller::BrokerController;
-pub use error::{store_error_to_response, BrokerError};
+pub use error::{BrokerError, RequestError};

@@ -12,7 +12,8 @@ use rmq_protocol::header::{
 use rmq_protocol::{CommandHeader, RemotingCommand, ResponseCode};
 use rmq_remoting::Reply;
 
-use super::{answer, json_response, reply, response};
+use super::{answer, error_response, json_response, reply, response};
+use crate::error::RequestError;
 use crate::state::BrokerState;
 
 fn ok<H: CommandHeader>(req: &RemotingCommand, h: &H) -> Option<Reply> {
@@ -65,7 +66,10 @@ pub fn query_consume_queue(b: &BrokerState, req: &RemotingCommand) -> Option<Rep
             format!("{}@{} is not exist!", h.queue_id, h.topic),
         );
     }
-    let count = usize::try_from(h.count.clamp(0, 10_000)).unwrap_or(0);
+    let count = match RequestError::count("count", h.count) {
+        Ok(n) => n.min(10_000),
+        Err(e) => return reply(req, error_response(req, &e)),
+    };
     let units = b
         .store
         .get_consume_queue_units(&h.topic, h.queue_id, h.index, count);

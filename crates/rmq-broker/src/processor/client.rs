@@ -72,7 +72,7 @@ pub fn heartbeat(b: &BrokerState, conn: &Connection, req: &RemotingCommand) -> O
 pub fn unregister(b: &BrokerState, conn: &Connection, req: &RemotingCommand) -> Option<Reply> {
     let h = match UnregisterClientRequestHeader::from_ext_fields(&req.ext_fields) {
         Ok(h) => h,
-        Err(e) => return bad_header(req, &e),
+        Err(e) => return bad_header(req, e),
     };
     if let Some(g) = &h.producer_group {
         b.producers.unregister(g, conn);

@@ -17,7 +17,7 @@ use crate::state::BrokerState;
 pub fn query(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let h = match QueryConsumerOffsetRequestHeader::from_ext_fields(&req.ext_fields) {
         Ok(h) => h,
-        Err(e) => return bad_header(req, &e),
+        Err(e) => return bad_header(req, e),
     };
     let mut offset = b.offsets.query(&h.consumer_group, &h.topic, h.queue_id);
     if offset < 0 {
@@ -42,7 +42,7 @@ pub fn query(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
 pub fn update(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let h = match UpdateConsumerOffsetRequestHeader::from_ext_fields(&req.ext_fields) {
         Ok(h) => h,
-        Err(e) => return bad_header(req, &e),
+        Err(e) => return bad_header(req, e),
     };
     b.offsets
         .commit(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset);

@@ -26,7 +26,7 @@ enum Outcome {
 pub async fn process(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let h = match PullMessageRequestHeader::from_ext_fields(&req.ext_fields) {
         Ok(h) => h,
-        Err(e) => return bad_header(req, &e),
+        Err(e) => return bad_header(req, e),
     };
     let mut allow_suspend = true;
     loop {

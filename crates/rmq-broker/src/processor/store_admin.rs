@@ -9,8 +9,7 @@ use std::sync::Arc;
 use rmq_protocol::{RemotingCommand, ResponseCode};
 use rmq_remoting::Reply;
 
-use super::{reply, response};
-use crate::error::store_error_to_response;
+use super::{error_response, reply, response};
 use crate::state::BrokerState;
 
 /// 306: SUCCESS, the remark naming the queues removed.
@@ -81,10 +80,7 @@ fn removed_reply(
             }
             response(req, ResponseCode::SUCCESS, remark)
         }
-        Ok(Err(e)) => {
-            let (code, remark) = store_error_to_response(&e);
-            response(req, code, remark)
-        }
+        Ok(Err(e)) => error_response(req, &e.into()),
         Err(e) => response(
             req,
             ResponseCode::SYSTEM_ERROR,

@@ -14,7 +14,7 @@ use crate::topic_config::{validate_topic, SYSTEM_TOPICS};
 pub fn create(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let h = match CreateTopicRequestHeader::from_ext_fields(&req.ext_fields) {
         Ok(h) => h,
-        Err(e) => return bad_header(req, &e),
+        Err(e) => return bad_header(req, e),
     };
     if let Err(reason) = validate_topic(&h.topic) {
         return answer(req, ResponseCode::SYSTEM_ERROR, reason);
@@ -67,7 +67,7 @@ pub fn all(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
 pub fn delete(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let h = match DeleteTopicRequestHeader::from_ext_fields(&req.ext_fields) {
         Ok(h) => h,
-        Err(e) => return bad_header(req, &e),
+        Err(e) => return bad_header(req, e),
     };
     if let Some(refused) = refuse_system_topic(req, &h.topic) {
         return refused;
