@@ -208,6 +208,11 @@ impl BrokerController {
     /// # Errors
     /// As [`persist`](Self::persist).
     pub fn shutdown(&self) -> Result<(), BrokerError> {
+        self.stop_tasks();
+        self.persist()
+    }
+
+    fn stop_tasks(&self) {
         for t in self
             .tasks
             .lock()
@@ -216,19 +221,11 @@ impl BrokerController {
         {
             t.abort();
         }
-        self.persist()
     }
 }
 
 impl Drop for BrokerController {
     fn drop(&mut self) {
-        for t in self
-            .tasks
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .drain(..)
-        {
-            t.abort();
-        }
+        self.stop_tasks();
     }
 }

@@ -2,7 +2,7 @@
 //! `rmq_remoting::connect`.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -17,25 +17,21 @@ use rmq_protocol::header::{
     pull_sys_flag, GetConsumeStatsRequestHeader, GetConsumerConnectionListRequestHeader,
     GetConsumerListByGroupRequestHeader, GetTopicStatsInfoRequestHeader, PullMessageRequestHeader,
     PullMessageResponseHeader, QueryConsumerOffsetRequestHeader, ResetOffsetRequestHeader,
-    SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader,
-    UpdateConsumerOffsetRequestHeader,
+    SendMessageRequestHeader, SendMessageRequestHeaderV2, UpdateConsumerOffsetRequestHeader,
 };
 use rmq_protocol::message_decoder::{decode_messages, encode_batch, BatchMessage};
 use rmq_protocol::{
     CommandHeader, LanguageCode, RemotingCommand, RemotingJson, RequestCode, ResponseCode,
     SerializeType,
 };
-use rmq_remoting::{connect, BoxFuture, Connection, Reply, RequestHandler};
-use rmq_store::MessageStore;
+use rmq_remoting::{connect, Connection, RequestHandler};
 
 mod common;
-use common::{Env, T};
+use common::{send_header, send_ok, send_request, Env, Recorder, T};
 
 async fn start(dir: &Path, extra: &[(&str, &str)]) -> Env {
     common::start(dir, extra, |_| {}).await
 }
-
-impl Env {}
 
 fn props(tag: &str, keys: &str) -> String {
     let mut p = Properties::new();
@@ -46,26 +42,7 @@ fn props(tag: &str, keys: &str) -> String {
 }
 
 fn send_v2(topic: &str, queue: i32, tag: &str, body: &[u8]) -> RemotingCommand {
-    RemotingCommand::request_with_header(
-        RequestCode::SEND_MESSAGE_V2.0,
-        &SendMessageRequestHeaderV2 {
-            a: "PG".into(),
-            b: topic.into(),
-            c: "TBW102".into(),
-            d: 4,
-            e: queue,
-            f: 0,
-            g: 1_700_000_000_000,
-            h: 0,
-            i: Some(props(tag, "k1")),
-            j: Some(0),
-            k: false,
-            l: None,
-            m: false,
-            n: Some("broker-a".into()),
-        },
-    )
-    .with_body(Bytes::copy_from_slice(body))
+    send_request(&send_header("PG", topic, queue, props(tag, "k1")), body)
 }
 
 fn pull(topic: &str, queue: i32, offset: i64, sub: &str, suspend_ms: i64) -> RemotingCommand {
@@ -86,20 +63,6 @@ fn pull(topic: &str, queue: i32, offset: i64, sub: &str, suspend_ms: i64) -> Rem
             broker_name: None,
         },
     )
-}
-
-async fn send_ok(c: &Connection, req: RemotingCommand) -> SendMessageResponseHeader {
-    let r = c.request(req, T).await.unwrap();
-    assert_eq!(r.code, 0, "{:?}", r.remark);
-    SendMessageResponseHeader::from_ext_fields(&r.ext_fields).unwrap()
-}
-
-async fn wait_dispatched(store: &MessageStore, topic: &str, q: i32, n: i64) {
-    let t0 = Instant::now();
-    while store.get_max_offset_in_queue(topic, q) < n {
-        assert!(t0.elapsed() < T, "not dispatched");
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
 }
 
 #[tokio::test]
@@ -168,7 +131,7 @@ async fn send_v2_v1_batch_autocreate_and_pull() {
         .topic_config_table
         .contains_key("Auto1"));
 
-    wait_dispatched(&env.store, "Auto1", 1, 6).await;
+    env.wait_dispatched("Auto1", 1, 6).await;
     // Pull everything.
     let r = c.request(pull("Auto1", 1, 0, "*", 0), T).await.unwrap();
     assert_eq!(r.code, 0, "{:?}", r.remark);
@@ -219,7 +182,7 @@ async fn long_polling_wakes_on_arrival_and_times_out() {
     let env = start(dir.path(), &[]).await;
     let c = env.client().await;
     send_ok(&c, send_v2("LP", 0, "TagA", b"first")).await;
-    wait_dispatched(&env.store, "LP", 0, 1).await;
+    env.wait_dispatched("LP", 0, 1).await;
     // Nothing arrives: PULL_NOT_FOUND after the suspend timeout.
     let t0 = Instant::now();
     let r = c.request(pull("LP", 0, 1, "*", 400), T).await.unwrap();
@@ -257,7 +220,7 @@ async fn lite_pull_message_is_served_like_pull_message() {
     let c = env.client().await;
     send_ok(&c, send_v2("Lite", 0, "TagA", b"l0")).await;
     send_ok(&c, send_v2("Lite", 0, "TagB", b"l1")).await;
-    wait_dispatched(&env.store, "Lite", 0, 2).await;
+    env.wait_dispatched("Lite", 0, 2).await;
     let lite = |offset: i64, sub: &str, suspend_ms: i64| {
         let mut req = pull("Lite", 0, offset, sub, suspend_ms);
         req.code = RequestCode::LITE_PULL_MESSAGE.0;
@@ -341,16 +304,6 @@ async fn offsets_update_query_and_survive_restart() {
     env.stop().await;
 }
 
-#[derive(Default)]
-struct Recorder(Mutex<Vec<RemotingCommand>>);
-
-impl RequestHandler for Recorder {
-    fn handle(&self, _c: Connection, req: RemotingCommand) -> BoxFuture<Option<Reply>> {
-        self.0.lock().unwrap().push(req);
-        Box::pin(async { None })
-    }
-}
-
 fn heartbeat(client_id: &str) -> RemotingCommand {
     let data = HeartbeatData {
         client_id: client_id.into(),
@@ -421,7 +374,7 @@ async fn heartbeat_retry_topic_consumer_list_and_notify() {
     p.ext_fields.insert("sysFlag", "0");
     p.ext_fields.insert("consumerGroup", "HG");
     send_ok(&c2, send_v2("HT", 0, "x", b"hb")).await;
-    wait_dispatched(&env.store, "HT", 0, 1).await;
+    env.wait_dispatched("HT", 0, 1).await;
     let r = c2.request(p, T).await.unwrap();
     assert_eq!(r.code, 0, "{:?}", r.remark);
     // A closed connection leaves the group.
@@ -547,7 +500,7 @@ async fn admin_offsets_query_by_key_and_view_by_id() {
                 .msg_id,
         );
     }
-    wait_dispatched(&env.store, "AQ", 2, 3).await;
+    env.wait_dispatched("AQ", 2, 3).await;
     let ask = |code: RequestCode, h: rmq_protocol::ExtFields| {
         let c = c.clone();
         async move {
@@ -674,7 +627,7 @@ async fn topic_stats_consume_stats_and_consumer_connections() {
     for i in 0..3 {
         send_ok(&c, send_v2("ST", 0, "t", format!("s{i}").as_bytes())).await;
     }
-    wait_dispatched(&env.store, "ST", 0, 3).await;
+    env.wait_dispatched("ST", 0, 3).await;
     let r = ask(&c, RequestCode::GET_TOPIC_STATS_INFO, &stats("ST")).await;
     assert_eq!(r.code, 0, "{:?}", r.remark);
     let t = TopicStatsTable::from_json_bytes(r.body.as_ref().unwrap()).unwrap();
@@ -821,7 +774,7 @@ async fn reset_offset_commits_and_tells_the_consumers() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
-    wait_dispatched(&env.store, "RT", 0, 10).await;
+    env.wait_dispatched("RT", 0, 10).await;
     let b = env.ctl.broker();
     let r = ask(
         &c,
@@ -1028,7 +981,7 @@ async fn other_clients_heartbeats_and_headers_are_accepted() {
         req.ext_fields.insert("m", "0");
         send_ok(&c, req).await;
     }
-    wait_dispatched(&env.store, "QT", 0, 4).await;
+    env.wait_dispatched("QT", 0, 4).await;
     let bodies = [
         // C++ core: ordinals (CONSUME_PASSIVELY, CLUSTERING, CONSUME_FROM_FIRST_OFFSET).
         r#"{"clientID":"10.0.0.9@cpp","consumerDataSet":[{"groupName":"CPP","consumeType":1,"messageModel":1,"consumeFromWhere":4,"unitMode":"0","subscriptionDataSet":[{"topic":"QT","subString":"TagA","tagsSet":["TagA"],"codeSet":[2598919],"subVersion":"1795513573873","expressionType":"TAG","classFilterMode":"false"}]}],"producerDataSet":[{"groupName":"P"}]}"#,

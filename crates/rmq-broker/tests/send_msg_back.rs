@@ -16,11 +16,10 @@ use rmq_protocol::header::{
 };
 use rmq_protocol::message_decoder::{decode_messages, MessageExt};
 use rmq_protocol::{CommandHeader, RemotingCommand, RequestCode, ResponseCode};
-use rmq_remoting::{connect, Connection};
 use rmq_store::SCHEDULE_TOPIC;
 
 mod common;
-use common::{Env, T};
+use common::{assert_refused, call, send_header, send_request, Env, T};
 
 async fn start(dir: &Path, auto_create_group: bool) -> Env {
     common::start(dir, &[("messageDelayLevel", "1s 2s 3s 4s 5s")], |c| {
@@ -60,26 +59,11 @@ impl Env {
 }
 
 fn send(topic: &str, body: &[u8], props: &Properties) -> RemotingCommand {
-    RemotingCommand::request_with_header(
-        RequestCode::SEND_MESSAGE_V2.0,
-        &SendMessageRequestHeaderV2 {
-            a: "PG".into(),
-            b: topic.into(),
-            c: "TBW102".into(),
-            d: 4,
-            e: 1,
-            f: 0,
-            g: 1_700_000_000_000,
-            h: 9,
-            i: Some(props.encode()),
-            j: Some(0),
-            k: false,
-            l: None,
-            m: false,
-            n: Some("broker-a".into()),
-        },
-    )
-    .with_body(Bytes::copy_from_slice(body))
+    let header = SendMessageRequestHeaderV2 {
+        h: 9,
+        ..send_header("PG", topic, 1, props.encode())
+    };
+    send_request(&header, body)
 }
 
 fn send_back(offset: i64, group: &str, delay_level: i32, max: Option<i32>) -> RemotingCommand {
@@ -116,10 +100,6 @@ fn send_retry(group: &str, reconsume: i32, max: Option<i32>, version: i32) -> Re
     req
 }
 
-async fn call(c: &Connection, req: RemotingCommand) -> RemotingCommand {
-    c.request(req, T).await.unwrap()
-}
-
 fn props(pairs: &[(&str, &str)]) -> Properties {
     let mut p = Properties::new();
     for (k, v) in pairs {
@@ -132,7 +112,7 @@ fn props(pairs: &[(&str, &str)]) -> Properties {
 async fn failed_messages_go_to_retry_then_to_the_dlq() {
     let dir = tempfile::tempdir().unwrap();
     let env = start(dir.path(), true).await;
-    let c = connect(env.addr, None, T).await.unwrap();
+    let c = env.client().await;
     let p = props(&[("TAGS", "TagA"), ("KEYS", "order-1"), ("UNIQ_KEY", "UNIQ1")]);
     let r = call(&c, send("Orders", b"pay", &p)).await;
     assert_eq!(r.code, 0, "{:?}", r.remark);
@@ -286,7 +266,7 @@ async fn retry_topic_sends_past_max_reconsume_times_go_to_the_dlq() {
     use rmq_protocol::version::CURRENT_VERSION;
     let dir = tempfile::tempdir().unwrap();
     let env = start(dir.path(), true).await;
-    let c = connect(env.addr, None, T).await.unwrap();
+    let c = env.client().await;
     let get = |m: &MessageExt, k: &str| m.properties.get(k).map(str::to_owned);
 
     // Under the max: an ordinary delayed retry, parked at its level for %RETRY%CG.
@@ -342,7 +322,7 @@ async fn retry_topic_sends_past_max_reconsume_times_go_to_the_dlq() {
 async fn delayed_sends_are_parked_until_delivered() {
     let dir = tempfile::tempdir().unwrap();
     let env = start(dir.path(), true).await;
-    let c = connect(env.addr, None, T).await.unwrap();
+    let c = env.client().await;
     let p = props(&[("TAGS", "TagA"), ("DELAY", "2"), ("UNIQ_KEY", "U2")]);
     let r = call(&c, send("Later", b"soon", &p)).await;
     assert_eq!(r.code, 0, "{:?}", r.remark);
@@ -369,33 +349,64 @@ async fn delayed_sends_are_parked_until_delivered() {
 }
 
 #[tokio::test]
-async fn send_back_errors_say_what_is_wrong() {
+async fn a_send_back_for_a_group_that_does_not_exist_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let env = start(dir.path(), false).await;
-    let c = connect(env.addr, None, T).await.unwrap();
+    let c = env.client().await;
     let r = call(&c, send_back(0, "NoSuchGroup", 0, Some(16))).await;
-    assert_eq!(r.code, ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST.0);
-    assert!(r.remark.unwrap().contains("NoSuchGroup"));
+    assert_refused(
+        &r,
+        ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST,
+        "NoSuchGroup",
+    );
     // So is a plain send to the retry topic of a group that does not exist.
     let r = call(&c, send_retry("NoSuchGroup", 0, Some(16), 400)).await;
-    assert_eq!(r.code, ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST.0);
-    assert!(r.remark.unwrap().contains("NoSuchGroup"));
+    assert_refused(
+        &r,
+        ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST,
+        "NoSuchGroup",
+    );
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn a_send_back_where_no_message_starts_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = start(dir.path(), false).await;
+    let c = env.client().await;
     // A system group exists; an offset where no message starts is refused.
     let r = call(&c, send_back(123_456, "TOOLS_CONSUMER", 0, Some(16))).await;
-    assert_eq!(r.code, ResponseCode::SYSTEM_ERROR.0);
-    assert!(r
-        .remark
-        .unwrap()
-        .contains("look message by offset failed, 123456"));
-    // A missing header field is named.
+    assert_refused(
+        &r,
+        ResponseCode::SYSTEM_ERROR,
+        "look message by offset failed, 123456",
+    );
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn a_send_back_without_its_offset_names_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = start(dir.path(), false).await;
+    let c = env.client().await;
     let mut req = send_back(0, "TOOLS_CONSUMER", 0, None);
     req.ext_fields.remove("offset");
     let r = call(&c, req).await;
-    assert_eq!(r.code, ResponseCode::SYSTEM_ERROR.0);
-    assert!(r.remark.unwrap().contains("offset"));
-    // A broker that does not take writes refuses.
+    assert_refused(&r, ResponseCode::SYSTEM_ERROR, "offset");
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn a_broker_that_takes_no_writes_refuses_send_backs() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = start(dir.path(), false).await;
+    let c = env.client().await;
     env.ctl.set_broker_permission(4);
     let r = call(&c, send_back(0, "TOOLS_CONSUMER", 0, None)).await;
-    assert_eq!(r.code, ResponseCode::NO_PERMISSION.0);
+    assert_refused(
+        &r,
+        ResponseCode::NO_PERMISSION,
+        "sending message is forbidden",
+    );
     env.stop().await;
 }
