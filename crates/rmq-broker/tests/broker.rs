@@ -1049,3 +1049,44 @@ async fn absurd_queue_counts_are_refused() {
     assert!(env.ctl.broker().topics.select("Huge").is_none());
     env.stop().await;
 }
+
+#[tokio::test]
+async fn negative_counts_are_refused_not_read_as_zero() {
+    use rmq_protocol::header::{QueryConsumeQueueRequestHeader, QueryMessageRequestHeader};
+    let dir = tempfile::tempdir().unwrap();
+    let env = start(dir.path(), &[]).await;
+    let c = env.client().await;
+    send_ok(&c, send_v2("NegT", 0, "a", b"x")).await;
+    env.wait_dispatched("NegT", 0, 1).await; // the queue exists once dispatched
+    let query = QueryMessageRequestHeader {
+        topic: "NegT".into(),
+        key: "k1".into(),
+        max_num: -1,
+        begin_timestamp: 0,
+        end_timestamp: i64::MAX,
+    };
+    let r = common::call(
+        &c,
+        RemotingCommand::request_with_header(RequestCode::QUERY_MESSAGE.0, &query),
+    )
+    .await;
+    common::assert_refused(
+        &r,
+        ResponseCode::SYSTEM_ERROR,
+        "maxNum is -1 in the request header: it must not be negative",
+    );
+    let units = QueryConsumeQueueRequestHeader {
+        topic: "NegT".into(),
+        queue_id: 0,
+        index: 0,
+        count: -5,
+        consumer_group: None,
+    };
+    let r = common::call(
+        &c,
+        RemotingCommand::request_with_header(RequestCode::QUERY_CONSUME_QUEUE.0, &units),
+    )
+    .await;
+    common::assert_refused(&r, ResponseCode::SYSTEM_ERROR, "count is -5");
+    env.stop().await;
+}
