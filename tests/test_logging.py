@@ -2,7 +2,9 @@
 
 A broker server runs in this process over a store in a temp dir; what its Rust code logs
 must arrive at a handler on the ``rmq`` logger, under ``rmq.<crate>.<module>``, with the
-Python level that matches, and only when that level is enabled.
+Python level that matches, and only when that level is enabled. Records reach Python through
+one delivery thread, in the order they were logged, so a test waits for a record it expects,
+and shows that an earlier one was dropped by waiting for a later one.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from rmq._rmq import (
     response_codes,
 )
 from rmq.codes import RequestCode
+from test_client import wait_until
 
 
 class Recorder(logging.Handler):
@@ -34,8 +37,8 @@ class Recorder(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         self.records.append(record)
 
-    def named(self, prefix: str) -> list[logging.LogRecord]:
-        return [r for r in self.records if r.name.startswith(prefix)]
+    def saying(self, text: str) -> list[logging.LogRecord]:
+        return [r for r in self.records if text in r.getMessage()]
 
 
 @pytest.fixture
@@ -93,31 +96,38 @@ def pull_moved_offset(broker: BrokerServer) -> None:
     assert resp.code == response_codes()["PULL_OFFSET_MOVED"], resp.remark
 
 
+def send_malformed_frame(broker: BrokerServer) -> None:
+    """A frame of 1 byte, shorter than any header: the server logs a warning and closes."""
+    host, port = broker.local_addr.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(b"\x00\x00\x00\x01")
+        assert sock.recv(16) == b""  # closed
+
+
 def test_a_rust_warning_reaches_a_python_handler_as_warning(
     recorder: Recorder, broker: BrokerServer
 ) -> None:
-    host, port = broker.local_addr.rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=10) as sock:
-        sock.sendall(b"\x00\x00\x00\x01")  # a frame of 1 byte: shorter than any header
-        # The server logs, then closes: end of stream means the record has been handled.
-        assert sock.recv(16) == b""
-    warnings = [r for r in recorder.named("rmq.remoting") if "malformed frame" in r.getMessage()]
-    assert len(warnings) == 1, [r.getMessage() for r in recorder.records]
-    assert warnings[0].levelno == logging.WARNING
-    assert warnings[0].name == "rmq.remoting.io"
+    send_malformed_frame(broker)
+    wait_until(lambda: recorder.saying("malformed frame") != [], "the warning")
+    [warning] = recorder.saying("malformed frame")
+    assert warning.levelno == logging.WARNING
+    assert warning.name == "rmq.remoting.io"
 
 
 def test_a_rust_debug_record_is_dropped_at_info_and_kept_at_debug(
     recorder: Recorder, broker: BrokerServer
 ) -> None:
     pull_moved_offset(broker)
-    assert recorder.named("rmq.broker") == []
+    # The warning, logged after the debug record, arrives after it would have.
+    send_malformed_frame(broker)
+    wait_until(lambda: recorder.saying("malformed frame") != [], "the warning")
+    assert recorder.saying("PULL_OFFSET_MOVED") == []
 
     logging.getLogger("rmq").setLevel(logging.DEBUG)
     reset_logging_cache()  # the INFO level seen by the first record is cached until now
     pull_moved_offset(broker)
-    moved = [r for r in recorder.named("rmq.broker") if "PULL_OFFSET_MOVED" in r.getMessage()]
-    assert len(moved) == 1, [r.getMessage() for r in recorder.records]
-    assert moved[0].levelno == logging.DEBUG
-    assert moved[0].name == "rmq.broker.processor.pull_message"
-    assert "topic LogMoved queue 0 requested 5" in moved[0].getMessage()
+    wait_until(lambda: recorder.saying("PULL_OFFSET_MOVED") != [], "the debug record")
+    [moved] = recorder.saying("PULL_OFFSET_MOVED")
+    assert moved.levelno == logging.DEBUG
+    assert moved.name == "rmq.broker.processor.pull_message"
+    assert "topic LogMoved queue 0 requested 5" in moved.getMessage()

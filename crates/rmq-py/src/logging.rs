@@ -20,17 +20,29 @@
 //! logging before the first record, so they need not). Records below DEBUG (Rust's `trace!`)
 //! never reach Python.
 //!
+//! # Delivery
+//! A record that passes the cached level is formatted where it is logged and queued; one
+//! thread (`rmq-log`) takes the GIL and hands the queue to Python in order. So no tokio worker
+//! ever waits for the GIL to log: a worker that logs while holding a lock cannot deadlock
+//! with a Python thread that holds the GIL and wants that lock. The queue holds
+//! [`QUEUE_CAPACITY`] records; past that, records are dropped (and counted, in the next
+//! record delivered) rather than stalling the logging thread.
+//!
 //! # Interpreter exit
-//! Tokio workers may still log while the interpreter shuts down, when taking the GIL is no
-//! longer possible. An `atexit` hook turns the bridge off first; from then on records go to
-//! stderr as one line each (`<LEVEL> <logger>: <message>`).
+//! Records may still be logged while the interpreter shuts down, when taking the GIL is no
+//! longer possible. An `atexit` hook turns delivery to Python off first; from then on records
+//! go to stderr as one line each (`<LEVEL> <logger>: <message>`).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::OnceLock;
 
-use log::{LevelFilter, Log, Metadata, Record};
+use log::{Level, LevelFilter, Log, Metadata, Record};
 use pyo3::prelude::*;
 use pyo3_log::{Caching, ResetHandle};
+
+/// Records waiting for the delivery thread, at most.
+const QUEUE_CAPACITY: usize = 4096;
 
 /// Set by the `atexit` hook: Python is going away, log to stderr instead.
 static PYTHON_EXITING: AtomicBool = AtomicBool::new(false);
@@ -53,50 +65,107 @@ fn python_target(target: &str) -> Option<String> {
     Some(out)
 }
 
-/// `pyo3-log`'s logger behind the target renaming and the exit switch.
-struct Bridge(pyo3_log::Logger);
+/// A record on its way to Python: everything owned.
+struct Queued {
+    level: Level,
+    /// The Python logger name, in `::` form.
+    target: String,
+    message: String,
+    module_path: Option<String>,
+    file: Option<String>,
+    line: Option<u32>,
+}
+
+impl Queued {
+    fn write_to_stderr(&self) {
+        eprintln!(
+            "{} {}: {}",
+            self.level,
+            self.target.replace("::", "."),
+            self.message
+        );
+    }
+}
+
+/// The `log` side: checks the cached level and queues.
+struct Bridge {
+    /// pyo3-log's logger, for its level cache (`enabled` never takes the GIL).
+    levels: std::sync::Arc<pyo3_log::Logger>,
+    queue: SyncSender<Queued>,
+    dropped: AtomicU64,
+}
 
 impl Log for Bridge {
     fn enabled(&self, metadata: &Metadata<'_>) -> bool {
         match python_target(metadata.target()) {
-            Some(t) => self.0.enabled(
+            Some(t) => self.levels.enabled(
                 &Metadata::builder()
                     .level(metadata.level())
                     .target(&t)
                     .build(),
             ),
-            None => self.0.enabled(metadata),
+            None => self.levels.enabled(metadata),
         }
     }
 
     fn log(&self, record: &Record<'_>) {
-        let renamed = python_target(record.target());
-        let target = renamed.as_deref().unwrap_or(record.target());
-        if PYTHON_EXITING.load(Ordering::Acquire) {
-            eprintln!(
-                "{} {}: {}",
-                record.level(),
-                target.replace("::", "."),
-                record.args()
-            );
+        let target = python_target(record.target()).unwrap_or_else(|| record.target().to_owned());
+        let probe = Metadata::builder()
+            .level(record.level())
+            .target(&target)
+            .build();
+        if !self.levels.enabled(&probe) {
             return;
         }
-        match renamed {
-            Some(t) => self.0.log(
-                &Record::builder()
-                    .args(*record.args())
-                    .level(record.level())
-                    .target(&t)
-                    .module_path(record.module_path())
-                    .file(record.file())
-                    .line(record.line())
-                    .build(),
-            ),
-            None => self.0.log(record),
+        let mut message = record.args().to_string();
+        let dropped = self.dropped.swap(0, Ordering::Relaxed);
+        if dropped > 0 {
+            message.push_str(&format!(
+                " ({dropped} earlier records were dropped: the log queue was full)"
+            ));
+        }
+        let queued = Queued {
+            level: record.level(),
+            target,
+            message,
+            module_path: record.module_path().map(str::to_owned),
+            file: record.file().map(str::to_owned),
+            line: record.line(),
+        };
+        if PYTHON_EXITING.load(Ordering::Acquire) {
+            queued.write_to_stderr();
+            return;
+        }
+        match self.queue.try_send(queued) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => {
+                self.dropped.fetch_add(dropped + 1, Ordering::Relaxed);
+            }
+            Err(TrySendError::Disconnected(q)) => q.write_to_stderr(),
         }
     }
 
     fn flush(&self) {}
+}
+
+/// The `rmq-log` thread: hand queued records to Python's logging, in order.
+fn deliver(levels: &pyo3_log::Logger, queue: &Receiver<Queued>) {
+    while let Ok(q) = queue.recv() {
+        if PYTHON_EXITING.load(Ordering::Acquire) {
+            q.write_to_stderr();
+            continue;
+        }
+        levels.log(
+            &Record::builder()
+                .args(format_args!("{}", q.message))
+                .level(q.level)
+                .target(&q.target)
+                .module_path(q.module_path.as_deref())
+                .file(q.file.as_deref())
+                .line(q.line)
+                .build(),
+        );
+    }
 }
 
 /// Install the bridge (once per process; a logger installed before, by an embedding Rust
@@ -112,8 +181,22 @@ fn install(py: Python<'_>) -> PyResult<()> {
             }
         };
         let handle = logger.reset_handle();
-        if log::set_boxed_logger(Box::new(Bridge(logger))).is_err() {
+        let levels = std::sync::Arc::new(logger);
+        let (queue, receiver) = sync_channel(QUEUE_CAPACITY);
+        let bridge = Bridge {
+            levels: std::sync::Arc::clone(&levels),
+            queue,
+            dropped: AtomicU64::new(0),
+        };
+        if log::set_boxed_logger(Box::new(bridge)).is_err() {
             return None;
+        }
+        let spawned = std::thread::Builder::new()
+            .name("rmq-log".into())
+            .spawn(move || deliver(&levels, &receiver));
+        if let Err(e) = spawned {
+            // Without the thread, records go to stderr (the queue reports disconnected).
+            eprintln!("rmq: cannot start the log delivery thread ({e}); logging to stderr");
         }
         log::set_max_level(LevelFilter::Debug);
         Some(handle)
