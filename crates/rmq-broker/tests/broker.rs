@@ -17,7 +17,8 @@ use rmq_protocol::header::{
     pull_sys_flag, GetConsumeStatsRequestHeader, GetConsumerConnectionListRequestHeader,
     GetConsumerListByGroupRequestHeader, GetTopicStatsInfoRequestHeader, PullMessageRequestHeader,
     PullMessageResponseHeader, QueryConsumerOffsetRequestHeader, ResetOffsetRequestHeader,
-    SendMessageRequestHeader, SendMessageRequestHeaderV2, UpdateConsumerOffsetRequestHeader,
+    SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader,
+    UpdateConsumerOffsetRequestHeader,
 };
 use rmq_protocol::message_decoder::{decode_messages, encode_batch, BatchMessage};
 use rmq_protocol::{
@@ -65,23 +66,20 @@ fn pull(topic: &str, queue: i32, offset: i64, sub: &str, suspend_ms: i64) -> Rem
     )
 }
 
-#[tokio::test]
-async fn send_v2_v1_batch_autocreate_and_pull() {
-    let dir = tempfile::tempdir().unwrap();
-    let env = start(dir.path(), &[]).await;
+/// A broker to which every send form has appended to `Auto1` queue 1 (a new topic): V2 with
+/// the JSON header ("m0", TagA), V2 with the ROCKETMQ header ("m1", TagB), V1 ("m2", TagA)
+/// and a batch of three ("b0".."b2", TagC, flag 7); the four answers.
+async fn six_sent(dir: &Path) -> (Env, Connection, Vec<SendMessageResponseHeader>) {
+    let env = start(dir, &[]).await;
     let c = env.client().await;
     // V2, JSON header, to a new topic: auto-created from TBW102 with min(4, 8) queues.
     let r1 = send_ok(&c, send_v2("Auto1", 1, "TagA", b"m0")).await;
-    assert_eq!((r1.queue_id, r1.queue_offset), (1, 0));
-    let (host, phy) = rmq_common::decode_offset_msg_id(&r1.msg_id).unwrap();
-    assert_eq!((host, phy), ("127.0.0.1:10911".parse().unwrap(), 0));
     // V2 with the ROCKETMQ binary header.
     let r2 = send_ok(
         &c,
         send_v2("Auto1", 1, "TagB", b"m1").with_serialize_type(SerializeType::RocketMq),
     )
     .await;
-    assert_eq!(r2.queue_offset, 1);
     // V1 (code 10).
     let v1: SendMessageRequestHeader =
         SendMessageRequestHeaderV2::from_ext_fields(&send_v2("Auto1", 1, "TagA", b"").ext_fields)
@@ -93,7 +91,6 @@ async fn send_v2_v1_batch_autocreate_and_pull() {
             .with_body(Bytes::from_static(b"m2")),
     )
     .await;
-    assert_eq!(r3.queue_offset, 2);
     // Batch of 3.
     let batch: Vec<BatchMessage> = (0..3)
         .map(|i| {
@@ -112,9 +109,28 @@ async fn send_v2_v1_batch_autocreate_and_pull() {
     req.ext_fields.insert("m", "true");
     req.ext_fields.insert("i", "WAIT\u{1}true\u{2}");
     let rb = send_ok(&c, req.with_body(encode_batch(&batch).unwrap())).await;
-    assert_eq!(rb.queue_offset, 3);
-    assert_eq!(rb.msg_id.split(',').count(), 3);
 
+    (env, c, vec![r1, r2, r3, rb])
+}
+
+#[tokio::test]
+async fn every_send_form_appends_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let (env, _c, sent) = six_sent(dir.path()).await;
+    assert_eq!((sent[0].queue_id, sent[0].queue_offset), (1, 0));
+    let (host, phy) = rmq_common::decode_offset_msg_id(&sent[0].msg_id).unwrap();
+    assert_eq!((host, phy), ("127.0.0.1:10911".parse().unwrap(), 0));
+    let offsets: Vec<i64> = sent.iter().map(|h| h.queue_offset).collect();
+    assert_eq!(offsets, [0, 1, 2, 3]);
+    // The batch's answer names its three messages.
+    assert_eq!(sent[3].msg_id.split(',').count(), 3);
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn a_send_to_a_new_topic_creates_persists_and_registers_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (env, _c, _) = six_sent(dir.path()).await;
     let tc = env.ctl.broker().topics.select("Auto1").unwrap();
     assert_eq!(
         (tc.read_queue_nums, tc.write_queue_nums, tc.perm),
@@ -131,6 +147,13 @@ async fn send_v2_v1_batch_autocreate_and_pull() {
         .topic_config_table
         .contains_key("Auto1"));
 
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn a_pull_returns_the_messages_as_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let (env, c, sent) = six_sent(dir.path()).await;
     env.wait_dispatched("Auto1", 1, 6).await;
     // Pull everything.
     let r = c.request(pull("Auto1", 1, 0, "*", 0), T).await.unwrap();
@@ -140,7 +163,7 @@ async fn send_v2_v1_batch_autocreate_and_pull() {
     let msgs = decode_messages(r.body.as_ref().unwrap()).unwrap();
     let bodies: Vec<&[u8]> = msgs.iter().map(|m| &m.body[..]).collect();
     assert_eq!(bodies, [&b"m0"[..], b"m1", b"m2", b"b0", b"b1", b"b2"]);
-    assert_eq!(msgs[0].msg_id, r1.msg_id);
+    assert_eq!(msgs[0].msg_id, sent[0].msg_id);
     assert_eq!(msgs[3].flag, 7);
     assert_eq!(msgs[4].properties.get("UNIQ_KEY"), Some("U1"));
     assert_eq!(msgs[0].properties.get("CLUSTER"), Some("DefaultCluster"));
@@ -149,6 +172,14 @@ async fn send_v2_v1_batch_autocreate_and_pull() {
     assert_eq!(msgs[0].properties.get("WAIT"), None);
     assert_eq!(msgs[0].properties.get("KEYS"), Some("k1"));
     assert_eq!(msgs[3].properties.get("WAIT"), Some("true"));
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn a_pull_filters_by_tag_and_says_where_the_offset_stands() {
+    let dir = tempfile::tempdir().unwrap();
+    let (env, c, _) = six_sent(dir.path()).await;
+    env.wait_dispatched("Auto1", 1, 6).await;
     // Tag filter: TagA only → m0, m2.
     let r = c
         .request(pull("Auto1", 1, 0, "TagA || TagX", 0), T)
