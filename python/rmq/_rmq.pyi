@@ -39,12 +39,19 @@ __all__ = [
     "decompress_body",
     "java_string_hash",
     "request_codes",
+    "reset_logging_cache",
     "response_codes",
     "store_config_defaults",
 ]
 
 def store_config_defaults() -> dict[str, str]:
     """Every store key the native engine understands (RocketMQ spelling), with its default."""
+
+def reset_logging_cache() -> None:
+    """Forget the Python logging levels the Rust side has cached. Rust records (loggers
+    ``rmq.<crate>.<module>``, e.g. ``rmq.broker.processor.pull_message``) go to Python's
+    :mod:`logging`; each logger's level is read once, at its first record, so call this
+    after changing levels or handlers once the native code may have logged."""
 
 def decode_messages(body: bytes) -> list[StoredMessage]:
     """Decode concatenated CommitLog records (a pull, query or view response body)."""

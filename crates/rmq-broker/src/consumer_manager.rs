@@ -218,8 +218,8 @@ impl ConsumerManager {
             }
         }
         for conn in stale {
-            eprintln!(
-                "rmq-broker WARN: client {} sent no heartbeat for {} ms, closing",
+            log::warn!(
+                "client {} sent no heartbeat for {} ms, closing",
                 conn.peer(),
                 timeout.as_millis()
             );

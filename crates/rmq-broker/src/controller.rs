@@ -1,7 +1,7 @@
-//! [`BrokerController`]: owns the store, the managers, the hold service and the server.
+//! [`BrokerController`]: builds the [`BrokerState`], runs the periodic services (held-pull
+//! check, client expiry, stats sampling) and the server, persists at shutdown.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -11,67 +11,19 @@ use rmq_remoting::{BoxFuture, Connection, Reply, RequestHandler, ServerConfig, S
 use rmq_store::MessageStore;
 use tokio::task::JoinHandle;
 
-use crate::broker_stats::BrokerStats;
 use crate::config::BrokerConfig;
-use crate::consumer_manager::ConsumerManager;
-use crate::consumer_offset::ConsumerOffsetManager;
 use crate::error::BrokerError;
-use crate::long_polling::PullRequestHoldService;
 use crate::processor;
-use crate::producer_manager::ProducerManager;
-use crate::rebalance_lock::RebalanceLockManager;
-use crate::stats_history::StatsHistory;
-use crate::subscription_group::SubscriptionGroupManager;
-use crate::topic_config::{TopicChangeListener, TopicConfigManager};
-
-/// Everything a processor needs.
-pub struct Broker {
-    /// Settings.
-    pub config: BrokerConfig,
-    /// The store.
-    pub store: Arc<MessageStore>,
-    /// Topics.
-    pub topics: TopicConfigManager,
-    /// Committed offsets.
-    pub offsets: ConsumerOffsetManager,
-    /// Subscription groups.
-    pub groups: SubscriptionGroupManager,
-    /// Live consumers.
-    pub clients: ConsumerManager,
-    /// Live producers.
-    pub producers: ProducerManager,
-    /// Held pulls.
-    pub hold: PullRequestHoldService,
-    /// Queue locks of orderly consumers.
-    pub locks: RebalanceLockManager,
-    /// `brokerPermission` as it is now (starts as `config.broker_permission`; the control
-    /// plane may change it while the broker runs).
-    permission: AtomicI32,
-    /// Where codes the broker does not serve go.
-    pub fallback: Option<Arc<dyn RequestHandler>>,
-    /// Start time (ms), for runtime info.
-    pub boot_timestamp: i64,
-    /// Put and get counters (runtime info).
-    pub stats: BrokerStats,
-    /// Per-topic and per-group message counts over time (VIEW_BROKER_STATS_DATA).
-    pub history: StatsHistory,
-}
-
-impl Broker {
-    /// The current `brokerPermission` (`PermName` bits: read 4, write 2).
-    #[must_use]
-    pub fn broker_permission(&self) -> i32 {
-        self.permission.load(Ordering::Acquire)
-    }
-}
+use crate::state::BrokerState;
+use crate::topic_config::TopicChangeListener;
 
 /// The broker: build it with [`BrokerController::new`], then [`start`](Self::start) it.
 pub struct BrokerController {
-    broker: Arc<Broker>,
+    broker: Arc<BrokerState>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
 }
 
-struct Dispatcher(Arc<Broker>);
+struct Dispatcher(Arc<BrokerState>);
 
 impl RequestHandler for Dispatcher {
     fn handle(&self, conn: Connection, request: RemotingCommand) -> BoxFuture<Option<Reply>> {
@@ -105,29 +57,7 @@ impl BrokerController {
         store: Arc<MessageStore>,
         fallback: Option<Arc<dyn RequestHandler>>,
     ) -> Result<Self, BrokerError> {
-        let topics = TopicConfigManager::new(&config)?;
-        let offsets = ConsumerOffsetManager::new(&config.config_dir)?;
-        let groups = SubscriptionGroupManager::new(
-            &config.config_dir,
-            config.auto_create_subscription_group,
-        )?;
-        let now = rmq_common::time::now_millis();
-        let broker = Arc::new(Broker {
-            locks: RebalanceLockManager::new(config.rebalance_lock_max_live_time_ms),
-            permission: AtomicI32::new(config.broker_permission),
-            config,
-            store,
-            topics,
-            offsets,
-            groups,
-            clients: ConsumerManager::default(),
-            producers: ProducerManager::default(),
-            hold: PullRequestHoldService::default(),
-            fallback,
-            boot_timestamp: now,
-            stats: BrokerStats::new(now),
-            history: StatsHistory::default(),
-        });
+        let broker = Arc::new(BrokerState::load(config, store, fallback)?);
         let weak = Arc::downgrade(&broker);
         broker.store.set_message_arriving_listener(Arc::new(
             move |topic: &str, qid: i32, next: i64, tags: i64, _ts: i64| {
@@ -144,7 +74,7 @@ impl BrokerController {
 
     /// The shared state (for embedding and tests).
     #[must_use]
-    pub fn broker(&self) -> &Arc<Broker> {
+    pub fn broker(&self) -> &Arc<BrokerState> {
         &self.broker
     }
 
@@ -186,8 +116,8 @@ impl BrokerController {
                 let Some(b) = weak.upgrade() else { break };
                 b.clients.scan_not_active(expire);
                 for conn in b.producers.scan_not_active(expire) {
-                    eprintln!(
-                        "rmq-broker WARN: producer {} sent no heartbeat for {} ms, closing",
+                    log::warn!(
+                        "producer {} sent no heartbeat for {} ms, closing",
                         conn.peer(),
                         expire.as_millis()
                     );
@@ -238,7 +168,7 @@ impl BrokerController {
     /// registration (triggered through the topic change listener) carries it to the
     /// nameservers, as RocketMQ's `updateBrokerConfig` does.
     pub fn set_broker_permission(&self, perm: i32) {
-        let old = self.broker.permission.swap(perm, Ordering::AcqRel);
+        let old = self.broker.swap_broker_permission(perm);
         if old != perm {
             self.broker.topics.next_data_version();
         }
@@ -254,7 +184,7 @@ impl BrokerController {
         &self,
         conn_id: u64,
         commit_log_offset: i64,
-    ) -> Result<bool, crate::transaction::HalfMessageError> {
+    ) -> Result<bool, crate::error::HalfMessageError> {
         let Some(channel) = self.broker.producers.find_channel(conn_id) else {
             return Ok(false);
         };
@@ -278,6 +208,11 @@ impl BrokerController {
     /// # Errors
     /// As [`persist`](Self::persist).
     pub fn shutdown(&self) -> Result<(), BrokerError> {
+        self.stop_tasks();
+        self.persist()
+    }
+
+    fn stop_tasks(&self) {
         for t in self
             .tasks
             .lock()
@@ -286,19 +221,11 @@ impl BrokerController {
         {
             t.abort();
         }
-        self.persist()
     }
 }
 
 impl Drop for BrokerController {
     fn drop(&mut self) {
-        for t in self
-            .tasks
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .drain(..)
-        {
-            t.abort();
-        }
+        self.stop_tasks();
     }
 }

@@ -71,8 +71,8 @@ where
             let bak = with_suffix(path, ".bak");
             match parse(&bak) {
                 Ok(Some(v)) => {
-                    eprintln!(
-                        "rmq-broker WARN: {} missing or unreadable, loaded {}",
+                    log::warn!(
+                        "{} missing or unreadable, loaded {}",
                         path.display(),
                         bak.display()
                     );

@@ -32,14 +32,18 @@
 //!
 //! # Layout
 //! * [`config`]: the settings ([`BrokerConfig`]).
-//! * [`controller`]: the owner of everything and the server ([`BrokerController`]).
+//! * [`state`]: what every processor works on ([`state::BrokerState`]).
+//! * [`controller`]: builds the state, runs the server and the periodic services
+//!   ([`BrokerController`]).
 //! * [`topic_config`], [`consumer_offset`], [`subscription_group`], [`consumer_manager`],
 //!   [`producer_manager`]: the managers.
 //! * [`long_polling`]: held pulls.
 //! * [`rebalance_lock`]: queue locks of orderly consumers.
 //! * [`transaction`]: half messages, op records, transaction checks.
 //! * [`processor`]: one file per request family.
-//! * [`error`]: errors ([`BrokerError`]) and the one store-error → response-code mapping.
+//! * [`error`]: errors ([`BrokerError`], the typed errors of sends, send-backs and
+//!   transactions) and the one error → response code and remark mapping
+//!   ([`error::RequestError::to_response`]).
 #![forbid(unsafe_code)]
 
 pub mod broker_stats;
@@ -53,6 +57,7 @@ pub mod long_polling;
 pub mod processor;
 pub mod producer_manager;
 pub mod rebalance_lock;
+pub mod state;
 pub mod stats_history;
 pub mod subscription_group;
 pub mod topic_config;
@@ -60,4 +65,4 @@ pub mod transaction;
 
 pub use config::BrokerConfig;
 pub use controller::BrokerController;
-pub use error::{store_error_to_response, BrokerError};
+pub use error::{BrokerError, RequestError};

@@ -85,10 +85,13 @@ impl RebalanceLockManager {
             });
             if entry.client_id == client_id || entry.is_expired(now_ms, self.max_live_ms) {
                 if entry.client_id != client_id {
-                    eprintln!(
-                        "rmq-broker WARN: queue lock of {}:{}:{} (group {group}) expired for \
+                    log::warn!(
+                        "queue lock of {}:{}:{} (group {group}) expired for \
                          {}; now held by {client_id}",
-                        mq.topic, mq.broker_name, mq.queue_id, entry.client_id
+                        mq.topic,
+                        mq.broker_name,
+                        mq.queue_id,
+                        entry.client_id
                     );
                     client_id.clone_into(&mut entry.client_id);
                 }

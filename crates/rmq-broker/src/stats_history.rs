@@ -13,7 +13,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Mutex, PoisonError};
 
-use crate::controller::Broker;
+use crate::state::BrokerState;
 
 /// `Stats.TOPIC_PUT_NUMS`.
 pub const TOPIC_PUT_NUMS: &str = "TOPIC_PUT_NUMS";
@@ -56,7 +56,7 @@ fn key(name: &str, stats_key: &str) -> String {
 /// The current figure of one statistic, `None` when the broker has no such item (unknown
 /// topic, or a group without offsets on the topic).
 #[must_use]
-pub fn current(b: &Broker, name: &str, stats_key: &str) -> Option<u64> {
+pub fn current(b: &BrokerState, name: &str, stats_key: &str) -> Option<u64> {
     match name {
         TOPIC_PUT_NUMS => {
             let config = b.topics.select(stats_key)?;
@@ -81,7 +81,7 @@ pub fn current(b: &Broker, name: &str, stats_key: &str) -> Option<u64> {
 }
 
 /// Every current figure, for a sample.
-fn snapshot(b: &Broker) -> Figures {
+fn snapshot(b: &BrokerState) -> Figures {
     let mut figures = Figures::new();
     for topic in b.topics.wrapper().topic_config_table.into_keys() {
         if let Some(v) = current(b, TOPIC_PUT_NUMS, &topic) {
@@ -97,7 +97,7 @@ fn snapshot(b: &Broker) -> Figures {
 
 impl StatsHistory {
     /// Record the broker's figures as of `now_ms` (every [`SAMPLE_INTERVAL_MS`]).
-    pub fn sample(&self, b: &Broker, now_ms: i64) {
+    pub fn sample(&self, b: &BrokerState, now_ms: i64) {
         self.record(now_ms, snapshot(b));
     }
 

@@ -94,7 +94,7 @@ impl SubscriptionGroupManager {
             t.version.timestamp = now_millis();
         }
         if let Err(e) = self.persist() {
-            eprintln!("rmq-broker ERROR: persisting subscription groups: {e}");
+            log::error!("persisting subscription groups: {e}");
         }
         self.select(group)
     }

@@ -215,8 +215,8 @@ impl TopicConfigManager {
                 def_perm = PERM_READ | PERM_WRITE;
             }
             if def_perm & PERM_INHERIT == 0 {
-                eprintln!(
-                    "rmq-broker WARN: not creating topic {topic}: default topic {default_topic} \
+                log::warn!(
+                    "not creating topic {topic}: default topic {default_topic} \
                      has no inherit permission (perm {def_perm})"
                 );
                 return None;
@@ -342,7 +342,7 @@ impl TopicConfigManager {
 
     fn changed(&self) {
         if let Err(e) = self.persist() {
-            eprintln!("rmq-broker ERROR: persisting topics: {e}");
+            log::error!("persisting topics: {e}");
         }
         let l = self
             .listener

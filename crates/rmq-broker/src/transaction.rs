@@ -29,11 +29,12 @@ use rmq_common::sys_flag::{
 use rmq_common::Properties;
 use rmq_protocol::header::{CheckTransactionStateRequestHeader, SendMessageRequestHeader};
 use rmq_protocol::message_decoder::{decode_message_at, encode_record, MessageExt};
-use rmq_protocol::{RemotingCommand, RequestCode, ResponseCode};
+use rmq_protocol::{RemotingCommand, RequestCode};
 use rmq_remoting::Connection;
 use rmq_store::MessageToStore;
 
-use crate::controller::Broker;
+use crate::error::{HalfMessageError, TransactionError};
+use crate::state::BrokerState;
 use crate::topic_config::{TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC};
 
 /// Tag of an op record: the half message at the offset in its body is done (`REMOVETAG`).
@@ -42,30 +43,6 @@ pub const REMOVE_TAG: &str = "d";
 /// The consumer group under which the check-back keeps its half and op queue offsets
 /// (`MixAll.CID_SYS_RMQ_TRANS`).
 pub const CID_SYS_RMQ_TRANS: &str = "CID_RMQ_SYS_TRANS";
-
-/// Why a transaction step could not use the record at a CommitLog offset.
-#[derive(Debug, thiserror::Error)]
-pub enum HalfMessageError {
-    /// Nothing readable starts there (never written, or the file is gone).
-    #[error("no message at commit log offset {0} (find prepared transaction message failed)")]
-    NotFound(i64),
-    /// The record there does not decode.
-    #[error("the message at commit log offset {offset} does not decode: {reason}")]
-    Corrupt {
-        /// CommitLog offset.
-        offset: i64,
-        /// What the decoder said.
-        reason: String,
-    },
-    /// The record there is not in the half topic (a wrong offset from the client).
-    #[error("the message at commit log offset {offset} is in topic {topic}, not a half message")]
-    NotHalf {
-        /// CommitLog offset.
-        offset: i64,
-        /// Its topic.
-        topic: String,
-    },
-}
 
 /// Whether a sent message starts a transaction: `TRAN_MSG` is `true` (any case, as Java's
 /// `Boolean.parseBoolean`), unless it is a retry with a delay level, which clients older than
@@ -126,27 +103,18 @@ impl HalfMessage {
 /// ordinary message.
 ///
 /// # Errors
-/// NO_PERMISSION when `rejectTransactionMessage` is set.
+/// [`TransactionError::Rejected`] when `rejectTransactionMessage` is set.
 pub(crate) fn half_for_send(
-    b: &Broker,
-    req: &RemotingCommand,
+    b: &BrokerState,
     h: &SendMessageRequestHeader,
     queue_id: i32,
     properties: &[u8],
-) -> Result<Option<HalfMessage>, RemotingCommand> {
+) -> Result<Option<HalfMessage>, TransactionError> {
     if !is_half_message(properties, h.reconsume_times.unwrap_or(0)) {
         return Ok(None);
     }
     if b.config.reject_transaction_message {
-        return Err(crate::processor::response(
-            req,
-            ResponseCode::NO_PERMISSION,
-            format!(
-                "the broker[{}] sending transaction message is forbidden \
-                 (rejectTransactionMessage=true)",
-                b.config.broker_addr.ip()
-            ),
-        ));
+        return Err(TransactionError::Rejected(b.config.broker_addr.ip()));
     }
     Ok(Some(HalfMessage::new(properties, &h.topic, queue_id)))
 }
@@ -158,40 +126,27 @@ pub(crate) fn half_for_send(
 /// not hold a transactional message: it would be delivered at once.
 ///
 /// # Errors
-/// MESSAGE_ILLEGAL for a batch that mixes the two kinds; NO_PERMISSION when
+/// A batch that mixes the two kinds; [`TransactionError::Rejected`] when
 /// `rejectTransactionMessage` is set.
 pub(crate) fn halves_for_batch<'p>(
-    b: &Broker,
-    req: &RemotingCommand,
+    b: &BrokerState,
     h: &SendMessageRequestHeader,
     queue_id: i32,
     properties: impl Iterator<Item = &'p [u8]> + Clone,
-) -> Result<Vec<HalfMessage>, RemotingCommand> {
+) -> Result<Vec<HalfMessage>, TransactionError> {
     let flagged = transaction_value(h.sys_flag) == TRANSACTION_PREPARED_TYPE;
-    let illegal =
-        |remark: String| crate::processor::response(req, ResponseCode::MESSAGE_ILLEGAL, remark);
     let odd = properties
         .clone()
         .position(|p| is_half_message(p, h.reconsume_times.unwrap_or(0)) != flagged);
     match odd {
         None if !flagged => return Ok(Vec::new()),
         None => {}
-        Some(i) if flagged => {
-            return Err(illegal(format!(
-                "the batch is flagged as a transaction but its message {i} is not transactional \
-                 (no TRAN_MSG=true): a transactional batch holds transactional messages only"
-            )))
-        }
-        Some(i) => {
-            return Err(illegal(format!(
-                "message {i} of the batch is transactional (TRAN_MSG=true) but the batch is not \
-                 flagged as a transaction (TRANSACTION_PREPARED sys flag); send it on its own"
-            )))
-        }
+        Some(i) if flagged => return Err(TransactionError::OrdinaryInTransactionalBatch(i)),
+        Some(i) => return Err(TransactionError::TransactionalInOrdinaryBatch(i)),
     }
     let mut halves = Vec::new();
     for p in properties {
-        halves.extend(half_for_send(b, req, h, queue_id, p)?);
+        halves.extend(half_for_send(b, h, queue_id, p)?);
     }
     Ok(halves)
 }
@@ -201,7 +156,7 @@ pub(crate) fn halves_for_batch<'p>(
 /// # Errors
 /// Nothing there, a record that does not decode, or one outside the half topic.
 pub fn look_half_message(
-    b: &Broker,
+    b: &BrokerState,
     commit_log_offset: i64,
 ) -> Result<MessageExt, HalfMessageError> {
     let found = b
@@ -275,7 +230,7 @@ pub fn op_record(half: &MessageExt) -> (&'static str, i32, String, String) {
 /// # Errors
 /// No half message at that offset.
 pub async fn check_transaction_state(
-    b: &Broker,
+    b: &BrokerState,
     conn: &Connection,
     commit_log_offset: i64,
 ) -> Result<bool, HalfMessageError> {

@@ -2,7 +2,7 @@
 //! `rmq_remoting::connect`.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -25,17 +25,14 @@ use rmq_protocol::{
     CommandHeader, LanguageCode, RemotingCommand, RemotingJson, RequestCode, ResponseCode,
     SerializeType,
 };
-use rmq_remoting::{connect, BoxFuture, Connection, Reply, RequestHandler};
-use rmq_store::MessageStore;
+use rmq_remoting::{connect, Connection, RequestHandler};
 
 mod common;
-use common::{Env, T};
+use common::{send_header, send_ok, send_request, Env, Recorder, T};
 
 async fn start(dir: &Path, extra: &[(&str, &str)]) -> Env {
     common::start(dir, extra, |_| {}).await
 }
-
-impl Env {}
 
 fn props(tag: &str, keys: &str) -> String {
     let mut p = Properties::new();
@@ -46,26 +43,7 @@ fn props(tag: &str, keys: &str) -> String {
 }
 
 fn send_v2(topic: &str, queue: i32, tag: &str, body: &[u8]) -> RemotingCommand {
-    RemotingCommand::request_with_header(
-        RequestCode::SEND_MESSAGE_V2.0,
-        &SendMessageRequestHeaderV2 {
-            a: "PG".into(),
-            b: topic.into(),
-            c: "TBW102".into(),
-            d: 4,
-            e: queue,
-            f: 0,
-            g: 1_700_000_000_000,
-            h: 0,
-            i: Some(props(tag, "k1")),
-            j: Some(0),
-            k: false,
-            l: None,
-            m: false,
-            n: Some("broker-a".into()),
-        },
-    )
-    .with_body(Bytes::copy_from_slice(body))
+    send_request(&send_header("PG", topic, queue, props(tag, "k1")), body)
 }
 
 fn pull(topic: &str, queue: i32, offset: i64, sub: &str, suspend_ms: i64) -> RemotingCommand {
@@ -88,37 +66,20 @@ fn pull(topic: &str, queue: i32, offset: i64, sub: &str, suspend_ms: i64) -> Rem
     )
 }
 
-async fn send_ok(c: &Connection, req: RemotingCommand) -> SendMessageResponseHeader {
-    let r = c.request(req, T).await.unwrap();
-    assert_eq!(r.code, 0, "{:?}", r.remark);
-    SendMessageResponseHeader::from_ext_fields(&r.ext_fields).unwrap()
-}
-
-async fn wait_dispatched(store: &MessageStore, topic: &str, q: i32, n: i64) {
-    let t0 = Instant::now();
-    while store.get_max_offset_in_queue(topic, q) < n {
-        assert!(t0.elapsed() < T, "not dispatched");
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
-}
-
-#[tokio::test]
-async fn send_v2_v1_batch_autocreate_and_pull() {
-    let dir = tempfile::tempdir().unwrap();
-    let env = start(dir.path(), &[]).await;
+/// A broker to which every send form has appended to `Auto1` queue 1 (a new topic): V2 with
+/// the JSON header ("m0", TagA), V2 with the ROCKETMQ header ("m1", TagB), V1 ("m2", TagA)
+/// and a batch of three ("b0".."b2", TagC, flag 7); the four answers.
+async fn six_sent(dir: &Path) -> (Env, Connection, Vec<SendMessageResponseHeader>) {
+    let env = start(dir, &[]).await;
     let c = env.client().await;
     // V2, JSON header, to a new topic: auto-created from TBW102 with min(4, 8) queues.
     let r1 = send_ok(&c, send_v2("Auto1", 1, "TagA", b"m0")).await;
-    assert_eq!((r1.queue_id, r1.queue_offset), (1, 0));
-    let (host, phy) = rmq_common::decode_offset_msg_id(&r1.msg_id).unwrap();
-    assert_eq!((host, phy), ("127.0.0.1:10911".parse().unwrap(), 0));
     // V2 with the ROCKETMQ binary header.
     let r2 = send_ok(
         &c,
         send_v2("Auto1", 1, "TagB", b"m1").with_serialize_type(SerializeType::RocketMq),
     )
     .await;
-    assert_eq!(r2.queue_offset, 1);
     // V1 (code 10).
     let v1: SendMessageRequestHeader =
         SendMessageRequestHeaderV2::from_ext_fields(&send_v2("Auto1", 1, "TagA", b"").ext_fields)
@@ -130,7 +91,6 @@ async fn send_v2_v1_batch_autocreate_and_pull() {
             .with_body(Bytes::from_static(b"m2")),
     )
     .await;
-    assert_eq!(r3.queue_offset, 2);
     // Batch of 3.
     let batch: Vec<BatchMessage> = (0..3)
         .map(|i| {
@@ -149,9 +109,28 @@ async fn send_v2_v1_batch_autocreate_and_pull() {
     req.ext_fields.insert("m", "true");
     req.ext_fields.insert("i", "WAIT\u{1}true\u{2}");
     let rb = send_ok(&c, req.with_body(encode_batch(&batch).unwrap())).await;
-    assert_eq!(rb.queue_offset, 3);
-    assert_eq!(rb.msg_id.split(',').count(), 3);
 
+    (env, c, vec![r1, r2, r3, rb])
+}
+
+#[tokio::test]
+async fn every_send_form_appends_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let (env, _c, sent) = six_sent(dir.path()).await;
+    assert_eq!((sent[0].queue_id, sent[0].queue_offset), (1, 0));
+    let (host, phy) = rmq_common::decode_offset_msg_id(&sent[0].msg_id).unwrap();
+    assert_eq!((host, phy), ("127.0.0.1:10911".parse().unwrap(), 0));
+    let offsets: Vec<i64> = sent.iter().map(|h| h.queue_offset).collect();
+    assert_eq!(offsets, [0, 1, 2, 3]);
+    // The batch's answer names its three messages.
+    assert_eq!(sent[3].msg_id.split(',').count(), 3);
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn a_send_to_a_new_topic_creates_persists_and_registers_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (env, _c, _) = six_sent(dir.path()).await;
     let tc = env.ctl.broker().topics.select("Auto1").unwrap();
     assert_eq!(
         (tc.read_queue_nums, tc.write_queue_nums, tc.perm),
@@ -168,7 +147,14 @@ async fn send_v2_v1_batch_autocreate_and_pull() {
         .topic_config_table
         .contains_key("Auto1"));
 
-    wait_dispatched(&env.store, "Auto1", 1, 6).await;
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn a_pull_returns_the_messages_as_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let (env, c, sent) = six_sent(dir.path()).await;
+    env.wait_dispatched("Auto1", 1, 6).await;
     // Pull everything.
     let r = c.request(pull("Auto1", 1, 0, "*", 0), T).await.unwrap();
     assert_eq!(r.code, 0, "{:?}", r.remark);
@@ -177,7 +163,7 @@ async fn send_v2_v1_batch_autocreate_and_pull() {
     let msgs = decode_messages(r.body.as_ref().unwrap()).unwrap();
     let bodies: Vec<&[u8]> = msgs.iter().map(|m| &m.body[..]).collect();
     assert_eq!(bodies, [&b"m0"[..], b"m1", b"m2", b"b0", b"b1", b"b2"]);
-    assert_eq!(msgs[0].msg_id, r1.msg_id);
+    assert_eq!(msgs[0].msg_id, sent[0].msg_id);
     assert_eq!(msgs[3].flag, 7);
     assert_eq!(msgs[4].properties.get("UNIQ_KEY"), Some("U1"));
     assert_eq!(msgs[0].properties.get("CLUSTER"), Some("DefaultCluster"));
@@ -186,6 +172,14 @@ async fn send_v2_v1_batch_autocreate_and_pull() {
     assert_eq!(msgs[0].properties.get("WAIT"), None);
     assert_eq!(msgs[0].properties.get("KEYS"), Some("k1"));
     assert_eq!(msgs[3].properties.get("WAIT"), Some("true"));
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn a_pull_filters_by_tag_and_says_where_the_offset_stands() {
+    let dir = tempfile::tempdir().unwrap();
+    let (env, c, _) = six_sent(dir.path()).await;
+    env.wait_dispatched("Auto1", 1, 6).await;
     // Tag filter: TagA only → m0, m2.
     let r = c
         .request(pull("Auto1", 1, 0, "TagA || TagX", 0), T)
@@ -219,7 +213,7 @@ async fn long_polling_wakes_on_arrival_and_times_out() {
     let env = start(dir.path(), &[]).await;
     let c = env.client().await;
     send_ok(&c, send_v2("LP", 0, "TagA", b"first")).await;
-    wait_dispatched(&env.store, "LP", 0, 1).await;
+    env.wait_dispatched("LP", 0, 1).await;
     // Nothing arrives: PULL_NOT_FOUND after the suspend timeout.
     let t0 = Instant::now();
     let r = c.request(pull("LP", 0, 1, "*", 400), T).await.unwrap();
@@ -257,7 +251,7 @@ async fn lite_pull_message_is_served_like_pull_message() {
     let c = env.client().await;
     send_ok(&c, send_v2("Lite", 0, "TagA", b"l0")).await;
     send_ok(&c, send_v2("Lite", 0, "TagB", b"l1")).await;
-    wait_dispatched(&env.store, "Lite", 0, 2).await;
+    env.wait_dispatched("Lite", 0, 2).await;
     let lite = |offset: i64, sub: &str, suspend_ms: i64| {
         let mut req = pull("Lite", 0, offset, sub, suspend_ms);
         req.code = RequestCode::LITE_PULL_MESSAGE.0;
@@ -341,16 +335,6 @@ async fn offsets_update_query_and_survive_restart() {
     env.stop().await;
 }
 
-#[derive(Default)]
-struct Recorder(Mutex<Vec<RemotingCommand>>);
-
-impl RequestHandler for Recorder {
-    fn handle(&self, _c: Connection, req: RemotingCommand) -> BoxFuture<Option<Reply>> {
-        self.0.lock().unwrap().push(req);
-        Box::pin(async { None })
-    }
-}
-
 fn heartbeat(client_id: &str) -> RemotingCommand {
     let data = HeartbeatData {
         client_id: client_id.into(),
@@ -421,7 +405,7 @@ async fn heartbeat_retry_topic_consumer_list_and_notify() {
     p.ext_fields.insert("sysFlag", "0");
     p.ext_fields.insert("consumerGroup", "HG");
     send_ok(&c2, send_v2("HT", 0, "x", b"hb")).await;
-    wait_dispatched(&env.store, "HT", 0, 1).await;
+    env.wait_dispatched("HT", 0, 1).await;
     let r = c2.request(p, T).await.unwrap();
     assert_eq!(r.code, 0, "{:?}", r.remark);
     // A closed connection leaves the group.
@@ -547,7 +531,7 @@ async fn admin_offsets_query_by_key_and_view_by_id() {
                 .msg_id,
         );
     }
-    wait_dispatched(&env.store, "AQ", 2, 3).await;
+    env.wait_dispatched("AQ", 2, 3).await;
     let ask = |code: RequestCode, h: rmq_protocol::ExtFields| {
         let c = c.clone();
         async move {
@@ -674,7 +658,7 @@ async fn topic_stats_consume_stats_and_consumer_connections() {
     for i in 0..3 {
         send_ok(&c, send_v2("ST", 0, "t", format!("s{i}").as_bytes())).await;
     }
-    wait_dispatched(&env.store, "ST", 0, 3).await;
+    env.wait_dispatched("ST", 0, 3).await;
     let r = ask(&c, RequestCode::GET_TOPIC_STATS_INFO, &stats("ST")).await;
     assert_eq!(r.code, 0, "{:?}", r.remark);
     let t = TopicStatsTable::from_json_bytes(r.body.as_ref().unwrap()).unwrap();
@@ -821,7 +805,7 @@ async fn reset_offset_commits_and_tells_the_consumers() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
-    wait_dispatched(&env.store, "RT", 0, 10).await;
+    env.wait_dispatched("RT", 0, 10).await;
     let b = env.ctl.broker();
     let r = ask(
         &c,
@@ -1028,7 +1012,7 @@ async fn other_clients_heartbeats_and_headers_are_accepted() {
         req.ext_fields.insert("m", "0");
         send_ok(&c, req).await;
     }
-    wait_dispatched(&env.store, "QT", 0, 4).await;
+    env.wait_dispatched("QT", 0, 4).await;
     let bodies = [
         // C++ core: ordinals (CONSUME_PASSIVELY, CLUSTERING, CONSUME_FROM_FIRST_OFFSET).
         r#"{"clientID":"10.0.0.9@cpp","consumerDataSet":[{"groupName":"CPP","consumeType":1,"messageModel":1,"consumeFromWhere":4,"unitMode":"0","subscriptionDataSet":[{"topic":"QT","subString":"TagA","tagsSet":["TagA"],"codeSet":[2598919],"subVersion":"1795513573873","expressionType":"TAG","classFilterMode":"false"}]}],"producerDataSet":[{"groupName":"P"}]}"#,
@@ -1094,5 +1078,46 @@ async fn absurd_queue_counts_are_refused() {
         "{remark}"
     );
     assert!(env.ctl.broker().topics.select("Huge").is_none());
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn negative_counts_are_refused_not_read_as_zero() {
+    use rmq_protocol::header::{QueryConsumeQueueRequestHeader, QueryMessageRequestHeader};
+    let dir = tempfile::tempdir().unwrap();
+    let env = start(dir.path(), &[]).await;
+    let c = env.client().await;
+    send_ok(&c, send_v2("NegT", 0, "a", b"x")).await;
+    env.wait_dispatched("NegT", 0, 1).await; // the queue exists once dispatched
+    let query = QueryMessageRequestHeader {
+        topic: "NegT".into(),
+        key: "k1".into(),
+        max_num: -1,
+        begin_timestamp: 0,
+        end_timestamp: i64::MAX,
+    };
+    let r = common::call(
+        &c,
+        RemotingCommand::request_with_header(RequestCode::QUERY_MESSAGE.0, &query),
+    )
+    .await;
+    common::assert_refused(
+        &r,
+        ResponseCode::SYSTEM_ERROR,
+        "maxNum is -1 in the request header: it must not be negative",
+    );
+    let units = QueryConsumeQueueRequestHeader {
+        topic: "NegT".into(),
+        queue_id: 0,
+        index: 0,
+        count: -5,
+        consumer_group: None,
+    };
+    let r = common::call(
+        &c,
+        RemotingCommand::request_with_header(RequestCode::QUERY_CONSUME_QUEUE.0, &units),
+    )
+    .await;
+    common::assert_refused(&r, ResponseCode::SYSTEM_ERROR, "count is -5");
     env.stop().await;
 }

@@ -16,11 +16,11 @@ use rmq_protocol::header::{
 };
 use rmq_protocol::message_decoder::{decode_messages, MessageExt};
 use rmq_protocol::{CommandHeader, RemotingCommand, RequestCode, ResponseCode};
-use rmq_remoting::{connect, Connection};
+use rmq_remoting::Connection;
 use rmq_store::SCHEDULE_TOPIC;
 
 mod common;
-use common::{Env, T};
+use common::{assert_refused, call, send_header, send_request, Env, T};
 
 async fn start(dir: &Path, auto_create_group: bool) -> Env {
     common::start(dir, &[("messageDelayLevel", "1s 2s 3s 4s 5s")], |c| {
@@ -60,26 +60,11 @@ impl Env {
 }
 
 fn send(topic: &str, body: &[u8], props: &Properties) -> RemotingCommand {
-    RemotingCommand::request_with_header(
-        RequestCode::SEND_MESSAGE_V2.0,
-        &SendMessageRequestHeaderV2 {
-            a: "PG".into(),
-            b: topic.into(),
-            c: "TBW102".into(),
-            d: 4,
-            e: 1,
-            f: 0,
-            g: 1_700_000_000_000,
-            h: 9,
-            i: Some(props.encode()),
-            j: Some(0),
-            k: false,
-            l: None,
-            m: false,
-            n: Some("broker-a".into()),
-        },
-    )
-    .with_body(Bytes::copy_from_slice(body))
+    let header = SendMessageRequestHeaderV2 {
+        h: 9,
+        ..send_header("PG", topic, 1, props.encode())
+    };
+    send_request(&header, body)
 }
 
 fn send_back(offset: i64, group: &str, delay_level: i32, max: Option<i32>) -> RemotingCommand {
@@ -116,10 +101,6 @@ fn send_retry(group: &str, reconsume: i32, max: Option<i32>, version: i32) -> Re
     req
 }
 
-async fn call(c: &Connection, req: RemotingCommand) -> RemotingCommand {
-    c.request(req, T).await.unwrap()
-}
-
 fn props(pairs: &[(&str, &str)]) -> Properties {
     let mut p = Properties::new();
     for (k, v) in pairs {
@@ -128,25 +109,51 @@ fn props(pairs: &[(&str, &str)]) -> Properties {
     p
 }
 
-#[tokio::test]
-async fn failed_messages_go_to_retry_then_to_the_dlq() {
-    let dir = tempfile::tempdir().unwrap();
-    let env = start(dir.path(), true).await;
-    let c = connect(env.addr, None, T).await.unwrap();
+/// A property of `m`, owned.
+fn get(m: &MessageExt, k: &str) -> Option<String> {
+    m.properties.get(k).map(str::to_owned)
+}
+
+/// A broker (group auto-creation on) that stored "pay" (TagA, UNIQ1) in `Orders` queue 1:
+/// the send's answer and the stored message.
+async fn consumed_once(dir: &Path) -> (Env, Connection, SendMessageResponseHeader, MessageExt) {
+    let env = start(dir, true).await;
+    let c = env.client().await;
     let p = props(&[("TAGS", "TagA"), ("KEYS", "order-1"), ("UNIQ_KEY", "UNIQ1")]);
     let r = call(&c, send("Orders", b"pay", &p)).await;
     assert_eq!(r.code, 0, "{:?}", r.remark);
     let sent = SendMessageResponseHeader::from_ext_fields(&r.ext_fields).unwrap();
     let original = env.message("Orders", 1, 0).await;
     assert_eq!(original.msg_id, sent.msg_id);
+    (env, c, sent, original)
+}
 
-    // First failure: parked at level 3 (3 + 0 reconsumes) for %RETRY%CG.
+/// `original` fails three times for group CG (max 3), each copy delivered from the level it
+/// was parked at (3, 4, then 5: the table's highest); the three retried copies.
+async fn three_retries(env: &Env, c: &Connection, original: &MessageExt) -> Vec<MessageExt> {
+    let mut failed = original.clone();
+    let mut retries = Vec::new();
+    for (level, offset) in [(3, 0), (4, 0), (5, 0)] {
+        let r = call(c, send_back(failed.commit_log_offset, "CG", 0, Some(3))).await;
+        assert_eq!(r.code, 0, "{:?}", r.remark);
+        env.deliver(level, 0).await;
+        failed = env
+            .message("%RETRY%CG", 0, offset + retries.len() as i64)
+            .await;
+        retries.push(failed.clone());
+    }
+    retries
+}
+
+#[tokio::test]
+async fn a_failed_message_is_parked_at_level_3_then_delivered_to_the_retry_topic() {
+    let dir = tempfile::tempdir().unwrap();
+    let (env, c, sent, original) = consumed_once(dir.path()).await;
     let r = call(&c, send_back(original.commit_log_offset, "CG", 0, Some(3))).await;
     assert_eq!((r.code, r.remark.as_deref()), (0, None));
     let retry = env.ctl.broker().topics.select("%RETRY%CG").unwrap();
     assert_eq!((retry.read_queue_nums, retry.perm), (1, 6));
     let parked = env.message(SCHEDULE_TOPIC, 2, 0).await;
-    let get = |m: &MessageExt, k: &str| m.properties.get(k).map(str::to_owned);
     assert_eq!(get(&parked, "REAL_TOPIC").as_deref(), Some("%RETRY%CG"));
     assert_eq!(get(&parked, "REAL_QID").as_deref(), Some("0"));
     assert_eq!(get(&parked, "DELAY").as_deref(), Some("3"));
@@ -172,34 +179,31 @@ async fn failed_messages_go_to_retry_then_to_the_dlq() {
     assert_eq!(get(&first_retry, "DELAY"), None);
     assert_eq!(get(&first_retry, "TAGS").as_deref(), Some("TagA"));
     assert_eq!(first_retry.reconsume_times, 1);
+    env.stop().await;
+}
 
-    // Second failure of the retried copy: level 4, origin unchanged.
-    let r = call(
-        &c,
-        send_back(first_retry.commit_log_offset, "CG", 0, Some(3)),
-    )
-    .await;
-    assert_eq!(r.code, 0, "{:?}", r.remark);
-    let parked = env.message(SCHEDULE_TOPIC, 3, 0).await;
-    assert_eq!(parked.reconsume_times, 2);
-    assert_eq!(get(&parked, "RETRY_TOPIC").as_deref(), Some("Orders"));
-    assert_eq!(
-        get(&parked, "ORIGIN_MESSAGE_ID").as_deref(),
-        Some(sent.msg_id.as_str())
-    );
-    env.deliver(4, 0).await;
-    let second_retry = env.message("%RETRY%CG", 0, 1).await;
-    let r = call(
-        &c,
-        send_back(second_retry.commit_log_offset, "CG", 0, Some(3)),
-    )
-    .await;
-    assert_eq!(r.code, 0);
-    // A level past the table's highest (3 + 2 = 5 of 5 here) is the highest.
-    env.deliver(5, 0).await;
-    let third_retry = env.message("%RETRY%CG", 0, 2).await;
-    assert_eq!(third_retry.reconsume_times, 3);
+#[tokio::test]
+async fn a_retried_copy_that_fails_again_keeps_its_origin() {
+    let dir = tempfile::tempdir().unwrap();
+    let (env, c, sent, original) = consumed_once(dir.path()).await;
+    let retries = three_retries(&env, &c, &original).await;
+    let reconsumed: Vec<i32> = retries.iter().map(|m| m.reconsume_times).collect();
+    assert_eq!(reconsumed, [1, 2, 3]);
+    for m in &retries {
+        assert_eq!(get(m, "RETRY_TOPIC").as_deref(), Some("Orders"));
+        assert_eq!(
+            get(m, "ORIGIN_MESSAGE_ID").as_deref(),
+            Some(sent.msg_id.as_str())
+        );
+    }
+    env.stop().await;
+}
 
+#[tokio::test]
+async fn a_message_consumed_max_times_goes_to_the_write_only_dlq() {
+    let dir = tempfile::tempdir().unwrap();
+    let (env, c, _sent, original) = consumed_once(dir.path()).await;
+    let third_retry = three_retries(&env, &c, &original).await.remove(2);
     // Consumed 3 times, max 3: dead letter.
     let r = call(
         &c,
@@ -234,36 +238,63 @@ async fn failed_messages_go_to_retry_then_to_the_dlq() {
         },
     );
     let r = call(&c, pull).await;
-    assert_eq!(r.code, ResponseCode::NO_PERMISSION.0);
-    assert!(r.remark.unwrap().contains("pulling message is forbidden"));
+    assert_refused(
+        &r,
+        ResponseCode::NO_PERMISSION,
+        "pulling message is forbidden",
+    );
+    env.stop().await;
+}
 
-    // A negative level sends the original to the DLQ at once.
+#[tokio::test]
+async fn a_negative_level_sends_the_message_to_the_dlq_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (env, c, _sent, original) = consumed_once(dir.path()).await;
     let r = call(
         &c,
         send_back(original.commit_log_offset, "CG", -1, Some(16)),
     )
     .await;
     assert_eq!(r.code, 0);
-    let dead = env.message("%DLQ%CG", 0, 1).await;
+    let dead = env.message("%DLQ%CG", 0, 0).await;
     assert_eq!(dead.reconsume_times, 1);
+    env.stop().await;
+}
 
-    // Without maxReconsumeTimes in the header the group's retryMaxTimes (16) counts, and so
-    // it does for clients older than 3.4.9, whatever the header says.
+#[tokio::test]
+async fn without_a_max_in_the_header_or_from_old_clients_the_groups_retry_max_times_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let (env, c, _sent, original) = consumed_once(dir.path()).await;
+    let third_retry = three_retries(&env, &c, &original).await.remove(2);
+    // The group's retryMaxTimes is 16: a fourth failure is parked again (level 5, the highest).
     let r = call(&c, send_back(third_retry.commit_log_offset, "CG", 0, None)).await;
     assert_eq!(r.code, 0);
     assert_eq!(env.message(SCHEDULE_TOPIC, 4, 1).await.reconsume_times, 4);
+    // Clients older than 3.4.9: the header's max is not read.
     let old_client = send_back(third_retry.commit_log_offset, "CG", 0, Some(3)).with_version(120);
     assert_eq!(call(&c, old_client).await.code, 0);
     assert_eq!(env.message(SCHEDULE_TOPIC, 4, 2).await.reconsume_times, 4);
+    env.stop().await;
+}
 
-    // A level the consumer asks for (ConsumeConcurrentlyContext.delayLevelWhenNextConsume).
+#[tokio::test]
+async fn a_level_the_consumer_asks_for_is_used() {
+    // ConsumeConcurrentlyContext.delayLevelWhenNextConsume.
+    let dir = tempfile::tempdir().unwrap();
+    let (env, c, _sent, original) = consumed_once(dir.path()).await;
     let r = call(&c, send_back(original.commit_log_offset, "CG", 2, Some(16))).await;
     assert_eq!(r.code, 0);
     let parked = env.message(SCHEDULE_TOPIC, 1, 0).await;
     assert_eq!(get(&parked, "DELAY").as_deref(), Some("2"));
     assert_eq!(get(&parked, "REAL_TOPIC").as_deref(), Some("%RETRY%CG"));
+    env.stop().await;
+}
 
-    // A group whose retryMaxTimes is 1 (what old clients get): the second failure is dead.
+#[tokio::test]
+async fn a_group_with_retry_max_times_1_dead_letters_the_second_failure() {
+    // What old clients get, whose header carries no max.
+    let dir = tempfile::tempdir().unwrap();
+    let (env, c, _sent, original) = consumed_once(dir.path()).await;
     env.ctl
         .broker()
         .groups
@@ -274,7 +305,9 @@ async fn failed_messages_go_to_retry_then_to_the_dlq() {
         });
     let r = call(&c, send_back(original.commit_log_offset, "CG1", 0, None)).await;
     assert_eq!(r.code, 0);
-    assert_eq!(env.message(SCHEDULE_TOPIC, 2, 1).await.reconsume_times, 1);
+    assert_eq!(env.message(SCHEDULE_TOPIC, 2, 0).await.reconsume_times, 1);
+    env.deliver(3, 0).await;
+    let first_retry = env.message("%RETRY%CG1", 0, 0).await;
     let r = call(&c, send_back(first_retry.commit_log_offset, "CG1", 0, None)).await;
     assert_eq!(r.code, 0);
     assert_eq!(env.message("%DLQ%CG1", 0, 0).await.reconsume_times, 2);
@@ -286,7 +319,7 @@ async fn retry_topic_sends_past_max_reconsume_times_go_to_the_dlq() {
     use rmq_protocol::version::CURRENT_VERSION;
     let dir = tempfile::tempdir().unwrap();
     let env = start(dir.path(), true).await;
-    let c = connect(env.addr, None, T).await.unwrap();
+    let c = env.client().await;
     let get = |m: &MessageExt, k: &str| m.properties.get(k).map(str::to_owned);
 
     // Under the max: an ordinary delayed retry, parked at its level for %RETRY%CG.
@@ -342,7 +375,7 @@ async fn retry_topic_sends_past_max_reconsume_times_go_to_the_dlq() {
 async fn delayed_sends_are_parked_until_delivered() {
     let dir = tempfile::tempdir().unwrap();
     let env = start(dir.path(), true).await;
-    let c = connect(env.addr, None, T).await.unwrap();
+    let c = env.client().await;
     let p = props(&[("TAGS", "TagA"), ("DELAY", "2"), ("UNIQ_KEY", "U2")]);
     let r = call(&c, send("Later", b"soon", &p)).await;
     assert_eq!(r.code, 0, "{:?}", r.remark);
@@ -369,33 +402,64 @@ async fn delayed_sends_are_parked_until_delivered() {
 }
 
 #[tokio::test]
-async fn send_back_errors_say_what_is_wrong() {
+async fn a_send_back_for_a_group_that_does_not_exist_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let env = start(dir.path(), false).await;
-    let c = connect(env.addr, None, T).await.unwrap();
+    let c = env.client().await;
     let r = call(&c, send_back(0, "NoSuchGroup", 0, Some(16))).await;
-    assert_eq!(r.code, ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST.0);
-    assert!(r.remark.unwrap().contains("NoSuchGroup"));
+    assert_refused(
+        &r,
+        ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST,
+        "NoSuchGroup",
+    );
     // So is a plain send to the retry topic of a group that does not exist.
     let r = call(&c, send_retry("NoSuchGroup", 0, Some(16), 400)).await;
-    assert_eq!(r.code, ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST.0);
-    assert!(r.remark.unwrap().contains("NoSuchGroup"));
+    assert_refused(
+        &r,
+        ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST,
+        "NoSuchGroup",
+    );
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn a_send_back_where_no_message_starts_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = start(dir.path(), false).await;
+    let c = env.client().await;
     // A system group exists; an offset where no message starts is refused.
     let r = call(&c, send_back(123_456, "TOOLS_CONSUMER", 0, Some(16))).await;
-    assert_eq!(r.code, ResponseCode::SYSTEM_ERROR.0);
-    assert!(r
-        .remark
-        .unwrap()
-        .contains("look message by offset failed, 123456"));
-    // A missing header field is named.
+    assert_refused(
+        &r,
+        ResponseCode::SYSTEM_ERROR,
+        "look message by offset failed, 123456",
+    );
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn a_send_back_without_its_offset_names_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = start(dir.path(), false).await;
+    let c = env.client().await;
     let mut req = send_back(0, "TOOLS_CONSUMER", 0, None);
     req.ext_fields.remove("offset");
     let r = call(&c, req).await;
-    assert_eq!(r.code, ResponseCode::SYSTEM_ERROR.0);
-    assert!(r.remark.unwrap().contains("offset"));
-    // A broker that does not take writes refuses.
+    assert_refused(&r, ResponseCode::SYSTEM_ERROR, "offset");
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn a_broker_that_takes_no_writes_refuses_send_backs() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = start(dir.path(), false).await;
+    let c = env.client().await;
     env.ctl.set_broker_permission(4);
     let r = call(&c, send_back(0, "TOOLS_CONSUMER", 0, None)).await;
-    assert_eq!(r.code, ResponseCode::NO_PERMISSION.0);
+    assert_refused(
+        &r,
+        ResponseCode::NO_PERMISSION,
+        "sending message is forbidden",
+    );
     env.stop().await;
 }

@@ -3,10 +3,9 @@
 //! the header must name the half, and CHECK_TRANSACTION_STATE reaches a producer connection.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use rmq_common::sys_flag::{
     transaction_value, TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE, TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
@@ -17,37 +16,18 @@ use rmq_protocol::header::{
     CheckTransactionStateRequestHeader, EndTransactionRequestHeader, SendMessageRequestHeaderV2,
     SendMessageResponseHeader,
 };
-use rmq_protocol::message_decoder::{decode_message_at, MessageExt};
+use rmq_protocol::message_decoder::decode_message_at;
 use rmq_protocol::{CommandHeader, RemotingCommand, RemotingJson, RequestCode, ResponseCode};
-use rmq_remoting::{connect, BoxFuture, Connection, Reply, RequestHandler};
+use rmq_remoting::{connect, Connection, RequestHandler};
 
 mod common;
-use common::{Env, T};
+use common::{assert_refused, call, send_header, send_ok, send_request, Env, Recorder, T};
 
 const HALF: &str = "RMQ_SYS_TRANS_HALF_TOPIC";
 const OP: &str = "RMQ_SYS_TRANS_OP_HALF_TOPIC";
 
 async fn start(dir: &Path, reject: bool) -> Env {
     common::start(dir, &[], |c| c.reject_transaction_message = reject).await
-}
-
-impl Env {
-    /// The messages of a queue from `offset`, decoded (waiting up to 5 s for `want` of them).
-    async fn read(&self, topic: &str, queue: i32, offset: i64, want: usize) -> Vec<MessageExt> {
-        let t0 = Instant::now();
-        loop {
-            let r = self.store.get_message(topic, queue, offset, 32, None);
-            let msgs: Vec<MessageExt> = r
-                .messages
-                .iter()
-                .map(|m| decode_message_at(&Bytes::copy_from_slice(m.bytes()), 0).unwrap())
-                .collect();
-            if msgs.len() >= want || t0.elapsed() > T {
-                return msgs;
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    }
 }
 
 fn half_send(topic: &str, queue: i32, group: &str, body: &[u8]) -> RemotingCommand {
@@ -57,32 +37,16 @@ fn half_send(topic: &str, queue: i32, group: &str, body: &[u8]) -> RemotingComma
     p.put("UNIQ_KEY", format!("U-{}", String::from_utf8_lossy(body)));
     p.put("TRAN_MSG", "true");
     p.put("PGROUP", group);
-    RemotingCommand::request_with_header(
-        RequestCode::SEND_MESSAGE_V2.0,
-        &SendMessageRequestHeaderV2 {
-            a: group.into(),
-            b: topic.into(),
-            c: "TBW102".into(),
-            d: 4,
-            e: queue,
-            f: TRANSACTION_PREPARED_TYPE,
-            g: 1_700_000_000_000,
-            h: 5,
-            i: Some(p.encode()),
-            j: Some(0),
-            k: false,
-            l: None,
-            m: false,
-            n: Some("broker-a".into()),
-        },
-    )
-    .with_body(Bytes::copy_from_slice(body))
+    let header = SendMessageRequestHeaderV2 {
+        f: TRANSACTION_PREPARED_TYPE,
+        h: 5,
+        ..send_header(group, topic, queue, p.encode())
+    };
+    send_request(&header, body)
 }
 
 async fn send_half(c: &Connection, topic: &str, body: &[u8]) -> SendMessageResponseHeader {
-    let r = c.request(half_send(topic, 2, "PG", body), T).await.unwrap();
-    assert_eq!(r.code, 0, "{:?}", r.remark);
-    SendMessageResponseHeader::from_ext_fields(&r.ext_fields).unwrap()
+    send_ok(c, half_send(topic, 2, "PG", body)).await
 }
 
 fn end(sent: &SendMessageResponseHeader, group: &str, state: i32) -> EndTransactionRequestHeader {
@@ -99,18 +63,33 @@ fn end(sent: &SendMessageResponseHeader, group: &str, state: i32) -> EndTransact
 }
 
 async fn ask(c: &Connection, h: &EndTransactionRequestHeader) -> RemotingCommand {
-    let req = RemotingCommand::request_with_header(RequestCode::END_TRANSACTION.0, h);
-    c.request(req, T).await.unwrap()
+    call(
+        c,
+        RemotingCommand::request_with_header(RequestCode::END_TRANSACTION.0, h),
+    )
+    .await
+}
+
+/// A broker with two half messages of "PG" in `TxT` queue 2 ("a", then "b").
+async fn two_halves(
+    dir: &Path,
+) -> (
+    Env,
+    Connection,
+    SendMessageResponseHeader,
+    SendMessageResponseHeader,
+) {
+    let env = start(dir, false).await;
+    let c = env.client().await;
+    let a = send_half(&c, "TxT", b"a").await;
+    let b = send_half(&c, "TxT", b"b").await;
+    (env, c, a, b)
 }
 
 #[tokio::test]
-async fn half_messages_commit_and_rollback() {
+async fn a_half_message_waits_in_the_half_topic_naming_its_real_queue() {
     let dir = tempfile::tempdir().unwrap();
-    let env = start(dir.path(), false).await;
-    let c = connect(env.addr, None, T).await.unwrap();
-
-    let a = send_half(&c, "TxT", b"a").await;
-    let b = send_half(&c, "TxT", b"b").await;
+    let (env, _c, a, b) = two_halves(dir.path()).await;
     // The answer names the real queue and the half queue's offsets.
     assert_eq!((a.queue_id, a.queue_offset), (2, 0));
     assert_eq!((b.queue_id, b.queue_offset), (2, 1));
@@ -121,29 +100,31 @@ async fn half_messages_commit_and_rollback() {
     assert_eq!(h.properties.get("REAL_QID"), Some("2"));
     assert_eq!(transaction_value(h.sys_flag), TRANSACTION_NOT_TYPE);
     assert_eq!(env.store.get_max_offset_in_queue("TxT", 2), 0);
+    env.stop().await;
+}
 
-    // The header must name the half message.
-    let mut wrong = end(&a, "OtherGroup", TRANSACTION_COMMIT_TYPE);
-    let r = ask(&c, &wrong).await;
-    assert_eq!(r.code, ResponseCode::SYSTEM_ERROR.0);
-    assert!(r.remark.unwrap().contains("producer group wrong"));
-    wrong = end(&a, "PG", TRANSACTION_COMMIT_TYPE);
+#[tokio::test]
+async fn end_transaction_must_name_the_half_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let (env, c, a, _b) = two_halves(dir.path()).await;
+    let r = ask(&c, &end(&a, "OtherGroup", TRANSACTION_COMMIT_TYPE)).await;
+    assert_refused(&r, ResponseCode::SYSTEM_ERROR, "producer group wrong");
+    let mut wrong = end(&a, "PG", TRANSACTION_COMMIT_TYPE);
     wrong.tran_state_table_offset = 7;
     let r = ask(&c, &wrong).await;
-    assert!(r.remark.unwrap().contains("state table offset wrong"));
+    assert_refused(&r, ResponseCode::SYSTEM_ERROR, "state table offset wrong");
     wrong = end(&a, "PG", TRANSACTION_COMMIT_TYPE);
     wrong.commit_log_offset += 1;
     let r = ask(&c, &wrong).await;
     assert_eq!(r.code, ResponseCode::SYSTEM_ERROR.0);
+    env.stop().await;
+}
 
-    // Unknown: no answer, nothing written (sent oneway, as producers do).
-    let unknown = RemotingCommand::request_with_header(
-        RequestCode::END_TRANSACTION.0,
-        &end(&a, "PG", TRANSACTION_NOT_TYPE),
-    );
-    c.oneway(unknown).await.unwrap();
-
-    // Commit a: it appears in its topic, without the transaction properties.
+#[tokio::test]
+async fn a_commit_stores_the_message_in_its_topic_without_transaction_properties() {
+    let dir = tempfile::tempdir().unwrap();
+    let (env, c, a, _b) = two_halves(dir.path()).await;
+    let half = env.read(HALF, 0, 0, 1).await.remove(0);
     let r = ask(&c, &end(&a, "PG", TRANSACTION_COMMIT_TYPE)).await;
     assert_eq!(r.code, 0, "{:?}", r.remark);
     let got = env.read("TxT", 2, 0, 1).await;
@@ -158,24 +139,37 @@ async fn half_messages_commit_and_rollback() {
         assert_eq!(m.properties.get(gone), None, "{gone}");
     }
     assert_eq!(transaction_value(m.sys_flag), TRANSACTION_COMMIT_TYPE);
-    assert_eq!(m.prepared_transaction_offset, h.commit_log_offset);
+    assert_eq!(m.prepared_transaction_offset, half.commit_log_offset);
+    // Its op record marks the half done.
+    let ops = env.read(OP, 0, 0, 1).await;
+    assert_eq!((&ops[0].body[..], ops[0].tags()), (&b"0"[..], Some("d")));
 
-    // Roll back b: only an op record.
-    let r = ask(&c, &end(&b, "PG", TRANSACTION_ROLLBACK_TYPE)).await;
-    assert_eq!(r.code, 0, "{:?}", r.remark);
-    let ops = env.read(OP, 0, 0, 2).await;
-    let op_bodies: Vec<&[u8]> = ops.iter().map(|m| &m.body[..]).collect();
-    assert_eq!(op_bodies, [&b"0"[..], &b"1"[..]]);
-    assert!(ops.iter().all(|m| m.tags() == Some("d")));
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    assert_eq!(env.store.get_max_offset_in_queue("TxT", 2), 1);
-
-    // An offset that is not a half message.
+    // The committed message's offset is not a half message.
     let mut not_half = end(&a, "PG", TRANSACTION_COMMIT_TYPE);
     not_half.commit_log_offset = m.commit_log_offset;
     let r = ask(&c, &not_half).await;
-    assert_eq!(r.code, ResponseCode::SYSTEM_ERROR.0);
-    assert!(r.remark.unwrap().contains("not a half message"));
+    assert_refused(&r, ResponseCode::SYSTEM_ERROR, "not a half message");
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn a_rollback_writes_only_an_op_record_and_unknown_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (env, c, a, b) = two_halves(dir.path()).await;
+    // Unknown: no answer, nothing written (sent oneway, as producers do).
+    let unknown = RemotingCommand::request_with_header(
+        RequestCode::END_TRANSACTION.0,
+        &end(&a, "PG", TRANSACTION_NOT_TYPE),
+    );
+    c.oneway(unknown).await.unwrap();
+    let r = ask(&c, &end(&b, "PG", TRANSACTION_ROLLBACK_TYPE)).await;
+    assert_eq!(r.code, 0, "{:?}", r.remark);
+    // One op record, b's (half queue offset 1): the unknown one, sent first, wrote none.
+    let ops = env.read(OP, 0, 0, 1).await;
+    let op_bodies: Vec<&[u8]> = ops.iter().map(|m| &m.body[..]).collect();
+    assert_eq!(op_bodies, [&b"1"[..]]);
+    assert_eq!(ops[0].tags(), Some("d"));
+    assert_eq!(env.store.get_max_offset_in_queue("TxT", 2), 0);
     env.stop().await;
 }
 
@@ -183,13 +177,13 @@ async fn half_messages_commit_and_rollback() {
 async fn reject_transaction_message() {
     let dir = tempfile::tempdir().unwrap();
     let env = start(dir.path(), true).await;
-    let c = connect(env.addr, None, T).await.unwrap();
-    let r = c.request(half_send("TxR", 0, "PG", b"x"), T).await.unwrap();
-    assert_eq!(r.code, ResponseCode::NO_PERMISSION.0);
-    assert!(r
-        .remark
-        .unwrap()
-        .contains("transaction message is forbidden"));
+    let c = env.client().await;
+    let r = call(&c, half_send("TxR", 0, "PG", b"x")).await;
+    assert_refused(
+        &r,
+        ResponseCode::NO_PERMISSION,
+        "transaction message is forbidden",
+    );
     env.stop().await;
 }
 
@@ -255,16 +249,8 @@ async fn a_flagged_batch_parks_one_half_per_entry_and_mixed_batches_are_illegal(
             "message 1 of the batch is transactional",
         ),
     ] {
-        let r = c
-            .request(batch_send("TxB", flag, entries), T)
-            .await
-            .unwrap();
-        assert_eq!(r.code, ResponseCode::MESSAGE_ILLEGAL.0);
-        assert!(
-            r.remark.as_deref().unwrap_or("").contains(says),
-            "{:?}",
-            r.remark
-        );
+        let r = call(&c, batch_send("TxB", flag, entries)).await;
+        assert_refused(&r, ResponseCode::MESSAGE_ILLEGAL, says);
     }
     assert_eq!(
         env.store.get_max_offset_in_queue("TxB", 1),
@@ -273,16 +259,6 @@ async fn a_flagged_batch_parks_one_half_per_entry_and_mixed_batches_are_illegal(
     );
     assert_eq!(env.store.get_max_offset_in_queue(HALF, 0), 3);
     env.stop().await;
-}
-
-#[derive(Default)]
-struct Recorder(Mutex<Vec<RemotingCommand>>);
-
-impl RequestHandler for Recorder {
-    fn handle(&self, _c: Connection, req: RemotingCommand) -> BoxFuture<Option<Reply>> {
-        self.0.lock().unwrap().push(req);
-        Box::pin(async { None })
-    }
 }
 
 #[tokio::test]

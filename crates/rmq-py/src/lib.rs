@@ -5,7 +5,8 @@
 //! (`errors`), the store (`store`), stored messages (`stored_message`), the client core
 //! (`client`, with its callback thread in `callbacks`), the producer (`producer`), the
 //! consumer calls (`consumer`, `columns`), the broker server (`broker`), the remoting
-//! transport (`remoting`) and small protocol helpers (`common`).
+//! transport (`remoting`), the bridge from Rust's `log` records into Python's `logging`
+//! (`logging`) and small protocol helpers (`common`).
 
 mod broker;
 mod callbacks;
@@ -14,6 +15,7 @@ mod columns;
 mod common;
 mod consumer;
 mod errors;
+mod logging;
 mod producer;
 mod remoting;
 mod runtime;
@@ -24,6 +26,7 @@ use pyo3::prelude::*;
 
 #[pymodule]
 fn _rmq(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    logging::register(m)?;
     runtime::register(m)?;
     common::register(m)?;
     store::register(m)?;

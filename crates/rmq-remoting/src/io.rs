@@ -69,8 +69,8 @@ pub(crate) async fn read_loop(
                 Ok(Some(cmd)) => dispatch(conn, handler, cmd),
                 Ok(None) => break,
                 Err(e) => {
-                    eprintln!(
-                        "rmq-remoting WARN: closing connection from {}: malformed frame: {e}",
+                    log::warn!(
+                        "closing connection from {}: malformed frame: {e}",
                         conn.peer()
                     );
                     return;
@@ -115,13 +115,13 @@ pub(crate) async fn read_loop(
             Wake::Quiet => {
                 let waited = limit.unwrap_or_default().as_secs();
                 if buf.is_empty() {
-                    eprintln!(
-                        "rmq-remoting INFO: closing connection from {}: no traffic for {waited} s",
+                    log::info!(
+                        "closing connection from {}: no traffic for {waited} s",
                         conn.peer()
                     );
                 } else {
-                    eprintln!(
-                        "rmq-remoting WARN: closing connection from {}: a frame stalled for \
+                    log::warn!(
+                        "closing connection from {}: a frame stalled for \
                          {waited} s after {} bytes",
                         conn.peer(),
                         buf.len()
@@ -136,8 +136,8 @@ pub(crate) async fn read_loop(
 /// Wait until the budget lets the reader read again; log once when it has to wait.
 async fn read_when_room(budget: &Budget, conn: &Connection) {
     if budget.must_wait() {
-        eprintln!(
-            "rmq-remoting INFO: not reading from {} until it reads its replies ({})",
+        log::info!(
+            "not reading from {} until it reads its replies ({})",
             conn.peer(),
             budget.describe()
         );
@@ -272,7 +272,7 @@ pub(crate) async fn write_loop(
         };
         budget.release(written.replies, written.requests);
         if let Err(e) = result {
-            eprintln!("rmq-remoting WARN: write to {peer} failed, closing: {e}");
+            log::warn!("write to {peer} failed, closing: {e}");
             break;
         }
         budget.touch();
@@ -286,10 +286,7 @@ fn encode_or_log(cmd: &RemotingCommand, buf: &mut BytesMut, peer: SocketAddr) {
     let mark = buf.len();
     if let Err(e) = codec::encode(cmd, buf) {
         buf.truncate(mark);
-        eprintln!(
-            "rmq-remoting ERROR: dropping command {} to {peer}: {e}",
-            cmd.code
-        );
+        log::error!("dropping command {} to {peer}: {e}", cmd.code);
     }
 }
 

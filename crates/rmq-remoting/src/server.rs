@@ -85,8 +85,8 @@ impl Open {
         let Some(victim) = open.values().max_by_key(|c| c.idle_for()) else {
             return false;
         };
-        eprintln!(
-            "rmq-remoting WARN: {max} connections open (the limit): closing the one from {} \
+        log::warn!(
+            "{max} connections open (the limit): closing the one from {} \
              (idle for {} s) to admit {newcomer}",
             victim.peer(),
             victim.idle_for().as_secs()
@@ -120,7 +120,7 @@ pub async fn serve(
                         }
                     }
                     Err(e) => {
-                        eprintln!("rmq-remoting WARN: accept failed: {e}");
+                        log::warn!("accept failed: {e}");
                         tokio::time::sleep(Duration::from_millis(50)).await;
                     }
                 },

@@ -12,29 +12,30 @@ use rmq_protocol::header::{
 use rmq_protocol::{CommandHeader, RemotingCommand, ResponseCode};
 use rmq_remoting::Reply;
 
-use super::{answer, json_response, reply, response};
-use crate::controller::Broker;
+use super::{answer, error_response, json_response, reply, response};
+use crate::error::RequestError;
+use crate::state::BrokerState;
 
 fn ok<H: CommandHeader>(req: &RemotingCommand, h: &H) -> Option<Reply> {
     reply(req, response(req, ResponseCode::SUCCESS, "").with_header(h))
 }
 
 /// 30.
-pub fn max_offset(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+pub fn max_offset(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let h = decode_header!(req, GetMaxOffsetRequestHeader);
     let offset = b.store.get_max_offset_in_queue(&h.topic, h.queue_id);
     ok(req, &GetMaxOffsetResponseHeader { offset })
 }
 
 /// 31.
-pub fn min_offset(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+pub fn min_offset(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let h = decode_header!(req, GetMinOffsetRequestHeader);
     let offset = b.store.get_min_offset_in_queue(&h.topic, h.queue_id);
     ok(req, &GetMinOffsetResponseHeader { offset })
 }
 
 /// 29.
-pub fn search_offset(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+pub fn search_offset(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let h = decode_header!(req, SearchOffsetRequestHeader);
     let offset = b
         .store
@@ -43,7 +44,7 @@ pub fn search_offset(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
 }
 
 /// 32: store time of the queue's first message, -1 when there is none.
-pub fn earliest_store_time(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+pub fn earliest_store_time(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let h = decode_header!(req, GetEarliestMsgStoretimeRequestHeader);
     let min = b.store.get_min_offset_in_queue(&h.topic, h.queue_id);
     let timestamp = b
@@ -56,7 +57,7 @@ pub fn earliest_store_time(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
 /// 321: up to `count` units of the queue from `index` on (CommitLog offset, size, tag hash),
 /// the queue's bounds, and with `consumerGroup` that group's subscription of the topic.
 /// SYSTEM_ERROR when the queue does not exist; a remark when `index` is outside it.
-pub fn query_consume_queue(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+pub fn query_consume_queue(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let h = decode_header!(req, QueryConsumeQueueRequestHeader);
     if b.store.get_consume_queue(&h.topic, h.queue_id).is_none() {
         return answer(
@@ -65,7 +66,10 @@ pub fn query_consume_queue(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
             format!("{}@{} is not exist!", h.queue_id, h.topic),
         );
     }
-    let count = usize::try_from(h.count.clamp(0, 10_000)).unwrap_or(0);
+    let count = match RequestError::count("count", h.count) {
+        Ok(n) => n.min(10_000),
+        Err(e) => return reply(req, error_response(req, &e)),
+    };
     let units = b
         .store
         .get_consume_queue_units(&h.topic, h.queue_id, h.index, count);

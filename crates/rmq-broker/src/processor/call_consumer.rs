@@ -14,13 +14,13 @@ use rmq_protocol::{RemotingCommand, ResponseCode};
 use rmq_remoting::Reply;
 
 use super::{answer, reply, response};
-use crate::controller::Broker;
+use crate::state::BrokerState;
 
 /// How long the consumer has to answer (RocketMQ's `callClient` waits 10 s).
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// 307.
-pub async fn consumer_running_info(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+pub async fn consumer_running_info(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let h = decode_header!(req, GetConsumerRunningInfoRequestHeader);
     let forward = RemotingCommand::new_request(req.code, req.ext_fields.clone());
     call_consumer(b, req, &h.consumer_group, &h.client_id, forward).await
@@ -28,7 +28,7 @@ pub async fn consumer_running_info(b: &Broker, req: &RemotingCommand) -> Option<
 
 /// 309: the message named by `msgId` (an offset message id) goes along as the body, and the
 /// broker's name as `brokerName`. SYSTEM_ERROR when the id names no stored message.
-pub async fn consume_message_directly(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+pub async fn consume_message_directly(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let h = decode_header!(req, ConsumeMessageDirectlyResultRequestHeader);
     let msg_id = h.msg_id.as_deref().unwrap_or_default();
     let stored = rmq_common::decode_offset_msg_id(msg_id)
@@ -56,7 +56,7 @@ pub async fn consume_message_directly(b: &Broker, req: &RemotingCommand) -> Opti
 /// SYSTEM_ERROR when the client is not connected here, CONSUME_MSG_TIMEOUT when it does not
 /// answer in time.
 async fn call_consumer(
-    b: &Broker,
+    b: &BrokerState,
     req: &RemotingCommand,
     group: &str,
     client_id: &str,

@@ -19,11 +19,11 @@ use rmq_remoting::{Connection, Reply};
 
 use super::{answer, bad_header, json_response, reply};
 use crate::consumer_manager::{ClientChannel, ConsumerRegistration};
-use crate::controller::Broker;
+use crate::state::BrokerState;
 use crate::topic_config::RETRY_GROUP_TOPIC_PREFIX;
 
 /// 34: register producers and consumers; create each consumer group's retry topic.
-pub fn heartbeat(b: &Broker, conn: &Connection, req: &RemotingCommand) -> Option<Reply> {
+pub fn heartbeat(b: &BrokerState, conn: &Connection, req: &RemotingCommand) -> Option<Reply> {
     let body = req.body.as_deref().unwrap_or(b"{}");
     let data = match HeartbeatData::from_json_bytes(body) {
         Ok(d) => d,
@@ -69,10 +69,10 @@ pub fn heartbeat(b: &Broker, conn: &Connection, req: &RemotingCommand) -> Option
 }
 
 /// 35.
-pub fn unregister(b: &Broker, conn: &Connection, req: &RemotingCommand) -> Option<Reply> {
+pub fn unregister(b: &BrokerState, conn: &Connection, req: &RemotingCommand) -> Option<Reply> {
     let h = match UnregisterClientRequestHeader::from_ext_fields(&req.ext_fields) {
         Ok(h) => h,
-        Err(e) => return bad_header(req, &e),
+        Err(e) => return bad_header(req, e),
     };
     if let Some(g) = &h.producer_group {
         b.producers.unregister(g, conn);
@@ -88,7 +88,7 @@ pub fn unregister(b: &Broker, conn: &Connection, req: &RemotingCommand) -> Optio
 }
 
 /// 38.
-pub fn consumer_list(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+pub fn consumer_list(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let h = decode_header!(req, GetConsumerListByGroupRequestHeader);
     match b.clients.consumer_ids(&h.consumer_group) {
         Some(ids) if !ids.is_empty() => {
@@ -107,7 +107,7 @@ pub fn consumer_list(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
 
 /// 203: the group's connections (client id, address, language, version), subscriptions and
 /// consume settings; CONSUMER_NOT_ONLINE when no consumer of the group is connected.
-pub fn consumer_connections(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+pub fn consumer_connections(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let h = decode_header!(req, GetConsumerConnectionListRequestHeader);
     match b.clients.consumer_connection(&h.consumer_group) {
         Some(body) => reply(req, json_response(req, &body)),
@@ -126,7 +126,7 @@ pub fn consumer_connections(b: &Broker, req: &RemotingCommand) -> Option<Reply> 
 /// 204: the producer group's connections (client id, address, language, version);
 /// SYSTEM_ERROR "the producer group[G] not exist" when no producer of it is connected, as
 /// RocketMQ answers.
-pub fn producer_connections(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+pub fn producer_connections(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let h = decode_header!(req, GetProducerConnectionListRequestHeader);
     let channels = b.producers.channels(&h.producer_group);
     if channels.is_empty() {
@@ -151,7 +151,7 @@ pub fn producer_connections(b: &Broker, req: &RemotingCommand) -> Option<Reply> 
 
 /// 300: the groups that consume `topic` here: those whose live consumers subscribe it and
 /// those with committed offsets on it.
-pub fn topic_consumed_by(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+pub fn topic_consumed_by(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let h = decode_header!(req, QueryTopicConsumeByWhoRequestHeader);
     let mut body = GroupList::default();
     body.group_list
@@ -162,7 +162,7 @@ pub fn topic_consumed_by(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
 
 /// 328: every producer group's connections, with each client's last heartbeat
 /// (`mqadmin producer`).
-pub fn all_producers(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+pub fn all_producers(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let now_ms = rmq_common::time::now_millis();
     let now = Instant::now();
     let mut body = ProducerTableInfo::default();

@@ -19,22 +19,18 @@ use rmq_protocol::header::EndTransactionRequestHeader;
 use rmq_protocol::message_decoder::MessageExt;
 use rmq_protocol::{RemotingCommand, ResponseCode};
 use rmq_remoting::{Connection, Reply};
-use rmq_store::{BrokerRole, FlushDiskType, MessageToStore};
+use rmq_store::{BrokerRole, FlushDiskType, MessageToStore, StoreError};
 
-use super::{answer, reply, response};
-use crate::controller::Broker;
-use crate::error::store_error_to_response;
+use super::{error_response, reply, response};
+use crate::error::{RequestError, TransactionError};
+use crate::state::BrokerState;
 use crate::transaction::{end_message_transaction, look_half_message, op_record};
 
 /// Serve an END_TRANSACTION.
-pub async fn process(b: &Broker, conn: &Connection, req: &RemotingCommand) -> Option<Reply> {
+pub async fn process(b: &BrokerState, conn: &Connection, req: &RemotingCommand) -> Option<Reply> {
     let h = decode_header!(req, EndTransactionRequestHeader);
     if b.store.config().broker_role == BrokerRole::Slave {
-        return answer(
-            req,
-            ResponseCode::SLAVE_NOT_AVAILABLE,
-            "this broker is a slave; end transactions on its master",
-        );
+        return reply(req, error_response(req, &TransactionError::Slave.into()));
     }
     let source = if h.from_transaction_check {
         "answering a transaction check"
@@ -48,8 +44,8 @@ pub async fn process(b: &Broker, conn: &Connection, req: &RemotingCommand) -> Op
         _ => return None,
     };
     if h.from_transaction_check || h.commit_or_rollback != TRANSACTION_COMMIT_TYPE {
-        eprintln!(
-            "rmq-broker INFO: producer {} (group {}) {source}: {state} for message {} \
+        log::info!(
+            "producer {} (group {}) {source}: {state} for message {} \
              (commit log offset {}){}",
             conn.peer(),
             h.producer_group,
@@ -64,27 +60,20 @@ pub async fn process(b: &Broker, conn: &Connection, req: &RemotingCommand) -> Op
     if h.commit_or_rollback == TRANSACTION_NOT_TYPE {
         return None;
     }
-    let cmd = match end(b, req, &h).await {
-        Ok(c) | Err(c) => c,
+    let cmd = match end(b, &h) {
+        Ok(()) => response(req, ResponseCode::SUCCESS, ""),
+        Err(e) => error_response(req, &e),
     };
     reply(req, cmd)
 }
 
-async fn end(
-    b: &Broker,
-    req: &RemotingCommand,
-    h: &EndTransactionRequestHeader,
-) -> Result<RemotingCommand, RemotingCommand> {
-    let system_error = |remark: String| response(req, ResponseCode::SYSTEM_ERROR, remark);
-    let half =
-        look_half_message(b, h.commit_log_offset).map_err(|e| system_error(e.to_string()))?;
-    check_prepare_message(&half, h).map_err(system_error)?;
+/// Commit or roll back the half the header names: the commit's put, then the op record.
+fn end(b: &BrokerState, h: &EndTransactionRequestHeader) -> Result<(), RequestError> {
+    let half = look_half_message(b, h.commit_log_offset)?;
+    check_prepare_message(&half, h)?;
     if h.commit_or_rollback == TRANSACTION_COMMIT_TYPE {
         let Some((topic, queue_id, properties)) = end_message_transaction(&half) else {
-            return Err(system_error(format!(
-                "the half message at commit log offset {} has no REAL_TOPIC/REAL_QID",
-                h.commit_log_offset
-            )));
+            return Err(TransactionError::NoRealDestination(h.commit_log_offset).into());
         };
         let msg = MessageToStore {
             topic: &topic,
@@ -98,45 +87,43 @@ async fn end(
             reconsume_times: half.reconsume_times,
             prepared_transaction_offset: h.commit_log_offset,
         };
-        put(b, &msg).map_err(|(code, remark)| response(req, code, remark))?;
+        put(b, &msg)?;
     }
     write_op(b, &half);
-    Ok(response(req, ResponseCode::SUCCESS, ""))
+    Ok(())
 }
 
 /// `checkPrepareMessage`: the header must name the half it points at.
-fn check_prepare_message(half: &MessageExt, h: &EndTransactionRequestHeader) -> Result<(), String> {
-    if half.properties.get(PropertyKey::PRODUCER_GROUP) != Some(h.producer_group.as_str()) {
-        return Err(format!(
-            "The producer group wrong: the half message belongs to {:?}, not {:?}",
-            half.properties
-                .get(PropertyKey::PRODUCER_GROUP)
-                .unwrap_or(""),
-            h.producer_group
-        ));
+fn check_prepare_message(
+    half: &MessageExt,
+    h: &EndTransactionRequestHeader,
+) -> Result<(), TransactionError> {
+    let group = half.properties.get(PropertyKey::PRODUCER_GROUP);
+    if group != Some(h.producer_group.as_str()) {
+        return Err(TransactionError::WrongProducerGroup {
+            half: group.unwrap_or("").to_owned(),
+            request: h.producer_group.clone(),
+        });
     }
     if half.queue_offset != h.tran_state_table_offset {
-        return Err(format!(
-            "The transaction state table offset wrong: the half message is at {}, not {}",
-            half.queue_offset, h.tran_state_table_offset
-        ));
+        return Err(TransactionError::WrongQueueOffset {
+            half: half.queue_offset,
+            request: h.tran_state_table_offset,
+        });
     }
     if half.commit_log_offset != h.commit_log_offset {
-        return Err(format!(
-            "The commit log offset wrong: the half message is at {}, not {}",
-            half.commit_log_offset, h.commit_log_offset
-        ));
+        return Err(TransactionError::WrongCommitLogOffset {
+            half: half.commit_log_offset,
+            request: h.commit_log_offset,
+        });
     }
     Ok(())
 }
 
 /// Append without waiting for the flush (RocketMQ puts these with `waitStoreMsgOK=false`);
 /// under SYNC_FLUSH the flush is still requested.
-fn put(b: &Broker, msg: &MessageToStore<'_>) -> Result<(), (ResponseCode, String)> {
-    let appended = b
-        .store
-        .append_one(msg)
-        .map_err(|e| store_error_to_response(&e))?;
+fn put(b: &BrokerState, msg: &MessageToStore<'_>) -> Result<(), StoreError> {
+    let appended = b.store.append_one(msg)?;
     if b.store.config().flush_disk_type == FlushDiskType::SyncFlush {
         let f = b.store.flush_future(appended.end_offset());
         tokio::spawn(async move {
@@ -148,7 +135,7 @@ fn put(b: &Broker, msg: &MessageToStore<'_>) -> Result<(), (ResponseCode, String
 
 /// `deletePrepareMessage`: the op record that tells the check-back the half is done. A
 /// failure is logged; the half is then checked again, and the producer answers again.
-fn write_op(b: &Broker, half: &MessageExt) {
+fn write_op(b: &BrokerState, half: &MessageExt) {
     let (topic, queue_id, body, properties) = op_record(half);
     let op = MessageToStore {
         topic,
@@ -162,9 +149,9 @@ fn write_op(b: &Broker, half: &MessageExt) {
         reconsume_times: 0,
         prepared_transaction_offset: 0,
     };
-    if let Err((_, e)) = put(b, &op) {
-        eprintln!(
-            "rmq-broker ERROR: writing the op record of the half message at queue offset {} \
+    if let Err(e) = put(b, &op) {
+        log::error!(
+            "writing the op record of the half message at queue offset {} \
              failed ({e}); it will be checked again",
             half.queue_offset
         );

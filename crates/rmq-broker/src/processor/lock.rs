@@ -6,7 +6,7 @@ use rmq_protocol::{RemotingCommand, RemotingJson, ResponseCode};
 use rmq_remoting::Reply;
 
 use super::{answer, json_response, reply};
-use crate::controller::Broker;
+use crate::state::BrokerState;
 
 /// The request body as `T`, or a remark saying what is wrong with it.
 fn parse<T: RemotingJson>(req: &RemotingCommand) -> Result<T, String> {
@@ -40,7 +40,7 @@ fn refuse(req: &RemotingCommand, remark: String) -> Option<Reply> {
 /// 41: lock the queues for the client; the answer lists the queues it now holds
 /// (`lockOKMQSet`): free, expired or already its own. Queues held by another live client are
 /// left out, and the consumer retries them at its next rebalance.
-pub fn lock_batch(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+pub fn lock_batch(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let body = match parse::<LockBatchRequestBody>(req)
         .and_then(|b| check_names(&b.client_id, &b.consumer_group).map(|()| b))
     {
@@ -62,7 +62,7 @@ pub fn lock_batch(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
 }
 
 /// 42: release the client's own locks on the queues (locks of other clients stay).
-pub fn unlock_batch(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+pub fn unlock_batch(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let body = match parse::<UnlockBatchRequestBody>(req)
         .and_then(|b| check_names(&b.client_id, &b.consumer_group).map(|()| b))
     {

@@ -6,7 +6,8 @@ use rmq_protocol::{RemotingCommand, RemotingJson, RequestCode, ResponseCode};
 use rmq_remoting::{Connection, FileRegion, Reply};
 use rmq_store::SelectMappedBufferResult;
 
-use crate::controller::Broker;
+use crate::error::RequestError;
+use crate::state::BrokerState;
 
 /// Decode the request's typed header, or return the bad-header answer from the processor.
 /// (Defined before the processor modules, which see it by textual scope.)
@@ -14,7 +15,7 @@ macro_rules! decode_header {
     ($req:expr, $t:ty) => {
         match <$t as rmq_protocol::CommandHeader>::from_ext_fields(&$req.ext_fields) {
             Ok(h) => h,
-            Err(e) => return $crate::processor::bad_header($req, &e),
+            Err(e) => return $crate::processor::bad_header($req, e),
         }
     };
 }
@@ -87,9 +88,16 @@ pub(crate) fn answer(
     reply(req, response(req, code, remark))
 }
 
+/// The response to a request that ended with `e`: its code and remark as
+/// [`RequestError::to_response`] maps them (the one mapping).
+pub(crate) fn error_response(req: &RemotingCommand, e: &RequestError) -> RemotingCommand {
+    let (code, remark) = e.to_response();
+    response(req, code, remark)
+}
+
 /// The answer to a header that does not decode (Java's `RemotingCommandException`).
-pub(crate) fn bad_header(req: &RemotingCommand, e: &rmq_protocol::ProtocolError) -> Option<Reply> {
-    answer(req, ResponseCode::SYSTEM_ERROR, e.to_string())
+pub(crate) fn bad_header(req: &RemotingCommand, e: rmq_protocol::ProtocolError) -> Option<Reply> {
+    reply(req, error_response(req, &RequestError::BadHeader(e)))
 }
 
 /// Requests cheap enough to start in the connection's reader (see
@@ -110,7 +118,11 @@ pub fn is_cheap(req: &RemotingCommand) -> bool {
 }
 
 /// Route one request to its processor.
-pub async fn dispatch(b: Arc<Broker>, conn: Connection, req: RemotingCommand) -> Option<Reply> {
+pub async fn dispatch(
+    b: Arc<BrokerState>,
+    conn: Connection,
+    req: RemotingCommand,
+) -> Option<Reply> {
     match RequestCode(req.code) {
         RequestCode::SEND_MESSAGE
         | RequestCode::SEND_MESSAGE_V2

@@ -10,14 +10,14 @@ use rmq_protocol::{CommandHeader, RemotingCommand, ResponseCode};
 use rmq_remoting::Reply;
 
 use super::{answer, bad_header, reply, response};
-use crate::controller::Broker;
+use crate::state::BrokerState;
 
 /// 14: the committed offset; with none, 0 when the queue still starts at 0 (a new group
 /// reads from the beginning), else QUERY_NOT_FOUND.
-pub fn query(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+pub fn query(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let h = match QueryConsumerOffsetRequestHeader::from_ext_fields(&req.ext_fields) {
         Ok(h) => h,
-        Err(e) => return bad_header(req, &e),
+        Err(e) => return bad_header(req, e),
     };
     let mut offset = b.offsets.query(&h.consumer_group, &h.topic, h.queue_id);
     if offset < 0 {
@@ -39,10 +39,10 @@ pub fn query(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
 }
 
 /// 15: commit an offset (usually oneway).
-pub fn update(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+pub fn update(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let h = match UpdateConsumerOffsetRequestHeader::from_ext_fields(&req.ext_fields) {
         Ok(h) => h,
-        Err(e) => return bad_header(req, &e),
+        Err(e) => return bad_header(req, e),
     };
     b.offsets
         .commit(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
@@ -53,7 +53,7 @@ pub fn update(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
 /// on every topic the source has offsets on. Topics the broker does not have are skipped, and
 /// unless `offline`, so are topics the source group's live consumers no longer subscribe (as
 /// RocketMQ does). The remark names the topics copied.
-pub fn clone_group_offset(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+pub fn clone_group_offset(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let h = decode_header!(req, CloneGroupOffsetRequestHeader);
     let topics = match h.topic.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
         Some(t) => std::collections::BTreeSet::from([t.to_owned()]),

@@ -14,8 +14,8 @@ use rmq_remoting::{FileRegion, Reply};
 use rmq_store::GetMessageStatus;
 
 use super::{bad_header, response, StoreRegion};
-use crate::controller::Broker;
 use crate::long_polling::TagFilter;
+use crate::state::BrokerState;
 
 enum Outcome {
     Reply(Reply),
@@ -23,10 +23,10 @@ enum Outcome {
 }
 
 /// Serve a pull; a held pull's future waits here until it is answered.
-pub async fn process(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+pub async fn process(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let h = match PullMessageRequestHeader::from_ext_fields(&req.ext_fields) {
         Ok(h) => h,
-        Err(e) => return bad_header(req, &e),
+        Err(e) => return bad_header(req, e),
     };
     let mut allow_suspend = true;
     loop {
@@ -45,7 +45,7 @@ pub async fn process(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
 }
 
 fn pull_once(
-    b: &Broker,
+    b: &BrokerState,
     req: &RemotingCommand,
     h: &PullMessageRequestHeader,
     allow_suspend: bool,
@@ -169,8 +169,10 @@ fn pull_once(
         S::OffsetOverflowBadly | S::OffsetTooSmall => ResponseCode::PULL_OFFSET_MOVED,
     };
     if code == ResponseCode::PULL_OFFSET_MOVED {
-        eprintln!(
-            "rmq-broker WARN: PULL_OFFSET_MOVED: group {} topic {} queue {} requested {} \
+        // Debug, not warn: a consumer that keeps pulling a moved offset would log on every
+        // pull (the hot path); its client logs the correction it makes.
+        log::debug!(
+            "PULL_OFFSET_MOVED: group {} topic {} queue {} requested {} \
              ({}), next {}, min {}, max {}",
             h.consumer_group,
             h.topic,

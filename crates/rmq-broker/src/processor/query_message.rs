@@ -8,8 +8,9 @@ use rmq_protocol::{CommandHeader, RemotingCommand, ResponseCode};
 use rmq_remoting::{FileRegion, Reply};
 use rmq_store::SelectMappedBufferResult;
 
-use super::{answer, bad_header, reply, response, StoreRegion};
-use crate::controller::Broker;
+use super::{answer, bad_header, error_response, reply, response, StoreRegion};
+use crate::error::RequestError;
+use crate::state::BrokerState;
 
 /// `MixAll.UNIQUE_MSG_QUERY_FLAG`.
 const UNIQUE_MSG_QUERY_FLAG: &str = "_UNIQUE_KEY_QUERY";
@@ -23,10 +24,10 @@ fn regions(v: Vec<SelectMappedBufferResult>) -> Vec<Box<dyn FileRegion>> {
 }
 
 /// 12.
-pub fn by_key(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+pub fn by_key(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let mut h = match QueryMessageRequestHeader::from_ext_fields(&req.ext_fields) {
         Ok(h) => h,
-        Err(e) => return bad_header(req, &e),
+        Err(e) => return bad_header(req, e),
     };
     // Java: Boolean.parseBoolean, so "TRUE" counts too.
     if req
@@ -36,10 +37,14 @@ pub fn by_key(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
     {
         h.max_num = DEFAULT_QUERY_MAX_NUM;
     }
+    let max_num = match RequestError::count("maxNum", h.max_num) {
+        Ok(n) => n,
+        Err(e) => return reply(req, error_response(req, &e)),
+    };
     let found = b.store.query_message(
         &h.topic,
         &h.key,
-        usize::try_from(h.max_num.max(0)).unwrap_or(0),
+        max_num,
         h.begin_timestamp,
         h.end_timestamp,
     );
@@ -66,10 +71,10 @@ pub fn by_key(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
 }
 
 /// 33.
-pub fn by_id(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+pub fn by_id(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let h = match ViewMessageRequestHeader::from_ext_fields(&req.ext_fields) {
         Ok(h) => h,
-        Err(e) => return bad_header(req, &e),
+        Err(e) => return bad_header(req, e),
     };
     match b.store.look_message_by_offset(h.offset) {
         Some(r) => Some(Reply::WithFileRegions {

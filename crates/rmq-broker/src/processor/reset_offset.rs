@@ -10,7 +10,7 @@ use rmq_protocol::{RemotingCommand, RequestCode, ResponseCode};
 use rmq_remoting::Reply;
 
 use super::{answer, json_response, reply};
-use crate::controller::Broker;
+use crate::state::BrokerState;
 
 /// How long a oneway RESET_CONSUMER_CLIENT_OFFSET may wait to be queued (RocketMQ: 5 s).
 const NOTIFY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -18,7 +18,7 @@ const NOTIFY_TIMEOUT: Duration = Duration::from_secs(5);
 /// The offset a queue is reset to. `timestamp` -1 means the end of the queue; otherwise the
 /// first message stored at or after it. Without `force`, offsets only move back: a group
 /// already before that point keeps its offset.
-fn target_offset(b: &Broker, topic: &str, queue_id: i32, timestamp: i64) -> i64 {
+fn target_offset(b: &BrokerState, topic: &str, queue_id: i32, timestamp: i64) -> i64 {
     let offset = if timestamp == -1 {
         b.store.get_max_offset_in_queue(topic, queue_id)
     } else {
@@ -42,7 +42,7 @@ fn target_offset(b: &Broker, topic: &str, queue_id: i32, timestamp: i64) -> i64 
 ///   committed is set to the time's offset (there is nothing to keep it from).
 /// * RocketMQ answers SYSTEM_ERROR when a consumer is older than 3.0.7 and sends C++ admin
 ///   tools a list-shaped body; neither kind of peer is supported here.
-pub async fn process(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+pub async fn process(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let h = decode_header!(req, ResetOffsetRequestHeader);
     let fail = |code: ResponseCode, remark: String| answer(req, code, remark);
     let Some(config) = b.topics.select(&h.topic) else {
@@ -103,8 +103,8 @@ pub async fn process(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
     for channel in b.clients.consumer_channels(&h.group) {
         let sent = tokio::time::timeout(NOTIFY_TIMEOUT, channel.conn.oneway(notice.clone())).await;
         if !matches!(sent, Ok(Ok(()))) {
-            eprintln!(
-                "rmq-broker WARN: [reset-offset] could not tell consumer {} ({}) of group {} \
+            log::warn!(
+                "[reset-offset] could not tell consumer {} ({}) of group {} \
                  about the reset of topic {}; it keeps its own offsets and may commit them \
                  over the reset",
                 channel.client_id,

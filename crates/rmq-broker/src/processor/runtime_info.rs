@@ -14,13 +14,13 @@ use rmq_protocol::RemotingCommand;
 use rmq_remoting::Reply;
 
 use super::{json_response, reply};
-use crate::controller::Broker;
+use crate::state::BrokerState;
 
 /// `MQVersion.getVersionDesc(CURRENT_VERSION)` of the release rmq speaks.
 const VERSION_DESC: &str = "V4_9_8";
 
 /// 28.
-pub fn process(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+pub fn process(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let mut t = KvTable::default();
     let now = rmq_common::time::now_millis();
     let store = b.store.runtime_info();

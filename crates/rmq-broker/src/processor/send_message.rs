@@ -6,68 +6,112 @@
 //! already goes to `%DLQ%<group>` instead (RocketMQ's `handleRetryAndDLQ`): Java's orderly
 //! consumers and its concurrent consumers' fallback hand messages back this way, not with
 //! CONSUMER_SEND_MSG_BACK. Batches to a retry topic are refused, as in RocketMQ.
+//!
+//! A send runs in four steps, each a function below: [`parse_header`]; [`route`] (the
+//! `msgCheck` refusals, reserved topics, auto-creation, the retry → DLQ decision, the queue);
+//! [`Entries::parse`] and [`halves`] (the body or batch entries with their properties, and
+//! the half messages a transaction stores instead); [`append`]; [`ack`] (the SYNC_FLUSH
+//! wait and the response header). Each returns a typed error; [`process`] turns it into the
+//! response (`crate::error`).
 
 use std::borrow::Cow;
+use std::ops::Range;
 use std::time::Duration;
 
+use bytes::Bytes;
 use rmq_common::properties::{copy_properties_except, edit_properties, find_property, PropertyKey};
 use rmq_protocol::body::{TopicConfig, PERM_READ, PERM_WRITE};
 use rmq_protocol::header::{SendMessageRequestHeader, SendMessageResponseHeader};
 use rmq_protocol::message_decoder::decode_batch_entries;
 use rmq_protocol::{RemotingCommand, RequestCode, ResponseCode};
 use rmq_remoting::{Connection, Reply};
-use rmq_store::{FlushDiskType, MessageToStore};
+use rmq_store::{AppendResult, FlushDiskType, MessageToStore, StoreError};
 
 use super::send_msg_back::{dead_letter_topic, find_group, max_reconsume_times};
-use super::{reply, response};
-use crate::controller::Broker;
-use crate::error::store_error_to_response;
+use super::{error_response, reply, response};
+use crate::error::{RequestError, SendError};
+use crate::state::BrokerState;
 use crate::topic_config::{
     validate_topic, AUTO_CREATE_TOPIC_KEY_TOPIC, NOT_ALLOWED_SEND_TOPICS, RETRY_GROUP_TOPIC_PREFIX,
 };
+use crate::transaction::HalfMessage;
 
 /// Serve a send.
-pub async fn process(b: &Broker, conn: &Connection, req: &RemotingCommand) -> Option<Reply> {
+pub async fn process(b: &BrokerState, conn: &Connection, req: &RemotingCommand) -> Option<Reply> {
     let cmd = match send(b, conn, req).await {
-        Ok(c) | Err(c) => c,
+        Ok(c) => c,
+        Err(e) => error_response(req, &e),
     };
     reply(req, cmd)
 }
 
-/// `msgCheck`: the topic config to write to, or the error response.
-fn msg_check(
-    b: &Broker,
+async fn send(
+    b: &BrokerState,
+    conn: &Connection,
+    req: &RemotingCommand,
+) -> Result<RemotingCommand, RequestError> {
+    let h = parse_header(req)?;
+    let route = route(b, req, &h)?;
+    let entries = Entries::parse(b, req, &h, &route)?;
+    let halves = halves(b, &h, &route, &entries)?;
+    let results = append(b, conn, &h, &route, &entries, &halves)?;
+    ack(b, req, &h, route.queue_id, &results).await
+}
+
+/// The request header (V1 or V2) and the one refusal that needs nothing else.
+fn parse_header(req: &RemotingCommand) -> Result<SendMessageRequestHeader, RequestError> {
+    let h = SendMessageRequestHeader::from_request(req.code, &req.ext_fields)?;
+    if is_batch(req) && h.topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) {
+        return Err(SendError::BatchToRetryTopic(h.topic).into());
+    }
+    Ok(h)
+}
+
+fn is_batch(req: &RemotingCommand) -> bool {
+    req.code == RequestCode::SEND_BATCH_MESSAGE.0
+}
+
+/// Where a send is stored.
+struct Route {
+    /// `%DLQ%<group>` when a retry has been consumed `maxReconsumeTimes` times.
+    dlq: Option<String>,
+    /// The queue: the header's, a random one for a negative id, 0 in the DLQ.
+    queue_id: i32,
+}
+
+/// `msgCheck`, then `handleRetryAndDLQ`, then the queue.
+fn route(
+    b: &BrokerState,
     req: &RemotingCommand,
     h: &SendMessageRequestHeader,
-) -> Result<TopicConfig, RemotingCommand> {
-    let fail = |code, remark: String| Err(response(req, code, remark));
+) -> Result<Route, SendError> {
+    let config = msg_check(b, h)?;
+    let dlq = dead_letter(b, req, h)?;
+    let queue_id = if dlq.is_some() {
+        0 // the DLQ has one queue (DLQ_NUMS_PER_GROUP)
+    } else if h.queue_id < 0 {
+        #[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
+        let r = (rmq_common::time::now_millis().unsigned_abs()
+            % config.write_queue_nums.max(1).unsigned_abs() as u64) as i32;
+        r
+    } else {
+        h.queue_id
+    };
+    Ok(Route { dlq, queue_id })
+}
+
+/// `msgCheck`: the topic config to write to.
+fn msg_check(b: &BrokerState, h: &SendMessageRequestHeader) -> Result<TopicConfig, SendError> {
     if b.broker_permission() & PERM_WRITE == 0 {
-        return fail(
-            ResponseCode::NO_PERMISSION,
-            format!(
-                "the broker[{}] sending message is forbidden",
-                b.config.broker_addr
-            ),
-        );
+        return Err(SendError::BrokerNotWritable(b.config.broker_addr));
     }
-    if let Err(reason) = validate_topic(&h.topic) {
-        return fail(ResponseCode::SYSTEM_ERROR, reason);
-    }
+    validate_topic(&h.topic).map_err(SendError::IllegalTopic)?;
     // TopicConfigManager.isTopicCanSendMessage, then TopicValidator.isNotAllowedSendTopic.
     if h.topic == AUTO_CREATE_TOPIC_KEY_TOPIC {
-        return fail(
-            ResponseCode::SYSTEM_ERROR,
-            format!(
-                "the topic[{}] is conflict with system reserved words.",
-                h.topic
-            ),
-        );
+        return Err(SendError::ReservedTopic(h.topic.clone()));
     }
     if NOT_ALLOWED_SEND_TOPICS.contains(&h.topic.as_str()) {
-        return fail(
-            ResponseCode::NO_PERMISSION,
-            format!("Sending message to topic[{}] is forbidden.", h.topic),
-        );
+        return Err(SendError::TopicNotAllowed(h.topic.clone()));
     }
     let sys_flag = i32::from(h.unit_mode); // TopicSysFlag.buildSysFlag(unit, false)
     let config = b
@@ -85,29 +129,21 @@ fn msg_check(
             })
         });
     let Some(config) = config else {
-        return fail(
-            ResponseCode::TOPIC_NOT_EXIST,
-            format!(
-                "topic[{}] not exist, apply first please! (autoCreateTopicEnable={}, default \
-                 topic {})",
-                h.topic, b.config.auto_create_topic_enable, h.default_topic
-            ),
-        );
+        return Err(SendError::TopicNotExist {
+            topic: h.topic.clone(),
+            auto_create: b.config.auto_create_topic_enable,
+            default_topic: h.default_topic.clone(),
+        });
     };
     if h.queue_id >= config.write_queue_nums {
-        return fail(
-            ResponseCode::SYSTEM_ERROR,
-            format!(
-                "request queueId[{}] is illegal, topic {} has {} write queues",
-                h.queue_id, h.topic, config.write_queue_nums
-            ),
-        );
+        return Err(SendError::IllegalQueueId {
+            queue_id: h.queue_id,
+            topic: h.topic.clone(),
+            write_queue_nums: config.write_queue_nums,
+        });
     }
     if config.perm & PERM_WRITE == 0 {
-        return fail(
-            ResponseCode::NO_PERMISSION,
-            format!("the topic[{}] sending message is forbidden", h.topic),
-        );
+        return Err(SendError::TopicNotWritable(h.topic.clone()));
     }
     Ok(config)
 }
@@ -115,65 +151,144 @@ fn msg_check(
 /// `handleRetryAndDLQ` for a message sent to `%RETRY%<group>`: `Some(dlq topic)` when it has
 /// been consumed `maxReconsumeTimes` times and belongs in the group's dead-letter topic.
 fn dead_letter(
-    b: &Broker,
+    b: &BrokerState,
     req: &RemotingCommand,
     h: &SendMessageRequestHeader,
-) -> Result<Option<String>, RemotingCommand> {
+) -> Result<Option<String>, SendError> {
     let Some(group_name) = h.topic.strip_prefix(RETRY_GROUP_TOPIC_PREFIX) else {
         return Ok(None);
     };
-    let group = find_group(b, req, group_name)?;
+    let group = find_group(b, group_name)?;
     let max = max_reconsume_times(req, h.max_reconsume_times, &group);
     Ok((h.reconsume_times.unwrap_or(0) >= max).then(|| dead_letter_topic(b, group_name)))
 }
 
-async fn send(
-    b: &Broker,
+/// The messages of a send: each one's body, flag and properties (its own, then the
+/// header's, then the cluster), the properties laid out one after another in one buffer.
+struct Entries {
+    /// SEND_BATCH_MESSAGE: stored in one append, transactional only as a whole.
+    batch: bool,
+    /// Every message's properties.
+    props: Vec<u8>,
+    /// Per message: body, its range in `props`, flag.
+    parts: Vec<(Bytes, Range<usize>, i32)>,
+}
+
+impl Entries {
+    /// The body (or the batch's entries) of `req`, checked against `maxMessageSize`.
+    fn parse(
+        b: &BrokerState,
+        req: &RemotingCommand,
+        h: &SendMessageRequestHeader,
+        route: &Route,
+    ) -> Result<Self, SendError> {
+        let body = req.body.clone().unwrap_or_default();
+        let mut header_props = Cow::Borrowed(h.properties.as_deref().unwrap_or("").as_bytes());
+        if route.dlq.is_some() {
+            // Dead letters are stored as they are: no delay, whatever the message asked for.
+            header_props = Cow::Owned(edit_properties(
+                &header_props,
+                &[PropertyKey::DELAY_TIME_LEVEL],
+                &[],
+            ));
+        }
+        let cluster = format!("CLUSTER\u{1}{}\u{2}", b.config.broker_cluster_name);
+        let cluster = cluster.as_bytes();
+        let mut props = Vec::new();
+        let parts = if is_batch(req) {
+            let entries = decode_batch_entries(&body).map_err(SendError::BadBatch)?;
+            if entries.is_empty() {
+                return Err(SendError::EmptyBatch);
+            }
+            entries
+                .into_iter()
+                .map(|m| {
+                    let start = props.len();
+                    props.extend_from_slice(&m.properties);
+                    let range = close_properties(&mut props, start, &[&header_props, cluster]);
+                    (m.body, range, m.flag)
+                })
+                .collect()
+        } else {
+            // RocketMQ stores a single message without its WAIT property (read in `ack`; 9
+            // bytes a message); a batch keeps it, and so does a send-back.
+            if find_property(&header_props, PropertyKey::WAIT_STORE_MSG_OK).is_some() {
+                let wait = PropertyKey::WAIT_STORE_MSG_OK.as_bytes();
+                copy_properties_except(&header_props, |name| name == wait, &mut props);
+            } else {
+                props.extend_from_slice(&header_props);
+            }
+            vec![(body, close_properties(&mut props, 0, &[cluster]), h.flag)]
+        };
+        let max = b.store.config().max_message_size;
+        if let Some((body, _, _)) = parts.iter().find(|(body, _, _)| body.len() > max) {
+            return Err(SendError::BodyTooLarge {
+                max,
+                len: body.len(),
+            });
+        }
+        Ok(Self {
+            batch: is_batch(req),
+            props,
+            parts,
+        })
+    }
+
+    /// The properties of every message, in order.
+    fn properties(&self) -> impl Iterator<Item = &[u8]> + Clone {
+        self.parts.iter().map(|(_, p, _)| &self.props[p.clone()])
+    }
+}
+
+/// Close the message whose properties start at `start` in `props` with `extra`, each after a
+/// separator; its range.
+fn close_properties(props: &mut Vec<u8>, start: usize, extra: &[&[u8]]) -> Range<usize> {
+    for e in extra.iter().filter(|e| !e.is_empty()) {
+        if props.len() > start && !props.ends_with(&[2]) {
+            props.push(2);
+        }
+        props.extend_from_slice(e);
+    }
+    start..props.len()
+}
+
+/// Transactions: a half message is parked in the half topic (`crate::transaction`); so is
+/// every message of a batch flagged as a transaction (rmq's extension).
+fn halves(
+    b: &BrokerState,
+    h: &SendMessageRequestHeader,
+    route: &Route,
+    entries: &Entries,
+) -> Result<Vec<HalfMessage>, RequestError> {
+    let mut props = entries.properties();
+    if entries.batch {
+        return Ok(crate::transaction::halves_for_batch(
+            b,
+            h,
+            route.queue_id,
+            props,
+        )?);
+    }
+    let single = props.next().unwrap_or_default();
+    Ok(
+        crate::transaction::half_for_send(b, h, route.queue_id, single)?
+            .into_iter()
+            .collect(),
+    )
+}
+
+/// Store the messages (as their halves, for a transaction) in one append.
+fn append(
+    b: &BrokerState,
     conn: &Connection,
-    req: &RemotingCommand,
-) -> Result<RemotingCommand, RemotingCommand> {
-    let h = SendMessageRequestHeader::from_request(req.code, &req.ext_fields)
-        .map_err(|e| response(req, ResponseCode::SYSTEM_ERROR, e.to_string()))?;
-    let batch = req.code == RequestCode::SEND_BATCH_MESSAGE.0;
-    if batch && h.topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) {
-        return Err(response(
-            req,
-            ResponseCode::MESSAGE_ILLEGAL,
-            format!(
-                "batch request does not support retry group {} (send retries one at a time)",
-                h.topic
-            ),
-        ));
-    }
-    let config = msg_check(b, req, &h)?;
-    let dlq = dead_letter(b, req, &h)?;
-    let queue_id = if dlq.is_some() {
-        0 // the DLQ has one queue (DLQ_NUMS_PER_GROUP)
-    } else if h.queue_id < 0 {
-        #[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
-        let r = (rmq_common::time::now_millis().unsigned_abs()
-            % config.write_queue_nums.max(1).unsigned_abs() as u64) as i32;
-        r
-    } else {
-        h.queue_id
-    };
-    let illegal = |remark: String| response(req, ResponseCode::MESSAGE_ILLEGAL, remark);
-    let max_size = b.store.config().max_message_size;
-    let body = req.body.clone().unwrap_or_default();
-    let mut header_props = Cow::Borrowed(h.properties.as_deref().unwrap_or("").as_bytes());
-    if dlq.is_some() {
-        // Dead letters are stored as they are: no delay, whatever the message asked for.
-        header_props = Cow::Owned(edit_properties(
-            &header_props,
-            &[PropertyKey::DELAY_TIME_LEVEL],
-            &[],
-        ));
-    }
-    let header_props = &*header_props;
-    let cluster = format!("CLUSTER\u{1}{}\u{2}", b.config.broker_cluster_name);
+    h: &SendMessageRequestHeader,
+    route: &Route,
+    entries: &Entries,
+    halves: &[HalfMessage],
+) -> Result<Vec<AppendResult>, RequestError> {
     let common = MessageToStore {
-        topic: dlq.as_deref().unwrap_or(&h.topic),
-        queue_id,
+        topic: route.dlq.as_deref().unwrap_or(&h.topic),
+        queue_id: route.queue_id,
         flag: h.flag,
         body: &[],
         properties: &[],
@@ -183,124 +298,49 @@ async fn send(
         reconsume_times: h.reconsume_times.unwrap_or(0),
         prepared_transaction_offset: 0,
     };
-    let cluster = cluster.as_bytes();
-    // Each message's properties (its own, then the header's, then the cluster) are laid out
-    // one after another in `props`: one buffer for a whole batch. `parts` holds (body,
-    // range in `props`, flag) per message.
-    let mut props = Vec::new();
-    // Close the message whose properties start at `start` with `extra`, each after a separator.
-    let finish = |props: &mut Vec<u8>, start: usize, extra: &[&[u8]]| {
-        for e in extra.iter().filter(|e| !e.is_empty()) {
-            if props.len() > start && !props.ends_with(&[2]) {
-                props.push(2);
-            }
-            props.extend_from_slice(e);
-        }
-        start..props.len()
-    };
-    let parts: Vec<(bytes::Bytes, std::ops::Range<usize>, i32)> = if batch {
-        let entries = decode_batch_entries(&body)
-            .map_err(|e| illegal(format!("the batch body does not decode: {e}")))?;
-        if entries.is_empty() {
-            return Err(illegal("the batch is empty".into()));
-        }
-        entries
-            .into_iter()
-            .map(|m| {
-                let start = props.len();
-                props.extend_from_slice(&m.properties);
-                let range = finish(&mut props, start, &[header_props, cluster]);
-                (m.body, range, m.flag)
-            })
-            .collect()
-    } else {
-        // RocketMQ stores a single message without its WAIT property (read below; 9 bytes a
-        // message); a batch keeps it, and so does a send-back (CONSUMER_SEND_MSG_BACK).
-        if find_property(header_props, PropertyKey::WAIT_STORE_MSG_OK).is_some() {
-            let wait = PropertyKey::WAIT_STORE_MSG_OK.as_bytes();
-            copy_properties_except(header_props, |name| name == wait, &mut props);
-        } else {
-            props.extend_from_slice(header_props);
-        }
-        vec![(body, finish(&mut props, 0, &[cluster]), h.flag)]
-    };
-    for (body, _, _) in &parts {
-        if body.len() > max_size {
-            return Err(illegal(format!(
-                "the message body size over max value, MAX: {max_size} (body is {} bytes)",
-                body.len()
-            )));
-        }
-    }
-    // Transactions: a half message is parked in the half topic (crate::transaction); so is
-    // every message of a batch flagged as a transaction (rmq's extension).
-    let halves = if batch {
-        let entry_props = parts.iter().map(|(_, p, _)| &props[p.clone()]);
-        crate::transaction::halves_for_batch(b, req, &h, queue_id, entry_props)?
-    } else {
-        crate::transaction::half_for_send(b, req, &h, queue_id, &props[parts[0].1.clone()])?
-            .into_iter()
-            .collect()
-    };
-    let mut msgs: Vec<MessageToStore<'_>> = parts
+    let mut msgs: Vec<MessageToStore<'_>> = entries
+        .parts
         .iter()
         .map(|(body, p, flag)| MessageToStore {
             body,
-            properties: &props[p.clone()],
+            properties: &entries.props[p.clone()],
             flag: *flag,
             ..common.clone()
         })
         .collect();
-    for (msg, half) in msgs.iter_mut().zip(&halves) {
+    for (msg, half) in msgs.iter_mut().zip(halves) {
         half.apply(msg);
     }
     let started = std::time::Instant::now();
-    let appended = if batch {
+    let appended = if entries.batch {
         b.store.append(&msgs)
     } else {
         b.store.append_one(&msgs[0]).map(|a| vec![a])
     };
-    let results = appended.map_err(|e| {
-        b.stats.on_put_failed();
-        let (code, remark) = store_error_to_response(&e);
-        response(req, code, remark)
-    })?;
+    let results = appended.inspect_err(|_| b.stats.on_put_failed())?;
     b.stats.on_put(results.len() as u64, started.elapsed());
-    let Some(last) = results.last() else {
-        return Err(illegal("nothing to store".into()));
-    };
-    let wait = find_property(header_props, PropertyKey::WAIT_STORE_MSG_OK) != Some(b"false");
-    let store_cfg = b.store.config();
-    let mut code = ResponseCode::SUCCESS;
-    let mut remark = String::new();
-    if store_cfg.flush_disk_type == FlushDiskType::SyncFlush && wait {
-        let timeout = Duration::from_millis(u64::from(store_cfg.sync_flush_timeout));
-        match tokio::time::timeout(timeout, b.store.flush_future(last.end_offset())).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => {
-                let (c, r) = store_error_to_response(&e);
-                return Err(response(req, c, r));
-            }
-            Err(_) => {
-                code = ResponseCode::FLUSH_DISK_TIMEOUT;
-                remark = format!(
-                    "the message is stored but not flushed to disk within syncFlushTimeout \
-                     ({} ms)",
-                    store_cfg.sync_flush_timeout
-                );
-            }
-        }
-    } else {
-        let f = b.store.flush_future(last.end_offset());
-        if store_cfg.flush_disk_type == FlushDiskType::SyncFlush {
-            tokio::spawn(async move {
-                let _ = f.await;
-            });
-        }
+    if results.is_empty() {
+        return Err(SendError::NothingStored.into());
     }
+    Ok(results)
+}
+
+/// The response to a stored send: under SYNC_FLUSH (unless the message says `WAIT=false`)
+/// once the last message is durable, or FLUSH_DISK_TIMEOUT after `syncFlushTimeout`.
+async fn ack(
+    b: &BrokerState,
+    req: &RemotingCommand,
+    h: &SendMessageRequestHeader,
+    queue_id: i32,
+    results: &[AppendResult],
+) -> Result<RemotingCommand, RequestError> {
+    let (code, remark) = match results.last() {
+        Some(last) => flush(b, h, last).await?,
+        None => return Err(SendError::NothingStored.into()),
+    };
     let host = b.config.broker_addr;
     let mut msg_id = String::with_capacity(33 * results.len());
-    for r in &results {
+    for r in results {
         if !msg_id.is_empty() {
             msg_id.push(',');
         }
@@ -318,4 +358,37 @@ async fn send(
     resp.ext_fields
         .insert("TRACE_ON", b.config.trace_on.to_string());
     Ok(resp)
+}
+
+/// Wait for (SYNC_FLUSH, waiting send) or request (SYNC_FLUSH, `WAIT=false`) the flush of
+/// everything up to `last`: the response code and remark.
+async fn flush(
+    b: &BrokerState,
+    h: &SendMessageRequestHeader,
+    last: &AppendResult,
+) -> Result<(ResponseCode, String), StoreError> {
+    let header_props = h.properties.as_deref().unwrap_or("").as_bytes();
+    let wait = find_property(header_props, PropertyKey::WAIT_STORE_MSG_OK) != Some(b"false");
+    let store_cfg = b.store.config();
+    let flush = b.store.flush_future(last.end_offset());
+    if store_cfg.flush_disk_type != FlushDiskType::SyncFlush {
+        return Ok((ResponseCode::SUCCESS, String::new()));
+    }
+    if !wait {
+        tokio::spawn(async move {
+            let _ = flush.await;
+        });
+        return Ok((ResponseCode::SUCCESS, String::new()));
+    }
+    let timeout = Duration::from_millis(u64::from(store_cfg.sync_flush_timeout));
+    match tokio::time::timeout(timeout, flush).await {
+        Ok(flushed) => flushed.map(|()| (ResponseCode::SUCCESS, String::new())),
+        Err(_) => Ok((
+            ResponseCode::FLUSH_DISK_TIMEOUT,
+            format!(
+                "the message is stored but not flushed to disk within syncFlushTimeout ({} ms)",
+                store_cfg.sync_flush_timeout
+            ),
+        )),
+    }
 }

@@ -26,8 +26,9 @@ use rmq_remoting::Reply;
 use rmq_store::format::{scan_record, Scan};
 use rmq_store::{FlushDiskType, MessageToStore};
 
-use super::{reply, response};
-use crate::controller::Broker;
+use super::{error_response, reply, response};
+use crate::error::SendError;
+use crate::state::BrokerState;
 use crate::topic_config::{DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX};
 
 /// Queues of a group's dead-letter topic (`MixAll.DLQ_NUMS_PER_GROUP`).
@@ -41,43 +42,34 @@ pub const FIRST_RETRY_DELAY_LEVEL: i32 = 3;
 const TOPIC_FLAG_UNIT_SUB: i32 = 0x1 << 1;
 
 /// Serve a send-back.
-pub async fn process(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+pub async fn process(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let h = decode_header!(req, ConsumerSendMsgBackRequestHeader);
-    let cmd = match send_back(b, req, &h).await {
-        Ok(c) | Err(c) => c,
+    let cmd = match send_back(b, req, &h) {
+        Ok(()) => response(req, ResponseCode::SUCCESS, ""),
+        Err(e) => error_response(req, &e.into()),
     };
     reply(req, cmd)
 }
 
 /// A queue id in `0..n` (RocketMQ picks one at random).
 fn pick_queue(n: i32) -> i32 {
-    let n = u64::from(n.max(1).unsigned_abs());
-    let r = u64::from(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default()
-            .subsec_nanos(),
-    ) % n;
-    i32::try_from(r).unwrap_or(0)
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .subsec_nanos();
+    // Below 10^9, so it fits an i32.
+    let nanos = i32::try_from(nanos).unwrap_or(i32::MAX);
+    nanos % n.max(1)
 }
 
-/// The consumer group's config (created when `autoCreateSubscriptionGroup`), or the
-/// SUBSCRIPTION_GROUP_NOT_EXIST response.
+/// The consumer group's config (created when `autoCreateSubscriptionGroup`).
 pub(super) fn find_group(
-    b: &Broker,
-    req: &RemotingCommand,
+    b: &BrokerState,
     group: &str,
-) -> Result<SubscriptionGroupConfig, RemotingCommand> {
-    b.groups.find_or_create(group).ok_or_else(|| {
-        response(
-            req,
-            ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST,
-            format!(
-                "subscription group not exist, {group} (autoCreateSubscriptionGroup is false: \
-                 create the group first, e.g. with updateSubGroup)"
-            ),
-        )
-    })
+) -> Result<SubscriptionGroupConfig, SendError> {
+    b.groups
+        .find_or_create(group)
+        .ok_or_else(|| SendError::GroupNotExist(group.to_owned()))
 }
 
 /// Consumptions before the DLQ: the request's `maxReconsumeTimes` from clients at 3.4.9 and
@@ -94,32 +86,27 @@ pub(super) fn max_reconsume_times(
 }
 
 /// `%DLQ%<group>`, created on demand with one write-only queue.
-pub(super) fn dead_letter_topic(b: &Broker, group: &str) -> String {
+pub(super) fn dead_letter_topic(b: &BrokerState, group: &str) -> String {
     let topic = format!("{DLQ_GROUP_TOPIC_PREFIX}{group}");
     b.topics
         .create_in_send_back(&topic, DLQ_NUMS_PER_GROUP, PERM_WRITE, 0);
     topic
 }
 
-async fn send_back(
-    b: &Broker,
+/// Store a copy of the message at `h.offset` for the group's retry topic or its DLQ.
+/// `Ok` also when the group wants no retries (the message is dropped).
+fn send_back(
+    b: &BrokerState,
     req: &RemotingCommand,
     h: &ConsumerSendMsgBackRequestHeader,
-) -> Result<RemotingCommand, RemotingCommand> {
-    let fail = |code, remark: String| Err(response(req, code, remark));
-    let group = find_group(b, req, &h.group)?;
+) -> Result<(), SendError> {
+    let group = find_group(b, &h.group)?;
     if b.broker_permission() & PERM_WRITE == 0 {
-        return fail(
-            ResponseCode::NO_PERMISSION,
-            format!(
-                "the broker[{}] sending message is forbidden",
-                b.config.broker_addr
-            ),
-        );
+        return Err(SendError::BrokerNotWritable(b.config.broker_addr));
     }
     if group.retry_queue_nums <= 0 {
         // The group wants no retries: the message is dropped, as in RocketMQ.
-        return Ok(response(req, ResponseCode::SUCCESS, ""));
+        return Ok(());
     }
     let retry_topic = format!("{RETRY_GROUP_TOPIC_PREFIX}{}", h.group);
     let topic_sys_flag = if h.unit_mode { TOPIC_FLAG_UNIT_SUB } else { 0 };
@@ -130,26 +117,13 @@ async fn send_back(
         topic_sys_flag,
     );
     if retry.perm & PERM_WRITE == 0 {
-        return fail(
-            ResponseCode::NO_PERMISSION,
-            format!("the topic[{retry_topic}] sending message is forbidden"),
-        );
+        return Err(SendError::TopicNotWritable(retry_topic));
     }
     let Some(sel) = b.store.look_message_by_offset(h.offset) else {
-        return fail(
-            ResponseCode::SYSTEM_ERROR,
-            format!(
-                "look message by offset failed, {} (no message starts there: it was deleted \
-                 with its CommitLog file, or the offset is wrong)",
-                h.offset
-            ),
-        );
+        return Err(SendError::MessageNotFound(h.offset));
     };
     let Scan::Message(r) = scan_record(sel.bytes(), false) else {
-        return fail(
-            ResponseCode::SYSTEM_ERROR,
-            format!("look message by offset failed, {}", h.offset),
-        );
+        return Err(SendError::MessageUnreadable(h.offset));
     };
 
     let max = max_reconsume_times(req, h.max_reconsume_times, &group);
@@ -201,13 +175,13 @@ async fn send_back(
         reconsume_times: r.reconsume_times.saturating_add(1),
         prepared_transaction_offset: 0,
     };
-    let appended = b.store.append_one(&msg).map_err(|e| {
-        response(
-            req,
-            ResponseCode::SYSTEM_ERROR,
-            format!("storing the message back into {topic} failed: {e}"),
-        )
-    })?;
+    let appended = b
+        .store
+        .append_one(&msg)
+        .map_err(|source| SendError::StoreBack {
+            topic: topic.clone(),
+            source,
+        })?;
     // WAIT=false: no wait for the disk, but a SYNC_FLUSH store still gets the flush request.
     let f = b.store.flush_future(appended.end_offset());
     if b.store.config().flush_disk_type == FlushDiskType::SyncFlush {
@@ -215,5 +189,5 @@ async fn send_back(
             let _ = f.await;
         });
     }
-    Ok(response(req, ResponseCode::SUCCESS, ""))
+    Ok(())
 }

@@ -18,11 +18,11 @@ use rmq_protocol::{RemotingCommand, ResponseCode};
 use rmq_remoting::Reply;
 
 use super::{answer, json_response, reply};
-use crate::controller::Broker;
+use crate::state::BrokerState;
 
 /// 202: min and max offset of every queue of the topic, and the store time of its last
 /// message (0 for an empty queue).
-pub fn topic_stats(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+pub fn topic_stats(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let h = decode_header!(req, GetTopicStatsInfoRequestHeader);
     let Some(config) = b.topics.select(&h.topic) else {
         return answer(
@@ -62,7 +62,7 @@ pub fn topic_stats(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
 /// `getTopicsForCollectingConsumeStats`): the one asked for, or else every topic the group has
 /// committed offsets on (its retry topic included); while the group has live consumers, only
 /// the topics they subscribe.
-fn topics_for_consume_stats(b: &Broker, group: &str, topic: Option<&str>) -> BTreeSet<String> {
+fn topics_for_consume_stats(b: &BrokerState, group: &str, topic: Option<&str>) -> BTreeSet<String> {
     let mut topics = match topic.filter(|t| !t.trim().is_empty()) {
         Some(t) => BTreeSet::from([t.to_owned()]),
         None => b.offsets.topics_of_group(group),
@@ -76,7 +76,7 @@ fn topics_for_consume_stats(b: &Broker, group: &str, topic: Option<&str>) -> BTr
 /// Each read queue of `topic` (when the broker has it) into `stats`: the queue's max offset,
 /// `group`'s committed offset (0 when none) and the store time of the last message it
 /// consumed. False when the topic does not exist here.
-fn add_queue_offsets(b: &Broker, group: &str, topic: &str, stats: &mut ConsumeStats) -> bool {
+fn add_queue_offsets(b: &BrokerState, group: &str, topic: &str, stats: &mut ConsumeStats) -> bool {
     let Some(config) = b.topics.select(topic) else {
         return false;
     };
@@ -110,7 +110,7 @@ fn add_queue_offsets(b: &Broker, group: &str, topic: &str, stats: &mut ConsumeSt
 /// An unknown group or topic is not an error, as in RocketMQ: the answer is SUCCESS with an
 /// empty table (admin tools merge the tables of every broker of a cluster, and a broker that
 /// does not know the topic must not fail the whole query). The remark then says why it is empty.
-pub fn consume_stats(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+pub fn consume_stats(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let h = decode_header!(req, GetConsumeStatsRequestHeader);
     let group = h.consumer_group.as_str();
     let mut stats = ConsumeStats::default();
@@ -144,7 +144,7 @@ pub fn consume_stats(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
 /// (RocketMQ's `fetchAllConsumeStatsInBroker`, `mqadmin brokerConsumeStats`); with `isOrder`
 /// only ordered topics. Topics the group's live consumers no longer subscribe are left out,
 /// as in 208.
-pub fn broker_consume_stats(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+pub fn broker_consume_stats(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let h = decode_header!(req, GetConsumeStatsInBrokerHeader);
     let mut body = ConsumeStatsList {
         broker_addr: b.config.broker_addr.to_string(),
@@ -171,7 +171,7 @@ pub fn broker_consume_stats(b: &Broker, req: &RemotingCommand) -> Option<Reply> 
 /// 315: `TOPIC_PUT_NUMS` (key: topic) or `GROUP_GET_NUMS` (key: `topic@group`) over the last
 /// minute, hour and day (`avgpt` stays 0: rmq does not count the calls, only the messages).
 /// SYSTEM_ERROR "The stats <name> <key> not exist" for an unknown item, as RocketMQ answers.
-pub fn view_stats(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+pub fn view_stats(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     use crate::stats_history::{current, GROUP_GET_NUMS, TOPIC_PUT_NUMS};
     let h = decode_header!(req, ViewBrokerStatsDataRequestHeader);
     let Some(now_value) = current(b, &h.stats_name, &h.stats_key) else {

@@ -9,19 +9,21 @@ use std::sync::Arc;
 use rmq_protocol::{RemotingCommand, ResponseCode};
 use rmq_remoting::Reply;
 
-use super::{reply, response};
-use crate::controller::Broker;
-use crate::error::store_error_to_response;
+use super::{error_response, reply, response};
+use crate::state::BrokerState;
 
 /// 306: SUCCESS, the remark naming the queues removed.
-pub async fn clean_expired_consume_queues(b: &Arc<Broker>, req: &RemotingCommand) -> Option<Reply> {
+pub async fn clean_expired_consume_queues(
+    b: &Arc<BrokerState>,
+    req: &RemotingCommand,
+) -> Option<Reply> {
     let store = Arc::clone(&b.store);
     let result = tokio::task::spawn_blocking(move || store.clean_expired_consume_queues()).await;
     removed_reply(req, "CLEAN_EXPIRED_CONSUMEQUEUE", "expired", result)
 }
 
 /// 316: SUCCESS, the remark naming the queues removed.
-pub async fn clean_unused_topics(b: &Arc<Broker>, req: &RemotingCommand) -> Option<Reply> {
+pub async fn clean_unused_topics(b: &Arc<BrokerState>, req: &RemotingCommand) -> Option<Reply> {
     let broker = Arc::clone(b);
     let result = tokio::task::spawn_blocking(move || {
         broker
@@ -33,14 +35,15 @@ pub async fn clean_unused_topics(b: &Arc<Broker>, req: &RemotingCommand) -> Opti
 }
 
 /// 329: run the retention pass (files older than `fileReservedTime`) now.
-pub async fn delete_expired_commit_log(b: &Arc<Broker>, req: &RemotingCommand) -> Option<Reply> {
+pub async fn delete_expired_commit_log(
+    b: &Arc<BrokerState>,
+    req: &RemotingCommand,
+) -> Option<Reply> {
     let store = Arc::clone(&b.store);
     let cmd = match tokio::task::spawn_blocking(move || store.delete_expired_files(false)).await {
         Ok(n) => {
             if n > 0 {
-                eprintln!(
-                    "rmq-broker INFO: DELETE_EXPIRED_COMMITLOG deleted {n} CommitLog file(s)"
-                );
+                log::info!("DELETE_EXPIRED_COMMITLOG deleted {n} CommitLog file(s)");
             }
             response(
                 req,
@@ -73,14 +76,11 @@ fn removed_reply(
                 names.join(", ")
             );
             if !names.is_empty() {
-                eprintln!("rmq-broker INFO: {what} {remark}");
+                log::info!("{what} {remark}");
             }
             response(req, ResponseCode::SUCCESS, remark)
         }
-        Ok(Err(e)) => {
-            let (code, remark) = store_error_to_response(&e);
-            response(req, code, remark)
-        }
+        Ok(Err(e)) => error_response(req, &e.into()),
         Err(e) => response(
             req,
             ResponseCode::SYSTEM_ERROR,

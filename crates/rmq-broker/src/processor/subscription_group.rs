@@ -8,10 +8,10 @@ use rmq_protocol::{RemotingCommand, RemotingJson, ResponseCode};
 use rmq_remoting::Reply;
 
 use super::{answer, json_response, reply};
-use crate::controller::Broker;
+use crate::state::BrokerState;
 
 /// 200: create or replace a group's config (body: SubscriptionGroupConfig JSON).
-pub(crate) fn update(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+pub(crate) fn update(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let Some(body) = req.body.as_deref() else {
         return answer(
             req,
@@ -34,7 +34,7 @@ pub(crate) fn update(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
 }
 
 /// 201: every group's config (body: SubscriptionGroupWrapper JSON).
-pub(crate) fn all(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+pub(crate) fn all(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let wrapper: SubscriptionGroupWrapper = b.groups.wrapper();
     reply(req, json_response(req, &wrapper))
 }
@@ -43,7 +43,7 @@ pub(crate) fn all(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
 /// topic (RocketMQ's `deleteSubscriptionGroup`). Like RocketMQ, deleting a group the broker
 /// does not know is a success (mqadmin deletes on every broker of a cluster); the remark says
 /// what was removed.
-pub(crate) fn delete(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+pub(crate) fn delete(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let h = decode_header!(req, DeleteSubscriptionGroupRequestHeader);
     let existed = b.groups.delete(&h.group_name);
     let mut remark = if existed {
@@ -62,6 +62,6 @@ pub(crate) fn delete(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
             topics.join(", ")
         ));
     }
-    eprintln!("rmq-broker INFO: DELETE_SUBSCRIPTIONGROUP: {remark}");
+    log::info!("DELETE_SUBSCRIPTIONGROUP: {remark}");
     answer(req, ResponseCode::SUCCESS, remark)
 }

@@ -7,14 +7,14 @@ use rmq_protocol::{CommandHeader, RemotingCommand, ResponseCode};
 use rmq_remoting::Reply;
 
 use super::{answer, bad_header, json_response, reply};
-use crate::controller::Broker;
+use crate::state::BrokerState;
 use crate::topic_config::{validate_topic, SYSTEM_TOPICS};
 
 /// 17.
-pub fn create(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+pub fn create(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let h = match CreateTopicRequestHeader::from_ext_fields(&req.ext_fields) {
         Ok(h) => h,
-        Err(e) => return bad_header(req, &e),
+        Err(e) => return bad_header(req, e),
     };
     if let Err(reason) = validate_topic(&h.topic) {
         return answer(req, ResponseCode::SYSTEM_ERROR, reason);
@@ -59,15 +59,15 @@ pub fn create(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
 }
 
 /// 21: the whole table with its data version.
-pub fn all(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+pub fn all(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     reply(req, json_response(req, &b.topics.wrapper()))
 }
 
 /// 215: forget the topic and its consumer offsets (its files stay until retention).
-pub fn delete(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+pub fn delete(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let h = match DeleteTopicRequestHeader::from_ext_fields(&req.ext_fields) {
         Ok(h) => h,
-        Err(e) => return bad_header(req, &e),
+        Err(e) => return bad_header(req, e),
     };
     if let Some(refused) = refuse_system_topic(req, &h.topic) {
         return refused;
@@ -91,7 +91,7 @@ fn refuse_system_topic(req: &RemotingCommand, topic: &str) -> Option<Option<Repl
 /// 305: the system topics (RocketMQ's `TopicValidator.getSystemTopicSet`), with this
 /// broker's cluster-name and broker-name topics when `clusterTopicEnable` /
 /// `brokerTopicEnable` create them (mqadmin `exportMetadata` leaves these out).
-pub fn system_topics(b: &Broker, req: &RemotingCommand) -> Option<Reply> {
+pub fn system_topics(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let mut body = TopicList::default();
     body.topic_list
         .extend(SYSTEM_TOPICS.iter().map(|t| (*t).to_owned()));

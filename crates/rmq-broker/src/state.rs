@@ -1,0 +1,105 @@
+//! [`BrokerState`]: the state every processor works on (settings, the store, the managers,
+//! held pulls, locks, counters).
+//!
+//! It lives apart from [`crate::controller`] (which starts the server and the periodic
+//! services) so that a processor depends on the broker's state, not on the machinery that
+//! runs it.
+
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
+
+use rmq_remoting::RequestHandler;
+use rmq_store::MessageStore;
+
+use crate::broker_stats::BrokerStats;
+use crate::config::BrokerConfig;
+use crate::consumer_manager::ConsumerManager;
+use crate::consumer_offset::ConsumerOffsetManager;
+use crate::error::BrokerError;
+use crate::long_polling::PullRequestHoldService;
+use crate::producer_manager::ProducerManager;
+use crate::rebalance_lock::RebalanceLockManager;
+use crate::stats_history::StatsHistory;
+use crate::subscription_group::SubscriptionGroupManager;
+use crate::topic_config::TopicConfigManager;
+
+/// Everything a processor needs.
+pub struct BrokerState {
+    /// Settings.
+    pub config: BrokerConfig,
+    /// The store.
+    pub store: Arc<MessageStore>,
+    /// Topics.
+    pub topics: TopicConfigManager,
+    /// Committed offsets.
+    pub offsets: ConsumerOffsetManager,
+    /// Subscription groups.
+    pub groups: SubscriptionGroupManager,
+    /// Live consumers.
+    pub clients: ConsumerManager,
+    /// Live producers.
+    pub producers: ProducerManager,
+    /// Held pulls.
+    pub hold: PullRequestHoldService,
+    /// Queue locks of orderly consumers.
+    pub locks: RebalanceLockManager,
+    /// `brokerPermission` as it is now (starts as `config.broker_permission`; the control
+    /// plane may change it while the broker runs).
+    permission: AtomicI32,
+    /// Where codes the broker does not serve go.
+    pub fallback: Option<Arc<dyn RequestHandler>>,
+    /// Start time (ms), for runtime info.
+    pub boot_timestamp: i64,
+    /// Put and get counters (runtime info).
+    pub stats: BrokerStats,
+    /// Per-topic and per-group message counts over time (VIEW_BROKER_STATS_DATA).
+    pub history: StatsHistory,
+}
+
+impl BrokerState {
+    /// Load the managers from `config.config_dir` over `store`; `fallback` serves the codes
+    /// the broker does not handle itself.
+    ///
+    /// # Errors
+    /// A config file exists but cannot be read.
+    pub fn load(
+        config: BrokerConfig,
+        store: Arc<MessageStore>,
+        fallback: Option<Arc<dyn RequestHandler>>,
+    ) -> Result<Self, BrokerError> {
+        let topics = TopicConfigManager::new(&config)?;
+        let offsets = ConsumerOffsetManager::new(&config.config_dir)?;
+        let groups = SubscriptionGroupManager::new(
+            &config.config_dir,
+            config.auto_create_subscription_group,
+        )?;
+        let now = rmq_common::time::now_millis();
+        Ok(Self {
+            locks: RebalanceLockManager::new(config.rebalance_lock_max_live_time_ms),
+            permission: AtomicI32::new(config.broker_permission),
+            config,
+            store,
+            topics,
+            offsets,
+            groups,
+            clients: ConsumerManager::default(),
+            producers: ProducerManager::default(),
+            hold: PullRequestHoldService::default(),
+            fallback,
+            boot_timestamp: now,
+            stats: BrokerStats::new(now),
+            history: StatsHistory::default(),
+        })
+    }
+
+    /// The current `brokerPermission` (`PermName` bits: read 4, write 2).
+    #[must_use]
+    pub fn broker_permission(&self) -> i32 {
+        self.permission.load(Ordering::Acquire)
+    }
+
+    /// Change `brokerPermission`; the previous value.
+    pub(crate) fn swap_broker_permission(&self, perm: i32) -> i32 {
+        self.permission.swap(perm, Ordering::AcqRel)
+    }
+}
