@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 pub mod compression;
+pub mod config_schema;
 pub mod fx;
 pub mod hash;
 pub mod message_id;

@@ -19,12 +19,13 @@ use rmq_store::{MessageStore, MessageToStore, SelectMappedBufferResult, StoreCon
 mod broker;
 mod client;
 mod columns;
+mod config_schema;
 mod remoting;
 
 /// The `rmq.errors` class a store error is raised as.
 fn error_class(e: &StoreError) -> &'static str {
     match e {
-        StoreError::Config { .. } => "ConfigError",
+        StoreError::Config { .. } | StoreError::ConfigValue(_) => "ConfigError",
         StoreError::MessageIllegal(_)
         | StoreError::PropertiesSizeExceeded(_)
         | StoreError::WheelTimerMsgIllegal { .. } => "MessageIllegalError",
@@ -787,6 +788,7 @@ fn _rmq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<remoting::RemotingRequest>()?;
     m.add_class::<remoting::RemotingResponse>()?;
     m.add_function(wrap_pyfunction!(store_config_defaults, m)?)?;
+    config_schema::register(m)?;
     m.add_class::<client::ClientInstancePy>()?;
     m.add_class::<client::NativeProducer>()?;
     m.add_class::<client::SendResultPy>()?;
