@@ -42,6 +42,7 @@ __all__ = [
     "decompress_body",
     "java_string_hash",
     "parse_delay_levels",
+    "parse_delete_when",
     "request_codes",
     "response_codes",
     "store_config_defaults",
@@ -678,3 +679,6 @@ def check_config_value(key: str, value: str, table: str = "broker") -> tuple[str
 
 def parse_delay_levels(text: str) -> list[int]:
     """``messageDelayLevel`` as milliseconds per level; raises ValueError naming the bad level."""
+
+def parse_delete_when(value: str) -> list[int]:
+    """The hours of day (0-23, ascending) a ``deleteWhen`` value names; raises ValueError."""

@@ -1,5 +1,5 @@
 //! The config schema (`rmq_common::config_schema`) for Python: the key tables as `ConfigKey`
-//! objects, one value's check and the `messageDelayLevel` parser. `rmq.config` and
+//! objects, one value's check and the `messageDelayLevel` and `deleteWhen` parsers. `rmq.config` and
 //! `rmq.namesrv.config` read keys, types, defaults and bounds from here and keep only the
 //! properties-file reading, the `file:line` prefix and the "did you mean".
 
@@ -75,17 +75,11 @@ fn config_schema(table: &str) -> PyResult<Vec<PyConfigKey>> {
 /// (`key = 'value' is not allowed; use ...`) for a bad value or an unknown key.
 #[pyfunction]
 #[pyo3(signature = (key, value, table="broker"))]
-fn check_config_value(
-    key: &str,
-    value: &str,
-    table: &str,
-) -> PyResult<(String, Option<String>)> {
+fn check_config_value(key: &str, value: &str, table: &str) -> PyResult<(String, Option<String>)> {
     let spec = keys_of(table)?
         .iter()
         .find(|k| k.name == key)
-        .ok_or_else(|| {
-            PyValueError::new_err(format!("{key} is not a {table} config key"))
-        })?;
+        .ok_or_else(|| PyValueError::new_err(format!("{key} is not a {table} config key")))?;
     let checked = spec
         .check(value)
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
@@ -99,11 +93,19 @@ fn parse_delay_levels(text: &str) -> PyResult<Vec<i64>> {
     schema::parse_delay_levels(text).map_err(PyValueError::new_err)
 }
 
+/// The hours of the day (0-23, ascending) a `deleteWhen` value names. Raises ValueError naming
+/// the item that is not an hour.
+#[pyfunction]
+fn parse_delete_when(value: &str) -> PyResult<Vec<u8>> {
+    schema::parse_delete_when(value).map_err(PyValueError::new_err)
+}
+
 /// Add the schema's class and functions to the module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyConfigKey>()?;
     m.add_function(wrap_pyfunction!(config_schema, m)?)?;
     m.add_function(wrap_pyfunction!(check_config_value, m)?)?;
     m.add_function(wrap_pyfunction!(parse_delay_levels, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_delete_when, m)?)?;
     Ok(())
 }

@@ -7,8 +7,14 @@ use super::*;
 fn every_default_passes_its_own_check_unchanged() {
     for key in BROKER_KEYS.iter().chain(NAMESRV_KEYS) {
         if let Some(default) = key.default {
-            let checked = key.check(default).unwrap_or_else(|e| panic!("{}: {e}", key.name));
-            assert_eq!(checked.text, default, "{} default is not canonical", key.name);
+            let checked = key
+                .check(default)
+                .unwrap_or_else(|e| panic!("{}: {e}", key.name));
+            assert_eq!(
+                checked.text, default,
+                "{} default is not canonical",
+                key.name
+            );
             assert_eq!(checked.note, None, "{}", key.name);
         }
     }
@@ -47,7 +53,9 @@ fn refusals_name_key_value_and_what_is_allowed() {
     let e = check_broker_value("noSuchKey", "1").unwrap_err();
     assert_eq!(e.to_string(), "noSuchKey is not a broker.conf key");
     let e = check_broker_value("brokerPermission", "5").unwrap_err();
-    assert!(e.to_string().ends_with("; use 6 (read and write), 4 (read only) or 2 (write only)"));
+    assert!(e
+        .to_string()
+        .ends_with("; use 6 (read and write), 4 (read only) or 2 (write only)"));
 }
 
 #[test]
@@ -55,16 +63,33 @@ fn values_come_back_canonical_and_clamped_as_rocketmq_does() {
     let c = check_broker_value("diskMaxUsedSpaceRatio", "99").unwrap();
     assert_eq!(c.text, "95");
     assert!(c.note.unwrap().contains("outside 10-95; using 95"));
-    assert_eq!(check_broker_value("diskMaxUsedSpaceRatio", "101").ok(), None);
-    assert_eq!(check_broker_value("registerNameServerPeriod", "5000").unwrap().text, "10000");
-    assert_eq!(check_broker_value("autoCreateTopicEnable", "TRUE").unwrap().text, "true");
+    assert_eq!(
+        check_broker_value("diskMaxUsedSpaceRatio", "101").ok(),
+        None
+    );
+    assert_eq!(
+        check_broker_value("registerNameServerPeriod", "5000")
+            .unwrap()
+            .text,
+        "10000"
+    );
+    assert_eq!(
+        check_broker_value("autoCreateTopicEnable", "TRUE")
+            .unwrap()
+            .text,
+        "true"
+    );
     assert_eq!(check_broker_value("brokerId", "+007").unwrap().text, "7");
     assert_eq!(
-        check_broker_value("messageDelayLevel", " 1s\t2m ").unwrap().text,
+        check_broker_value("messageDelayLevel", " 1s\t2m ")
+            .unwrap()
+            .text,
         "1s 2m"
     );
     assert_eq!(
-        check_broker_value("namesrvAddr", " a:1 ; [::1]:9876; ").unwrap().text,
+        check_broker_value("namesrvAddr", " a:1 ; [::1]:9876; ")
+            .unwrap()
+            .text,
         "a:1;[::1]:9876"
     );
     for bad in ["127.0.0.1", "127.0.0.1:99999", "h:0", ":1"] {
@@ -81,7 +106,18 @@ fn delay_levels_parse_strictly() {
         parse_delay_levels(" 1s  2m 3h 1d ").unwrap(),
         [1_000, 120_000, 10_800_000, 86_400_000]
     );
-    for bad in ["", "  ", "0s", "-1s", "+1s", "1.5s", "s", "1S", "1s,2s", "99999999999999999d"] {
+    for bad in [
+        "",
+        "  ",
+        "0s",
+        "-1s",
+        "+1s",
+        "1.5s",
+        "s",
+        "1S",
+        "1s,2s",
+        "99999999999999999d",
+    ] {
         assert!(parse_delay_levels(bad).is_err(), "{bad:?} accepted");
     }
     assert!(parse_delay_levels("99999999999999999d")

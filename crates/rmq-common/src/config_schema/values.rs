@@ -7,8 +7,7 @@ use std::net::{IpAddr, SocketAddr};
 use super::ValueKind;
 
 /// RocketMQ's `messageDelayLevel`.
-pub const DEFAULT_DELAY_LEVELS: &str =
-    "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h";
+pub const DEFAULT_DELAY_LEVELS: &str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h";
 
 /// `text` quoted as Python's `repr` quotes a string, so Rust and Python messages read alike:
 /// `'FAST'`, or `"it's"` when the text holds a `'` and no `"`.
