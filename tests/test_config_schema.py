@@ -193,3 +193,20 @@ def test_values_rocketmq_clamps_are_clamped_on_both_paths(tmp_path: Path) -> Non
     assert config.file_reserved_time == 0
     with MessageStore(str(tmp_path / "store"), {**SMALL_STORE, **config.store}) as store:
         assert store.file_reserved_time == 0
+
+
+def test_runtime_changes_are_bounded_by_the_schema(tmp_path: Path) -> None:
+    with MessageStore(str(tmp_path / "store"), SMALL_STORE) as store:
+        with pytest.raises(ConfigError) as too_long:
+            store.set_file_reserved_time(876_001)
+        assert str(too_long.value) == schema_message("fileReservedTime", "876001")
+        store.set_file_reserved_time(0)
+        assert store.file_reserved_time == 0
+        server = BrokerServer(store, {}, "127.0.0.1", 0)
+        try:
+            with pytest.raises(ConfigError) as bad:
+                server.set_broker_permission(5)
+            assert str(bad.value) == schema_message("brokerPermission", "5")
+            server.set_broker_permission(4)
+        finally:
+            server.shutdown()
