@@ -1,4 +1,5 @@
-"""broker.conf parsing and validation (rmq.config); pure Python, no native module needed."""
+"""broker.conf parsing and validation (rmq.config, which checks values through the native config
+schema, rmq._rmq.config_schema; the store key list is a stand-in)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from rmq.config import (
 )
 from rmq.errors import ConfigError, RmqError
 
-# A stand-in for rmq._rmq.store_config_defaults(), so these tests do not need the build.
+# A stand-in for rmq._rmq.store_config_defaults(): a short, fixed store key list.
 STORE_DEFAULTS = {
     "mappedFileSizeCommitLog": "1073741824",
     "flushIntervalCommitLog": "500",
