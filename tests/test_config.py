@@ -1,4 +1,5 @@
-"""broker.conf parsing and validation (rmq.config); pure Python, no native module needed."""
+"""broker.conf parsing and validation (rmq.config, which checks values through the native config
+schema, rmq._rmq.config_schema; the store key list is a stand-in)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from rmq.config import (
 )
 from rmq.errors import ConfigError, RmqError
 
-# A stand-in for rmq._rmq.store_config_defaults(), so these tests do not need the build.
+# A stand-in for rmq._rmq.store_config_defaults(): a short, fixed store key list.
 STORE_DEFAULTS = {
     "mappedFileSizeCommitLog": "1073741824",
     "flushIntervalCommitLog": "500",
@@ -208,8 +209,9 @@ def test_to_properties_round_trip(tmp_path: Path) -> None:
         ("listenPort", "http", "use an integer from 1 to 65535"),
         ("defaultTopicQueueNums", "0", "use an integer from 1 to 1024"),
         ("defaultTopicQueueNums", "1025", "use an integer from 1 to 1024"),
-        ("fileReservedTime", "0", "use an integer from 1 to 876000"),
-        ("fileReservedTime", "876001", "use an integer from 1 to 876000"),
+        # RocketMQ takes fileReservedTime = 0 (files expire at once), so does the schema.
+        ("fileReservedTime", "-1", "use an integer from 0 to 876000"),
+        ("fileReservedTime", "876001", "use an integer from 0 to 876000"),
         ("brokerId", "-1", "use an integer >= 0"),
         ("autoCreateTopicEnable", "yes", "use true or false"),
         ("autoCreateTopicEnable", "1", "use true or false"),
@@ -220,7 +222,7 @@ def test_to_properties_round_trip(tmp_path: Path) -> None:
         ("namesrvAddr", "127.0.0.1", "use host:port items separated by ';'"),
         ("namesrvAddr", "127.0.0.1:99999", "use host:port items separated by ';'"),
         ("brokerPermission", "7", "use 6 (read and write), 4 (read only) or 2 (write only)"),
-        ("maxMessageSize", "1023", "use an integer from 1024 to 16777216"),
+        ("maxMessageSize", "1023", "use an integer from 1024 to 134217728"),
         ("brokerName", "", "use a non-empty name"),
         ("cleanResourceInterval", "9", "use an integer from 10 to 3600000"),
         ("diskMaxUsedSpaceRatio", "75.5", "use an integer from 0 to 100"),

@@ -16,6 +16,7 @@ __all__ = [
     "MAX_QUEUE_NUMS",
     "BrokerServer",
     "ClientInstance",
+    "ConfigKey",
     "ConsumeQueueUnits",
     "DeliverResult",
     "GetMessageResult",
@@ -33,11 +34,15 @@ __all__ = [
     "__version__",
     "_run_callbacks",
     "_stop_callbacks",
+    "check_config_value",
+    "config_schema",
     "create_offset_msg_id",
     "decode_messages",
     "decode_offset_msg_id",
     "decompress_body",
     "java_string_hash",
+    "parse_delay_levels",
+    "parse_delete_when",
     "request_codes",
     "reset_logging_cache",
     "response_codes",
@@ -635,3 +640,52 @@ class NativeProducer:
         fromTransactionCheck."""
     def publish_queues(self, topic: str) -> list[MessageQueue]: ...
     def shutdown(self) -> None: ...
+
+# ---- config schema (crates/rmq-py/src/config_schema.rs) ---------------------------------------
+
+@final
+class ConfigKey:
+    """One key of the config schema (``rmq_common::config_schema``)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def kind(self) -> str:
+        """``int``, ``bool``, ``enum``, ``text``, ``name``, ``path``, ``ip``,
+        ``host-port-list``, ``socket-addr``, ``delete-when`` or ``delay-levels``."""
+    @property
+    def default(self) -> str | None:
+        """The default as text; None when it is worked out at start-up."""
+    @property
+    def minimum(self) -> int | None: ...
+    @property
+    def maximum(self) -> int | None: ...
+    @property
+    def choices(self) -> list[str]: ...
+    @property
+    def clamp(self) -> tuple[int, int] | None:
+        """RocketMQ clamps a value outside this range into it instead of refusing it."""
+    @property
+    def owner(self) -> str:
+        """``store``, ``broker``, ``control-plane``, ``namesrv`` or ``unused``."""
+    @property
+    def runtime(self) -> bool:
+        """UPDATE_BROKER_CONFIG (UPDATE_NAMESRV_CONFIG) may change it while running."""
+    @property
+    def allowed(self) -> str:
+        """What is allowed, as error messages say it."""
+    @property
+    def doc(self) -> str: ...
+
+def config_schema(table: str = "broker") -> list[ConfigKey]:
+    """Every key of ``broker.conf`` (``table="broker"``) or ``namesrv.conf`` (``"namesrv"``)."""
+
+def check_config_value(key: str, value: str, table: str = "broker") -> tuple[str, str | None]:
+    """``(canonical text, clamp note or None)``; raises ValueError with the schema's message
+    (``key = 'value' is not allowed; use ...``) for a bad value or an unknown key."""
+
+def parse_delay_levels(text: str) -> list[int]:
+    """``messageDelayLevel`` as milliseconds per level; raises ValueError naming the bad level."""
+
+def parse_delete_when(value: str) -> list[int]:
+    """The hours of day (0-23, ascending) a ``deleteWhen`` value names; raises ValueError."""

@@ -7,14 +7,17 @@ A config file is a Java-properties file (``key=value``, ``key = value`` or ``key
 
 Every key lands in one of four places, so none is silently ignored:
 
-* **broker keys** (:data:`BROKER_KEYS`): parsed and checked here into :class:`BrokerConfig`;
+* **broker keys** (:data:`BROKER_KEYS`): checked by the config schema (:data:`SCHEMA`, the
+  Rust table ``rmq_common::config_schema`` that the native store and broker check with too:
+  types, defaults, bounds) and typed here into :class:`BrokerConfig`;
 * **store keys**: the keys the native store understands (``rmq._rmq.store_config_defaults()``,
   e.g. ``mappedFileSizeCommitLog``, ``flushIntervalCommitLog``), passed through as strings in
   :attr:`BrokerConfig.store`; the native store checks them when it opens. A broker key that the
   store also reads (``flushDiskType``, ``fileReservedTime``, ...) is passed with the value
   checked here, so both sides always agree;
 * **known but unused** (:data:`KNOWN_BUT_UNUSED`): legitimate RocketMQ keys that have no effect
-  in this build (Java thread pools, HA addresses before HA lands); logged at INFO level;
+  in this build (Java thread pools, HA addresses before HA lands, Rust broker keys this
+  process does not pass on); logged at INFO level;
 * anything else: warned about (:class:`RmqConfigWarning`, and logged), with a "did you mean"
   when a known key is close.
 
@@ -36,17 +39,24 @@ import os
 import re
 import socket
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from rmq.errors import ConfigError
-from rmq.scheduling.delay import DEFAULT_DELAY_LEVELS, parse_delay_levels
-from rmq.scheduling.retention import parse_delete_when
+
+try:
+    from rmq._rmq import ConfigKey, check_config_value, config_schema
+except ImportError as exc:  # pragma: no cover - only without a build
+    raise ImportError(
+        "rmq's native module (rmq._rmq) is not built or not importable; "
+        "run `make build` in the rmq repository"
+    ) from exc
 
 __all__ = [
     "BROKER_KEYS",
     "KNOWN_BUT_UNUSED",
+    "SCHEMA",
     "BrokerConfig",
     "BrokerRole",
     "FlushDiskType",
@@ -57,6 +67,7 @@ __all__ = [
     "iter_properties",
     "load_broker_config",
     "parse_properties",
+    "schema_default",
     "suggest_key",
     "update_properties_text",
     "write_properties_update",
@@ -85,40 +96,22 @@ class FlushDiskType(str, enum.Enum):
     SYNC_FLUSH = "SYNC_FLUSH"
 
 
-KNOWN_BUT_UNUSED: frozenset[str] = frozenset(
-    {
-        # HA addressing: read once master/slave replication lands.
-        "brokerIP2",
-        "haListenPort",
-        # Java/Netty thread pools and queues: the Rust server sizes its own.
-        "sendMessageThreadPoolNums",
-        "pullMessageThreadPoolNums",
-        "queryMessageThreadPoolNums",
-        "adminBrokerThreadPoolNums",
-        "clientManageThreadPoolNums",
-        "consumerManageThreadPoolNums",
-        "heartbeatThreadPoolNums",
-        "endTransactionThreadPoolNums",
-        "sendThreadPoolQueueCapacity",
-        "pullThreadPoolQueueCapacity",
-        "queryThreadPoolQueueCapacity",
-        "serverWorkerThreads",
-        "serverSelectorThreads",
-        "serverCallbackExecutorThreads",
-        "useEpollNativeSelector",
-        "transferMsgByHeap",
-        # Where the Java broker finds its own files.
-        "rocketmqHome",
-    }
-)
-"""Legitimate RocketMQ keys that this build accepts without a warning but does not act on yet
-(they are logged at INFO level). Keys whose absence would change what a user gets (store paths,
-ACLs, ...) are deliberately *not* here: those are warned about."""
+SCHEMA: Mapping[str, ConfigKey] = {key.name: key for key in config_schema("broker")}
+"""Every ``broker.conf`` key of the config schema (``rmq_common::config_schema``, shared with
+the native store and broker): type, default, bounds, owner, whether it can change at runtime.
+Values are checked there (:func:`rmq._rmq.check_config_value`), never here."""
+
+
+def schema_default(key: str) -> str:
+    """The schema's default of ``key`` as text (``KeyError`` when it has none)."""
+    default = SCHEMA[key].default
+    if default is None:
+        raise KeyError(f"{key} has no fixed default")
+    return default
+
 
 _NOT_PASSED_TO_STORE = frozenset({"storePathRootDir"})
 """Broker keys the store gets another way (the root dir is ``MessageStore``'s first argument)."""
-
-_HOST_PORT = re.compile(r"^(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.\-]+):(?P<port>[0-9]{1,5})$")
 
 
 # --------------------------------------------------------------------------------------------
@@ -294,110 +287,42 @@ def write_properties_update(path: str | os.PathLike[str], updates: Mapping[str, 
 # Values
 
 
-class _Invalid(ValueError):
-    """A raw value that a parser refused; the key's ``allowed`` text says what would do, and an
-    optional second argument what exactly is wrong with this value."""
+_ENUMS: dict[str, type[BrokerRole] | type[FlushDiskType]] = {
+    "brokerRole": BrokerRole,
+    "flushDiskType": FlushDiskType,
+}
 
 
-def _int_range(lo: int, hi: int | None = None) -> Callable[[str], int]:
-    def parse(raw: str) -> int:
-        try:
-            value = int(raw, 10)
-        except ValueError:
-            raise _Invalid(raw) from None
-        if value < lo or (hi is not None and value > hi):
-            raise _Invalid(raw)
-        return value
-
-    return parse
-
-
-def _int_text(lo: int, hi: int | None = None) -> str:
-    return f"use an integer from {lo} to {hi}" if hi is not None else f"use an integer >= {lo}"
-
-
-def _bool(raw: str) -> bool:
-    lowered = raw.lower()
-    if lowered == "true":
-        return True
-    if lowered == "false":
-        return False
-    raise _Invalid(raw)
+def _typed(key: str, text: str) -> Any:
+    """A value the schema accepted (canonical text) as :class:`BrokerConfig` holds it."""
+    kind = SCHEMA[key].kind
+    if kind == "int":
+        return int(text)
+    if kind == "bool":
+        return text == "true"
+    if kind == "enum" and key in _ENUMS:
+        return _ENUMS[key](text)
+    if kind == "path":
+        return os.path.abspath(os.path.expanduser(text))
+    if kind == "host-port-list":
+        return text or None
+    return text
 
 
-def _name(raw: str) -> str:
-    if not raw:
-        raise _Invalid(raw)
-    return raw
-
-
-def _ip(raw: str) -> str:
-    try:
-        return str(ipaddress.ip_address(raw))
-    except ValueError:
-        raise _Invalid(raw) from None
-
-
-def _namesrv(raw: str) -> str | None:
-    items = [item.strip() for item in raw.split(";") if item.strip()]
-    if not items:
-        return None
-    for item in items:
-        match = _HOST_PORT.match(item)
-        if match is None or not 1 <= int(match["port"]) <= 65535:
-            raise _Invalid(raw)
-    return ";".join(items)
-
-
-def _path(raw: str) -> str:
-    if not raw:
-        raise _Invalid(raw)
-    return os.path.abspath(os.path.expanduser(raw))
-
-
-def _delete_when(raw: str) -> str:
-    try:
-        parse_delete_when(raw)
-    except ValueError:
-        raise _Invalid(raw) from None
-    return raw
-
-
-def _delay_levels(raw: str) -> str:
-    try:
-        parse_delay_levels(raw)
-    except ValueError as exc:
-        raise _Invalid(raw, str(exc)) from None
-    return " ".join(raw.split())
-
-
-def _enum(cls: type[BrokerRole] | type[FlushDiskType]) -> Callable[[str], object]:
-    def parse(raw: str) -> object:
-        try:
-            return cls(raw)
-        except ValueError:
-            raise _Invalid(raw) from None
-
-    return parse
-
-
-def _enum_text(cls: type[enum.Enum]) -> str:
-    names = [member.name for member in cls]
-    return "use " + ", ".join(names[:-1]) + " or " + names[-1]
-
-
-def _permission(raw: str) -> int:
-    value = _int_range(0, 7)(raw)
-    if value not in (2, 4, 6):
-        raise _Invalid(raw)
-    return value
+def _default(key: str) -> Any:
+    return _typed(key, schema_default(key))
 
 
 @dataclass(frozen=True, slots=True)
 class _Key:
+    """A broker key :class:`BrokerConfig` reads: its field and its schema entry."""
+
     attr: str
-    parse: Callable[[str], object]
-    allowed: str
+    spec: ConfigKey
+
+    @property
+    def allowed(self) -> str:
+        return self.spec.allowed
 
 
 # --------------------------------------------------------------------------------------------
@@ -434,72 +359,69 @@ def _default_broker_ip() -> str:
     return "127.0.0.1"
 
 
-def _default_store_root() -> str:
-    return os.path.abspath(os.path.expanduser("~/store"))
-
-
 @dataclass(frozen=True, slots=True)
 class BrokerConfig:
     """A broker's effective configuration. Each field documents its ``broker.conf`` key;
-    defaults are RocketMQ's. Build it with :func:`load_broker_config`, which checks values."""
+    defaults are the config schema's (RocketMQ's). Build it with :func:`load_broker_config`,
+    which checks values through the schema."""
 
-    broker_cluster_name: str = "DefaultCluster"
+    broker_cluster_name: str = _default("brokerClusterName")
     """``brokerClusterName``: the cluster this broker registers under."""
     broker_name: str = field(default_factory=_default_broker_name)
     """``brokerName``: shared by a master and its slaves (default: the host name)."""
-    broker_id: int = 0
+    broker_id: int = _default("brokerId")
     """``brokerId``: 0 for a master, >= 1 for a slave."""
     broker_ip1: str = field(default_factory=_default_broker_ip)
     """``brokerIP1``: the address clients and message ids use (default: first non-loopback
     IPv4 address)."""
-    listen_port: int = 10911
+    listen_port: int = _default("listenPort")
     """``listenPort``: the remoting port; the HA port is listenPort + 1."""
-    namesrv_addr: str | None = None
+    namesrv_addr: str | None = _default("namesrvAddr")
     """``namesrvAddr``: ``host:port;host:port``; None runs an embedded nameserver."""
-    store_path_root_dir: str = field(default_factory=_default_store_root)
+    store_path_root_dir: str = field(default_factory=lambda: _default("storePathRootDir"))
     """``storePathRootDir``: the store root (``~`` expanded, made absolute)."""
-    broker_role: BrokerRole = BrokerRole.ASYNC_MASTER
+    broker_role: BrokerRole = field(default_factory=lambda: _default("brokerRole"))
     """``brokerRole``."""
-    flush_disk_type: FlushDiskType = FlushDiskType.ASYNC_FLUSH
+    flush_disk_type: FlushDiskType = field(default_factory=lambda: _default("flushDiskType"))
     """``flushDiskType``."""
-    delete_when: str = "04"
+    delete_when: str = _default("deleteWhen")
     """``deleteWhen``: hours of day (``;``-separated, local time) to delete expired files."""
-    file_reserved_time: int = 72
+    file_reserved_time: int = _default("fileReservedTime")
     """``fileReservedTime``: hours a CommitLog file is kept."""
-    auto_create_topic_enable: bool = True
+    auto_create_topic_enable: bool = _default("autoCreateTopicEnable")
     """``autoCreateTopicEnable``: create unknown topics on first send."""
-    default_topic_queue_nums: int = 8
+    default_topic_queue_nums: int = _default("defaultTopicQueueNums")
     """``defaultTopicQueueNums``: queues of an auto-created topic."""
-    max_message_size: int = 4 * 1024 * 1024
+    max_message_size: int = _default("maxMessageSize")
     """``maxMessageSize``: largest body (or batch) accepted, in bytes."""
-    broker_permission: int = 6
+    broker_permission: int = _default("brokerPermission")
     """``brokerPermission``: 6 read+write, 4 read only, 2 write only."""
-    register_name_server_period: int = 30_000
+    register_name_server_period: int = _default("registerNameServerPeriod")
     """``registerNameServerPeriod``: ms between registrations (clamped to 10 000-60 000)."""
-    clean_resource_interval: int = 10_000
+    clean_resource_interval: int = _default("cleanResourceInterval")
     """``cleanResourceInterval``: ms between expired-file checks."""
-    disk_max_used_space_ratio: int = 75
+    disk_max_used_space_ratio: int = _default("diskMaxUsedSpaceRatio")
     """``diskMaxUsedSpaceRatio``: percent of the disk above which expired files go at once
     (clamped to 10-95, as RocketMQ does)."""
-    message_delay_level: str = DEFAULT_DELAY_LEVELS
+    message_delay_level: str = _default("messageDelayLevel")
     """``messageDelayLevel``: the delay of each level (1 first), blank-separated, each a whole
     number >= 1 with a unit ``s``, ``m``, ``h`` or ``d``."""
-    flush_delay_offset_interval: int = 10_000
+    flush_delay_offset_interval: int = _default("flushDelayOffsetInterval")
     """``flushDelayOffsetInterval``: ms between fsynced writes of ``config/delayOffset.json``
     (it is also written, without fsync, after every delivery)."""
-    transaction_time_out: int = 6000
+    transaction_time_out: int = _default("transactionTimeOut")
     """``transactionTimeOut``: ms a half message waits for its producer's END_TRANSACTION
     before the broker asks (CHECK_TRANSACTION_STATE)."""
-    transaction_check_max: int = 15
+    transaction_check_max: int = _default("transactionCheckMax")
     """``transactionCheckMax``: checks of one half message before it is discarded."""
-    transaction_check_interval: int = 60_000
+    transaction_check_interval: int = _default("transactionCheckInterval")
     """``transactionCheckInterval``: ms between two rounds of transaction checks."""
-    reject_transaction_message: bool = False
+    reject_transaction_message: bool = _default("rejectTransactionMessage")
     """``rejectTransactionMessage``: refuse half messages (NO_PERMISSION)."""
-    rebalance_lock_max_live_time: int = 60_000
+    rebalance_lock_max_live_time: int = _default("rocketmq.broker.rebalance.lockMaxLiveTime")
     """``rocketmq.broker.rebalance.lockMaxLiveTime`` (a JVM system property in RocketMQ): ms a
     queue lock of an orderly consumer lasts without renewal (clients renew every 20 s)."""
-    server_channel_max_idle_time_seconds: int = 120
+    server_channel_max_idle_time_seconds: int = _default("serverChannelMaxIdleTimeSeconds")
     """``serverChannelMaxIdleTimeSeconds``: seconds without traffic either way after which a
     client connection is closed (0: never). Clients heartbeat every 30 s."""
     store: dict[str, str] = field(default_factory=dict)
@@ -541,94 +463,50 @@ def _to_text(value: object) -> str:
     return str(value)
 
 
-BROKER_KEYS: dict[str, _Key] = {
-    "brokerClusterName": _Key("broker_cluster_name", _name, "use a non-empty name"),
-    "brokerName": _Key("broker_name", _name, "use a non-empty name"),
-    "brokerId": _Key("broker_id", _int_range(0), _int_text(0) + " (0 is the master)"),
-    "brokerIP1": _Key("broker_ip1", _ip, "use an IPv4 or IPv6 address"),
-    "listenPort": _Key("listen_port", _int_range(1, 65535), _int_text(1, 65535)),
-    "namesrvAddr": _Key(
-        "namesrv_addr",
-        _namesrv,
-        "use host:port items separated by ';', e.g. 127.0.0.1:9876;192.168.0.2:9876",
-    ),
-    "storePathRootDir": _Key("store_path_root_dir", _path, "use a directory path"),
-    "brokerRole": _Key("broker_role", _enum(BrokerRole), _enum_text(BrokerRole)),
-    "flushDiskType": _Key("flush_disk_type", _enum(FlushDiskType), _enum_text(FlushDiskType)),
-    "deleteWhen": _Key(
-        "delete_when", _delete_when, "use one or more hours 00-23 separated by ';', e.g. 04;16"
-    ),
-    "fileReservedTime": _Key(
-        "file_reserved_time",
-        _int_range(1, 24 * 365 * 100),
-        _int_text(1, 24 * 365 * 100) + " (hours to keep a file)",
-    ),
-    "autoCreateTopicEnable": _Key("auto_create_topic_enable", _bool, "use true or false"),
-    "defaultTopicQueueNums": _Key(
-        "default_topic_queue_nums", _int_range(1, 1024), _int_text(1, 1024)
-    ),
-    "maxMessageSize": _Key(
-        "max_message_size",
-        _int_range(1024, 16 * 1024 * 1024),
-        _int_text(1024, 16 * 1024 * 1024) + " (bytes; a frame is at most 16 MiB)",
-    ),
-    "brokerPermission": _Key(
-        "broker_permission", _permission, "use 6 (read and write), 4 (read only) or 2 (write only)"
-    ),
-    "registerNameServerPeriod": _Key(
-        "register_name_server_period", _int_range(0), _int_text(0) + " (milliseconds)"
-    ),
-    "cleanResourceInterval": _Key(
-        "clean_resource_interval",
-        _int_range(10, 3_600_000),
-        _int_text(10, 3_600_000) + " (milliseconds)",
-    ),
-    "diskMaxUsedSpaceRatio": _Key(
-        "disk_max_used_space_ratio", _int_range(0, 100), _int_text(0, 100) + " (percent)"
-    ),
-    "messageDelayLevel": _Key(
-        "message_delay_level",
-        _delay_levels,
-        "use levels separated by blanks, level 1 first, each a whole number >= 1 followed by "
-        "s, m, h or d",
-    ),
-    "flushDelayOffsetInterval": _Key(
-        "flush_delay_offset_interval",
-        _int_range(100, 3_600_000),
-        _int_text(100, 3_600_000) + " (milliseconds)",
-    ),
-    "transactionTimeOut": _Key(
-        "transaction_time_out",
-        _int_range(0, 86_400_000),
-        _int_text(0, 86_400_000) + " (milliseconds)",
-    ),
-    "transactionCheckMax": _Key(
-        "transaction_check_max", _int_range(1, 1_000_000), _int_text(1, 1_000_000)
-    ),
-    "transactionCheckInterval": _Key(
-        "transaction_check_interval",
-        _int_range(100, 86_400_000),
-        _int_text(100, 86_400_000) + " (milliseconds)",
-    ),
-    "rejectTransactionMessage": _Key("reject_transaction_message", _bool, "use true or false"),
-    "rocketmq.broker.rebalance.lockMaxLiveTime": _Key(
-        "rebalance_lock_max_live_time",
-        _int_range(1000, 86_400_000),
-        _int_text(1000, 86_400_000) + " (milliseconds)",
-    ),
-    "serverChannelMaxIdleTimeSeconds": _Key(
-        "server_channel_max_idle_time_seconds",
-        _int_range(0, 86_400),
-        _int_text(0, 86_400) + " (seconds; 0 keeps idle connections open)",
-    ),
+_FIELDS: dict[str, str] = {
+    "brokerClusterName": "broker_cluster_name",
+    "brokerName": "broker_name",
+    "brokerId": "broker_id",
+    "brokerIP1": "broker_ip1",
+    "listenPort": "listen_port",
+    "namesrvAddr": "namesrv_addr",
+    "storePathRootDir": "store_path_root_dir",
+    "brokerRole": "broker_role",
+    "flushDiskType": "flush_disk_type",
+    "deleteWhen": "delete_when",
+    "fileReservedTime": "file_reserved_time",
+    "autoCreateTopicEnable": "auto_create_topic_enable",
+    "defaultTopicQueueNums": "default_topic_queue_nums",
+    "maxMessageSize": "max_message_size",
+    "brokerPermission": "broker_permission",
+    "registerNameServerPeriod": "register_name_server_period",
+    "cleanResourceInterval": "clean_resource_interval",
+    "diskMaxUsedSpaceRatio": "disk_max_used_space_ratio",
+    "messageDelayLevel": "message_delay_level",
+    "flushDelayOffsetInterval": "flush_delay_offset_interval",
+    "transactionTimeOut": "transaction_time_out",
+    "transactionCheckMax": "transaction_check_max",
+    "transactionCheckInterval": "transaction_check_interval",
+    "rejectTransactionMessage": "reject_transaction_message",
+    "rocketmq.broker.rebalance.lockMaxLiveTime": "rebalance_lock_max_live_time",
+    "serverChannelMaxIdleTimeSeconds": "server_channel_max_idle_time_seconds",
 }
-"""Every key :class:`BrokerConfig` reads: RocketMQ key → field, parser, allowed values."""
 
-# RocketMQ adjusts these instead of refusing them; rmq does the same, with a warning.
-_CLAMPS: dict[str, tuple[int, int]] = {
-    "registerNameServerPeriod": (10_000, 60_000),
-    "diskMaxUsedSpaceRatio": (10, 95),
-}
+BROKER_KEYS: dict[str, _Key] = {key: _Key(attr, SCHEMA[key]) for key, attr in _FIELDS.items()}
+"""Every key :class:`BrokerConfig` reads: RocketMQ key → field and schema entry."""
+
+KNOWN_BUT_UNUSED: frozenset[str] = frozenset(
+    key
+    for key, spec in SCHEMA.items()
+    if spec.owner == "unused"
+    or (spec.owner == "broker" and key not in BROKER_KEYS and key != "brokerAddr")
+)
+"""Legitimate RocketMQ keys that this build accepts without a warning but does not act on yet
+(they are logged at INFO level): the schema's ``unused`` keys (Java thread pools, HA addresses
+before HA lands) and the Rust broker's keys that the broker process does not hand to it yet.
+Keys whose absence would change what a user gets (store paths, ACLs, ...) are deliberately
+*not* here: those are warned about. ``brokerAddr`` is not a RocketMQ key (the control plane
+sets it from ``brokerIP1:listenPort``)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -698,12 +576,16 @@ def load_broker_config(
     values: dict[str, Any] = {}
     raw_store: dict[str, str] = {}
     given: dict[str, str] = {}  # broker key -> where it was last set
+    clamped: dict[str, str] = {}  # broker key -> how its last value was clamped
     unused: list[str] = []
     for key, raw, where in entries:
         spec = BROKER_KEYS.get(key)
         if spec is not None:
-            values[spec.attr] = _parse_value(key, spec, raw, where)
+            values[spec.attr], note = _parse_value(key, raw, where)
             given[key] = where
+            clamped.pop(key, None)
+            if note is not None:
+                clamped[key] = note
         elif key in store_keys:
             raw_store[key] = raw
         elif key in KNOWN_BUT_UNUSED:
@@ -713,15 +595,9 @@ def load_broker_config(
     if unused:
         log.info("accepted but not used by this build: %s", ", ".join(sorted(set(unused))))
 
-    for key, (lo, hi) in _CLAMPS.items():
-        spec = BROKER_KEYS[key]
-        if spec.attr in values and not lo <= values[spec.attr] <= hi:
-            clamped = min(max(values[spec.attr], lo), hi)
-            _warn(
-                f"{given[key]}: {key} = {values[spec.attr]} is outside {lo}-{hi}; "
-                f"using {clamped} (as RocketMQ does)"
-            )
-            values[spec.attr] = clamped
+    # RocketMQ clamps some values instead of refusing them; so does the schema, and rmq warns.
+    for key, note in clamped.items():
+        _warn(f"{given[key]}: {note}")
 
     config = BrokerConfig(**values)
     if config.broker_role is BrokerRole.SLAVE and config.broker_id < 1:
@@ -746,14 +622,13 @@ def load_broker_config(
     return dataclasses.replace(config, store=store)
 
 
-def _parse_value(key: str, spec: _Key, raw: str, where: str) -> Any:
+def _parse_value(key: str, raw: str, where: str) -> tuple[Any, str | None]:
+    """``raw`` checked by the config schema: the typed value and the clamp note (or None)."""
     try:
-        return spec.parse(raw)
-    except _Invalid as exc:
-        why = f" ({exc.args[1]})" if len(exc.args) > 1 else ""
-        raise ConfigError(
-            f"{where}: {key} = {raw!r} is not allowed{why}; {spec.allowed}", key=key
-        ) from None
+        text, note = check_config_value(key, raw)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}", key=key) from None
+    return _typed(key, text), note
 
 
 def check_broker_value(key: str, raw: str, where: str = "<string>") -> tuple[Any, str | None]:
@@ -764,17 +639,9 @@ def check_broker_value(key: str, raw: str, where: str = "<string>") -> tuple[Any
     naming ``where``, the key and what is allowed, also for a key that is not in
     :data:`BROKER_KEYS`.
     """
-    spec = BROKER_KEYS.get(key)
-    if spec is None:
+    if key not in BROKER_KEYS:
         raise ConfigError(f"{where}: {key} is not a broker key", key=key)
-    value = _parse_value(key, spec, raw, where)
-    bounds = _CLAMPS.get(key)
-    if bounds is not None and not bounds[0] <= value <= bounds[1]:
-        clamped = min(max(value, bounds[0]), bounds[1])
-        lo, hi = bounds
-        note = f"{key} = {value} is outside {lo}-{hi}; using {clamped} (as RocketMQ does)"
-        return clamped, note
-    return value, None
+    return _parse_value(key, raw, where)
 
 
 def suggest_key(key: str, store_keys: Mapping[str, str]) -> str:

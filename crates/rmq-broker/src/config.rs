@@ -1,9 +1,12 @@
-//! Broker settings, named as in RocketMQ's `BrokerConfig` (`broker.conf` keys).
+//! Broker settings, named as in RocketMQ's `BrokerConfig` (`broker.conf` keys). The fields
+//! are this file's; defaults, bounds and error messages are the config schema's
+//! (`rmq_common::config_schema`, shared with the store and the Python control plane).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::str::FromStr;
 
-use rmq_protocol::body::{PERM_READ, PERM_WRITE};
+use rmq_common::config_schema as schema;
 
 /// Settings of one broker. `Default` is the only source of defaults.
 #[derive(Debug, Clone)]
@@ -55,46 +58,63 @@ pub struct BrokerConfig {
 }
 
 impl Default for BrokerConfig {
+    /// The config schema's defaults (`rmq_common::config_schema`); the keys whose default is
+    /// worked out at start-up get fixed stand-ins (`broker-a`, `127.0.0.1:10911`).
     fn default() -> Self {
         Self {
             broker_name: "broker-a".into(),
-            broker_cluster_name: "DefaultCluster".into(),
-            broker_id: 0,
+            broker_cluster_name: schema_default("brokerClusterName"),
+            broker_id: schema_default("brokerId"),
             broker_addr: SocketAddr::from(([127, 0, 0, 1], 10911)),
-            auto_create_topic_enable: true,
-            auto_create_subscription_group: true,
-            default_topic_queue_nums: 8,
-            broker_permission: PERM_READ | PERM_WRITE,
-            long_polling_enable: true,
-            short_polling_time_mills: 1000,
-            transfer_msg_by_heap: false,
+            auto_create_topic_enable: schema_default("autoCreateTopicEnable"),
+            auto_create_subscription_group: schema_default("autoCreateSubscriptionGroup"),
+            default_topic_queue_nums: schema_default("defaultTopicQueueNums"),
+            broker_permission: schema_default("brokerPermission"),
+            long_polling_enable: schema_default("longPollingEnable"),
+            short_polling_time_mills: schema_default("shortPollingTimeMills"),
+            transfer_msg_by_heap: schema_default("transferMsgByHeap"),
             config_dir: PathBuf::from("store/config"),
-            region_id: "DefaultRegion".into(),
-            trace_on: true,
-            cluster_topic_enable: true,
-            broker_topic_enable: true,
-            channel_expired_timeout_ms: 120_000,
-            rebalance_lock_max_live_time_ms: 60_000,
-            reject_transaction_message: false,
-            server_channel_max_idle_time_seconds: 120,
+            region_id: schema_default("regionId"),
+            trace_on: schema_default("traceOn"),
+            cluster_topic_enable: schema_default("clusterTopicEnable"),
+            broker_topic_enable: schema_default("brokerTopicEnable"),
+            channel_expired_timeout_ms: schema_default("channelExpiredTimeout"),
+            rebalance_lock_max_live_time_ms: schema_default(
+                "rocketmq.broker.rebalance.lockMaxLiveTime",
+            ),
+            reject_transaction_message: schema_default("rejectTransactionMessage"),
+            server_channel_max_idle_time_seconds: schema_default("serverChannelMaxIdleTimeSeconds"),
         }
     }
 }
 
+/// The schema's default of `key`, parsed. The schema's tests check that every default passes
+/// its own check; `defaults_come_from_the_schema` below that these keys have one.
+fn schema_default<T: FromStr>(key: &str) -> T {
+    schema::broker_key(key)
+        .and_then(|k| k.default)
+        .and_then(|d| d.parse().ok())
+        .unwrap_or_else(|| panic!("the config schema has no valid default for broker key {key}"))
+}
+
 impl BrokerConfig {
-    /// Set one `broker.conf` key from its text.
+    /// Set one `broker.conf` key from its text, checked and bounded by the config schema
+    /// (`rmq_common::config_schema`, the same rules and messages as the store's and Python's).
     ///
     /// # Errors
-    /// An unknown key, or a value that does not parse, named in the message.
+    /// A key the broker server does not read, or a value the schema refuses, named in the
+    /// message.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
-        fn parse<T: std::str::FromStr>(key: &str, v: &str) -> Result<T, String> {
-            v.trim()
-                .parse()
-                .map_err(|_| format!("broker config: {key} = {v:?} does not parse"))
+        fn parse<T: FromStr>(key: &str, v: &str) -> Result<T, String> {
+            let text = schema::check_broker_value(key, v)
+                .map_err(|e| format!("broker config: {e}"))?
+                .text;
+            text.parse()
+                .map_err(|_| format!("broker config: {key} = {text:?} does not fit its field"))
         }
         match key {
-            "brokerName" => self.broker_name = value.to_owned(),
-            "brokerClusterName" => self.broker_cluster_name = value.to_owned(),
+            "brokerName" => self.broker_name = parse(key, value)?,
+            "brokerClusterName" => self.broker_cluster_name = parse(key, value)?,
             "brokerId" => self.broker_id = parse(key, value)?,
             "brokerAddr" => self.broker_addr = parse(key, value)?,
             "autoCreateTopicEnable" => self.auto_create_topic_enable = parse(key, value)?,
@@ -106,7 +126,7 @@ impl BrokerConfig {
             "longPollingEnable" => self.long_polling_enable = parse(key, value)?,
             "shortPollingTimeMills" => self.short_polling_time_mills = parse(key, value)?,
             "transferMsgByHeap" => self.transfer_msg_by_heap = parse(key, value)?,
-            "regionId" => self.region_id = value.to_owned(),
+            "regionId" => self.region_id = parse(key, value)?,
             "traceOn" => self.trace_on = parse(key, value)?,
             "clusterTopicEnable" => self.cluster_topic_enable = parse(key, value)?,
             "brokerTopicEnable" => self.broker_topic_enable = parse(key, value)?,
@@ -118,8 +138,45 @@ impl BrokerConfig {
             "serverChannelMaxIdleTimeSeconds" => {
                 self.server_channel_max_idle_time_seconds = parse(key, value)?;
             }
-            _ => return Err(format!("broker config: unknown key {key}")),
+            _ => return Err(format!("broker config: {key} is not a broker server key")),
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmq_protocol::body::{PERM_READ, PERM_WRITE};
+
+    #[test]
+    fn defaults_come_from_the_schema() {
+        let c = BrokerConfig::default();
+        assert_eq!(c.broker_cluster_name, "DefaultCluster");
+        assert_eq!(c.default_topic_queue_nums, 8);
+        assert_eq!(c.broker_permission, PERM_READ | PERM_WRITE);
+        assert_eq!(c.channel_expired_timeout_ms, 120_000);
+        assert_eq!(c.region_id, "DefaultRegion");
+    }
+
+    #[test]
+    fn set_checks_through_the_schema() {
+        let mut c = BrokerConfig::default();
+        c.set("brokerPermission", "4").unwrap();
+        assert_eq!(c.broker_permission, 4);
+        c.set("autoCreateTopicEnable", "FALSE").unwrap();
+        assert!(!c.auto_create_topic_enable);
+        let e = c.set("brokerPermission", "5").unwrap_err();
+        assert_eq!(
+            e,
+            "broker config: brokerPermission = '5' is not allowed; use 6 (read and write), \
+             4 (read only) or 2 (write only)"
+        );
+        let e = c.set("defaultTopicQueueNums", "0").unwrap_err();
+        assert!(e.ends_with("use an integer from 1 to 1024"), "{e}");
+        let e = c.set("flushDiskType", "SYNC_FLUSH").unwrap_err();
+        assert!(e.contains("not a broker server key"), "{e}");
+        c.set("brokerAddr", "10.0.0.5:10911").unwrap();
+        assert_eq!(c.broker_addr.to_string(), "10.0.0.5:10911");
     }
 }

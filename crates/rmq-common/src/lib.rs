@@ -1,10 +1,13 @@
 //! Pure building blocks that the store, the protocol and the client all need to agree on,
 //! byte for byte, with Apache RocketMQ: the message-properties string, the offset message id,
 //! Java's `String.hashCode` (used for tag codes and index keys), the body CRC and the
-//! system-flag bits, and the body compression codecs. Nothing here does I/O.
+//! system-flag bits, and the body compression codecs; and the config schema, the one table of
+//! `broker.conf` / `namesrv.conf` keys that the store, the broker and Python check with.
+//! Nothing here does I/O.
 #![forbid(unsafe_code)]
 
 pub mod compression;
+pub mod config_schema;
 pub mod fx;
 pub mod hash;
 pub mod message_id;

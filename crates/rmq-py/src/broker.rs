@@ -96,16 +96,9 @@ impl BrokerServer {
     /// Change `brokerPermission` while serving: sends and pulls see it at once, and the topic
     /// data version moves on (the topic change listener fires, so registration follows).
     fn set_broker_permission(&self, py: Python<'_>, perm: i32) -> PyResult<()> {
-        if ![2, 4, 6].contains(&perm) {
-            return Err(raise(
-                py,
-                "ConfigError",
-                format!(
-                    "brokerPermission = {perm} is not allowed; use 6 (read and write), \
-                     4 (read only) or 2 (write only)"
-                ),
-            ));
-        }
+        // Bounded by the config schema, as the config file's value is.
+        rmq_common::config_schema::check_broker_value("brokerPermission", &perm.to_string())
+            .map_err(|e| crate::errors::raise(py, "ConfigError", e.to_string()))?;
         py.detach(|| self.controller.set_broker_permission(perm));
         Ok(())
     }

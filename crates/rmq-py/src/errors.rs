@@ -25,7 +25,7 @@ pub(crate) fn raise(py: Python<'_>, class: &str, message: String) -> PyErr {
 /// The `rmq.errors` class a store error is raised as.
 fn store_error_class(e: &StoreError) -> &'static str {
     match e {
-        StoreError::Config { .. } => "ConfigError",
+        StoreError::Config { .. } | StoreError::ConfigValue(_) => "ConfigError",
         StoreError::MessageIllegal(_)
         | StoreError::PropertiesSizeExceeded(_)
         | StoreError::WheelTimerMsgIllegal { .. } => "MessageIllegalError",

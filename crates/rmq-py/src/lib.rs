@@ -6,13 +6,14 @@
 //! (`client`, with its callback thread in `callbacks`), the producer (`producer`), the
 //! consumer calls (`consumer`, `columns`), the broker server (`broker`), the remoting
 //! transport (`remoting`), the bridge from Rust's `log` records into Python's `logging`
-//! (`logging`) and small protocol helpers (`common`).
+//! (`logging`), the config schema (`config_schema`) and small protocol helpers (`common`).
 
 mod broker;
 mod callbacks;
 mod client;
 mod columns;
 mod common;
+mod config_schema;
 mod consumer;
 mod errors;
 mod logging;
@@ -38,5 +39,6 @@ fn _rmq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     consumer::register(m)?;
     columns::register(m)?;
     callbacks::register(m)?;
+    config_schema::register(m)?;
     Ok(())
 }

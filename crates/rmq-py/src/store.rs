@@ -425,22 +425,22 @@ impl PyMessageStore {
         self.inner.file_reserved_time()
     }
 
-    /// Change `fileReservedTime` while running; the next expired-file pass uses it.
+    /// Change `fileReservedTime` while running; the next expired-file pass uses it. Bounded
+    /// by the config schema, as the config file's value is.
     fn set_file_reserved_time(&self, py: Python<'_>, hours: i64) -> PyResult<()> {
-        const MAX_HOURS: i64 = 24 * 365 * 100;
-        match u32::try_from(hours) {
-            Ok(h) if hours <= MAX_HOURS => {
-                self.inner.set_file_reserved_time(h);
-                Ok(())
-            }
-            _ => Err(raise(
+        let text =
+            rmq_common::config_schema::check_broker_value("fileReservedTime", &hours.to_string())
+                .map_err(|e| raise(py, "ConfigError", e.to_string()))?
+                .text;
+        let h = text.parse().map_err(|_| {
+            raise(
                 py,
                 "ConfigError",
-                format!(
-                    "fileReservedTime = {hours} is not allowed; use hours from 0 to {MAX_HOURS}"
-                ),
-            )),
-        }
+                format!("fileReservedTime = {text} is too large"),
+            )
+        })?;
+        self.inner.set_file_reserved_time(h);
+        Ok(())
     }
 
     fn disk_used_ratio(&self, py: Python<'_>) -> f64 {

@@ -1,9 +1,14 @@
 //! Store configuration under RocketMQ's `MessageStoreConfig` key names, so a `broker.conf`
-//! written for RocketMQ configures this store unchanged. `Default` is the single source of
-//! defaults; [`StoreConfig::set`] validates a value and names the key and its bounds when it
-//! refuses one.
+//! written for RocketMQ configures this store unchanged. This file owns the typed fields; their
+//! defaults, bounds and error messages are the config schema's (`rmq_common::config_schema`,
+//! shared with the broker and the Python control plane): `Default` takes the schema's defaults
+//! and [`StoreConfig::set`] checks every value through it.
 
-use crate::error::{Result, StoreError};
+use rmq_common::config_schema::{self as schema, ConfigValueError};
+
+pub use rmq_common::config_schema::parse_delay_levels;
+
+use crate::error::Result;
 
 /// How CommitLog writes are made durable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,7 +31,7 @@ pub enum BrokerRole {
 }
 
 macro_rules! store_config {
-    ($( $(#[$doc:meta])* $key:literal => $field:ident : $ty:ty = $default:expr, $check:expr; )*) => {
+    ($( $(#[$doc:meta])* $key:literal => $field:ident : $ty:ty; )*) => {
         /// Every store setting, named as in RocketMQ's `MessageStoreConfig`.
         #[derive(Debug, Clone)]
         pub struct StoreConfig {
@@ -34,8 +39,9 @@ macro_rules! store_config {
         }
 
         impl Default for StoreConfig {
+            /// The schema's defaults (`rmq_common::config_schema`).
             fn default() -> Self {
-                Self { $( $field: $default, )* }
+                Self { $( $field: schema_default($key), )* }
             }
         }
 
@@ -43,24 +49,20 @@ macro_rules! store_config {
             /// The RocketMQ key names this store understands, in a stable order.
             pub const KEYS: &'static [&'static str] = &[$( $key, )*];
 
-            /// Set one key from its string form, validating it.
+            /// Set one key from its string form, checked and bounded by the config schema
+            /// (`rmq_common::config_schema`; clamped where RocketMQ clamps).
             ///
             /// # Errors
-            /// [`StoreError::Config`] naming the key, the value and what is allowed, also
+            /// [`StoreError::ConfigValue`] naming the key, the value and what is allowed, also
             /// for a key this store does not know.
             pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
-                let value = value.trim();
                 match key {
                     $( $key => {
-                        let parsed: $ty = ConfigValue::parse(value).ok_or_else(|| {
-                            config_error(key, value, &format!("expected {}", <$ty as ConfigValue>::EXPECTED))
-                        })?;
-                        #[allow(clippy::redundant_closure_call)]
-                        ($check)(&parsed).map_err(|allowed: String| config_error(key, value, &allowed))?;
-                        self.$field = parsed;
+                        let text = check(key, value)?;
+                        self.$field = ConfigValue::parse(&text).ok_or_else(|| unknown(key))?;
                         Ok(())
                     } )*
-                    _ => Err(config_error(key, value, "this key is not a store key")),
+                    _ => Err(unknown(key).into()),
                 }
             }
 
@@ -73,75 +75,27 @@ macro_rules! store_config {
     };
 }
 
-fn config_error(key: &str, value: &str, allowed: &str) -> StoreError {
-    StoreError::Config {
+/// A store key's value checked by the schema, as canonical text (clamped where RocketMQ
+/// clamps).
+fn check(key: &str, value: &str) -> std::result::Result<String, ConfigValueError> {
+    let spec = schema::broker_key(key).ok_or_else(|| unknown(key))?;
+    Ok(spec.check(value)?.text)
+}
+
+fn unknown(key: &str) -> ConfigValueError {
+    ConfigValueError::UnknownKey {
         key: key.to_owned(),
-        value: value.to_owned(),
-        allowed: allowed.to_owned(),
+        table: "store",
     }
 }
 
-fn range<T: PartialOrd + std::fmt::Display + Copy>(
-    lo: T,
-    hi: T,
-) -> impl Fn(&T) -> Result<(), String> {
-    move |v: &T| {
-        if *v >= lo && *v <= hi {
-            Ok(())
-        } else {
-            Err(format!("allowed range is {lo}..={hi}"))
-        }
-    }
-}
-
-fn any<T>(_: &T) -> Result<(), String> {
-    Ok(())
-}
-
-#[allow(clippy::ptr_arg)] // the config macro hands every checker a `&FieldType`
-fn delay_levels(v: &String) -> Result<(), String> {
-    parse_delay_levels(v).map(|_| ())
-}
-
-/// Parse `messageDelayLevel` ("1s 5s 10s 30s 1m … 2h", levels separated by blanks) into
-/// milliseconds per level, as RocketMQ's `parseDelayLevel` (units `s`, `m`, `h`, `d`), but
-/// refusing what RocketMQ would silently mis-parse: a level must be a whole number above zero
-/// with one of those units.
-///
-/// # Errors
-/// A message naming the bad level and its position when a level is not
-/// `<number><s|m|h|d>` with a number of at least 1, or when no level is given.
-pub fn parse_delay_levels(s: &str) -> Result<Vec<i64>, String> {
-    const EXAMPLE: &str = "e.g. \"1s 5s 10s 30s 1m 2m\"";
-    let mut out = Vec::new();
-    for (i, tok) in s.split_whitespace().enumerate() {
-        let level = i + 1;
-        let (num, unit) = tok.split_at(tok.len() - tok.chars().last().map_or(0, char::len_utf8));
-        let mult: i64 = match unit {
-            "s" => 1_000,
-            "m" => 60_000,
-            "h" => 3_600_000,
-            "d" => 86_400_000,
-            _ => {
-                return Err(format!(
-                    "level {level} ({tok:?}) needs a unit s, m, h or d after the number, {EXAMPLE}"
-                ))
-            }
-        };
-        let ms = Some(num)
-            .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-            .and_then(|n| n.parse::<i64>().ok())
-            .filter(|n| *n >= 1)
-            .and_then(|n| n.checked_mul(mult))
-            .ok_or_else(|| {
-                format!("level {level} ({tok:?}) needs a whole number of at least 1 before its unit, {EXAMPLE}")
-            })?;
-        out.push(ms);
-    }
-    if out.is_empty() {
-        return Err(format!("at least one delay level is needed, {EXAMPLE}"));
-    }
-    Ok(out)
+/// The schema's default of a store key. The schema's own tests check that every default
+/// passes its check, and `defaults_match_rocketmq` below that every store key has one.
+fn schema_default<T: ConfigValue>(key: &str) -> T {
+    schema::broker_key(key)
+        .and_then(|k| k.default)
+        .and_then(T::parse)
+        .unwrap_or_else(|| panic!("the config schema has no valid default for store key {key}"))
 }
 
 /// Parsing and rendering of one config value type.
@@ -227,105 +181,98 @@ impl ConfigValue for BrokerRole {
     }
 }
 
-const GIB: usize = 1 << 30;
-
 store_config! {
     /// Size of one CommitLog file (1 GiB); a record never spans two files.
-    "mappedFileSizeCommitLog" => mapped_file_size_commit_log: usize = GIB, range(64 * 1024, 2 * GIB);
+    "mappedFileSizeCommitLog" => mapped_file_size_commit_log: usize;
     /// Size of one ConsumeQueue file: 300 000 units of 20 bytes; must be a multiple of 20.
-    "mappedFileSizeConsumeQueue" => mapped_file_size_consume_queue: usize = 300_000 * 20,
-        |v: &usize| if *v >= 20 * 16 && v.is_multiple_of(20) && *v <= GIB { Ok(()) } else { Err("a multiple of 20 between 320 and 1073741824".to_string()) };
+    "mappedFileSizeConsumeQueue" => mapped_file_size_consume_queue: usize;
     /// ASYNC_FLUSH or SYNC_FLUSH (group commit).
-    "flushDiskType" => flush_disk_type: FlushDiskType = FlushDiskType::AsyncFlush, any;
+    "flushDiskType" => flush_disk_type: FlushDiskType;
     /// Role; a SLAVE refuses client puts.
-    "brokerRole" => broker_role: BrokerRole = BrokerRole::AsyncMaster, any;
+    "brokerRole" => broker_role: BrokerRole;
     /// Async flush period (ms).
-    "flushIntervalCommitLog" => flush_interval_commit_log: u32 = 500, range(1, 60_000);
+    "flushIntervalCommitLog" => flush_interval_commit_log: u32;
     /// Dirty 4 KiB pages needed before an async flush.
-    "flushCommitLogLeastPages" => flush_commit_log_least_pages: u32 = 4, range(0, 1 << 20);
+    "flushCommitLogLeastPages" => flush_commit_log_least_pages: u32;
     /// Longest gap between two real async flushes (ms).
-    "flushCommitLogThoroughInterval" => flush_commit_log_thorough_interval: u32 = 10_000, range(0, 3_600_000);
+    "flushCommitLogThoroughInterval" => flush_commit_log_thorough_interval: u32;
     /// Async flush thread sleeps a fixed interval (true) or can be woken by puts (false).
-    "flushCommitLogTimed" => flush_commit_log_timed: bool = false, any;
+    "flushCommitLogTimed" => flush_commit_log_timed: bool;
     /// Transient-pool commit period (ms).
-    "commitIntervalCommitLog" => commit_interval_commit_log: u32 = 200, range(1, 60_000);
+    "commitIntervalCommitLog" => commit_interval_commit_log: u32;
     /// Dirty pages needed before a pool commit.
-    "commitCommitLogLeastPages" => commit_commit_log_least_pages: u32 = 4, range(0, 1 << 20);
+    "commitCommitLogLeastPages" => commit_commit_log_least_pages: u32;
     /// Longest gap between two pool commits (ms).
-    "commitCommitLogThoroughInterval" => commit_commit_log_thorough_interval: u32 = 200, range(0, 3_600_000);
+    "commitCommitLogThoroughInterval" => commit_commit_log_thorough_interval: u32;
     /// How long a SYNC_FLUSH put waits for the disk before FLUSH_DISK_TIMEOUT (ms).
-    "syncFlushTimeout" => sync_flush_timeout: u32 = 5_000, range(1, 600_000);
+    "syncFlushTimeout" => sync_flush_timeout: u32;
     /// ConsumeQueue and checkpoint flush period (ms).
-    "flushIntervalConsumeQueue" => flush_interval_consume_queue: u32 = 1_000, range(1, 60_000);
+    "flushIntervalConsumeQueue" => flush_interval_consume_queue: u32;
     /// Dirty pages needed before a ConsumeQueue flush.
-    "flushConsumeQueueLeastPages" => flush_consume_queue_least_pages: u32 = 2, range(0, 1 << 20);
+    "flushConsumeQueueLeastPages" => flush_consume_queue_least_pages: u32;
     /// Longest gap between two real ConsumeQueue flushes (ms).
-    "flushConsumeQueueThoroughInterval" => flush_consume_queue_thorough_interval: u32 = 60_000, range(0, 3_600_000);
+    "flushConsumeQueueThoroughInterval" => flush_consume_queue_thorough_interval: u32;
     /// Write through mlock'ed off-heap buffers and a commit thread (ASYNC_FLUSH masters only).
-    "transientStorePoolEnable" => transient_store_pool_enable: bool = false, any;
+    "transientStorePoolEnable" => transient_store_pool_enable: bool;
     /// Number of pool buffers, each one CommitLog file in size.
-    "transientStorePoolSize" => transient_store_pool_size: usize = 5, range(1, 64);
+    "transientStorePoolSize" => transient_store_pool_size: usize;
     /// Refuse a put at once when the pool has no free buffer (instead of waiting).
-    "fastFailIfNoBufferInStorePool" => fast_fail_if_no_buffer_in_store_pool: bool = false, any;
+    "fastFailIfNoBufferInStorePool" => fast_fail_if_no_buffer_in_store_pool: bool;
     /// Pre-fault each new CommitLog file on the allocator thread before it is written. Off by
     /// default, as in RocketMQ: on ext4 with large folios (Linux 6.16+) the appender's own
     /// faults are cheaper than pre-faulting (see benches/RESULTS.md).
-    "warmMapedFileEnable" => warm_mapped_file_enable: bool = false, any;
+    "warmMapedFileEnable" => warm_mapped_file_enable: bool;
     /// Largest record accepted (bytes, whole record).
-    "maxMessageSize" => max_message_size: usize = 4 * 1024 * 1024, range(1024, 128 * 1024 * 1024);
+    "maxMessageSize" => max_message_size: usize;
     /// Hours a CommitLog file is kept after its last write.
-    "fileReservedTime" => file_reserved_time: u32 = 72, range(0, 24 * 365 * 100);
+    "fileReservedTime" => file_reserved_time: u32;
     /// Hours of the day (`04`, `04;16`) at which expired files are deleted (used by the scheduler).
-    "deleteWhen" => delete_when: String = "04".to_string(), |v: &String| {
-        if v.split(';').all(|h| h.trim().parse::<u8>().is_ok_and(|h| h < 24)) { Ok(()) } else { Err("hours 00..23 separated by ';', e.g. 04 or 04;16".to_string()) }
-    };
+    "deleteWhen" => delete_when: String;
     /// Disk usage (%) above which expired files are deleted at once.
-    "diskMaxUsedSpaceRatio" => disk_max_used_space_ratio: u32 = 75, range(10, 95);
+    "diskMaxUsedSpaceRatio" => disk_max_used_space_ratio: u32;
     /// Disk usage (%) above which even unexpired files are deleted, oldest first.
-    "diskSpaceCleanForciblyRatio" => disk_space_clean_forcibly_ratio: u32 = 85, range(10, 99);
+    "diskSpaceCleanForciblyRatio" => disk_space_clean_forcibly_ratio: u32;
     /// Disk usage (%) above which writes are refused.
-    "diskSpaceWarningLevelRatio" => disk_space_warning_level_ratio: u32 = 90, range(10, 99);
+    "diskSpaceWarningLevelRatio" => disk_space_warning_level_ratio: u32;
     /// Period of the disk check and space-driven cleanup (ms).
-    "cleanResourceInterval" => clean_resource_interval: u32 = 10_000, range(10, 3_600_000);
+    "cleanResourceInterval" => clean_resource_interval: u32;
     /// Pause between two CommitLog file deletions (ms).
-    "deleteCommitLogFilesInterval" => delete_commit_log_files_interval: u32 = 100, range(0, 60_000);
+    "deleteCommitLogFilesInterval" => delete_commit_log_files_interval: u32;
     /// How long a file still being read may delay its deletion (ms).
-    "destroyMapedFileIntervalForcibly" => destroy_mapped_file_interval_forcibly: u32 = 120_000, range(0, 3_600_000);
+    "destroyMapedFileIntervalForcibly" => destroy_mapped_file_interval_forcibly: u32;
     /// Delete even unexpired files when the disk is over diskSpaceCleanForciblyRatio.
-    "cleanFileForciblyEnable" => clean_file_forcibly_enable: bool = true, any;
+    "cleanFileForciblyEnable" => clean_file_forcibly_enable: bool;
     /// Verify body CRCs during recovery.
-    "checkCRCOnRecover" => check_crc_on_recover: bool = true, any;
+    "checkCRCOnRecover" => check_crc_on_recover: bool;
     /// Build the IndexFile (query by key).
-    "messageIndexEnable" => message_index_enable: bool = true, any;
+    "messageIndexEnable" => message_index_enable: bool;
     /// Hash slots per IndexFile.
-    "maxHashSlotNum" => max_hash_slot_num: u32 = 5_000_000, range(16, 50_000_000);
+    "maxHashSlotNum" => max_hash_slot_num: u32;
     /// Index entries per IndexFile.
-    "maxIndexNum" => max_index_num: u32 = 20_000_000, range(16, 100_000_000);
+    "maxIndexNum" => max_index_num: u32;
     /// Most messages returned by one key query.
-    "defaultQueryMaxNum" => default_query_max_num: u32 = 32, range(1, 65_536);
+    "defaultQueryMaxNum" => default_query_max_num: u32;
     /// Pull batch byte cap while the data is in memory.
-    "maxTransferBytesOnMessageInMemory" => max_transfer_bytes_on_message_in_memory: usize = 256 * 1024, range(1, 1 << 30);
+    "maxTransferBytesOnMessageInMemory" => max_transfer_bytes_on_message_in_memory: usize;
     /// Pull batch count cap while the data is in memory.
-    "maxTransferCountOnMessageInMemory" => max_transfer_count_on_message_in_memory: usize = 32, range(1, 1 << 20);
+    "maxTransferCountOnMessageInMemory" => max_transfer_count_on_message_in_memory: usize;
     /// Pull batch byte cap when the data is cold (on disk).
-    "maxTransferBytesOnMessageInDisk" => max_transfer_bytes_on_message_in_disk: usize = 64 * 1024, range(1, 1 << 30);
+    "maxTransferBytesOnMessageInDisk" => max_transfer_bytes_on_message_in_disk: usize;
     /// Pull batch count cap when the data is cold.
-    "maxTransferCountOnMessageInDisk" => max_transfer_count_on_message_in_disk: usize = 8, range(1, 1 << 20);
+    "maxTransferCountOnMessageInDisk" => max_transfer_count_on_message_in_disk: usize;
     /// Percent of RAM, counted back from the CommitLog tail, that counts as "in memory".
-    "accessMessageInMemoryMaxRatio" => access_message_in_memory_max_ratio: u32 = 40, range(0, 100);
+    "accessMessageInMemoryMaxRatio" => access_message_in_memory_max_ratio: u32;
     /// Delay levels for SCHEDULE_TOPIC_XXXX (delivery time is stored as the tags code).
-    "messageDelayLevel" => message_delay_level: String = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h".to_string(), delay_levels;
+    "messageDelayLevel" => message_delay_level: String;
     /// A put lock held longer than this (ms) makes puts fail with OS_PAGECACHE_BUSY.
-    "osPageCacheBusyTimeOutMills" => os_page_cache_busy_timeout_mills: u32 = 1_000, range(100, 100_000);
+    "osPageCacheBusyTimeOutMills" => os_page_cache_busy_timeout_mills: u32;
     /// Timer messages (TIMER_DELIVER_MS / TIMER_DELAY_SEC / TIMER_DELAY_MS) are accepted and
     /// delivered on time; when false they are refused (WHEEL_TIMER_NOT_ENABLE).
-    "timerWheelEnable" => timer_wheel_enable: bool = true, any;
+    "timerWheelEnable" => timer_wheel_enable: bool;
     /// Longest delay a timer message may ask for (s); the time wheel has twice as many slots.
-    "timerMaxDelaySec" => timer_max_delay_sec: i64 = 259_200, range(1, 30 * 86_400);
+    "timerMaxDelaySec" => timer_max_delay_sec: i64;
     /// Granularity of timer messages (ms). Only 1000 (RocketMQ's default) is supported.
-    "timerPrecisionMs" => timer_precision_ms: u32 = 1_000, |v: &u32| if *v == 1_000 { Ok(()) } else {
-        Err("only 1000 (one-second slots, RocketMQ's default) is supported; remove the key or set it to 1000".to_string())
-    };
+    "timerPrecisionMs" => timer_precision_ms: u32;
 }
 
 impl StoreConfig {
@@ -387,16 +334,24 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("multiple of 20"), "{e}");
+        // RocketMQ clamps diskMaxUsedSpaceRatio into 10..=95; 0..=100 is accepted.
+        c.set("diskMaxUsedSpaceRatio", "99").unwrap();
+        assert_eq!(c.disk_max_used_space_ratio, 95);
         let e = c
-            .set("diskMaxUsedSpaceRatio", "99")
+            .set("diskMaxUsedSpaceRatio", "101")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("10..=95"), "{e}");
+        assert_eq!(
+            e,
+            "store config: diskMaxUsedSpaceRatio = '101' is not allowed; use an integer from 0 \
+             to 100 (percent)"
+        );
+        c.set("fileReservedTime", "0").unwrap();
         let e = c.set("nope", "1").unwrap_err().to_string();
         assert!(e.contains("not a store key"), "{e}");
         let e = c.set("messageDelayLevel", "1s 5x").unwrap_err().to_string();
         assert!(
-            e.contains("messageDelayLevel") && e.contains("level 2 (\"5x\")"),
+            e.contains("messageDelayLevel") && e.contains("level 2 ('5x')"),
             "{e}"
         );
         for bad in [
@@ -418,7 +373,17 @@ mod tests {
             [1_000, 120_000, 10_800_000, 86_400_000]
         );
         assert!(c.set("deleteWhen", "04;25").is_err());
+        let e = c.set("brokerClusterName", "x").unwrap_err().to_string();
+        assert!(e.contains("not a store key"), "{e}");
         c.set("deleteWhen", "04;16").unwrap();
+    }
+
+    #[test]
+    fn every_store_key_is_in_the_schema_with_a_default() {
+        for key in StoreConfig::KEYS {
+            let spec = schema::broker_key(key).unwrap_or_else(|| panic!("{key} not in schema"));
+            assert!(spec.default.is_some(), "{key}");
+        }
     }
 
     #[test]

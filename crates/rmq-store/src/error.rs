@@ -41,6 +41,9 @@ pub enum StoreError {
         /// What is allowed.
         allowed: String,
     },
+    /// A config value the config schema refuses (`rmq_common::config_schema`).
+    #[error("store config: {0}")]
+    ConfigValue(#[from] rmq_common::config_schema::ConfigValueError),
     /// The message cannot be stored as it is (RocketMQ MESSAGE_ILLEGAL).
     #[error("message illegal: {0}")]
     MessageIllegal(String),

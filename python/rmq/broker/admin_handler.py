@@ -33,6 +33,7 @@ from rmq.codes import RequestCode, ResponseCode
 from rmq.config import (
     BROKER_KEYS,
     KNOWN_BUT_UNUSED,
+    SCHEMA,
     BrokerConfig,
     check_broker_value,
     format_properties,
@@ -49,14 +50,9 @@ __all__ = ["RUNTIME_KEYS", "BrokerAdminHandler", "ConfigListener", "DataVersion"
 
 log = logging.getLogger("rmq.broker")
 
-RUNTIME_KEYS: tuple[str, ...] = (
-    "brokerPermission",
-    "deleteWhen",
-    "diskMaxUsedSpaceRatio",
-    "fileReservedTime",
-    "registerNameServerPeriod",
-)
-"""Broker keys UPDATE_BROKER_CONFIG may change while the broker runs: the broker permission
+RUNTIME_KEYS: tuple[str, ...] = tuple(sorted(key for key in BROKER_KEYS if SCHEMA[key].runtime))
+"""Broker keys UPDATE_BROKER_CONFIG may change while the broker runs (the config schema's
+``runtime`` keys that this process reads): the broker permission
 (sends and pulls check it at once; the nameservers learn it at the next registration, which
 follows immediately), the registration period, and when and which expired files are deleted.
 Every other key is read once at start-up."""

@@ -60,9 +60,13 @@ def _read_config(path: str) -> tuple[int | None, dict[str, str]]:
     raw = props.get("listenPort")
     if raw is None:
         return None, props
-    if not raw.isdigit() or not 0 <= int(raw) <= 65535:
-        raise ValueError(f"{path}: listenPort = {raw!r} is not allowed; use a port 0..65535")
-    return int(raw), props
+    from rmq._rmq import check_config_value
+
+    try:
+        text, _ = check_config_value("listenPort", raw, "namesrv")
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    return int(text), props
 
 
 def run(host: str, port: int, stop: threading.Event, settings: dict[str, str] | None = None) -> int:

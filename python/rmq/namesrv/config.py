@@ -7,6 +7,9 @@ config files and admin tools work, kept, and reported back, but change nothing. 
 GET_NAMESRV_CONFIG is ``key=value`` lines: ``listenPort`` (the port actually bound) and every
 key set in the config file or by UPDATE_NAMESRV_CONFIG. Updates live in memory until the
 nameserver stops, as RocketMQ's do unless its ``configStorePath`` file is kept.
+
+The keys and their types are the config schema's (``rmq._rmq.config_schema("namesrv")``, the
+Rust table ``rmq_common::config_schema::NAMESRV_KEYS``).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 
+from rmq._rmq import config_schema
 from rmq.config import format_properties
 
 __all__ = [
@@ -24,29 +28,14 @@ __all__ = [
     "NamesrvConfigError",
 ]
 
+_SCHEMA = {key.name: key for key in config_schema("namesrv")}
 KNOWN_KEYS = frozenset({"listenPort"})
-PATH_KEYS = frozenset({"kvConfigPath", "configStorePath"})
-_BOOL_KEYS = frozenset(
-    {
-        "orderMessageEnable",
-        "clusterTest",
-        "serverPooledByteBufAllocatorEnable",
-        "useEpollNativeSelector",
-    }
-)
+PATH_KEYS = frozenset(name for name, key in _SCHEMA.items() if key.kind == "path")
+_BOOL_KEYS = frozenset(name for name, key in _SCHEMA.items() if key.kind == "bool")
 _INT_KEYS = frozenset(
-    {
-        "serverWorkerThreads",
-        "serverCallbackExecutorThreads",
-        "serverSelectorThreads",
-        "serverOnewaySemaphoreValue",
-        "serverAsyncSemaphoreValue",
-        "serverChannelMaxIdleTimeSeconds",
-        "serverSocketSndBufSize",
-        "serverSocketRcvBufSize",
-    }
+    name for name, key in _SCHEMA.items() if key.kind == "int" and name not in KNOWN_KEYS
 )
-ACCEPTED_UNUSED_KEYS = PATH_KEYS | _BOOL_KEYS | _INT_KEYS | {"rocketmqHome", "productEnvName"}
+ACCEPTED_UNUSED_KEYS = frozenset(_SCHEMA) - KNOWN_KEYS
 """Keys RocketMQ's nameserver has that this one accepts, reports and ignores."""
 
 

@@ -48,6 +48,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
+from rmq.config import schema_default
+
 __all__ = [
     "DEFAULT_DELAY_LEVELS",
     "DELAY_OFFSET_FILE",
@@ -65,8 +67,8 @@ log = logging.getLogger(__name__)
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 """Where delayed messages wait, one queue per level (queue id = level - 1)."""
 
-DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
-"""RocketMQ's ``messageDelayLevel``."""
+DEFAULT_DELAY_LEVELS = schema_default("messageDelayLevel")
+"""RocketMQ's ``messageDelayLevel`` (the config schema's default)."""
 
 DELAY_OFFSET_FILE = "delayOffset.json"
 """The progress file, under ``{storePathRootDir}/config``."""
@@ -95,8 +97,6 @@ FIRST_READ_UNITS = 64
 """Units a check reads first: when they are all due it reads on (up to :data:`BATCH_UNITS`), so a
 level whose head is not due costs one small read."""
 
-_UNITS_MS = {"s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-_EXAMPLE = 'e.g. "1s 5s 10s 30s 1m 2m"'
 _BARE_INT_KEY = re.compile(r"([{,]\s*)(-?\d+)(\s*:)")
 
 
@@ -104,29 +104,13 @@ def parse_delay_levels(text: str) -> list[int]:
     """``messageDelayLevel`` (levels separated by blanks, each a whole number >= 1 with a unit
     ``s``, ``m``, ``h`` or ``d``) as milliseconds per level, level 1 first.
 
-    The rules are the native store's (``rmq_store::config::parse_delay_levels``), so a value
-    refused here is refused there. Raises ``ValueError`` naming the first bad level.
+    This is the native parser (``rmq_common::config_schema::parse_delay_levels``), the one the
+    store and the config check use, so a value refused here is refused there. Raises
+    ``ValueError`` naming the first bad level.
     """
-    out: list[int] = []
-    for i, token in enumerate(text.split(), start=1):
-        unit = _UNITS_MS.get(token[-1:])
-        if unit is None:
-            raise ValueError(
-                f"level {i} ({token!r}) needs a unit s, m, h or d after the number, {_EXAMPLE}"
-            )
-        number = token[:-1]
-        if not number.isascii() or not number.isdigit() or int(number) < 1:
-            raise ValueError(
-                f"level {i} ({token!r}) needs a whole number of at least 1 before its unit, "
-                f"{_EXAMPLE}"
-            )
-        ms = int(number) * unit
-        if ms >= 2**63:
-            raise ValueError(f"level {i} ({token!r}) is too long, {_EXAMPLE}")
-        out.append(ms)
-    if not out:
-        raise ValueError(f"at least one delay level is needed, {_EXAMPLE}")
-    return out
+    from rmq._rmq import parse_delay_levels as native
+
+    return native(text)
 
 
 # --------------------------------------------------------------------------------------------

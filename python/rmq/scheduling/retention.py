@@ -44,19 +44,13 @@ def parse_delete_when(value: str) -> frozenset[int]:
     """The hours of day (0-23) that a ``deleteWhen`` value names.
 
     ``"04"`` → ``{4}``; ``"04;10"`` → ``{4, 10}``; blanks around hours and a trailing ``;`` are
-    tolerated. Raises ``ValueError`` for anything else (empty, not a number, out of range).
+    tolerated. Raises ``ValueError`` for anything else (empty, not a number, out of range). The
+    parser is the config schema's (``rmq_common::config_schema::parse_delete_when``), the one
+    that checks the config value.
     """
-    hours: set[int] = set()
-    for part in value.split(";"):
-        item = part.strip()
-        if not item:
-            continue
-        if not item.isdigit() or len(item) > 2 or int(item) > 23:
-            raise ValueError(f"{item!r} is not an hour 00-23")
-        hours.add(int(item))
-    if not hours:
-        raise ValueError("no hour given")
-    return frozenset(hours)
+    from rmq._rmq import parse_delete_when as native
+
+    return frozenset(native(value))
 
 
 def is_time_to_delete(now: datetime, delete_when: str) -> bool:

@@ -1,0 +1,239 @@
+//! The key tables: every `broker.conf` key rmq knows (store, broker, control plane and the
+//! RocketMQ keys accepted without effect) and every `namesrv.conf` key. Defaults are
+//! RocketMQ 4.9.7's.
+
+use super::values::DEFAULT_DELAY_LEVELS;
+use super::{ConfigKey as K, Owner, ValueKind};
+
+use Owner::{Broker, ControlPlane, Namesrv, Store, Unused};
+
+const fn int(min: i64, max: i64) -> ValueKind {
+    ValueKind::Int { min, max }
+}
+const BOOL: ValueKind = ValueKind::Bool;
+const ANY_INT: ValueKind = ValueKind::Int {
+    min: i64::MIN,
+    max: i64::MAX,
+};
+const UNCHECKED: ValueKind = ValueKind::Text;
+const GIB: i64 = 1 << 30;
+const MIB: i64 = 1 << 20;
+const MAX_HOURS: i64 = 24 * 365 * 100;
+const DAY_MS: i64 = 86_400_000;
+const HOUR_MS: i64 = 3_600_000;
+const MS: &str = " (milliseconds)";
+
+/// Every `broker.conf` key.
+#[rustfmt::skip]
+pub static BROKER_KEYS: &[K] = &[
+    // ---- identity and addresses (control plane) -----------------------------------------
+    K::new("brokerClusterName", ValueKind::Name, Some("DefaultCluster"), ControlPlane,
+        "The cluster this broker registers under."),
+    K::new("brokerName", ValueKind::Name, None, ControlPlane,
+        "Shared by a master and its slaves (default: the host name)."),
+    K::new("brokerId", int(0, i64::MAX), Some("0"), ControlPlane,
+        "0 for a master, >= 1 for a slave.").hint(" (0 is the master)"),
+    K::new("brokerIP1", ValueKind::Ip, None, ControlPlane,
+        "The address clients and message ids use (default: the first non-loopback IPv4 \
+         address)."),
+    K::new("listenPort", int(1, 65_535), Some("10911"), ControlPlane,
+        "The remoting port; the HA port is listenPort + 1."),
+    K::new("namesrvAddr", ValueKind::HostPortList, Some(""), ControlPlane,
+        "host:port;host:port of the nameservers; empty runs an embedded nameserver."),
+    K::new("storePathRootDir", ValueKind::Path, Some("~/store"), ControlPlane,
+        "The store root (~ expanded, made absolute)."),
+    K::new("brokerAddr", ValueKind::SocketAddr, None, Broker,
+        "brokerIP1:listenPort as the Rust server is told it (not a RocketMQ key: the control \
+         plane sets it)."),
+    // ---- control plane schedules ---------------------------------------------------------
+    K::new("deleteWhen", ValueKind::DeleteWhen, Some("04"), ControlPlane,
+        "Hours of day (;-separated, local time) to delete expired files.").runtime(),
+    K::new("registerNameServerPeriod", int(0, i64::MAX), Some("30000"), ControlPlane,
+        "ms between registrations (clamped to 10 000-60 000, as RocketMQ does).")
+        .clamp(10_000, 60_000).hint(MS).runtime(),
+    K::new("flushDelayOffsetInterval", int(100, HOUR_MS), Some("10000"), ControlPlane,
+        "ms between fsynced writes of config/delayOffset.json.").hint(MS),
+    K::new("transactionTimeOut", int(0, DAY_MS), Some("6000"), ControlPlane,
+        "ms a half message waits for END_TRANSACTION before the broker asks.").hint(MS),
+    K::new("transactionCheckMax", int(1, 1_000_000), Some("15"), ControlPlane,
+        "Checks of one half message before it is discarded."),
+    K::new("transactionCheckInterval", int(100, DAY_MS), Some("60000"), ControlPlane,
+        "ms between two rounds of transaction checks.").hint(MS),
+    // ---- the Rust broker server ------------------------------------------------------------
+    K::new("autoCreateTopicEnable", BOOL, Some("true"), Broker,
+        "Create unknown topics on first send (TBW102 carries the inherit bit)."),
+    K::new("autoCreateSubscriptionGroup", BOOL, Some("true"), Broker,
+        "Create unknown subscription groups on first use."),
+    K::new("defaultTopicQueueNums", int(1, 1024), Some("8"), Broker,
+        "Queues of an auto-created topic."),
+    K::new("brokerPermission", ValueKind::IntOneOf(&[6, 4, 2]), Some("6"), Broker,
+        "6 read+write, 4 read only, 2 write only.")
+        .allowed("use 6 (read and write), 4 (read only) or 2 (write only)").runtime(),
+    K::new("longPollingEnable", BOOL, Some("true"), Broker,
+        "Hold pulls up to the client's suspend timeout."),
+    K::new("shortPollingTimeMills", int(0, HOUR_MS), Some("1000"), Broker,
+        "Hold time of a pull when long polling is off.").hint(MS),
+    K::new("transferMsgByHeap", BOOL, Some("false"), Broker,
+        "Copy pull bodies instead of sending them from the mapped file."),
+    K::new("regionId", UNCHECKED, Some("DefaultRegion"), Broker,
+        "Returned in send responses (MSG_REGION)."),
+    K::new("traceOn", BOOL, Some("true"), Broker, "Returned in send responses (TRACE_ON)."),
+    K::new("clusterTopicEnable", BOOL, Some("true"), Broker,
+        "The cluster-name topic is readable and writable."),
+    K::new("brokerTopicEnable", BOOL, Some("true"), Broker,
+        "The broker-name topic is readable and writable."),
+    K::new("channelExpiredTimeout", int(0, i64::MAX), Some("120000"), Broker,
+        "Clients silent this long (ms) are dropped.").hint(MS),
+    K::new("rejectTransactionMessage", BOOL, Some("false"), Broker,
+        "Refuse half messages (NO_PERMISSION)."),
+    K::new("rocketmq.broker.rebalance.lockMaxLiveTime", int(1000, DAY_MS), Some("60000"), Broker,
+        "ms a queue lock of an orderly consumer lasts without renewal (a JVM system property \
+         in RocketMQ).").hint(MS),
+    K::new("serverChannelMaxIdleTimeSeconds", int(0, 86_400), Some("120"), Broker,
+        "Seconds without traffic after which a connection is closed (0: never).")
+        .hint(" (seconds; 0 keeps idle connections open)"),
+    // ---- the store ---------------------------------------------------------------------------
+    K::new("brokerRole", ValueKind::OneOf(&["ASYNC_MASTER", "SYNC_MASTER", "SLAVE"]),
+        Some("ASYNC_MASTER"), Store, "How the broker replicates; a SLAVE refuses client puts."),
+    K::new("flushDiskType", ValueKind::OneOf(&["ASYNC_FLUSH", "SYNC_FLUSH"]),
+        Some("ASYNC_FLUSH"), Store, "When a put is acknowledged relative to the disk flush."),
+    K::new("fileReservedTime", int(0, MAX_HOURS), Some("72"), Store,
+        "Hours a CommitLog file is kept after its last write.")
+        .hint(" (hours to keep a file)").runtime(),
+    K::new("maxMessageSize", int(1024, 128 * MIB), Some("4194304"), Store,
+        "Largest message accepted (bytes, the whole stored record).")
+        .hint(" (bytes; a request frame is at most 16 MiB)"),
+    K::new("cleanResourceInterval", int(10, HOUR_MS), Some("10000"), Store,
+        "ms between expired-file and disk checks.").hint(MS),
+    K::new("diskMaxUsedSpaceRatio", int(0, 100), Some("75"), Store,
+        "Disk usage (%) above which expired files are deleted at once (clamped to 10-95, as \
+         RocketMQ does).").clamp(10, 95).hint(" (percent)").runtime(),
+    K::new("messageDelayLevel", ValueKind::DelayLevels, Some(DEFAULT_DELAY_LEVELS), Store,
+        "The delay of each level (1 first), blank-separated."),
+    K::new("mappedFileSizeCommitLog", int(64 * 1024, 2 * GIB), Some("1073741824"), Store,
+        "Size of one CommitLog file; a record never spans two files."),
+    K::new("mappedFileSizeConsumeQueue",
+        ValueKind::IntMultipleOf { min: 20 * 16, max: GIB, of: 20 }, Some("6000000"), Store,
+        "Size of one ConsumeQueue file (300 000 units of 20 bytes)."),
+    K::new("flushIntervalCommitLog", int(1, 60_000), Some("500"), Store,
+        "Async flush period.").hint(MS),
+    K::new("flushCommitLogLeastPages", int(0, 1 << 20), Some("4"), Store,
+        "Dirty 4 KiB pages needed before an async flush."),
+    K::new("flushCommitLogThoroughInterval", int(0, HOUR_MS), Some("10000"), Store,
+        "Longest gap between two real async flushes.").hint(MS),
+    K::new("flushCommitLogTimed", BOOL, Some("false"), Store,
+        "The async flush thread sleeps a fixed interval (true) or can be woken by puts."),
+    K::new("commitIntervalCommitLog", int(1, 60_000), Some("200"), Store,
+        "Transient-pool commit period.").hint(MS),
+    K::new("commitCommitLogLeastPages", int(0, 1 << 20), Some("4"), Store,
+        "Dirty pages needed before a pool commit."),
+    K::new("commitCommitLogThoroughInterval", int(0, HOUR_MS), Some("200"), Store,
+        "Longest gap between two pool commits.").hint(MS),
+    K::new("syncFlushTimeout", int(1, 600_000), Some("5000"), Store,
+        "How long a SYNC_FLUSH put waits for the disk before FLUSH_DISK_TIMEOUT.").hint(MS),
+    K::new("flushIntervalConsumeQueue", int(1, 60_000), Some("1000"), Store,
+        "ConsumeQueue and checkpoint flush period.").hint(MS),
+    K::new("flushConsumeQueueLeastPages", int(0, 1 << 20), Some("2"), Store,
+        "Dirty pages needed before a ConsumeQueue flush."),
+    K::new("flushConsumeQueueThoroughInterval", int(0, HOUR_MS), Some("60000"), Store,
+        "Longest gap between two real ConsumeQueue flushes.").hint(MS),
+    K::new("transientStorePoolEnable", BOOL, Some("false"), Store,
+        "Write through mlock'ed off-heap buffers and a commit thread (ASYNC_FLUSH masters)."),
+    K::new("transientStorePoolSize", int(1, 64), Some("5"), Store,
+        "Number of pool buffers, each one CommitLog file in size."),
+    K::new("fastFailIfNoBufferInStorePool", BOOL, Some("false"), Store,
+        "Refuse a put at once when the pool has no free buffer."),
+    K::new("warmMapedFileEnable", BOOL, Some("false"), Store,
+        "Pre-fault each new CommitLog file before it is written."),
+    K::new("diskSpaceCleanForciblyRatio", int(10, 99), Some("85"), Store,
+        "Disk usage (%) above which even unexpired files are deleted, oldest first.")
+        .hint(" (percent)"),
+    K::new("diskSpaceWarningLevelRatio", int(10, 99), Some("90"), Store,
+        "Disk usage (%) above which writes are refused.").hint(" (percent)"),
+    K::new("deleteCommitLogFilesInterval", int(0, 60_000), Some("100"), Store,
+        "Pause between two CommitLog file deletions.").hint(MS),
+    K::new("destroyMapedFileIntervalForcibly", int(0, HOUR_MS), Some("120000"), Store,
+        "How long a file still being read may delay its deletion.").hint(MS),
+    K::new("cleanFileForciblyEnable", BOOL, Some("true"), Store,
+        "Delete even unexpired files when the disk is over diskSpaceCleanForciblyRatio."),
+    K::new("checkCRCOnRecover", BOOL, Some("true"), Store, "Verify body CRCs during recovery."),
+    K::new("messageIndexEnable", BOOL, Some("true"), Store, "Build the IndexFile (query by key)."),
+    K::new("maxHashSlotNum", int(16, 50_000_000), Some("5000000"), Store,
+        "Hash slots per IndexFile."),
+    K::new("maxIndexNum", int(16, 100_000_000), Some("20000000"), Store,
+        "Index entries per IndexFile."),
+    K::new("defaultQueryMaxNum", int(1, 65_536), Some("32"), Store,
+        "Most messages returned by one key query."),
+    K::new("maxTransferBytesOnMessageInMemory", int(1, GIB), Some("262144"), Store,
+        "Pull batch byte cap while the data is in memory."),
+    K::new("maxTransferCountOnMessageInMemory", int(1, 1 << 20), Some("32"), Store,
+        "Pull batch count cap while the data is in memory."),
+    K::new("maxTransferBytesOnMessageInDisk", int(1, GIB), Some("65536"), Store,
+        "Pull batch byte cap when the data is cold."),
+    K::new("maxTransferCountOnMessageInDisk", int(1, 1 << 20), Some("8"), Store,
+        "Pull batch count cap when the data is cold."),
+    K::new("accessMessageInMemoryMaxRatio", int(0, 100), Some("40"), Store,
+        "Percent of RAM, counted back from the CommitLog tail, that counts as in memory.")
+        .hint(" (percent)"),
+    K::new("osPageCacheBusyTimeOutMills", int(100, 100_000), Some("1000"), Store,
+        "A put lock held longer than this makes puts fail with OS_PAGECACHE_BUSY.").hint(MS),
+    K::new("timerWheelEnable", BOOL, Some("true"), Store,
+        "Timer messages are accepted and delivered on time; when false they are refused."),
+    K::new("timerMaxDelaySec", int(1, 30 * 86_400), Some("259200"), Store,
+        "Longest delay a timer message may ask for (s)."),
+    K::new("timerPrecisionMs", ValueKind::IntOneOf(&[1000]), Some("1000"), Store,
+        "Granularity of timer messages (ms); only RocketMQ's default is supported.")
+        .allowed("only 1000 (one-second slots, RocketMQ's default) is supported; remove the key \
+                  or set it to 1000"),
+    // ---- RocketMQ keys accepted without effect ---------------------------------------------
+    K::new("brokerIP2", UNCHECKED, None, Unused, "HA address: read once replication lands."),
+    K::new("haListenPort", UNCHECKED, None, Unused, "HA port: read once replication lands."),
+    K::new("sendMessageThreadPoolNums", UNCHECKED, None, Unused, "A Java thread pool."),
+    K::new("pullMessageThreadPoolNums", UNCHECKED, None, Unused, "A Java thread pool."),
+    K::new("queryMessageThreadPoolNums", UNCHECKED, None, Unused, "A Java thread pool."),
+    K::new("adminBrokerThreadPoolNums", UNCHECKED, None, Unused, "A Java thread pool."),
+    K::new("clientManageThreadPoolNums", UNCHECKED, None, Unused, "A Java thread pool."),
+    K::new("consumerManageThreadPoolNums", UNCHECKED, None, Unused, "A Java thread pool."),
+    K::new("heartbeatThreadPoolNums", UNCHECKED, None, Unused, "A Java thread pool."),
+    K::new("endTransactionThreadPoolNums", UNCHECKED, None, Unused, "A Java thread pool."),
+    K::new("sendThreadPoolQueueCapacity", UNCHECKED, None, Unused, "A Java queue."),
+    K::new("pullThreadPoolQueueCapacity", UNCHECKED, None, Unused, "A Java queue."),
+    K::new("queryThreadPoolQueueCapacity", UNCHECKED, None, Unused, "A Java queue."),
+    K::new("serverWorkerThreads", UNCHECKED, None, Unused, "A Netty thread count."),
+    K::new("serverSelectorThreads", UNCHECKED, None, Unused, "A Netty thread count."),
+    K::new("serverCallbackExecutorThreads", UNCHECKED, None, Unused, "A Netty thread count."),
+    K::new("useEpollNativeSelector", UNCHECKED, None, Unused, "A Netty option."),
+    K::new("rocketmqHome", UNCHECKED, None, Unused, "Where the Java broker finds its files."),
+];
+
+/// Every `namesrv.conf` key (RocketMQ's `NamesrvConfig` and `NettyServerConfig`). rmq's
+/// nameserver acts on `listenPort` only; the others are kept and reported back.
+#[rustfmt::skip]
+pub static NAMESRV_KEYS: &[K] = &[
+    K::new("listenPort", int(0, 65_535), Some("9876"), Namesrv,
+        "The port the nameserver listens on (0: any free port)."),
+    K::new("kvConfigPath", ValueKind::Path, None, Namesrv, "RocketMQ's KV config file."),
+    K::new("configStorePath", ValueKind::Path, None, Namesrv, "RocketMQ's config file."),
+    K::new("orderMessageEnable", BOOL, Some("false"), Namesrv, "Kept and reported.").runtime(),
+    K::new("clusterTest", BOOL, Some("false"), Namesrv, "Kept and reported.").runtime(),
+    K::new("serverPooledByteBufAllocatorEnable", BOOL, Some("true"), Namesrv,
+        "Kept and reported.").runtime(),
+    K::new("useEpollNativeSelector", BOOL, Some("false"), Namesrv, "Kept and reported.")
+        .runtime(),
+    K::new("serverWorkerThreads", ANY_INT, Some("8"), Namesrv, "Kept and reported.").runtime(),
+    K::new("serverCallbackExecutorThreads", ANY_INT, Some("0"), Namesrv, "Kept and reported.")
+        .runtime(),
+    K::new("serverSelectorThreads", ANY_INT, Some("3"), Namesrv, "Kept and reported.").runtime(),
+    K::new("serverOnewaySemaphoreValue", ANY_INT, Some("256"), Namesrv, "Kept and reported.")
+        .runtime(),
+    K::new("serverAsyncSemaphoreValue", ANY_INT, Some("64"), Namesrv, "Kept and reported.")
+        .runtime(),
+    K::new("serverChannelMaxIdleTimeSeconds", ANY_INT, Some("120"), Namesrv,
+        "Kept and reported.").runtime(),
+    K::new("serverSocketSndBufSize", ANY_INT, Some("65535"), Namesrv, "Kept and reported.")
+        .runtime(),
+    K::new("serverSocketRcvBufSize", ANY_INT, Some("65535"), Namesrv, "Kept and reported.")
+        .runtime(),
+    K::new("rocketmqHome", UNCHECKED, None, Namesrv, "Kept and reported.").runtime(),
+    K::new("productEnvName", UNCHECKED, Some("center"), Namesrv, "Kept and reported.").runtime(),
+];
