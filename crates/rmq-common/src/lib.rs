@@ -1,7 +1,8 @@
 //! Pure building blocks that the store, the protocol and the client all need to agree on,
 //! byte for byte, with Apache RocketMQ: the message-properties string, the offset message id,
 //! Java's `String.hashCode` (used for tag codes and index keys), the body CRC and the
-//! system-flag bits, and the body compression codecs. Nothing here does I/O.
+//! system-flag bits, the body compression codecs, the system topic names and the transaction
+//! op record. Nothing here does I/O.
 #![forbid(unsafe_code)]
 
 pub mod compression;
@@ -11,6 +12,8 @@ pub mod message_id;
 pub mod properties;
 pub mod sys_flag;
 pub mod time;
+pub mod topic;
+pub mod trans_op;
 
 pub use compression::{decompress_body, CompressionError, CompressionType};
 pub use hash::{body_crc, index_key_hash, java_string_hash, tags_hash_code};

@@ -19,6 +19,7 @@ use rmq_store::{MessageStore, MessageToStore, SelectMappedBufferResult, StoreCon
 mod broker;
 mod client;
 mod columns;
+mod names;
 mod remoting;
 
 /// The `rmq.errors` class a store error is raised as.
@@ -801,5 +802,6 @@ fn _rmq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(java_string_hash, m)?)?;
     m.add_function(wrap_pyfunction!(create_offset_msg_id, m)?)?;
     m.add_function(wrap_pyfunction!(decode_offset_msg_id, m)?)?;
+    names::register(m)?;
     Ok(())
 }
