@@ -7,13 +7,16 @@
 //! * request and response codes (`rmq_protocol::code`) as the `IntEnum`s `RequestCode` and
 //!   `ResponseCode`, built here from the Rust tables;
 //! * the fastjson dialect reader (`rmq_protocol::json_compat`) and the transaction op record
-//!   decoder (`rmq_common::trans_op`).
+//!   decoder (`rmq_common::trans_op`);
+//! * the nameserver's route bodies ([`routes`]).
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
 use rmq_common::properties::PropertyKey;
+
+mod routes;
 
 /// Rewrite a body in fastjson's dialect (bare or object map keys, single quotes) as standard
 /// JSON text for `json.loads`; `ValueError` says where and why it is neither.
@@ -62,5 +65,5 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ResponseCode", int_enum(m, "ResponseCode", responses)?)?;
     m.add_function(wrap_pyfunction!(fastjson_to_json, m)?)?;
     m.add_function(wrap_pyfunction!(decode_trans_op, m)?)?;
-    Ok(())
+    routes::register(m)
 }

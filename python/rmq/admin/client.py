@@ -14,7 +14,6 @@ import ipaddress
 import socket
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
 from rmq import fastjson
@@ -58,20 +57,8 @@ NAMESRV_HINT = (
 BROKER_HINT = "is the broker running, and is the address one rmq clusterList shows?"
 
 
-class AdminRequestCode(IntEnum):
-    """Request codes only the admin tool sends (the rest are in :class:`rmq.codes.RequestCode`)."""
-
-    UPDATE_BROKER_CONFIG = 25
-    GET_BROKER_CONFIG = 26
-    UPDATE_AND_CREATE_SUBSCRIPTIONGROUP = 200
-    GET_TOPIC_STATS_INFO = 202
-    GET_CONSUMER_CONNECTION_LIST = 203
-    GET_PRODUCER_CONNECTION_LIST = 204
-    DELETE_SUBSCRIPTIONGROUP = 207
-    GET_CONSUME_STATS = 208
-    DELETE_TOPIC_IN_BROKER = 215
-    INVOKE_BROKER_TO_RESET_OFFSET = 222
-    QUERY_TOPIC_CONSUME_BY_WHO = 300
+AdminRequestCode = RequestCode
+"""The admin tool's request codes: :class:`rmq.codes.RequestCode` (every code Rust knows)."""
 
 
 class AdminError(RmqError):

@@ -48,6 +48,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
+from rmq._rmq import SCHEDULE_TOPIC
+
 __all__ = [
     "DEFAULT_DELAY_LEVELS",
     "DELAY_OFFSET_FILE",
@@ -61,9 +63,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
-"""Where delayed messages wait, one queue per level (queue id = level - 1)."""
 
 DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 """RocketMQ's ``messageDelayLevel``."""
