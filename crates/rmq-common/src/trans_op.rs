@@ -58,7 +58,10 @@ mod tests {
         for offset in [0, 7, i64::MAX] {
             let (body, props) = encode(offset);
             let props = Properties::decode(&props);
-            assert_eq!(decode(props.get(PropertyKey::TAGS), body.as_bytes()), Ok(offset));
+            assert_eq!(
+                decode(props.get(PropertyKey::TAGS), body.as_bytes()),
+                Ok(offset)
+            );
             assert_eq!(props.get(PropertyKey::WAIT_STORE_MSG_OK), Some("true"));
         }
         assert_eq!(encode(42).0, "42");

@@ -71,13 +71,20 @@ pub fn to_standard_json(text: &str) -> Result<Cow<'_, str>, String> {
         if p.depth_exceeded {
             return Err(stop(&p, "JSON nested too deeply (more than 128 levels)"));
         }
-        return Err(stop(&p, "not JSON, nor fastjson's dialect of it: the reader stopped"));
+        return Err(stop(
+            &p,
+            "not JSON, nor fastjson's dialect of it: the reader stopped",
+        ));
     }
     p.skip_ws();
     if p.pos != p.b.len() {
         return Err(stop(&p, "extra data after the JSON value"));
     }
-    let standard = if p.changed { Cow::Owned(out) } else { Cow::Borrowed(text) };
+    let standard = if p.changed {
+        Cow::Owned(out)
+    } else {
+        Cow::Borrowed(text)
+    };
     serde_json::from_str::<serde::de::IgnoredAny>(&standard)
         .map_err(|e| format!("not JSON: {e}"))?;
     Ok(standard)
@@ -355,7 +362,10 @@ mod tests {
         let e = to_standard_json("{a 1}").unwrap_err();
         assert!(e.contains("at byte 3") && e.contains("\"1}\""), "{e}");
         let e = to_standard_json("{a:1} x").unwrap_err();
-        assert!(e.starts_with("extra data after the JSON value at byte 6"), "{e}");
+        assert!(
+            e.starts_with("extra data after the JSON value at byte 6"),
+            "{e}"
+        );
         let e = to_standard_json("{a:tru}").unwrap_err();
         assert!(e.starts_with("not JSON: "), "{e}");
         let deep = "{a:".repeat(300) + "1" + &"}".repeat(300);

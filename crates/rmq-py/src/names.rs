@@ -59,9 +59,13 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add(format!("PROPERTY_{name}"), *value)?;
     }
     m.add("TRANS_OP_REMOVE_TAG", rmq_common::trans_op::REMOVE_TAG)?;
-    let requests = rmq_protocol::RequestCode::ALL.iter().map(|(c, n, _)| (*n, c.0));
+    let requests = rmq_protocol::RequestCode::ALL
+        .iter()
+        .map(|(c, n, _)| (*n, c.0));
     m.add("RequestCode", int_enum(m, "RequestCode", requests)?)?;
-    let responses = rmq_protocol::ResponseCode::ALL.iter().map(|(c, n, _)| (*n, c.0));
+    let responses = rmq_protocol::ResponseCode::ALL
+        .iter()
+        .map(|(c, n, _)| (*n, c.0));
     m.add("ResponseCode", int_enum(m, "ResponseCode", responses)?)?;
     m.add_function(wrap_pyfunction!(fastjson_to_json, m)?)?;
     m.add_function(wrap_pyfunction!(decode_trans_op, m)?)?;
