@@ -43,7 +43,7 @@ PULL_BATCH = 32
 MAX_QUERY_NUM = 64
 LONG_MAX = 2**63 - 1
 
-PULL_STATUS = {
+PULL_STATUS: dict[int, str] = {
     ResponseCode.SUCCESS: "FOUND",
     PullNotFoundError.code: "NO_NEW_MSG",
     PullRetryImmediatelyError.code: "NO_MATCHED_MSG",
