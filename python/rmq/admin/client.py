@@ -4,7 +4,8 @@ everything else, all over ``rmq._rmq.RemotingClient`` with RocketMQ's request co
 Every failure a user can cause or meet (nothing listening, an unknown topic, a broker that
 does not serve a request code) becomes an :mod:`rmq.errors` exception whose message says what
 happened and what to check, so the command line can print it as one line. Responses are read
-with :mod:`rmq.admin.fastjson`, since Java peers answer in fastjson's dialect.
+with :mod:`rmq.fastjson` (a thin face of the Rust reader), since Java peers answer in
+fastjson's dialect.
 """
 
 from __future__ import annotations
