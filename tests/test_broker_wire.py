@@ -116,7 +116,7 @@ def test_send_pull_offsets_and_registration(broker: tuple[BrokerProcess, str, st
     while True:
         pulled = c.invoke(addr, RequestCode.PULL_MESSAGE, pull_header)
         dispatched = pulled.ext_fields.get("nextBeginOffset") == "10"
-        if pulled.code == ResponseCode.SUCCESS and dispatched or time.monotonic() > deadline:
+        if (pulled.code == ResponseCode.SUCCESS and dispatched) or time.monotonic() > deadline:
             break
         time.sleep(0.02)
     assert pulled.code == ResponseCode.SUCCESS, pulled.remark

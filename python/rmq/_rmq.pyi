@@ -5,7 +5,8 @@ Errors are raised as classes of :mod:`rmq.errors` (the one exception tree).
 """
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import final
+from enum import IntEnum
+from typing import Final, final
 
 from rmq.client.message_queue import MessageQueue
 
@@ -13,7 +14,49 @@ __version__: str
 MAX_QUEUE_NUMS: int
 """Most read or write queues of one topic on one broker (``rmq_protocol::body``)."""
 __all__ = [
+    "AUTO_CREATE_TOPIC_KEY_TOPIC",
+    "BENCHMARK_TOPIC",
+    "CID_SYS_RMQ_TRANS",
+    "DLQ_GROUP_TOPIC_PREFIX",
     "MAX_QUEUE_NUMS",
+    "OFFSET_MOVED_EVENT",
+    "PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS",
+    "PROPERTY_CLUSTER",
+    "PROPERTY_CONSUME_START_TIMESTAMP",
+    "PROPERTY_DELAY_TIME_LEVEL",
+    "PROPERTY_KEYS",
+    "PROPERTY_MAX_OFFSET",
+    "PROPERTY_MAX_RECONSUME_TIMES",
+    "PROPERTY_MIN_OFFSET",
+    "PROPERTY_ORIGIN_MESSAGE_ID",
+    "PROPERTY_PRODUCER_GROUP",
+    "PROPERTY_REAL_QUEUE_ID",
+    "PROPERTY_REAL_TOPIC",
+    "PROPERTY_RECONSUME_TIME",
+    "PROPERTY_RETRY_TOPIC",
+    "PROPERTY_SHARDING_KEY",
+    "PROPERTY_TAGS",
+    "PROPERTY_TIMER_DELAY_MS",
+    "PROPERTY_TIMER_DELAY_SEC",
+    "PROPERTY_TIMER_DELIVER_MS",
+    "PROPERTY_TIMER_DEQUEUE_MS",
+    "PROPERTY_TIMER_ENQUEUE_MS",
+    "PROPERTY_TIMER_OUT_MS",
+    "PROPERTY_TRANSACTION_CHECK_TIMES",
+    "PROPERTY_TRANSACTION_PREPARED",
+    "PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET",
+    "PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX",
+    "PROPERTY_WAIT_STORE_MSG_OK",
+    "RETRY_GROUP_TOPIC_PREFIX",
+    "SCHEDULE_TOPIC",
+    "SCHEDULE_TOPIC_V2",
+    "SELF_TEST_TOPIC",
+    "TIMER_TOPIC",
+    "TRACE_TOPIC",
+    "TRANS_CHECK_MAX_TIME_TOPIC",
+    "TRANS_HALF_TOPIC",
+    "TRANS_OP_HALF_TOPIC",
+    "TRANS_OP_REMOVE_TAG",
     "BrokerServer",
     "ClientInstance",
     "ConfigKey",
@@ -29,17 +72,22 @@ __all__ = [
     "RemotingRequest",
     "RemotingResponse",
     "RemotingServer",
+    "RequestCode",
+    "ResponseCode",
     "SendResult",
     "StoredMessage",
     "__version__",
     "_run_callbacks",
     "_stop_callbacks",
     "check_config_value",
+    "cluster_info_json",
     "config_schema",
     "create_offset_msg_id",
     "decode_messages",
     "decode_offset_msg_id",
+    "decode_trans_op",
     "decompress_body",
+    "fastjson_to_json",
     "java_string_hash",
     "parse_delay_levels",
     "parse_delete_when",
@@ -47,7 +95,221 @@ __all__ = [
     "reset_logging_cache",
     "response_codes",
     "store_config_defaults",
+    "topic_list_json",
+    "topic_route_data_json",
 ]
+
+# Names owned by the Rust crates (crates/rmq-py/src/names.rs): system topics and prefixes
+# (rmq_common::topic), message property keys (rmq_common::PropertyKey, as PROPERTY_<name>).
+AUTO_CREATE_TOPIC_KEY_TOPIC: Final[str]
+SELF_TEST_TOPIC: Final[str]
+BENCHMARK_TOPIC: Final[str]
+OFFSET_MOVED_EVENT: Final[str]
+SCHEDULE_TOPIC: Final[str]
+SCHEDULE_TOPIC_V2: Final[str]
+TRANS_HALF_TOPIC: Final[str]
+TRANS_OP_HALF_TOPIC: Final[str]
+TRANS_CHECK_MAX_TIME_TOPIC: Final[str]
+TRACE_TOPIC: Final[str]
+TIMER_TOPIC: Final[str]
+RETRY_GROUP_TOPIC_PREFIX: Final[str]
+DLQ_GROUP_TOPIC_PREFIX: Final[str]
+CID_SYS_RMQ_TRANS: Final[str]
+PROPERTY_KEYS: Final[str]
+PROPERTY_TAGS: Final[str]
+PROPERTY_WAIT_STORE_MSG_OK: Final[str]
+PROPERTY_DELAY_TIME_LEVEL: Final[str]
+PROPERTY_RETRY_TOPIC: Final[str]
+PROPERTY_REAL_TOPIC: Final[str]
+PROPERTY_REAL_QUEUE_ID: Final[str]
+PROPERTY_TRANSACTION_PREPARED: Final[str]
+PROPERTY_PRODUCER_GROUP: Final[str]
+PROPERTY_MIN_OFFSET: Final[str]
+PROPERTY_MAX_OFFSET: Final[str]
+PROPERTY_ORIGIN_MESSAGE_ID: Final[str]
+PROPERTY_RECONSUME_TIME: Final[str]
+PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX: Final[str]
+PROPERTY_MAX_RECONSUME_TIMES: Final[str]
+PROPERTY_CONSUME_START_TIMESTAMP: Final[str]
+PROPERTY_SHARDING_KEY: Final[str]
+PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET: Final[str]
+PROPERTY_TRANSACTION_CHECK_TIMES: Final[str]
+PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS: Final[str]
+PROPERTY_TIMER_DELIVER_MS: Final[str]
+PROPERTY_TIMER_DELAY_SEC: Final[str]
+PROPERTY_TIMER_DELAY_MS: Final[str]
+PROPERTY_TIMER_OUT_MS: Final[str]
+PROPERTY_TIMER_ENQUEUE_MS: Final[str]
+PROPERTY_TIMER_DEQUEUE_MS: Final[str]
+PROPERTY_CLUSTER: Final[str]
+TRANS_OP_REMOVE_TAG: Final[str]
+
+class RequestCode(IntEnum):
+    """RocketMQ's request codes (``RequestCode.java``), built from ``rmq_protocol::RequestCode``."""
+
+    SEND_MESSAGE = 10
+    SEND_MESSAGE_V2 = 310
+    SEND_BATCH_MESSAGE = 320
+    SEND_REPLY_MESSAGE = 324
+    SEND_REPLY_MESSAGE_V2 = 325
+    PUSH_REPLY_MESSAGE_TO_CLIENT = 326
+    PULL_MESSAGE = 11
+    QUERY_MESSAGE = 12
+    QUERY_BROKER_OFFSET = 13
+    QUERY_CONSUMER_OFFSET = 14
+    UPDATE_CONSUMER_OFFSET = 15
+    SEARCH_OFFSET_BY_TIMESTAMP = 29
+    GET_MAX_OFFSET = 30
+    GET_MIN_OFFSET = 31
+    GET_EARLIEST_MSG_STORETIME = 32
+    VIEW_MESSAGE_BY_ID = 33
+    CONSUMER_SEND_MSG_BACK = 36
+    GET_CONSUMER_LIST_BY_GROUP = 38
+    LOCK_BATCH_MQ = 41
+    UNLOCK_BATCH_MQ = 42
+    LITE_PULL_MESSAGE = 361
+    HEART_BEAT = 34
+    UNREGISTER_CLIENT = 35
+    CHECK_TRANSACTION_STATE = 39
+    NOTIFY_CONSUMER_IDS_CHANGED = 40
+    CHECK_CLIENT_CONFIG = 46
+    RESET_CONSUMER_CLIENT_OFFSET = 220
+    GET_CONSUMER_STATUS_FROM_CLIENT = 221
+    GET_CONSUMER_RUNNING_INFO = 307
+    CONSUME_MESSAGE_DIRECTLY = 309
+    END_TRANSACTION = 37
+    RESUME_CHECK_HALF_MESSAGE = 323
+    UPDATE_AND_CREATE_TOPIC = 17
+    GET_ALL_TOPIC_CONFIG = 21
+    GET_TOPIC_CONFIG_LIST = 22
+    GET_TOPIC_NAME_LIST = 23
+    UPDATE_BROKER_CONFIG = 25
+    GET_BROKER_CONFIG = 26
+    TRIGGER_DELETE_FILES = 27
+    GET_BROKER_RUNTIME_INFO = 28
+    GET_ALL_CONSUMER_OFFSET = 43
+    GET_ALL_DELAY_OFFSET = 45
+    UPDATE_AND_CREATE_ACL_CONFIG = 50
+    DELETE_ACL_CONFIG = 51
+    GET_BROKER_CLUSTER_ACL_INFO = 52
+    UPDATE_GLOBAL_WHITE_ADDRS_CONFIG = 53
+    UPDATE_AND_CREATE_SUBSCRIPTIONGROUP = 200
+    GET_ALL_SUBSCRIPTIONGROUP_CONFIG = 201
+    GET_TOPIC_STATS_INFO = 202
+    GET_CONSUMER_CONNECTION_LIST = 203
+    GET_PRODUCER_CONNECTION_LIST = 204
+    DELETE_SUBSCRIPTIONGROUP = 207
+    GET_CONSUME_STATS = 208
+    SUSPEND_CONSUMER = 209
+    RESUME_CONSUMER = 210
+    RESET_CONSUMER_OFFSET_IN_CONSUMER = 211
+    RESET_CONSUMER_OFFSET_IN_BROKER = 212
+    ADJUST_CONSUMER_THREAD_POOL = 213
+    WHO_CONSUME_THE_MESSAGE = 214
+    DELETE_TOPIC_IN_BROKER = 215
+    INVOKE_BROKER_TO_RESET_OFFSET = 222
+    INVOKE_BROKER_TO_GET_CONSUMER_STATUS = 223
+    QUERY_TOPIC_CONSUME_BY_WHO = 300
+    REGISTER_FILTER_SERVER = 301
+    REGISTER_MESSAGE_FILTER_CLASS = 302
+    QUERY_CONSUME_TIME_SPAN = 303
+    GET_SYSTEM_TOPIC_LIST_FROM_BROKER = 305
+    CLEAN_EXPIRED_CONSUMEQUEUE = 306
+    QUERY_CORRECTION_OFFSET = 308
+    CLONE_GROUP_OFFSET = 314
+    VIEW_BROKER_STATS_DATA = 315
+    CLEAN_UNUSED_TOPIC = 316
+    GET_BROKER_CONSUME_STATS = 317
+    QUERY_CONSUME_QUEUE = 321
+    GET_ALL_PRODUCER_INFO = 328
+    DELETE_EXPIRED_COMMITLOG = 329
+    PUT_KV_CONFIG = 100
+    GET_KV_CONFIG = 101
+    DELETE_KV_CONFIG = 102
+    REGISTER_BROKER = 103
+    UNREGISTER_BROKER = 104
+    GET_ROUTEINFO_BY_TOPIC = 105
+    GET_BROKER_CLUSTER_INFO = 106
+    WIPE_WRITE_PERM_OF_BROKER = 205
+    GET_ALL_TOPIC_LIST_FROM_NAMESERVER = 206
+    DELETE_TOPIC_IN_NAMESRV = 216
+    GET_KVLIST_BY_NAMESPACE = 219
+    GET_TOPICS_BY_CLUSTER = 224
+    GET_SYSTEM_TOPIC_LIST_FROM_NS = 304
+    GET_UNIT_TOPIC_LIST = 311
+    GET_HAS_UNIT_SUB_TOPIC_LIST = 312
+    GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST = 313
+    UPDATE_NAMESRV_CONFIG = 318
+    GET_NAMESRV_CONFIG = 319
+    QUERY_DATA_VERSION = 322
+    ADD_WRITE_PERM_OF_BROKER = 327
+
+class ResponseCode(IntEnum):
+    """RocketMQ's response codes (``ResponseCode.java``), from ``rmq_protocol::ResponseCode``."""
+
+    SUCCESS = 0
+    SYSTEM_ERROR = 1
+    SYSTEM_BUSY = 2
+    REQUEST_CODE_NOT_SUPPORTED = 3
+    TRANSACTION_FAILED = 4
+    FLUSH_DISK_TIMEOUT = 10
+    SLAVE_NOT_AVAILABLE = 11
+    FLUSH_SLAVE_TIMEOUT = 12
+    MESSAGE_ILLEGAL = 13
+    SERVICE_NOT_AVAILABLE = 14
+    VERSION_NOT_SUPPORTED = 15
+    NO_PERMISSION = 16
+    TOPIC_NOT_EXIST = 17
+    TOPIC_EXIST_ALREADY = 18
+    PULL_NOT_FOUND = 19
+    PULL_RETRY_IMMEDIATELY = 20
+    PULL_OFFSET_MOVED = 21
+    QUERY_NOT_FOUND = 22
+    SUBSCRIPTION_PARSE_FAILED = 23
+    SUBSCRIPTION_NOT_EXIST = 24
+    SUBSCRIPTION_NOT_LATEST = 25
+    SUBSCRIPTION_GROUP_NOT_EXIST = 26
+    FILTER_DATA_NOT_EXIST = 27
+    FILTER_DATA_NOT_LATEST = 28
+    TRANSACTION_SHOULD_COMMIT = 200
+    TRANSACTION_SHOULD_ROLLBACK = 201
+    TRANSACTION_STATE_UNKNOW = 202
+    TRANSACTION_STATE_GROUP_WRONG = 203
+    NO_BUYER_ID = 204
+    NOT_IN_CURRENT_UNIT = 205
+    CONSUMER_NOT_ONLINE = 206
+    CONSUME_MSG_TIMEOUT = 207
+    NO_MESSAGE = 208
+    UPDATE_AND_CREATE_ACL_CONFIG_FAILED = 209
+    DELETE_ACL_CONFIG_FAILED = 210
+    UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED = 211
+    FLOW_CONTROL = 215
+
+def fastjson_to_json(text: str) -> str:
+    """Rewrite a body in fastjson's dialect (bare or object map keys, single quotes) as
+    standard JSON text; ``ValueError`` says where and why it is neither."""
+
+def decode_trans_op(tags: str | None, body: bytes) -> int:
+    """The half message queue offset a transaction op record names (-1 for a body that is not
+    a number, as Java reads it); ``ValueError`` when its tag is not the op record tag."""
+
+def topic_route_data_json(
+    broker_datas: Sequence[tuple[str, str, Mapping[int, str]]],
+    queue_datas: Sequence[tuple[str, int, int, int, int]],
+    order_topic_conf: str | None = None,
+) -> str:
+    """``TopicRouteData`` JSON: brokers as (cluster, broker name, address by id), queues as
+    (broker name, perm, read queues, write queues, topic sys flag)."""
+
+def cluster_info_json(
+    brokers: Sequence[tuple[str, str, Mapping[int, str]]],
+    clusters: Mapping[str, set[str]],
+) -> str:
+    """``ClusterInfo`` JSON: brokers as (cluster, broker name, address by id), broker names by
+    cluster."""
+
+def topic_list_json(topics: set[str], broker_addr: str | None = None) -> str:
+    """``TopicList`` JSON (topics sorted)."""
 
 def store_config_defaults() -> dict[str, str]:
     """Every store key the native engine understands (RocketMQ spelling), with its default."""

@@ -1,69 +1,9 @@
-"""RocketMQ request and response codes used by the Python side (the full tables live in the
-Rust protocol crate; ``tests/test_codes.py`` checks these against them)."""
+"""RocketMQ request and response codes as :class:`enum.IntEnum`\\ s. They are built by the
+native module from the Rust protocol tables (``crates/rmq-protocol/src/code.rs``), the one
+place a code is written; this module only gives them their usual import path."""
 
 from __future__ import annotations
 
-from enum import IntEnum
+from rmq._rmq import RequestCode, ResponseCode
 
 __all__ = ["RequestCode", "ResponseCode"]
-
-
-class RequestCode(IntEnum):
-    SEND_MESSAGE = 10
-    PULL_MESSAGE = 11
-    QUERY_MESSAGE = 12
-    QUERY_CONSUMER_OFFSET = 14
-    UPDATE_CONSUMER_OFFSET = 15
-    UPDATE_AND_CREATE_TOPIC = 17
-    GET_ALL_TOPIC_CONFIG = 21
-    UPDATE_BROKER_CONFIG = 25
-    GET_BROKER_CONFIG = 26
-    GET_BROKER_RUNTIME_INFO = 28
-    SEARCH_OFFSET_BY_TIMESTAMP = 29
-    GET_MAX_OFFSET = 30
-    GET_MIN_OFFSET = 31
-    VIEW_MESSAGE_BY_ID = 33
-    HEART_BEAT = 34
-    UNREGISTER_CLIENT = 35
-    CONSUMER_SEND_MSG_BACK = 36
-    END_TRANSACTION = 37
-    GET_CONSUMER_LIST_BY_GROUP = 38
-    LOCK_BATCH_MQ = 41
-    UNLOCK_BATCH_MQ = 42
-    PUT_KV_CONFIG = 100
-    GET_KV_CONFIG = 101
-    DELETE_KV_CONFIG = 102
-    REGISTER_BROKER = 103
-    UNREGISTER_BROKER = 104
-    GET_ROUTEINFO_BY_TOPIC = 105
-    GET_BROKER_CLUSTER_INFO = 106
-    GET_TOPIC_STATS_INFO = 202
-    GET_CONSUMER_CONNECTION_LIST = 203
-    WIPE_WRITE_PERM_OF_BROKER = 205
-    GET_ALL_TOPIC_LIST_FROM_NAMESERVER = 206
-    GET_CONSUME_STATS = 208
-    DELETE_TOPIC_IN_NAMESRV = 216
-    GET_KVLIST_BY_NAMESPACE = 219
-    RESET_CONSUMER_CLIENT_OFFSET = 220
-    INVOKE_BROKER_TO_RESET_OFFSET = 222
-    GET_TOPICS_BY_CLUSTER = 224
-    GET_SYSTEM_TOPIC_LIST_FROM_NS = 304
-    SEND_MESSAGE_V2 = 310
-    GET_UNIT_TOPIC_LIST = 311
-    GET_HAS_UNIT_SUB_TOPIC_LIST = 312
-    GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST = 313
-    UPDATE_NAMESRV_CONFIG = 318
-    GET_NAMESRV_CONFIG = 319
-    SEND_BATCH_MESSAGE = 320
-    ADD_WRITE_PERM_OF_BROKER = 327
-
-
-class ResponseCode(IntEnum):
-    SUCCESS = 0
-    SYSTEM_ERROR = 1
-    SYSTEM_BUSY = 2
-    REQUEST_CODE_NOT_SUPPORTED = 3
-    NO_PERMISSION = 16
-    TOPIC_NOT_EXIST = 17
-    QUERY_NOT_FOUND = 22
-    CONSUMER_NOT_ONLINE = 206

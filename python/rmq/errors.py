@@ -26,7 +26,9 @@ right class; codes without a class of their own give a plain :class:`BrokerRespo
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
+
+from rmq._rmq import ResponseCode
 
 __all__ = [
     "BrokerResponseError",
@@ -135,152 +137,136 @@ class BrokerResponseError(RmqError):
 
     code_name: ClassVar[str] = "UNKNOWN"
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.code is not None:  # the constant's name, from the Rust table
+            cls.code_name = ResponseCode(cls.code).name
+
 
 class BrokerSystemError(BrokerResponseError):
     """SYSTEM_ERROR: the broker failed while handling the request."""
 
-    code = 1
-    code_name = "SYSTEM_ERROR"
+    code = ResponseCode.SYSTEM_ERROR
 
 
 class SystemBusyError(BrokerResponseError):
     """SYSTEM_BUSY: the broker shed load (page cache busy, request queued too long)."""
 
-    code = 2
-    code_name = "SYSTEM_BUSY"
+    code = ResponseCode.SYSTEM_BUSY
 
 
 class RequestCodeNotSupportedError(BrokerResponseError):
     """REQUEST_CODE_NOT_SUPPORTED: the peer does not serve this request code."""
 
-    code = 3
-    code_name = "REQUEST_CODE_NOT_SUPPORTED"
+    code = ResponseCode.REQUEST_CODE_NOT_SUPPORTED
 
 
 class TransactionFailedError(BrokerResponseError):
     """TRANSACTION_FAILED (RemotingSysResponseCode)."""
 
-    code = 4
-    code_name = "TRANSACTION_FAILED"
+    code = ResponseCode.TRANSACTION_FAILED
 
 
 class FlushDiskTimeoutError(BrokerResponseError):
     """FLUSH_DISK_TIMEOUT: stored, but not durable within syncFlushTimeout (SYNC_FLUSH)."""
 
-    code = 10
-    code_name = "FLUSH_DISK_TIMEOUT"
+    code = ResponseCode.FLUSH_DISK_TIMEOUT
 
 
 class SlaveNotAvailableError(BrokerResponseError):
     """SLAVE_NOT_AVAILABLE: a SYNC_MASTER has no slave to replicate to."""
 
-    code = 11
-    code_name = "SLAVE_NOT_AVAILABLE"
+    code = ResponseCode.SLAVE_NOT_AVAILABLE
 
 
 class FlushSlaveTimeoutError(BrokerResponseError):
     """FLUSH_SLAVE_TIMEOUT: a SYNC_MASTER's slave did not confirm in time."""
 
-    code = 12
-    code_name = "FLUSH_SLAVE_TIMEOUT"
+    code = ResponseCode.FLUSH_SLAVE_TIMEOUT
 
 
 class MessageIllegalError(BrokerResponseError):
     """MESSAGE_ILLEGAL: bad topic name, message too large, properties too long, ..."""
 
-    code = 13
-    code_name = "MESSAGE_ILLEGAL"
+    code = ResponseCode.MESSAGE_ILLEGAL
 
 
 class ServiceNotAvailableError(BrokerResponseError):
     """SERVICE_NOT_AVAILABLE: store shut down, disk full, slave refusing writes, ..."""
 
-    code = 14
-    code_name = "SERVICE_NOT_AVAILABLE"
+    code = ResponseCode.SERVICE_NOT_AVAILABLE
 
 
 class VersionNotSupportedError(BrokerResponseError):
     """VERSION_NOT_SUPPORTED: the client's protocol version is not served."""
 
-    code = 15
-    code_name = "VERSION_NOT_SUPPORTED"
+    code = ResponseCode.VERSION_NOT_SUPPORTED
 
 
 class NoPermissionError(BrokerResponseError):
     """NO_PERMISSION: the broker or topic does not allow this read or write."""
 
-    code = 16
-    code_name = "NO_PERMISSION"
+    code = ResponseCode.NO_PERMISSION
 
 
 class TopicNotExistError(BrokerResponseError):
     """TOPIC_NOT_EXIST: no route or config for the topic."""
 
-    code = 17
-    code_name = "TOPIC_NOT_EXIST"
+    code = ResponseCode.TOPIC_NOT_EXIST
 
 
 class TopicExistAlreadyError(BrokerResponseError):
     """TOPIC_EXIST_ALREADY."""
 
-    code = 18
-    code_name = "TOPIC_EXIST_ALREADY"
+    code = ResponseCode.TOPIC_EXIST_ALREADY
 
 
 class PullNotFoundError(BrokerResponseError):
     """PULL_NOT_FOUND: no new message at that offset (yet)."""
 
-    code = 19
-    code_name = "PULL_NOT_FOUND"
+    code = ResponseCode.PULL_NOT_FOUND
 
 
 class PullRetryImmediatelyError(BrokerResponseError):
     """PULL_RETRY_IMMEDIATELY: nothing matched the filter; pull again from the next offset."""
 
-    code = 20
-    code_name = "PULL_RETRY_IMMEDIATELY"
+    code = ResponseCode.PULL_RETRY_IMMEDIATELY
 
 
 class PullOffsetMovedError(BrokerResponseError):
     """PULL_OFFSET_MOVED: the requested offset is outside the queue's range."""
 
-    code = 21
-    code_name = "PULL_OFFSET_MOVED"
+    code = ResponseCode.PULL_OFFSET_MOVED
 
 
 class QueryNotFoundError(BrokerResponseError):
     """QUERY_NOT_FOUND: no message matched the query."""
 
-    code = 22
-    code_name = "QUERY_NOT_FOUND"
+    code = ResponseCode.QUERY_NOT_FOUND
 
 
 class SubscriptionParseFailedError(BrokerResponseError):
     """SUBSCRIPTION_PARSE_FAILED: the subscription expression could not be parsed."""
 
-    code = 23
-    code_name = "SUBSCRIPTION_PARSE_FAILED"
+    code = ResponseCode.SUBSCRIPTION_PARSE_FAILED
 
 
 class SubscriptionNotExistError(BrokerResponseError):
     """SUBSCRIPTION_NOT_EXIST: the consumer group has no subscription to the topic."""
 
-    code = 24
-    code_name = "SUBSCRIPTION_NOT_EXIST"
+    code = ResponseCode.SUBSCRIPTION_NOT_EXIST
 
 
 class SubscriptionNotLatestError(BrokerResponseError):
     """SUBSCRIPTION_NOT_LATEST: the broker holds a newer subscription version."""
 
-    code = 25
-    code_name = "SUBSCRIPTION_NOT_LATEST"
+    code = ResponseCode.SUBSCRIPTION_NOT_LATEST
 
 
 class SubscriptionGroupNotExistError(BrokerResponseError):
     """SUBSCRIPTION_GROUP_NOT_EXIST: the consumer group is unknown and not auto-created."""
 
-    code = 26
-    code_name = "SUBSCRIPTION_GROUP_NOT_EXIST"
+    code = ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST
 
 
 _BY_CODE: dict[int, type[BrokerResponseError]] = {

@@ -17,32 +17,11 @@ use crate::config::BrokerConfig;
 use crate::error::BrokerError;
 use crate::fsutil;
 
-/// `TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC`.
-pub const AUTO_CREATE_TOPIC_KEY_TOPIC: &str = "TBW102";
-/// Self-test topic.
-pub const SELF_TEST_TOPIC: &str = "SELF_TEST_TOPIC";
-/// Benchmark topic.
-pub const BENCHMARK_TOPIC: &str = "BenchmarkTest";
-/// Offset-moved events.
-pub const OFFSET_MOVED_EVENT: &str = "OFFSET_MOVED_EVENT";
-/// Delayed messages wait here.
-pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
-/// Delayed messages of RocketMQ 5's second schedule store (reserved here too).
-pub const SCHEDULE_TOPIC_V2: &str = "SCHEDULE_TOPIC_XXXX_V2";
-/// Transaction half messages.
-pub const TRANS_HALF_TOPIC: &str = "RMQ_SYS_TRANS_HALF_TOPIC";
-/// Transaction op records.
-pub const TRANS_OP_HALF_TOPIC: &str = "RMQ_SYS_TRANS_OP_HALF_TOPIC";
-/// Transactions over their check limit.
-pub const TRANS_CHECK_MAX_TIME_TOPIC: &str = "TRANS_CHECK_MAX_TIME_TOPIC";
-/// Message traces.
-pub const TRACE_TOPIC: &str = "RMQ_SYS_TRACE_TOPIC";
-/// Prefix of retry topics.
-pub const RETRY_GROUP_TOPIC_PREFIX: &str = "%RETRY%";
-/// Prefix of dead-letter topics.
-pub const DLQ_GROUP_TOPIC_PREFIX: &str = "%DLQ%";
-/// Longest topic name.
-pub const TOPIC_MAX_LENGTH: usize = 127;
+pub use rmq_common::topic::{
+    AUTO_CREATE_TOPIC_KEY_TOPIC, BENCHMARK_TOPIC, DLQ_GROUP_TOPIC_PREFIX, OFFSET_MOVED_EVENT,
+    RETRY_GROUP_TOPIC_PREFIX, SCHEDULE_TOPIC, SCHEDULE_TOPIC_V2, SELF_TEST_TOPIC, TOPIC_MAX_LENGTH,
+    TRACE_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC,
+};
 
 /// System topics (`TopicValidator.SYSTEM_TOPIC_SET`).
 pub const SYSTEM_TOPICS: &[&str] = &[

@@ -26,7 +26,6 @@ use rmq_common::properties::{find_property, PropertyKey};
 use rmq_common::sys_flag::{
     reset_transaction_value, transaction_value, TRANSACTION_NOT_TYPE, TRANSACTION_PREPARED_TYPE,
 };
-use rmq_common::Properties;
 use rmq_protocol::header::{CheckTransactionStateRequestHeader, SendMessageRequestHeader};
 use rmq_protocol::message_decoder::{decode_message_at, encode_record, MessageExt};
 use rmq_protocol::{RemotingCommand, RequestCode};
@@ -37,12 +36,8 @@ use crate::error::{HalfMessageError, TransactionError};
 use crate::state::BrokerState;
 use crate::topic_config::{TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC};
 
-/// Tag of an op record: the half message at the offset in its body is done (`REMOVETAG`).
-pub const REMOVE_TAG: &str = "d";
-
-/// The consumer group under which the check-back keeps its half and op queue offsets
-/// (`MixAll.CID_SYS_RMQ_TRANS`).
-pub const CID_SYS_RMQ_TRANS: &str = "CID_RMQ_SYS_TRANS";
+pub use rmq_common::topic::CID_SYS_RMQ_TRANS;
+pub use rmq_common::trans_op::REMOVE_TAG;
 
 /// Whether a sent message starts a transaction: `TRAN_MSG` is `true` (any case, as Java's
 /// `Boolean.parseBoolean`), unless it is a retry with a delay level, which clients older than
@@ -209,15 +204,8 @@ pub fn end_message_transaction(half: &MessageExt) -> Option<(String, i32, String
 /// as decimal text. Returns (topic, queue id, body, properties).
 #[must_use]
 pub fn op_record(half: &MessageExt) -> (&'static str, i32, String, String) {
-    let mut props = Properties::new();
-    props.put(PropertyKey::TAGS, REMOVE_TAG);
-    props.put(PropertyKey::WAIT_STORE_MSG_OK, "true");
-    (
-        TRANS_OP_HALF_TOPIC,
-        half.queue_id,
-        half.queue_offset.to_string(),
-        props.encode(),
-    )
+    let (body, properties) = rmq_common::trans_op::encode(half.queue_offset);
+    (TRANS_OP_HALF_TOPIC, half.queue_id, body, properties)
 }
 
 /// Send CHECK_TRANSACTION_STATE (39, oneway) about the half message at `commit_log_offset`
@@ -256,6 +244,7 @@ pub async fn check_transaction_state(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rmq_common::Properties;
 
     #[test]
     fn tran_msg_marks_a_half_message_unless_an_old_client_sent_it_back_delayed() {

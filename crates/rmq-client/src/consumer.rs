@@ -59,7 +59,7 @@ pub fn build_subscription(topic: &str, expression: &str) -> SubscriptionData {
 }
 
 /// Prefix of a consumer group's retry topic (`MixAll.RETRY_GROUP_TOPIC_PREFIX`).
-pub const RETRY_GROUP_TOPIC_PREFIX: &str = "%RETRY%";
+pub use rmq_common::topic::RETRY_GROUP_TOPIC_PREFIX;
 
 /// A failed message to hand back to its broker.
 #[derive(Debug, Clone)]

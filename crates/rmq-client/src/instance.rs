@@ -38,7 +38,7 @@ pub mod perm {
 }
 
 /// Topic the broker auto-creates topics from (`TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC`).
-pub const AUTO_CREATE_TOPIC_KEY: &str = "TBW102";
+pub use rmq_common::topic::AUTO_CREATE_TOPIC_KEY_TOPIC as AUTO_CREATE_TOPIC_KEY;
 
 /// RocketMQ's default instance name, replaced by the process id in the client id.
 pub const DEFAULT_INSTANCE_NAME: &str = "DEFAULT";

@@ -195,7 +195,9 @@ impl Producer {
                 sys |= kind.sys_flag();
             }
         }
-        let retry = msg.topic.starts_with("%RETRY%");
+        let retry = msg
+            .topic
+            .starts_with(rmq_common::topic::RETRY_GROUP_TOPIC_PREFIX);
         let int_prop = |p: &Properties, k| p.get(k).and_then(|v: &str| v.parse().ok());
         Ok(Prepared {
             reconsume_times: retry

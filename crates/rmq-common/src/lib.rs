@@ -1,9 +1,9 @@
 //! Pure building blocks that the store, the protocol and the client all need to agree on,
 //! byte for byte, with Apache RocketMQ: the message-properties string, the offset message id,
 //! Java's `String.hashCode` (used for tag codes and index keys), the body CRC and the
-//! system-flag bits, and the body compression codecs; and the config schema, the one table of
-//! `broker.conf` / `namesrv.conf` keys that the store, the broker and Python check with.
-//! Nothing here does I/O.
+//! system-flag bits, the body compression codecs, the system topic names and the transaction
+//! op record; and the config schema, the one table of `broker.conf` / `namesrv.conf` keys that
+//! the store, the broker and Python check with. Nothing here does I/O.
 #![forbid(unsafe_code)]
 
 pub mod compression;
@@ -14,6 +14,8 @@ pub mod message_id;
 pub mod properties;
 pub mod sys_flag;
 pub mod time;
+pub mod topic;
+pub mod trans_op;
 
 pub use compression::{decompress_body, CompressionError, CompressionType};
 pub use hash::{body_crc, index_key_hash, java_string_hash, tags_hash_code};

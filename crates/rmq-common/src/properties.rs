@@ -41,6 +41,49 @@ impl PropertyKey {
     pub const TIMER_OUT_MS: &'static str = "TIMER_OUT_MS";
     pub const TIMER_ENQUEUE_MS: &'static str = "TIMER_ENQUEUE_MS";
     pub const TIMER_DEQUEUE_MS: &'static str = "TIMER_DEQUEUE_MS";
+    /// The broker's cluster, which it adds to every message it stores.
+    pub const CLUSTER: &'static str = "CLUSTER";
+
+    /// Every key above by its constant's name: what `rmq._rmq` exposes to Python (as
+    /// `PROPERTY_<name>`), so the Python side never spells a key itself.
+    pub const ALL: &'static [(&'static str, &'static str)] = &[
+        ("KEYS", Self::KEYS),
+        ("TAGS", Self::TAGS),
+        ("WAIT_STORE_MSG_OK", Self::WAIT_STORE_MSG_OK),
+        ("DELAY_TIME_LEVEL", Self::DELAY_TIME_LEVEL),
+        ("RETRY_TOPIC", Self::RETRY_TOPIC),
+        ("REAL_TOPIC", Self::REAL_TOPIC),
+        ("REAL_QUEUE_ID", Self::REAL_QUEUE_ID),
+        ("TRANSACTION_PREPARED", Self::TRANSACTION_PREPARED),
+        ("PRODUCER_GROUP", Self::PRODUCER_GROUP),
+        ("MIN_OFFSET", Self::MIN_OFFSET),
+        ("MAX_OFFSET", Self::MAX_OFFSET),
+        ("ORIGIN_MESSAGE_ID", Self::ORIGIN_MESSAGE_ID),
+        ("RECONSUME_TIME", Self::RECONSUME_TIME),
+        (
+            "UNIQ_CLIENT_MESSAGE_ID_KEYIDX",
+            Self::UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+        ),
+        ("MAX_RECONSUME_TIMES", Self::MAX_RECONSUME_TIMES),
+        ("CONSUME_START_TIMESTAMP", Self::CONSUME_START_TIMESTAMP),
+        ("SHARDING_KEY", Self::SHARDING_KEY),
+        (
+            "TRANSACTION_PREPARED_QUEUE_OFFSET",
+            Self::TRANSACTION_PREPARED_QUEUE_OFFSET,
+        ),
+        ("TRANSACTION_CHECK_TIMES", Self::TRANSACTION_CHECK_TIMES),
+        (
+            "CHECK_IMMUNITY_TIME_IN_SECONDS",
+            Self::CHECK_IMMUNITY_TIME_IN_SECONDS,
+        ),
+        ("TIMER_DELIVER_MS", Self::TIMER_DELIVER_MS),
+        ("TIMER_DELAY_SEC", Self::TIMER_DELAY_SEC),
+        ("TIMER_DELAY_MS", Self::TIMER_DELAY_MS),
+        ("TIMER_OUT_MS", Self::TIMER_OUT_MS),
+        ("TIMER_ENQUEUE_MS", Self::TIMER_ENQUEUE_MS),
+        ("TIMER_DEQUEUE_MS", Self::TIMER_DEQUEUE_MS),
+        ("CLUSTER", Self::CLUSTER),
+    ];
 }
 
 /// Separates several keys inside the KEYS property.

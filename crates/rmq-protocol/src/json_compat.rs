@@ -14,6 +14,8 @@
 //!
 //! Standard JSON passes through unchanged and without copying. Text that is not JSON in any
 //! dialect is returned as it came, so that `serde_json` reports the real error.
+//! [`to_standard_json`] is the checked form: the one fastjson reader of the project, which the
+//! Python side (the admin tool, the nameserver's registrations) uses through `rmq._rmq`.
 
 use std::borrow::Cow;
 
@@ -29,6 +31,7 @@ pub fn normalize(text: &str) -> Cow<'_, str> {
         b: text.as_bytes(),
         pos: 0,
         changed: false,
+        depth_exceeded: false,
     };
     let mut out = String::with_capacity(text.len() + 16);
     if p.value(&mut out, 0).is_none() {
@@ -39,6 +42,52 @@ pub fn normalize(text: &str) -> Cow<'_, str> {
         return Cow::Borrowed(text);
     }
     Cow::Owned(out)
+}
+
+/// Rewrite fastjson text as standard JSON, or say why it is neither: where the reader
+/// stopped (byte offset and the text there), or `serde_json`'s complaint about the rewritten
+/// text, or that it nests deeper than 128 levels.
+///
+/// # Errors
+/// The text is not JSON in either dialect.
+pub fn to_standard_json(text: &str) -> Result<Cow<'_, str>, String> {
+    let mut p = Rewriter {
+        s: text,
+        b: text.as_bytes(),
+        pos: 0,
+        changed: false,
+        depth_exceeded: false,
+    };
+    let mut out = String::with_capacity(text.len() + 16);
+    let read = p.value(&mut out, 0);
+    if p.pos > p.b.len() {
+        p.pos = p.b.len(); // an escape at the very end stepped past it
+    }
+    let stop = |p: &Rewriter<'_>, what: &str| {
+        let near: String = text.get(p.pos..).unwrap_or("").chars().take(20).collect();
+        format!("{what} at byte {} (near {near:?})", p.pos)
+    };
+    if read.is_none() {
+        if p.depth_exceeded {
+            return Err(stop(&p, "JSON nested too deeply (more than 128 levels)"));
+        }
+        return Err(stop(
+            &p,
+            "not JSON, nor fastjson's dialect of it: the reader stopped",
+        ));
+    }
+    p.skip_ws();
+    if p.pos != p.b.len() {
+        return Err(stop(&p, "extra data after the JSON value"));
+    }
+    let standard = if p.changed {
+        Cow::Owned(out)
+    } else {
+        Cow::Borrowed(text)
+    };
+    serde_json::from_str::<serde::de::IgnoredAny>(&standard)
+        .map_err(|e| format!("not JSON: {e}"))?;
+    Ok(standard)
 }
 
 /// Parse Java-produced JSON bytes into `T` as fastjson would: its syntax quirks normalized
@@ -59,6 +108,8 @@ struct Rewriter<'a> {
     b: &'a [u8],
     pos: usize,
     changed: bool,
+    /// The reader gave up because of [`MAX_DEPTH`].
+    depth_exceeded: bool,
 }
 
 impl<'a> Rewriter<'a> {
@@ -74,6 +125,7 @@ impl<'a> Rewriter<'a> {
 
     fn value(&mut self, out: &mut String, depth: usize) -> Option<()> {
         if depth > MAX_DEPTH {
+            self.depth_exceeded = true;
             return None;
         }
         self.skip_ws();
@@ -301,5 +353,26 @@ mod tests {
         }
         let deep = "[".repeat(10_000);
         assert_eq!(normalize(&deep), deep.as_str());
+    }
+
+    #[test]
+    fn the_checked_reader_says_where_and_why() {
+        assert_eq!(to_standard_json("{0:'a'}").unwrap(), r#"{"0":"a"}"#);
+        assert!(matches!(to_standard_json("[1]"), Ok(Cow::Borrowed("[1]"))));
+        let e = to_standard_json("{a 1}").unwrap_err();
+        assert!(e.contains("at byte 3") && e.contains("\"1}\""), "{e}");
+        let e = to_standard_json("{a:1} x").unwrap_err();
+        assert!(
+            e.starts_with("extra data after the JSON value at byte 6"),
+            "{e}"
+        );
+        let e = to_standard_json("{a:tru}").unwrap_err();
+        assert!(e.starts_with("not JSON: "), "{e}");
+        let deep = "{a:".repeat(300) + "1" + &"}".repeat(300);
+        let e = to_standard_json(&deep).unwrap_err();
+        assert!(e.contains("nested too deeply"), "{e}");
+        for bad in ["", "{", "'abc", "[1,,2]", "\"\\"] {
+            assert!(to_standard_json(bad).is_err(), "{bad:?}");
+        }
     }
 }

@@ -6,7 +6,7 @@
 //! (`client`, with its callback thread in `callbacks`), the producer (`producer`), the
 //! consumer calls (`consumer`, `columns`), the broker server (`broker`), the remoting
 //! transport (`remoting`), the bridge from Rust's `log` records into Python's `logging`
-//! (`logging`), the config schema (`config_schema`) and small protocol helpers (`common`).
+//! (`logging`), the config schema (`config_schema`), the names and codes Rust owns (`names`) and small protocol helpers (`common`).
 
 mod broker;
 mod callbacks;
@@ -17,6 +17,7 @@ mod config_schema;
 mod consumer;
 mod errors;
 mod logging;
+mod names;
 mod producer;
 mod remoting;
 mod runtime;
@@ -40,5 +41,6 @@ fn _rmq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     columns::register(m)?;
     callbacks::register(m)?;
     config_schema::register(m)?;
+    names::register(m)?;
     Ok(())
 }

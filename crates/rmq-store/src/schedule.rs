@@ -19,11 +19,9 @@ use crate::format::{scan_record, MessageToStore, Scan};
 use crate::store::MessageStore;
 
 /// Topic that parks delayed messages, one queue per delay level (queue id = level - 1).
-pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
-
-/// Half messages of transactions (`TopicValidator.RMQ_SYS_TRANS_HALF_TOPIC`): a parked message
-/// never goes there.
-const TRANS_HALF_TOPIC: &str = "RMQ_SYS_TRANS_HALF_TOPIC";
+pub use rmq_common::topic::SCHEDULE_TOPIC;
+/// Half messages of transactions: a parked message never goes there.
+use rmq_common::topic::TRANS_HALF_TOPIC;
 
 /// Delay used for a level the table does not have (RocketMQ's `computeDeliverTimestamp`).
 const UNKNOWN_LEVEL_DELAY_MS: i64 = 1000;

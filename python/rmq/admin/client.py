@@ -4,7 +4,8 @@ everything else, all over ``rmq._rmq.RemotingClient`` with RocketMQ's request co
 Every failure a user can cause or meet (nothing listening, an unknown topic, a broker that
 does not serve a request code) becomes an :mod:`rmq.errors` exception whose message says what
 happened and what to check, so the command line can print it as one line. Responses are read
-with :mod:`rmq.admin.fastjson`, since Java peers answer in fastjson's dialect.
+with :mod:`rmq.fastjson` (a thin face of the Rust reader), since Java peers answer in
+fastjson's dialect.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import ipaddress
 import socket
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
 from rmq import fastjson
@@ -58,20 +58,8 @@ NAMESRV_HINT = (
 BROKER_HINT = "is the broker running, and is the address one rmq clusterList shows?"
 
 
-class AdminRequestCode(IntEnum):
-    """Request codes only the admin tool sends (the rest are in :class:`rmq.codes.RequestCode`)."""
-
-    UPDATE_BROKER_CONFIG = 25
-    GET_BROKER_CONFIG = 26
-    UPDATE_AND_CREATE_SUBSCRIPTIONGROUP = 200
-    GET_TOPIC_STATS_INFO = 202
-    GET_CONSUMER_CONNECTION_LIST = 203
-    GET_PRODUCER_CONNECTION_LIST = 204
-    DELETE_SUBSCRIPTIONGROUP = 207
-    GET_CONSUME_STATS = 208
-    DELETE_TOPIC_IN_BROKER = 215
-    INVOKE_BROKER_TO_RESET_OFFSET = 222
-    QUERY_TOPIC_CONSUME_BY_WHO = 300
+AdminRequestCode = RequestCode
+"""The admin tool's request codes: :class:`rmq.codes.RequestCode` (every code Rust knows)."""
 
 
 class AdminError(RmqError):

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rmq._rmq import decompress_body
+from rmq._rmq import PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, decompress_body
 from rmq.admin.client import AdminError
 from rmq.errors import RmqError
 
@@ -131,7 +131,7 @@ def message_body(msg: StoredMessage) -> bytes:
 
 def _client_msg_id(msg: StoredMessage) -> str:
     """What RocketMQ clients call the message id: the producer's UNIQ_KEY, else the offset id."""
-    return msg.properties.get("UNIQ_KEY") or msg.msg_id
+    return msg.properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or msg.msg_id
 
 
 def message_json(msg: StoredMessage, charset: str = "utf-8") -> dict[str, Any]:

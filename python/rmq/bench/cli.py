@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from rmq._rmq import BENCHMARK_TOPIC
 from rmq.bench._report import print_summary
 from rmq.bench.stats import LatencySummary
 from rmq.errors import RemotingConnectError, RemotingTimeoutError, RmqError, TopicNotExistError
@@ -45,7 +46,7 @@ def _common(p: argparse.ArgumentParser, *, namesrv: bool = True) -> None:
             f"(default: $NAMESRV_ADDR, else {DEFAULT_NAMESRV})",
         )
         p.add_argument(
-            "-t", "--topic", default="BenchmarkTest", help="topic (default: BenchmarkTest)"
+            "-t", "--topic", default=BENCHMARK_TOPIC, help=f"topic (default: {BENCHMARK_TOPIC})"
         )
     bound = p.add_mutually_exclusive_group()
     bound.add_argument(

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from rmq._rmq import BENCHMARK_TOPIC
 from rmq.bench.stats import LatencySummary, RecorderSet
 
 __all__ = ["ConsumerOptions", "run_consumer"]
@@ -25,7 +26,7 @@ B2C, B2S, S2C = 0, 1, 2
 @dataclass(frozen=True)
 class ConsumerOptions:
     namesrv: str
-    topic: str = "BenchmarkTest"
+    topic: str = BENCHMARK_TOPIC
     group: str = ""
     """Empty: a new group per run (``benchmark_consumer_<pid>_<time>``)."""
     expression: str = "*"

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from rmq._rmq import BENCHMARK_TOPIC
 from rmq.bench.stats import LatencySummary, RecorderSet
 from rmq.errors import RemotingError
 
@@ -28,7 +29,7 @@ _NO_COMPRESSION = 2**31 - 1
 @dataclass(frozen=True)
 class ProducerOptions:
     namesrv: str
-    topic: str = "BenchmarkTest"
+    topic: str = BENCHMARK_TOPIC
     group: str = "benchmark_producer"
     threads: int = 64
     message_size: int = 128

@@ -39,7 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
 
-from rmq._rmq import ClientInstance, PullResult, StoredMessage
+from rmq._rmq import RETRY_GROUP_TOPIC_PREFIX, ClientInstance, PullResult, StoredMessage
 from rmq.client import _instance
 from rmq.client._process_queue import ProcessQueue
 from rmq.client._scheduler import Scheduler
@@ -63,7 +63,6 @@ __all__ = [
 
 log = logging.getLogger("rmq.client")
 
-RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 PULL_TIME_DELAY_ON_EXCEPTION_S = 3.0
 PULL_TIME_DELAY_ON_FLOW_CONTROL_S = 0.05
 PULL_TIME_DELAY_ON_SUSPEND_S = 1.0

@@ -10,13 +10,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from rmq._rmq import (
+    PROPERTY_DELAY_TIME_LEVEL,
+    PROPERTY_KEYS,
+    PROPERTY_SHARDING_KEY,
+    PROPERTY_TAGS,
+    PROPERTY_WAIT_STORE_MSG_OK,
+)
+
 __all__ = ["Message"]
 
-_TAGS = "TAGS"
-_KEYS = "KEYS"
-_DELAY = "DELAY"
-_WAIT = "WAIT"
-_SHARDING_KEY = "__SHARDINGKEY"
+_TAGS = PROPERTY_TAGS
+_KEYS = PROPERTY_KEYS
+_DELAY = PROPERTY_DELAY_TIME_LEVEL
+_WAIT = PROPERTY_WAIT_STORE_MSG_OK
+_SHARDING_KEY = PROPERTY_SHARDING_KEY
 
 
 class Message:

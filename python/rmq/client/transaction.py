@@ -44,7 +44,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from rmq._rmq import StoredMessage, decode_messages
+from rmq._rmq import (
+    AUTO_CREATE_TOPIC_KEY_TOPIC,
+    PROPERTY_PRODUCER_GROUP,
+    PROPERTY_TRANSACTION_PREPARED,
+    PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+    StoredMessage,
+    decode_messages,
+)
 from rmq.client import _instance
 from rmq.client.message import Message
 from rmq.client.message_queue import MessageQueue
@@ -61,10 +68,10 @@ __all__ = [
 
 log = logging.getLogger("rmq.client")
 
-_TRAN_MSG = "TRAN_MSG"
-_PGROUP = "PGROUP"
-_UNIQ_KEY = "UNIQ_KEY"
-_AUTO_CREATE_TOPIC = "TBW102"
+_TRAN_MSG = PROPERTY_TRANSACTION_PREPARED
+_PGROUP = PROPERTY_PRODUCER_GROUP
+_UNIQ_KEY = PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
+_AUTO_CREATE_TOPIC = AUTO_CREATE_TOPIC_KEY_TOPIC
 _BROKER_ADDR = "brokerAddr"
 _PRODUCER_GROUP = "producerGroup"
 _ROLLED_BACK_STATUSES = frozenset(

@@ -3,7 +3,9 @@
 Brokers register every 30 s with their topic configs; clients ask for a topic's route
 (``TopicRouteData``), the cluster layout or the topic list. A broker that has not registered
 for 120 s, or whose connection closed, is forgotten with its queues. Everything here is pure
-state and JSON bodies in RocketMQ's field names, so the wire layer only moves bytes.
+state; its bodies are built by ``rmq-protocol``'s route types (``TopicRouteData``,
+``ClusterInfo``, ``TopicList``, through ``rmq._rmq``), so field names and layout are written
+once, in Rust, and the wire layer only moves bytes.
 
 Thread-safety: one lock guards all tables (reads are cheap and rare compared to the 30 s
 registration cadence), as RocketMQ's read-write lock does.
@@ -19,6 +21,8 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from rmq._rmq import cluster_info_json, topic_list_json, topic_route_data_json
 
 __all__ = [
     "BROKER_CHANNEL_EXPIRED_MS",
@@ -114,14 +118,9 @@ class RegisterResult:
     kv_table: dict[str, str] = field(default_factory=dict)
 
 
-def _queue_data(broker_name: str, q: TopicQueueConfig) -> dict[str, Any]:
-    return {
-        "brokerName": broker_name,
-        "perm": q.perm,
-        "readQueueNums": q.read_queue_nums,
-        "topicSysFlag": q.topic_sys_flag,
-        "writeQueueNums": q.write_queue_nums,
-    }
+def _queue_data(broker_name: str, q: TopicQueueConfig) -> tuple[str, int, int, int, int]:
+    """A ``QueueData`` as ``topic_route_data_json`` takes it."""
+    return (broker_name, q.perm, q.read_queue_nums, q.write_queue_nums, q.topic_sys_flag)
 
 
 class RouteInfoManager:
@@ -294,39 +293,25 @@ class RouteInfoManager:
                 return None
             queue_datas = [_queue_data(name, q) for name, q in sorted(brokers.items())]
             broker_datas = [
-                _broker_data_json(self.broker_addr_table[name])
+                _broker_data(self.broker_addr_table[name])
                 for name in sorted(brokers)
                 if name in self.broker_addr_table
             ]
             if not broker_datas:
                 return None
-            route: dict[str, Any] = {
-                "brokerDatas": broker_datas,
-                "filterServerTable": {},
-                "queueDatas": queue_datas,
-            }
             order_conf = self.kv_config.get(ORDER_TOPIC_CONFIG_NAMESPACE, {}).get(topic)
-            if order_conf:
-                route["orderTopicConf"] = order_conf
-            return route
+            return _body(topic_route_data_json(broker_datas, queue_datas, order_conf or None))
 
     def cluster_info(self) -> dict[str, Any]:
         """``ClusterInfo``: broker name → BrokerData, cluster → broker names."""
         with self._lock:
-            return {
-                "brokerAddrTable": {
-                    name: _broker_data_json(data)
-                    for name, data in sorted(self.broker_addr_table.items())
-                },
-                "clusterAddrTable": {
-                    c: sorted(names) for c, names in sorted(self.cluster_addr_table.items())
-                },
-            }
+            brokers = [_broker_data(data) for data in self.broker_addr_table.values()]
+            return _body(cluster_info_json(brokers, self.cluster_addr_table))
 
     def topic_list(self) -> dict[str, Any]:
         """``TopicList`` of every topic with a route."""
         with self._lock:
-            return {"topicList": sorted(self.topic_queue_table)}
+            return topic_list_body(self.topic_queue_table)
 
     def wipe_write_perm_of_broker(self, broker_name: str) -> int:
         """Drop write permission of a broker's queues (before taking it down). Returns how many
@@ -371,13 +356,13 @@ class RouteInfoManager:
             for cluster, names in self.cluster_addr_table.items():
                 topics.add(cluster)
                 topics.update(names)
-            body: dict[str, Any] = {"topicList": sorted(topics)}
+            broker_addr = None
             for data in self.broker_addr_table.values():
                 addrs: dict[int, str] = data["brokerAddrs"]
                 if addrs:
-                    body["brokerAddr"] = addrs[min(addrs)]
+                    broker_addr = addrs[min(addrs)]
                     break
-            return body
+            return topic_list_body(topics, broker_addr)
 
     def topics_with_sys_flag(
         self, *, unit: bool | None = None, unit_sub: bool | None = None
@@ -426,13 +411,19 @@ class RouteInfoManager:
             return dict(table) if table is not None else None
 
 
-def _broker_data_json(data: Mapping[str, Any]) -> dict[str, Any]:
-    addrs: Mapping[int, str] = data["brokerAddrs"]
-    return {
-        "brokerAddrs": {str(bid): addr for bid, addr in sorted(addrs.items())},
-        "brokerName": data["brokerName"],
-        "cluster": data["cluster"],
-    }
+def _broker_data(data: Mapping[str, Any]) -> tuple[str, str, dict[int, str]]:
+    """A ``BrokerData`` as the ``rmq._rmq`` body builders take it."""
+    return (data["cluster"], data["brokerName"], dict(data["brokerAddrs"]))
+
+
+def _body(text: str) -> dict[str, Any]:
+    body: dict[str, Any] = json.loads(text)
+    return body
+
+
+def topic_list_body(topics: Iterable[str], broker_addr: str | None = None) -> dict[str, Any]:
+    """A ``TopicList`` body (sorted topic names, and the broker they came from if any)."""
+    return _body(topic_list_json(set(topics), broker_addr))
 
 
 def to_json_bytes(body: Mapping[str, Any] | Iterable[Any]) -> bytes:

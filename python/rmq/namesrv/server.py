@@ -13,7 +13,12 @@ from rmq import fastjson
 from rmq.codes import RequestCode, ResponseCode
 from rmq.config import parse_properties
 from rmq.namesrv.config import NamesrvConfig, NamesrvConfigError
-from rmq.namesrv.route_info import RouteInfoManager, check_topic_config_wrapper, to_json_bytes
+from rmq.namesrv.route_info import (
+    RouteInfoManager,
+    check_topic_config_wrapper,
+    to_json_bytes,
+    topic_list_body,
+)
 
 if TYPE_CHECKING:
     from rmq._rmq import RemotingRequest, RemotingResponse
@@ -193,19 +198,21 @@ class NamesrvProcessor:
                 ResponseCode.SYSTEM_ERROR,
                 f"cluster {cluster!r} has no broker registered with this nameserver",
             )
-        return self._ok({"topicList": topics})
+        return self._ok(topic_list_body(topics))
 
     def _system_topics(self, req: RemotingRequest) -> RemotingResponse:
         return self._ok(self.routes.system_topic_list())
 
     def _unit_topics(self, req: RemotingRequest) -> RemotingResponse:
-        return self._ok({"topicList": self.routes.topics_with_sys_flag(unit=True)})
+        return self._ok(topic_list_body(self.routes.topics_with_sys_flag(unit=True)))
 
     def _unit_sub_topics(self, req: RemotingRequest) -> RemotingResponse:
-        return self._ok({"topicList": self.routes.topics_with_sys_flag(unit_sub=True)})
+        return self._ok(topic_list_body(self.routes.topics_with_sys_flag(unit_sub=True)))
 
     def _unit_sub_ununit_topics(self, req: RemotingRequest) -> RemotingResponse:
-        return self._ok({"topicList": self.routes.topics_with_sys_flag(unit=False, unit_sub=True)})
+        return self._ok(
+            topic_list_body(self.routes.topics_with_sys_flag(unit=False, unit_sub=True))
+        )
 
     def _get_config(self, req: RemotingRequest) -> RemotingResponse:
         from rmq._rmq import RemotingResponse

@@ -48,6 +48,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
+from rmq._rmq import SCHEDULE_TOPIC
 from rmq.config import schema_default
 
 __all__ = [
@@ -63,9 +64,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
-"""Where delayed messages wait, one queue per level (queue id = level - 1)."""
 
 DEFAULT_DELAY_LEVELS = schema_default("messageDelayLevel")
 """RocketMQ's ``messageDelayLevel`` (the config schema's default)."""

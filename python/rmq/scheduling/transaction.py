@@ -40,6 +40,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from rmq._rmq import (
+    CID_SYS_RMQ_TRANS,
+    PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS,
+    PROPERTY_PRODUCER_GROUP,
+    PROPERTY_REAL_TOPIC,
+    PROPERTY_TRANSACTION_CHECK_TIMES,
+    PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET,
+    decode_trans_op,
+)
+from rmq._rmq import TRANS_CHECK_MAX_TIME_TOPIC as CHECK_MAX_TIME_TOPIC
+from rmq._rmq import TRANS_HALF_TOPIC as HALF_TOPIC
+from rmq._rmq import TRANS_OP_HALF_TOPIC as OP_TOPIC
 from rmq.errors import RmqError
 from rmq.scheduling._periodic import PeriodicService
 
@@ -56,27 +68,21 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
-"""Where half messages wait for their end (queue 0)."""
-OP_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
-"""Where END_TRANSACTION records that a half is done (queue 0, tag ``d``)."""
-CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
-"""Where halves go that were checked ``transactionCheckMax`` times without an answer."""
-CID_SYS_RMQ_TRANS = "CID_RMQ_SYS_TRANS"
-"""The consumer group under which the half and op queue offsets are kept."""
-REMOVE_TAG = "d"
-"""Tag of an op record."""
+# Half messages wait in HALF_TOPIC (queue 0); END_TRANSACTION records in OP_TOPIC that a half
+# is done (an op record, whose format rmq_common::trans_op owns); halves checked
+# transactionCheckMax times without an answer go to CHECK_MAX_TIME_TOPIC; the half and op
+# queue offsets are kept as consumer offsets of CID_SYS_RMQ_TRANS. All names come from Rust.
 
 MAX_PROCESS_TIME_LIMIT_MS = 60_000
 """A round stops after this long (RocketMQ's ``MAX_PROCESS_TIME_LIMIT``)."""
 OP_PULL_BATCH = 32
 """Op records read at a time."""
 
-_PROP_CHECK_TIMES = "TRANSACTION_CHECK_TIMES"
-_PROP_IMMUNITY = "CHECK_IMMUNITY_TIME_IN_SECONDS"
-_PROP_PREPARED_QUEUE_OFFSET = "TRAN_PREPARED_QUEUE_OFFSET"
-_PROP_PRODUCER_GROUP = "PGROUP"
-_PROP_REAL_TOPIC = "REAL_TOPIC"
+_PROP_CHECK_TIMES = PROPERTY_TRANSACTION_CHECK_TIMES
+_PROP_IMMUNITY = PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS
+_PROP_PREPARED_QUEUE_OFFSET = PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET
+_PROP_PRODUCER_GROUP = PROPERTY_PRODUCER_GROUP
+_PROP_REAL_TOPIC = PROPERTY_REAL_TOPIC
 
 _NO_NEW = frozenset({"NO_MESSAGE_IN_QUEUE", "OFFSET_OVERFLOW_ONE"})
 _NO_MATCH = frozenset({"NO_MATCHED_MESSAGE"})
@@ -365,10 +371,12 @@ class TransactionChecker:
                 self._commit_offset(OP_TOPIC, pulled.next_begin_offset)
             return _OpRead(pulled.next_begin_offset, None)
         for op in pulled.messages:
-            half_offset = _int(op.body.decode("utf-8", "replace"))
-            if op.tags != REMOVE_TAG:
-                log.error("transaction op record with tag %r, not %r: ignored", op.tags, REMOVE_TAG)
-            elif half_offset < mini_offset:
+            try:
+                half_offset = decode_trans_op(op.tags, op.body)
+            except ValueError as exc:
+                log.error("transaction op record at op queue offset %d: %s", op.queue_offset, exc)
+                continue
+            if half_offset < mini_offset:
                 done_op.append(op.queue_offset)
                 self._ended_before.add(half_offset)
             else:

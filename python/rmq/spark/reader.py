@@ -40,6 +40,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from rmq import _rmq
 from rmq._rmq import PulledColumns
 from rmq.errors import ClientError, ConfigError
 from rmq.spark import _clients
@@ -89,19 +90,19 @@ PULLS_IN_FLIGHT = 16
 # Spark sink's included), which say nothing about the message.
 _SKIPPED_PROPERTIES = frozenset(
     {
-        "TAGS",
-        "KEYS",
-        "UNIQ_KEY",
-        "WAIT",
-        "CLUSTER",
-        "MIN_OFFSET",
-        "MAX_OFFSET",
-        "TRAN_MSG",
-        "PGROUP",
-        "REAL_TOPIC",
-        "REAL_QID",
-        "TRANSACTION_CHECK_TIMES",
-        "CHECK_IMMUNITY_TIME_IN_SECONDS",
+        _rmq.PROPERTY_TAGS,
+        _rmq.PROPERTY_KEYS,
+        _rmq.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+        _rmq.PROPERTY_WAIT_STORE_MSG_OK,
+        _rmq.PROPERTY_CLUSTER,
+        _rmq.PROPERTY_MIN_OFFSET,
+        _rmq.PROPERTY_MAX_OFFSET,
+        _rmq.PROPERTY_TRANSACTION_PREPARED,
+        _rmq.PROPERTY_PRODUCER_GROUP,
+        _rmq.PROPERTY_REAL_TOPIC,
+        _rmq.PROPERTY_REAL_QUEUE_ID,
+        _rmq.PROPERTY_TRANSACTION_CHECK_TIMES,
+        _rmq.PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS,
         "RMQ_SPARK_BATCH",
         "RMQ_SPARK_TASK",
     }

@@ -51,7 +51,15 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from rmq._rmq import SendResult
+from rmq._rmq import (
+    PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS,
+    PROPERTY_KEYS,
+    PROPERTY_PRODUCER_GROUP,
+    PROPERTY_TAGS,
+    PROPERTY_TRANSACTION_PREPARED,
+    PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+    SendResult,
+)
 from rmq.client.message_queue import MessageQueue
 from rmq.client.producer import Producer, select_by_hash
 from rmq.errors import ConfigError
@@ -62,13 +70,13 @@ __all__ = ["RmqCommitMessage", "RmqStreamWriter", "RmqWriter", "check_write_sche
 
 log = logging.getLogger("rmq.spark")
 
-UNIQ_KEY = "UNIQ_KEY"
-TAGS = "TAGS"
-KEYS = "KEYS"
+UNIQ_KEY = PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
+TAGS = PROPERTY_TAGS
+KEYS = PROPERTY_KEYS
 # Half messages (exactly-once): RocketMQ's property names.
-_TRAN_MSG = "TRAN_MSG"
-_PGROUP = "PGROUP"
-_CHECK_IMMUNITY = "CHECK_IMMUNITY_TIME_IN_SECONDS"
+_TRAN_MSG = PROPERTY_TRANSACTION_PREPARED
+_PGROUP = PROPERTY_PRODUCER_GROUP
+_CHECK_IMMUNITY = PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS
 _CHECK_IMMUNITY_S = 60
 # Spark sets these local properties on the tasks of a streaming micro-batch.
 _BATCH_ID_PROPERTY = "streaming.sql.batchId"

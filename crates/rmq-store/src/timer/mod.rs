@@ -36,7 +36,7 @@ use crate::format::MessageToStore;
 use crate::schedule::Parked;
 
 /// Where timer messages wait (`TimerMessageStore.TIMER_TOPIC`), all in queue 0.
-pub const TIMER_TOPIC: &str = "rmq_sys_wheel_timer";
+pub use rmq_common::topic::TIMER_TOPIC;
 
 /// What the names of [`TIMER_REQUEST_PROPERTIES`] and `TIMER_OUT_MS` start with.
 const TIMER_NAME_PREFIX: &[u8] = b"TIMER_";

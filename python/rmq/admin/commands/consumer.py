@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from rmq import fastjson
+from rmq._rmq import RETRY_GROUP_TOPIC_PREFIX
 from rmq.admin.client import (
     CONSUMER_NOT_ONLINE,
     Admin,
@@ -34,7 +35,7 @@ from rmq.errors import (
     TopicNotExistError,
 )
 
-RETRY_PREFIX = "%RETRY%"
+RETRY_PREFIX = RETRY_GROUP_TOPIC_PREFIX
 V4_0_0_SNAPSHOT = 212
 """``MQVersion.Version`` ordinal of V4_0_0_SNAPSHOT; from there every minor.patch has a
 SNAPSHOT and a release constant, 200 per major version (checked against 4.9.8 and 5.x)."""

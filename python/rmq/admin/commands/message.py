@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from rmq._rmq import PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
 from rmq.admin.client import Admin, AdminError, BrokerData
 from rmq.admin.command import arg, subcommand
 from rmq.admin.output import (
@@ -42,7 +43,7 @@ PULL_BATCH = 32
 MAX_QUERY_NUM = 64
 LONG_MAX = 2**63 - 1
 
-PULL_STATUS = {
+PULL_STATUS: dict[int, str] = {
     ResponseCode.SUCCESS: "FOUND",
     PullNotFoundError.code: "NO_NEW_MSG",
     PullRetryImmediatelyError.code: "NO_MATCHED_MSG",
@@ -353,7 +354,9 @@ def print_msg(admin: Admin, args: argparse.Namespace) -> Result:
                             if args.printBody
                             else "NOT PRINT BODY"
                         )
-                        msg_id = msg.properties.get("UNIQ_KEY") or msg.msg_id
+                        msg_id = (
+                            msg.properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or msg.msg_id
+                        )
                         yield f"MSGID: {msg_id} {_summary(msg)} BODY: {body}"
                 elif result.status == "NO_MATCHED_MSG":
                     yield f"{mq} no matched msg. status={result.status}, offset={offset}"

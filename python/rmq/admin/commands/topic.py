@@ -7,6 +7,11 @@ import json
 from typing import Any
 
 from rmq import fastjson
+from rmq._rmq import (
+    AUTO_CREATE_TOPIC_KEY_TOPIC,
+    DLQ_GROUP_TOPIC_PREFIX,
+    RETRY_GROUP_TOPIC_PREFIX,
+)
 from rmq.admin.client import (
     PERM_READ,
     PERM_WRITE,
@@ -20,11 +25,11 @@ from rmq.client.message_queue import MessageQueue
 from rmq.codes import RequestCode
 from rmq.errors import RmqError
 
-DEFAULT_TOPIC = "TBW102"
+DEFAULT_TOPIC = AUTO_CREATE_TOPIC_KEY_TOPIC
 """The template topic UPDATE_AND_CREATE_TOPIC names (RocketMQ's ``createTopicKey``)."""
 ORDER_TOPIC_CONFIG_NAMESPACE = "ORDER_TOPIC_CONFIG"
-RETRY_PREFIX = "%RETRY%"
-DLQ_PREFIX = "%DLQ%"
+RETRY_PREFIX = RETRY_GROUP_TOPIC_PREFIX
+DLQ_PREFIX = DLQ_GROUP_TOPIC_PREFIX
 
 
 def _perm_name(perm: int) -> str:
