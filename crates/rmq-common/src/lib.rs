@@ -1,7 +1,8 @@
 //! Pure building blocks that the store, the protocol and the client all need to agree on,
 //! byte for byte, with Apache RocketMQ: the message-properties string, the offset message id,
 //! Java's `String.hashCode` (used for tag codes and index keys), the body CRC and the
-//! system-flag bits, and the body compression codecs. Nothing here does I/O.
+//! system-flag bits, the body compression codecs, and the CommitLog record format
+//! ([`record`]) that the store writes and every reader decodes. Nothing here does I/O.
 #![forbid(unsafe_code)]
 
 pub mod compression;
@@ -9,6 +10,7 @@ pub mod fx;
 pub mod hash;
 pub mod message_id;
 pub mod properties;
+pub mod record;
 pub mod sys_flag;
 pub mod time;
 
