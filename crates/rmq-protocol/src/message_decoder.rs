@@ -77,14 +77,14 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Decode one CommitLog record ([`MessageExt::decode`]); `record` must start at its
+/// Decode one CommitLog record ([`MessageExt::decode`]); `bytes` must start at its
 /// TOTALSIZE field and may extend past it (only TOTALSIZE bytes are read). `offset` is
 /// used in error messages only.
 ///
 /// # Errors
 /// [`ProtocolError::BadMessage`] with the [`rmq_common::record::RecordError`] as reason.
-pub fn decode_message_at(record: &Bytes, offset: usize) -> Result<MessageExt> {
-    MessageExt::decode(record).map_err(|e| ProtocolError::BadMessage {
+pub fn decode_message_at(bytes: &Bytes, offset: usize) -> Result<MessageExt> {
+    MessageExt::decode(bytes).map_err(|e| ProtocolError::BadMessage {
         offset,
         reason: e.to_string(),
     })
@@ -326,7 +326,7 @@ mod tests {
     }
 
     #[test]
-    fn decodes_concatenated_records_v4_v6_v2() {
+    fn reads_concatenated_records_v4_v6_v2() {
         let long_topic = "T".repeat(200);
         let msgs = [
             sample("TopicTest", "10.0.0.1:50000", "10.0.0.2:10911", 0),
