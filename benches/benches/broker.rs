@@ -230,7 +230,7 @@ fn consume(c: &mut Criterion) {
             t.await.expect("filler");
         }
     });
-    let record = rmq_store::format::calc_msg_length(
+    let record = rmq_common::record::calc_msg_length(
         0,
         BODY.len(),
         "BenchConsume".len(),

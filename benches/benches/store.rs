@@ -87,7 +87,7 @@ fn append_dispatch(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(3));
     let props = message_props();
     let record_len =
-        rmq_store::format::calc_msg_length(0, BODY_1K.len(), "BenchTopic".len(), props.len());
+        rmq_common::record::calc_msg_length(0, BODY_1K.len(), "BenchTopic".len(), props.len());
 
     let record = vec![7u8; record_len];
     let len = 256 << 20;
@@ -352,7 +352,7 @@ fn append_interleaved(_c: &mut Criterion) {
     const ROUNDS: usize = 8;
     let props = message_props();
     let record_len =
-        rmq_store::format::calc_msg_length(0, BODY_1K.len(), "BenchTopic".len(), props.len());
+        rmq_common::record::calc_msg_length(0, BODY_1K.len(), "BenchTopic".len(), props.len());
     let record = vec![7u8; record_len];
     quiesce();
     let mut fresh = FreshFiles::new();

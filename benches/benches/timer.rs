@@ -19,8 +19,8 @@
 use std::time::{Duration, Instant};
 
 use rmq_common::properties::{find_property, Properties};
+use rmq_common::record::{scan_record, Scan};
 use rmq_common::time::now_millis;
-use rmq_store::format::{scan_record, Scan};
 use rmq_store::timer::engine::TimerEngine;
 use rmq_store::timer::log::DEFAULT_FILE_SIZE;
 use rmq_store::{MessageStore, MessageToStore, StoreConfig};

@@ -23,11 +23,11 @@
 
 use bytes::Bytes;
 use rmq_common::properties::{find_property, PropertyKey};
+use rmq_common::record::MessageExt;
 use rmq_common::sys_flag::{
     reset_transaction_value, transaction_value, TRANSACTION_NOT_TYPE, TRANSACTION_PREPARED_TYPE,
 };
 use rmq_protocol::header::{CheckTransactionStateRequestHeader, SendMessageRequestHeader};
-use rmq_protocol::message_decoder::{decode_message_at, encode_record, MessageExt};
 use rmq_protocol::{RemotingCommand, RequestCode};
 use rmq_remoting::Connection;
 use rmq_store::MessageToStore;
@@ -159,7 +159,7 @@ pub fn look_half_message(
         .look_message_by_offset(commit_log_offset)
         .ok_or(HalfMessageError::NotFound(commit_log_offset))?;
     let record = Bytes::copy_from_slice(found.bytes());
-    let msg = decode_message_at(&record, 0).map_err(|e| HalfMessageError::Corrupt {
+    let msg = MessageExt::decode(&record).map_err(|e| HalfMessageError::Corrupt {
         offset: commit_log_offset,
         reason: e.to_string(),
     })?;
@@ -236,8 +236,12 @@ pub async fn check_transaction_state(
         msg.topic = topic;
         msg.queue_id = queue_id;
     }
+    let record = msg.to_record().map_err(|e| HalfMessageError::Corrupt {
+        offset: commit_log_offset,
+        reason: e.to_string(),
+    })?;
     let cmd = RemotingCommand::request_with_header(RequestCode::CHECK_TRANSACTION_STATE.0, &header)
-        .with_body(encode_record(&msg));
+        .with_body(record);
     Ok(conn.oneway(cmd).await.is_ok())
 }
 

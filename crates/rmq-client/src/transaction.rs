@@ -151,14 +151,17 @@ impl Producer {
                     per_queue.len() - 1
                 }
             };
-            for (i, (offset_id, msg_id)) in offsets.iter().zip(&ids).enumerate() {
+            let tran_state_offsets = batch.queue_offset..;
+            for (tran_state_table_offset, (offset_id, msg_id)) in
+                tran_state_offsets.zip(offsets.iter().zip(&ids))
+            {
                 let (_, commit_log_offset) =
                     rmq_common::decode_offset_msg_id(offset_id).map_err(|e| {
                         ClientError::IllegalMessage(format!("offset message id {offset_id:?}: {e}"))
                     })?;
                 let header = EndTransactionRequestHeader {
                     producer_group: self.config().group.clone(),
-                    tran_state_table_offset: batch.queue_offset + i64::try_from(i).unwrap_or(0),
+                    tran_state_table_offset,
                     commit_log_offset,
                     commit_or_rollback: state.commit_or_rollback(),
                     from_transaction_check: false,

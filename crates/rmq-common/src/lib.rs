@@ -1,7 +1,8 @@
 //! Pure building blocks that the store, the protocol and the client all need to agree on,
 //! byte for byte, with Apache RocketMQ: the message-properties string, the offset message id,
 //! Java's `String.hashCode` (used for tag codes and index keys), the body CRC and the
-//! system-flag bits, the body compression codecs, the system topic names and the transaction
+//! system-flag bits, the body compression codecs, the CommitLog record format ([`record`])
+//! that the store writes and every reader decodes, the system topic names and the transaction
 //! op record; and the config schema, the one table of `broker.conf` / `namesrv.conf` keys that
 //! the store, the broker and Python check with. Nothing here does I/O.
 #![forbid(unsafe_code)]
@@ -12,6 +13,7 @@ pub mod fx;
 pub mod hash;
 pub mod message_id;
 pub mod properties;
+pub mod record;
 pub mod sys_flag;
 pub mod time;
 pub mod topic;

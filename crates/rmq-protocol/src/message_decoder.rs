@@ -11,104 +11,22 @@
 //!              | BODYLEN i32 + BODY | PROPSLEN i16 + PROPS
 //! ```
 //!
-//! The CommitLog record layout is the store's (see `rmq-store`'s `format` module); it is
-//! restated here because a client must read it without linking the store. Compressed bodies
+//! The CommitLog record itself (layout, decode rules, [`MessageExt`]) is
+//! [`rmq_common::record`]'s; this module walks bodies of them. Compressed bodies
 //! (`sys_flag` bit 0, set by Java producers above 4 KiB) are returned as stored; decompressing
 //! them is the client's job (`rmq_common::compression`).
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-
 use bytes::{BufMut, Bytes, BytesMut};
-use rmq_common::properties::PropertyKey;
-use rmq_common::sys_flag::{BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG};
-use rmq_common::{create_offset_msg_id, Properties};
+use rmq_common::Properties;
+
+pub use rmq_common::record::{MessageExt, MIN_RECORD_BYTES};
 
 use crate::error::{ProtocolError, Result};
-
-/// Magic of a record whose topic length takes 1 byte.
-pub const MESSAGE_MAGIC_CODE_V1: i32 = 0xDAA3_20A7_u32 as i32;
-/// Magic of a record whose topic length takes 2 bytes.
-pub const MESSAGE_MAGIC_CODE_V2: i32 = 0xDAA3_20AB_u32 as i32;
-
-/// Smallest possible record: every fixed field with IPv4 hosts, empty body, topic and
-/// properties, 1-byte topic length.
-pub const MIN_RECORD_BYTES: usize =
-    4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + 8 + 8 + 8 + 4 + 8 + 4 + 1 + 2;
 
 /// Fixed part of one batch entry (TOTALSIZE, MAGICCODE, BODYCRC, FLAG, BODYLEN, PROPSLEN).
 pub const BATCH_ENTRY_FIXED_BYTES: usize = 4 + 4 + 4 + 4 + 4 + 2;
 
-/// A stored message as a consumer sees it (`MessageExt`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MessageExt {
-    /// Topic.
-    pub topic: String,
-    /// Application flag.
-    pub flag: i32,
-    /// Properties (tags, keys, unique id, …).
-    pub properties: Properties,
-    /// Body as stored (compressed when `sys_flag` bit 0 is set).
-    pub body: Bytes,
-    /// Record length in the CommitLog.
-    pub store_size: i32,
-    /// Masked CRC-32 of the body.
-    pub body_crc: i32,
-    /// Queue.
-    pub queue_id: i32,
-    /// ConsumeQueue offset.
-    pub queue_offset: i64,
-    /// CommitLog offset.
-    pub commit_log_offset: i64,
-    /// `MessageSysFlag` bits.
-    pub sys_flag: i32,
-    /// Producer-side creation time (ms).
-    pub born_timestamp: i64,
-    /// Producer address.
-    pub born_host: SocketAddr,
-    /// Store time (ms).
-    pub store_timestamp: i64,
-    /// Broker address.
-    pub store_host: SocketAddr,
-    /// Delivery attempts so far.
-    pub reconsume_times: i32,
-    /// Half-message offset, for transaction commit/rollback records.
-    pub prepared_transaction_offset: i64,
-    /// Offset message id (store host + CommitLog offset).
-    pub msg_id: String,
-    /// Why a client left `body` as stored although `sys_flag` marks it compressed (unknown
-    /// compression type, corrupt or oversized data); always `None` from the decoder.
-    pub body_error: Option<String>,
-}
-
-impl MessageExt {
-    /// The producer-assigned unique id (`UNIQ_KEY`), if any.
-    #[must_use]
-    pub fn uniq_msg_id(&self) -> Option<&str> {
-        self.properties
-            .get(PropertyKey::UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
-    }
-
-    /// The id a Java consumer shows (`MessageClientExt.getMsgId`): the unique id when set,
-    /// else the offset id.
-    #[must_use]
-    pub fn client_msg_id(&self) -> &str {
-        self.uniq_msg_id().unwrap_or(&self.msg_id)
-    }
-
-    /// The `TAGS` property.
-    #[must_use]
-    pub fn tags(&self) -> Option<&str> {
-        self.properties.get(PropertyKey::TAGS)
-    }
-
-    /// The `KEYS` property.
-    #[must_use]
-    pub fn keys(&self) -> Option<&str> {
-        self.properties.get(PropertyKey::KEYS)
-    }
-}
-
-/// Bounds-checked big-endian reader over one record.
+/// Bounds-checked big-endian reader over one batch entry.
 struct Reader<'a> {
     b: &'a [u8],
     pos: usize,
@@ -130,7 +48,7 @@ impl<'a> Reader<'a> {
             .filter(|&e| e <= self.b.len())
             .ok_or_else(|| {
                 self.err(format!(
-                    "{what} needs {n} bytes at record byte {}, record has {}",
+                    "{what} needs {n} bytes at entry byte {}, entry has {}",
                     self.pos,
                     self.b.len()
                 ))
@@ -154,100 +72,21 @@ impl<'a> Reader<'a> {
         Ok(i32::from_be_bytes(self.array(what)?))
     }
 
-    fn i64(&mut self, what: &str) -> Result<i64> {
-        Ok(i64::from_be_bytes(self.array(what)?))
-    }
-
     fn len(&self, v: i64, what: &str) -> Result<usize> {
         usize::try_from(v).map_err(|_| self.err(format!("negative {what} length {v}")))
     }
-
-    fn host(&mut self, v6: bool, what: &str) -> Result<SocketAddr> {
-        let ip = if v6 {
-            IpAddr::V6(Ipv6Addr::from(self.array::<16>(what)?))
-        } else {
-            IpAddr::V4(Ipv4Addr::from(self.array::<4>(what)?))
-        };
-        let port = self.i32(what)?;
-        let port = u16::try_from(port)
-            .map_err(|_| self.err(format!("{what} port {port} out of range")))?;
-        Ok(SocketAddr::new(ip, port))
-    }
 }
 
-/// Decode one CommitLog record; `record` must start at its TOTALSIZE field and may extend
-/// past it (only TOTALSIZE bytes are read). `offset` is used in error messages only.
+/// Decode one CommitLog record ([`MessageExt::decode`]); `bytes` must start at its
+/// TOTALSIZE field and may extend past it (only TOTALSIZE bytes are read). `offset` is
+/// used in error messages only.
 ///
 /// # Errors
-/// [`ProtocolError::BadMessage`] on a short record, unknown magic, impossible lengths or an
-/// out-of-range port.
-pub fn decode_message_at(record: &Bytes, offset: usize) -> Result<MessageExt> {
-    let mut r = Reader {
-        b: record,
-        pos: 0,
-        base: offset,
-    };
-    let store_size = r.i32("TOTALSIZE")?;
-    let total = r.len(i64::from(store_size), "record")?;
-    if total < MIN_RECORD_BYTES || total > record.len() {
-        return Err(r.err(format!(
-            "TOTALSIZE {total} outside {MIN_RECORD_BYTES}..={}",
-            record.len()
-        )));
-    }
-    r.b = &record[..total];
-    let magic = r.i32("MAGICCODE")?;
-    let v2 = match magic {
-        MESSAGE_MAGIC_CODE_V1 => false,
-        MESSAGE_MAGIC_CODE_V2 => true,
-        other => return Err(r.err(format!("unknown magic code {:#010X}", other as u32))),
-    };
-    let body_crc = r.i32("BODYCRC")?;
-    let queue_id = r.i32("QUEUEID")?;
-    let flag = r.i32("FLAG")?;
-    let queue_offset = r.i64("QUEUEOFFSET")?;
-    let commit_log_offset = r.i64("PHYSICALOFFSET")?;
-    let sys_flag = r.i32("SYSFLAG")?;
-    let born_timestamp = r.i64("BORNTIMESTAMP")?;
-    let born_host = r.host(sys_flag & BORNHOST_V6_FLAG != 0, "BORNHOST")?;
-    let store_timestamp = r.i64("STORETIMESTAMP")?;
-    let store_host = r.host(sys_flag & STOREHOSTADDRESS_V6_FLAG != 0, "STOREHOST")?;
-    let reconsume_times = r.i32("RECONSUMETIMES")?;
-    let prepared_transaction_offset = r.i64("PREPAREDTRANSACTIONOFFSET")?;
-    let body_len = r.i32("BODYLEN")?;
-    let body_len = r.len(i64::from(body_len), "body")?;
-    let body_start = r.pos;
-    r.take(body_len, "BODY")?;
-    let body = record.slice(body_start..body_start + body_len);
-    let topic_len = if v2 {
-        usize::from(u16::from_be_bytes(r.array("TOPICLEN")?))
-    } else {
-        usize::from(r.array::<1>("TOPICLEN")?[0])
-    };
-    let topic = String::from_utf8_lossy(r.take(topic_len, "TOPIC")?).into_owned();
-    let props_len = r.i16("PROPSLEN")?;
-    let props_len = r.len(i64::from(props_len), "properties")?;
-    let properties = Properties::decode(&String::from_utf8_lossy(r.take(props_len, "PROPERTIES")?));
-    let msg_id = create_offset_msg_id(store_host, commit_log_offset);
-    Ok(MessageExt {
-        topic,
-        flag,
-        properties,
-        body,
-        store_size,
-        body_crc,
-        queue_id,
-        queue_offset,
-        commit_log_offset,
-        sys_flag,
-        born_timestamp,
-        born_host,
-        store_timestamp,
-        store_host,
-        reconsume_times,
-        prepared_transaction_offset,
-        msg_id,
-        body_error: None,
+/// [`ProtocolError::BadMessage`] with the [`rmq_common::record::RecordError`] as reason.
+pub fn decode_message_at(bytes: &Bytes, offset: usize) -> Result<MessageExt> {
+    MessageExt::decode(bytes).map_err(|e| ProtocolError::BadMessage {
+        offset,
+        reason: e.to_string(),
     })
 }
 
@@ -269,11 +108,20 @@ impl Iterator for MessageIter {
         }
         let rest = self.buf.slice(self.pos..);
         match decode_message_at(&rest, self.pos) {
-            Ok(m) => {
-                // decode_message_at checked MIN_RECORD_BYTES <= store_size <= rest.len().
-                self.pos += m.store_size as usize;
-                Some(Ok(m))
-            }
+            Ok(m) => match usize::try_from(m.store_size) {
+                // The decoder checked MIN_RECORD_BYTES <= store_size <= rest.len().
+                Ok(size) => {
+                    self.pos += size;
+                    Some(Ok(m))
+                }
+                Err(_) => {
+                    self.failed = true;
+                    Some(Err(ProtocolError::BadMessage {
+                        offset: self.pos,
+                        reason: format!("negative TOTALSIZE {}", m.store_size),
+                    }))
+                }
+            },
             Err(e) => {
                 self.failed = true;
                 Some(Err(e))
@@ -431,74 +279,12 @@ pub fn decode_batch(body: &Bytes) -> Result<Vec<BatchMessage>> {
         .collect())
 }
 
-/// Encode one CommitLog record, as the store writes it. For tests and tools that need
-/// pull bodies without a store; the store has its own encoder on the hot path.
-#[doc(hidden)]
-#[must_use]
-pub fn encode_record(m: &MessageExt) -> Bytes {
-    let topic = m.topic.as_bytes();
-    let v2 = topic.len() > 127;
-    let props = m.properties.encode();
-    let host_len = |a: &SocketAddr| if a.is_ipv6() { 20 } else { 8 };
-    let total = MIN_RECORD_BYTES - 16
-        + host_len(&m.born_host)
-        + host_len(&m.store_host)
-        + m.body.len()
-        + usize::from(v2)
-        + topic.len()
-        + props.len();
-    let mut b = BytesMut::with_capacity(total);
-    let put_host = |b: &mut BytesMut, a: &SocketAddr| {
-        match a.ip() {
-            IpAddr::V4(ip) => b.put_slice(&ip.octets()),
-            IpAddr::V6(ip) => b.put_slice(&ip.octets()),
-        }
-        b.put_i32(i32::from(a.port()));
-    };
-    let mut sys_flag = m.sys_flag & !(BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG);
-    if m.born_host.is_ipv6() {
-        sys_flag |= BORNHOST_V6_FLAG;
-    }
-    if m.store_host.is_ipv6() {
-        sys_flag |= STOREHOSTADDRESS_V6_FLAG;
-    }
-    #[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
-    {
-        b.put_i32(total as i32);
-        b.put_i32(if v2 {
-            MESSAGE_MAGIC_CODE_V2
-        } else {
-            MESSAGE_MAGIC_CODE_V1
-        });
-        b.put_i32(m.body_crc);
-        b.put_i32(m.queue_id);
-        b.put_i32(m.flag);
-        b.put_i64(m.queue_offset);
-        b.put_i64(m.commit_log_offset);
-        b.put_i32(sys_flag);
-        b.put_i64(m.born_timestamp);
-        put_host(&mut b, &m.born_host);
-        b.put_i64(m.store_timestamp);
-        put_host(&mut b, &m.store_host);
-        b.put_i32(m.reconsume_times);
-        b.put_i64(m.prepared_transaction_offset);
-        b.put_i32(m.body.len() as i32);
-        b.put_slice(&m.body);
-        if v2 {
-            b.put_u16(topic.len() as u16);
-        } else {
-            b.put_u8(topic.len() as u8);
-        }
-        b.put_slice(topic);
-        b.put_i16(props.len() as i16);
-        b.put_slice(props.as_bytes());
-    }
-    b.freeze()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rmq_common::create_offset_msg_id;
+    use rmq_common::sys_flag::{BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG};
+    use std::net::SocketAddr;
 
     fn sample(topic: &str, born: &str, store: &str, off: i64) -> MessageExt {
         let mut properties = Properties::new();
@@ -540,7 +326,7 @@ mod tests {
     }
 
     #[test]
-    fn decodes_concatenated_records_v4_v6_v2() {
+    fn reads_concatenated_records_v4_v6_v2() {
         let long_topic = "T".repeat(200);
         let msgs = [
             sample("TopicTest", "10.0.0.1:50000", "10.0.0.2:10911", 0),
@@ -550,7 +336,7 @@ mod tests {
         let mut body = BytesMut::new();
         let mut expected = Vec::new();
         for m in msgs {
-            let rec = encode_record(&m);
+            let rec = m.to_record().unwrap();
             body.extend_from_slice(&rec);
             expected.push(normalized(m, &rec));
         }
@@ -565,7 +351,9 @@ mod tests {
 
     #[test]
     fn bad_records_are_errors_not_panics() {
-        let rec = encode_record(&sample("T", "1.2.3.4:5", "1.2.3.4:6", 0));
+        let rec = sample("T", "1.2.3.4:5", "1.2.3.4:6", 0)
+            .to_record()
+            .unwrap();
         for cut in 0..rec.len() {
             assert!(decode_messages(&rec.slice(..cut)).is_err() || cut == 0);
         }

@@ -7,7 +7,7 @@ use rmq_protocol::body::{RemotingJson, TopicRouteData};
 use rmq_protocol::header::{
     GetRouteInfoRequestHeader, PullMessageResponseHeader, SendMessageRequestHeader,
 };
-use rmq_protocol::message_decoder::{decode_messages, encode_record, MessageExt};
+use rmq_protocol::message_decoder::{decode_messages, MessageExt};
 use rmq_protocol::{
     decode, encode, encode_header_for_body, ExtFields, LanguageCode, RemotingCommand, RequestCode,
     ResponseCode, SerializeType,
@@ -180,7 +180,7 @@ fn zero_copy_pull_response_header_plus_records() {
         msg_id: String::new(),
         body_error: None,
     };
-    let rec = encode_record(&m);
+    let rec = m.to_record().unwrap();
     m.store_size = i32::try_from(rec.len()).unwrap();
     m.msg_id = "7F00000100002A9F0000000000001000".into();
 

@@ -126,6 +126,13 @@ impl CommitLog {
         if msg.properties.len() > MAX_PROPERTIES_LEN {
             return Err(StoreError::PropertiesSizeExceeded(msg.properties.len()));
         }
+        // Readers decode PROPERTIES strictly (rmq_common::record): store only what they read.
+        if let Err(e) = std::str::from_utf8(msg.properties) {
+            return Err(StoreError::MessageIllegal(format!(
+                "the properties are not UTF-8 (valid up to byte {}); encode them as UTF-8",
+                e.valid_up_to()
+            )));
+        }
         if msg.queue_id < 0 || msg.queue_id > 65_535 {
             return Err(StoreError::MessageIllegal(format!(
                 "queue id {} is outside 0..=65535",

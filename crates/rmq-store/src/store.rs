@@ -505,7 +505,7 @@ impl MessageStore {
                     Scan::Blank => break true,
                     Scan::Invalid(reason) => {
                         if raw[pos..].iter().take(64).any(|&b| b != 0) {
-                            self.report_cut(f, pos, reason);
+                            self.report_cut(f, pos, &reason.to_string());
                         }
                         break false;
                     }

@@ -552,6 +552,14 @@ fn illegal_messages_get_reasons_and_store_keeps_working() {
         store.put_message(&msg("T", b"x", long_props)).unwrap_err(),
         StoreError::PropertiesSizeExceeded(40_000)
     ));
+    // Readers decode PROPERTIES strictly (rmq_common::record): non-UTF-8 is refused here.
+    let e = store
+        .put_message(&msg("T", b"x", b"K\x01\xFF\x02"))
+        .unwrap_err();
+    assert!(
+        matches!(e, StoreError::MessageIllegal(_)) && e.to_string().contains("not UTF-8"),
+        "{e}"
+    );
     put(&store, "T", 0, b"fine", b"");
     store.shutdown().unwrap();
     let e = store.put_message(&msg("T", b"x", b"")).unwrap_err();

@@ -10,13 +10,13 @@
 //! Producers send it oneway; a request that wants an answer gets one, except for "unknown",
 //! which RocketMQ leaves unanswered too.
 
+use rmq_common::record::MessageExt;
 use rmq_common::sys_flag::{
     reset_transaction_value, TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
 };
 use rmq_common::PropertyKey;
 use rmq_protocol::header::EndTransactionRequestHeader;
-use rmq_protocol::message_decoder::MessageExt;
 use rmq_protocol::{RemotingCommand, ResponseCode};
 use rmq_remoting::{Connection, Reply};
 use rmq_store::{BrokerRole, FlushDiskType, MessageToStore, StoreError};

@@ -18,12 +18,12 @@
 //! wait for a SYNC_FLUSH, as in RocketMQ); its reconsume count is one more than the original's.
 
 use rmq_common::properties::{edit_properties, find_property, PropertyKey};
+use rmq_common::record::{scan_record, Scan};
 use rmq_protocol::body::{SubscriptionGroupConfig, PERM_READ, PERM_WRITE};
 use rmq_protocol::header::ConsumerSendMsgBackRequestHeader;
 use rmq_protocol::version::V3_4_9;
 use rmq_protocol::{RemotingCommand, ResponseCode};
 use rmq_remoting::Reply;
-use rmq_store::format::{scan_record, Scan};
 use rmq_store::{FlushDiskType, MessageToStore};
 
 use super::{error_response, reply, response};
