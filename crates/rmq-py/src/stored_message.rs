@@ -9,8 +9,7 @@ use bytes::Bytes;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rmq_common::properties::PropertyKey;
-use rmq_protocol::message_decoder::{decode_message_at, MessageExt};
-use rmq_store::format::{scan_record, Scan};
+use rmq_protocol::message_decoder::{decode_message_at, iter_messages, MessageExt};
 
 /// A stored message, decoded.
 #[pyclass(module = "rmq._rmq", frozen, get_all)]
@@ -121,23 +120,15 @@ impl StoredMessage {
 }
 
 /// Decode a body of concatenated CommitLog records (a PULL_MESSAGE, QUERY_MESSAGE or
-/// VIEW_MESSAGE_BY_ID response). Stops at the first record that is not whole.
+/// VIEW_MESSAGE_BY_ID response). Stops at the first record that is not whole or whose body
+/// does not match its CRC.
 #[pyfunction]
 fn decode_messages(py: Python<'_>, body: &[u8]) -> PyResult<Vec<Py<StoredMessage>>> {
-    let body = Bytes::copy_from_slice(body);
-    let mut out = Vec::new();
-    let mut pos = 0;
-    while pos < body.len() {
-        let Scan::Message(r) = scan_record(&body[pos..], true) else {
-            break;
-        };
-        let size = r.total_size;
-        if let Ok(m) = decode_message_at(&body.slice(pos..pos + size), pos) {
-            out.push(StoredMessage::from_ext(py, m)?);
-        }
-        pos += size;
-    }
-    Ok(out)
+    iter_messages(Bytes::copy_from_slice(body))
+        .map_while(Result::ok)
+        .take_while(|m| rmq_common::body_crc(&m.body) == m.body_crc)
+        .map(|m| StoredMessage::from_ext(py, m))
+        .collect()
 }
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
