@@ -121,7 +121,7 @@ impl MappedFile {
     }
 
     /// Route writes through a transient-pool buffer (set once, before the first append).
-    pub fn attach_write_buffer(&self, buf: Arc<AnonBuffer>, pool: Arc<TransientStorePool>) {
+    pub(crate) fn attach_write_buffer(&self, buf: Arc<AnonBuffer>, pool: Arc<TransientStorePool>) {
         let _ = self.write_buffer.set((buf, pool));
     }
 
@@ -141,6 +141,15 @@ impl MappedFile {
     #[must_use]
     pub fn file_from_offset(&self) -> i64 {
         self.file_from_offset
+    }
+
+    /// Global offset of byte `pos` of this file. Every position inside a mapping converts
+    /// exactly (a mapping, like any Rust allocation, is at most `isize::MAX` bytes); a `pos`
+    /// beyond that would saturate, never alias offset 0.
+    #[must_use]
+    pub fn offset_of(&self, pos: usize) -> i64 {
+        self.file_from_offset
+            .saturating_add(i64::try_from(pos).unwrap_or(i64::MAX))
     }
 
     /// File size.
@@ -290,8 +299,8 @@ impl MappedFile {
                 use std::os::unix::fs::FileExt;
                 match self.mmap.file().write_all_at(src, committed as u64) {
                     Ok(()) => self.committed.store(wrote, Ordering::Release),
-                    Err(e) => eprintln!(
-                        "rmq-store ERROR: committing {} at {committed}: {e}; will retry",
+                    Err(e) => log::error!(
+                        "committing {} at {committed}: {e}; will retry",
                         self.path.display()
                     ),
                 }
