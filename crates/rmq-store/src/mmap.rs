@@ -21,10 +21,10 @@ use std::path::Path;
 use memmap2::{MmapMut, MmapOptions};
 
 /// Size of an OS page; flush and commit thresholds count these.
-pub const OS_PAGE_SIZE: usize = 4096;
+pub(crate) const OS_PAGE_SIZE: usize = 4096;
 
 /// A file mapped read-write in full, shared between one writer and many readers.
-pub struct MmapFile {
+pub(crate) struct MmapFile {
     file: File,
     map: MmapMut,
     ptr: *mut u8,
@@ -44,7 +44,7 @@ impl MmapFile {
     ///
     /// # Errors
     /// Any OS error, ENOSPC included.
-    pub fn create(path: &Path, len: usize) -> io::Result<Self> {
+    pub(crate) fn create(path: &Path, len: usize) -> io::Result<Self> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -82,7 +82,7 @@ impl MmapFile {
     ///
     /// # Errors
     /// Any OS error, ENOSPC included; a partial file is removed.
-    pub fn create_zeroed(path: &Path, len: usize) -> io::Result<Self> {
+    pub(crate) fn create_zeroed(path: &Path, len: usize) -> io::Result<Self> {
         use std::os::unix::fs::FileExt;
         let existed = path.exists();
         let file = OpenOptions::new()
@@ -114,7 +114,7 @@ impl MmapFile {
     ///
     /// # Errors
     /// I/O errors, or a size mismatch (a truncated or foreign file).
-    pub fn open(path: &Path, len: usize) -> io::Result<Self> {
+    pub(crate) fn open(path: &Path, len: usize) -> io::Result<Self> {
         let file = OpenOptions::new().read(true).write(true).open(path)?;
         let cur = file.metadata()?.len();
         if cur != len as u64 {
@@ -145,26 +145,20 @@ impl MmapFile {
 
     /// Length of the mapping.
     #[must_use]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len
-    }
-
-    /// Whether the mapping is empty.
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 
     /// The underlying file (for `sendfile` and `fdatasync`).
     #[must_use]
-    pub fn file(&self) -> &File {
+    pub(crate) fn file(&self) -> &File {
         &self.file
     }
 
     /// Published bytes `[pos, pos + len)`; `None` when out of bounds. Callers only ask for
     /// ranges below a position they loaded with `Acquire`.
     #[must_use]
-    pub fn bytes(&self, pos: usize, len: usize) -> Option<&[u8]> {
+    pub(crate) fn bytes(&self, pos: usize, len: usize) -> Option<&[u8]> {
         let end = pos.checked_add(len)?;
         if end > self.len {
             return None;
@@ -180,7 +174,7 @@ impl MmapFile {
     /// commit thread, the dispatch thread) write only above the published position.
     #[allow(clippy::mut_from_ref)]
     #[must_use]
-    pub fn bytes_mut(&self, pos: usize, len: usize) -> Option<&mut [u8]> {
+    pub(crate) fn bytes_mut(&self, pos: usize, len: usize) -> Option<&mut [u8]> {
         let end = pos.checked_add(len)?;
         if end > self.len {
             return None;
@@ -196,7 +190,7 @@ impl MmapFile {
     ///
     /// # Errors
     /// The OS error; the caller must not report those bytes as durable.
-    pub fn flush_range(&self, pos: usize, len: usize) -> io::Result<()> {
+    pub(crate) fn flush_range(&self, pos: usize, len: usize) -> io::Result<()> {
         if len == 0 {
             return Ok(());
         }
@@ -205,7 +199,7 @@ impl MmapFile {
 
     /// Fault every page in for writing, so the appender never takes a page fault. Uses
     /// `MADV_POPULATE_WRITE` where the kernel has it (5.14+), else touches each page.
-    pub fn prefault(&self) {
+    pub(crate) fn prefault(&self) {
         // SAFETY: advice on our own live mapping; it changes no memory contents.
         let rc = unsafe {
             libc::madvise(
@@ -232,7 +226,7 @@ impl MmapFile {
 
 /// A page-aligned anonymous buffer, `mlock`ed when the OS allows: one transient-store-pool
 /// buffer. The appender writes into it, the commit thread copies it into the file.
-pub struct AnonBuffer {
+pub(crate) struct AnonBuffer {
     _map: MmapMut,
     ptr: *mut u8,
     len: usize,
@@ -251,7 +245,7 @@ impl AnonBuffer {
     ///
     /// # Errors
     /// When the memory cannot be mapped at all.
-    pub fn new(len: usize) -> io::Result<(Self, Option<io::Error>)> {
+    pub(crate) fn new(len: usize) -> io::Result<(Self, Option<io::Error>)> {
         let mut map = MmapOptions::new().len(len).map_anon()?;
         let ptr = map.as_mut_ptr();
         // SAFETY: locks our own live anonymous mapping; no memory contents change.
@@ -268,15 +262,9 @@ impl AnonBuffer {
         ))
     }
 
-    /// Whether the buffer is locked in RAM.
-    #[must_use]
-    pub fn is_locked(&self) -> bool {
-        self.locked
-    }
-
     /// Bytes `[pos, pos + len)` that the caller has published (see `MmapFile::bytes`).
     #[must_use]
-    pub fn bytes(&self, pos: usize, len: usize) -> Option<&[u8]> {
+    pub(crate) fn bytes(&self, pos: usize, len: usize) -> Option<&[u8]> {
         let end = pos.checked_add(len)?;
         if end > self.len {
             return None;
@@ -288,7 +276,7 @@ impl AnonBuffer {
     /// Unpublished bytes for the single writer (see `MmapFile::bytes_mut`).
     #[allow(clippy::mut_from_ref)]
     #[must_use]
-    pub fn bytes_mut(&self, pos: usize, len: usize) -> Option<&mut [u8]> {
+    pub(crate) fn bytes_mut(&self, pos: usize, len: usize) -> Option<&mut [u8]> {
         let end = pos.checked_add(len)?;
         if end > self.len {
             return None;
@@ -311,20 +299,20 @@ impl Drop for AnonBuffer {
 
 /// Space of the file system holding `path`, in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DiskSpace {
+pub(crate) struct DiskSpace {
     /// Its size.
-    pub total: u64,
+    pub(crate) total: u64,
     /// Bytes in use (size less the free blocks, root's reserve counted as free).
-    pub used: u64,
+    pub(crate) used: u64,
     /// What an unprivileged writer can still use.
-    pub available: u64,
+    pub(crate) available: u64,
 }
 
 impl DiskSpace {
     /// Used fraction (0.0..=1.0) as df's Use%: used / (used + available). The blocks reserved
     /// for root are in neither, so a disk df shows at 48 % is not reported at 81 %.
     #[must_use]
-    pub fn used_ratio(&self) -> f64 {
+    pub(crate) fn used_ratio(&self) -> f64 {
         let usable = self.used.saturating_add(self.available);
         if usable == 0 {
             return 0.0;
@@ -340,7 +328,7 @@ impl DiskSpace {
 /// # Errors
 /// When `statvfs` fails (the path does not exist, ...).
 #[allow(clippy::useless_conversion)] // the statvfs field types differ between targets
-pub fn disk_space(path: &Path) -> io::Result<DiskSpace> {
+pub(crate) fn disk_space(path: &Path) -> io::Result<DiskSpace> {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(path.as_os_str().as_bytes())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains NUL"))?;
@@ -364,7 +352,7 @@ pub fn disk_space(path: &Path) -> io::Result<DiskSpace> {
 ///
 /// # Errors
 /// When `statvfs` fails (the path does not exist, ...).
-pub fn disk_used_ratio(path: &Path) -> io::Result<f64> {
+pub(crate) fn disk_used_ratio(path: &Path) -> io::Result<f64> {
     disk_space(path).map(|d| d.used_ratio())
 }
 
