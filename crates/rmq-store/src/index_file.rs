@@ -381,7 +381,7 @@ impl IndexService {
         let mut files = self.files.write().unwrap_or_else(PoisonError::into_inner);
         if let Some(prev) = files.last() {
             if let Err(e) = prev.flush() {
-                eprintln!("rmq-store WARN: {e}");
+                log::warn!("{e}");
             }
         }
         let mut now = rmq_common::time::now_millis();
@@ -465,10 +465,7 @@ impl IndexService {
         while files.len() > 1 && files[0].end_phy_offset() < phy_min {
             let f = files.remove(0);
             if let Err(e) = std::fs::remove_file(f.path()) {
-                eprintln!(
-                    "rmq-store WARN: could not delete {}: {e}",
-                    f.path().display()
-                );
+                log::warn!("could not delete {}: {e}", f.path().display());
             }
             n += 1;
         }

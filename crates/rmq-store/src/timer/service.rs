@@ -65,10 +65,12 @@ fn open_engine(root: &Path, settings: &TimerSettings) -> Result<TimerEngine> {
     let (engine, rec) =
         TimerEngine::open(root, settings.wheel_slots(), DEFAULT_FILE_SIZE, now_slot)?;
     if rec.relinked > 0 || rec.repaired > 0 {
-        eprintln!(
-            "rmq-store INFO: timer recovery: {} entries after the last checkpoint, {} linked \
+        log::info!(
+            "timer recovery: {} entries after the last checkpoint, {} linked \
              into the wheel again, {} slots cut back",
-            rec.replayed, rec.relinked, rec.repaired
+            rec.replayed,
+            rec.relinked,
+            rec.repaired
         );
     }
     Ok(engine)
@@ -163,7 +165,7 @@ impl TimerService {
         let now = now_millis();
         if now - self.last_error_log >= LOG_EVERY_MS {
             self.last_error_log = now;
-            eprintln!("rmq-store ERROR: {what}");
+            log::error!("{what}");
         }
     }
 
@@ -180,8 +182,8 @@ impl TimerService {
                 None
             };
             if let Some(to) = fixed {
-                eprintln!(
-                    "rmq-store WARN: the timer wheel was at unit {from} of {TIMER_TOPIC}, which \
+                log::warn!(
+                    "the timer wheel was at unit {from} of {TIMER_TOPIC}, which \
                      holds [{}, {}); continuing at {to}{}",
                     got.min_offset,
                     got.max_offset,
@@ -214,8 +216,8 @@ impl TimerService {
                 Ok(entries) => entries,
                 Err(e @ StoreError::Corruption { .. }) => {
                     // Retrying cannot help, and would hold up every later second.
-                    eprintln!(
-                        "rmq-store ERROR: timer messages of second {} skipped: {e}",
+                    log::error!(
+                        "timer messages of second {} skipped: {e}",
                         engine.read_slot()
                     );
                     self.resume_at = 0;
