@@ -328,8 +328,8 @@ impl MappedFileQueue {
             let from = f.file_from_offset();
             if from + size <= offset {
                 keep.push(f);
-            } else if offset >= from {
-                let pos = usize::try_from(offset - from).unwrap_or(0);
+            } else if let Ok(pos) = usize::try_from(offset - from) {
+                // `offset` is inside this file (not below its start).
                 f.set_positions(pos);
                 f.zero_tail(pos)?;
                 keep.push(f);

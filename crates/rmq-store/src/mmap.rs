@@ -7,10 +7,12 @@
 //! thread for ConsumeQueue/IndexFile files) *before* its end is published with a `Release`
 //! store, and readers only look at ranges below a position they loaded with `Acquire`. A
 //! published byte is never written again while the mapping is shared, except by recovery,
-//! which runs before the store is shared, and the timer wheel (`timer::wheel`), whose slots
-//! are rewritten in place by the timer thread, their only reader and writer (the wheel is
-//! owned by that thread and changed through `&mut self`). Files are never truncated while mapped, and the
-//! store directory is held under an exclusive `lock` file so no other broker changes them.
+//! which runs before the store is shared. Files rewritten in place (index files, the timer
+//! wheel) are [`OwnedMap`]s instead, whose writes need `&mut self`. Files are never truncated
+//! while mapped, and the store directory is held under an exclusive `lock` file so no other
+//! broker changes them.
+//!
+//! The module is private to rmq-store: nothing outside the crate can reach a mapping.
 #![allow(unsafe_code)]
 
 use std::fs::{File, OpenOptions};
@@ -221,6 +223,55 @@ impl MmapFile {
             }
             pos += OS_PAGE_SIZE;
         }
+    }
+}
+
+/// A mapped file with one owner: reads through `&self`, writes only through `&mut self`, so
+/// the borrow checker (or the lock the owner keeps it under) rules out a write racing a read,
+/// and bytes may be rewritten in place. The index files (under their header lock) and the
+/// timer wheel (owned by the timer thread) are these.
+pub(crate) struct OwnedMap(MmapFile);
+
+impl OwnedMap {
+    /// See [`MmapFile::create`].
+    ///
+    /// # Errors
+    /// Any OS error, ENOSPC included.
+    pub(crate) fn create(path: &Path, len: usize) -> io::Result<Self> {
+        MmapFile::create(path, len).map(Self)
+    }
+
+    /// See [`MmapFile::open`].
+    ///
+    /// # Errors
+    /// I/O errors, or a size mismatch.
+    pub(crate) fn open(path: &Path, len: usize) -> io::Result<Self> {
+        MmapFile::open(path, len).map(Self)
+    }
+
+    /// Length of the mapping.
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Bytes `[pos, pos + len)`; `None` when out of bounds.
+    pub(crate) fn get(&self, pos: usize, len: usize) -> Option<&[u8]> {
+        // Sound: writes need `&mut self`, so none happens while this borrow lives.
+        self.0.bytes(pos, len)
+    }
+
+    /// Bytes `[pos, pos + len)` to write; `None` when out of bounds.
+    pub(crate) fn get_mut(&mut self, pos: usize, len: usize) -> Option<&mut [u8]> {
+        // Sound: `&mut self` excludes every other borrow of the mapping.
+        self.0.bytes_mut(pos, len)
+    }
+
+    /// See [`MmapFile::flush_range`].
+    ///
+    /// # Errors
+    /// The OS error.
+    pub(crate) fn flush_range(&self, pos: usize, len: usize) -> io::Result<()> {
+        self.0.flush_range(pos, len)
     }
 }
 

@@ -198,13 +198,12 @@ impl TimerService {
             return Ok(false);
         }
         let p = self.settings.precision_ms;
-        for (i, u) in got.units.iter().enumerate() {
-            let q = from + i64::try_from(i).unwrap_or(0);
+        for (q, u) in (from..).zip(&got.units) {
             engine.enqueue(u.tags_code.div_euclid(p), u.offset, u.size, q)?;
         }
         store
             .timer_stats()
-            .add(u64::try_from(got.units.len()).unwrap_or(0), 0);
+            .add(u64::try_from(got.units.len()).unwrap_or(u64::MAX), 0);
         Ok(got.units.len() == ENQUEUE_BATCH)
     }
 
@@ -235,7 +234,7 @@ impl TimerService {
             engine.advance();
             store
                 .timer_stats()
-                .add(0, u64::try_from(delivered).unwrap_or(0));
+                .add(0, u64::try_from(delivered).unwrap_or(u64::MAX));
             if delivered > 0 {
                 // Right after the re-put: a kill from here on does not repeat this second.
                 engine.save_progress()?;
