@@ -2,12 +2,14 @@
 //! `mlock`ed buffers for the transient store pool, `fallocate` and `statvfs`. Every `unsafe`
 //! block in the project is here, each with the invariant that makes it sound.
 //!
-//! The central invariant (upheld by `mapped_file`): a byte range is written by one writer
-//! (the appender under the CommitLog put lock, the commit thread, or the single dispatch
-//! thread for ConsumeQueue/IndexFile files) *before* its end is published with a `Release`
-//! store, and readers only look at ranges below a position they loaded with `Acquire`. A
-//! published byte is never written again while the mapping is shared, except by recovery,
-//! which runs before the store is shared. Files rewritten in place (index files, the timer
+//! The central invariant, kept by the types here rather than by their callers: a byte range
+//! of a shared mapping ([`MmapFile`], [`AnonBuffer`]) is written by one writer at a time
+//! (a claim flag) and only at or above the published end, *before* that end moves past it
+//! with a `Release` store; readers get only bytes below the end, loaded with `Acquire`. A
+//! published byte is never written again, with two exceptions whose soundness rests on
+//! their callers, each named for it: `MmapFile::rewind_for_recovery` (recovery cuts a torn
+//! tail while the store is being opened, before any reader exists) and
+//! `AnonBuffer::rewind_for_reuse` (the pool reuses a buffer its file has fully committed). Files rewritten in place (index files, the timer
 //! wheel) are [`OwnedMap`]s instead, whose writes need `&mut self`. Files are never truncated
 //! while mapped, and the store directory is held under an exclusive `lock` file so no other
 //! broker changes them.
@@ -19,18 +21,50 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use memmap2::{MmapMut, MmapOptions};
 
 /// Size of an OS page; flush and commit thresholds count these.
 pub(crate) const OS_PAGE_SIZE: usize = 4096;
 
-/// A file mapped read-write in full, shared between one writer and many readers.
+/// A file mapped read-write in full, shared between one writer and many readers, that
+/// keeps the publish protocol itself: bytes below the published end are read through
+/// [`read`](Self::read) and never written again; bytes at or above it are written only
+/// through [`write`](Self::write), by one writer at a time, and become readable when
+/// [`publish`](Self::publish)ed.
 pub(crate) struct MmapFile {
     file: File,
     map: MmapMut,
     ptr: *mut u8,
     len: usize,
+    /// End of the published bytes (`Release` on publish, `Acquire` on read).
+    published: AtomicUsize,
+    /// Held while the unpublished part is written or the published end moves.
+    writing: AtomicBool,
+}
+
+/// Holds [`MmapFile::writing`] and lets it go on drop (a panicking writer included).
+struct WriteClaim<'a>(&'a AtomicBool);
+
+impl<'a> WriteClaim<'a> {
+    /// Claim `flag`; spins while another writer holds it (the owners of a file serialize
+    /// their writes anyway, so this never waits in practice).
+    fn take(flag: &'a AtomicBool) -> Self {
+        while flag
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            std::hint::spin_loop();
+        }
+        Self(flag)
+    }
+}
+
+impl Drop for WriteClaim<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
 }
 
 // SAFETY: the raw pointer targets the shared mapping owned by `map`, which lives as long as
@@ -74,7 +108,7 @@ impl MmapFile {
             }
             return Err(io::Error::from_raw_os_error(rc));
         }
-        Self::map(file, len)
+        Self::map(file, len, 0)
     }
 
     /// Like [`create`](Self::create), but writes real zeros into every block and syncs them,
@@ -109,7 +143,7 @@ impl MmapFile {
             }
             return Err(e);
         }
-        Self::map(file, len)
+        Self::map(file, len, 0)
     }
 
     /// Map an existing file whose size must be exactly `len`.
@@ -129,10 +163,10 @@ impl MmapFile {
                 ),
             ));
         }
-        Self::map(file, len)
+        Self::map(file, len, len)
     }
 
-    fn map(file: File, len: usize) -> io::Result<Self> {
+    fn map(file: File, len: usize, published: usize) -> io::Result<Self> {
         // SAFETY: the file is held open by `self` for the mapping's life and is never
         // truncated while mapped (the store directory is locked; see module docs).
         let mut map = unsafe { MmapOptions::new().len(len).map_mut(&file)? };
@@ -142,6 +176,8 @@ impl MmapFile {
             map,
             ptr,
             len,
+            published: AtomicUsize::new(published.min(len)),
+            writing: AtomicBool::new(false),
         })
     }
 
@@ -157,34 +193,81 @@ impl MmapFile {
         &self.file
     }
 
-    /// Published bytes `[pos, pos + len)`; `None` when out of bounds. Callers only ask for
-    /// ranges below a position they loaded with `Acquire`.
+    /// End of the published bytes. A created file starts with none, an opened one with all
+    /// (recovery then moves the end back to where valid data ends).
     #[must_use]
-    pub(crate) fn bytes(&self, pos: usize, len: usize) -> Option<&[u8]> {
-        let end = pos.checked_add(len)?;
-        if end > self.len {
-            return None;
-        }
-        // SAFETY: in bounds of the live mapping; the range is published and no longer written
-        // (module invariant), so shared access is race-free.
-        Some(unsafe { std::slice::from_raw_parts(self.ptr.add(pos), len) })
+    pub(crate) fn published(&self) -> usize {
+        self.published.load(Ordering::Acquire)
     }
 
-    /// Unpublished bytes `[pos, pos + len)` for the single writer of this range.
-    ///
-    /// Returns `None` when out of bounds. Callers (the appender under the put lock, the
-    /// commit thread, the dispatch thread) write only above the published position.
-    #[allow(clippy::mut_from_ref)]
+    /// Published bytes `[pos, pos + len)`; `None` unless all of them are published.
     #[must_use]
-    pub(crate) fn bytes_mut(&self, pos: usize, len: usize) -> Option<&mut [u8]> {
+    pub(crate) fn read(&self, pos: usize, len: usize) -> Option<&[u8]> {
+        let end = pos.checked_add(len)?;
+        if end > self.published.load(Ordering::Acquire) {
+            return None;
+        }
+        // SAFETY: in bounds (the published end never exceeds `len`); published bytes are
+        // only written again after `rewind_for_recovery`, see there.
+        Some(unsafe { self.raw(pos, len) })
+    }
+
+    /// Let `f` write the unpublished bytes `[pos, pos + len)`; `None` (and `f` not called)
+    /// when the range is out of bounds or starts below the published end.
+    pub(crate) fn write<R>(
+        &self,
+        pos: usize,
+        len: usize,
+        f: impl FnOnce(&mut [u8]) -> R,
+    ) -> Option<R> {
         let end = pos.checked_add(len)?;
         if end > self.len {
             return None;
         }
-        // SAFETY: in bounds of the live mapping; the range is above every published position
-        // and has exactly one writer at a time (module invariant), so no other reference
-        // to these bytes exists while this one lives.
-        Some(unsafe { std::slice::from_raw_parts_mut(self.ptr.add(pos), len) })
+        let _claim = WriteClaim::take(&self.writing);
+        if pos < self.published.load(Ordering::Acquire) {
+            return None;
+        }
+        // SAFETY: in bounds; at or above the published end, which cannot move while the
+        // claim is held, so no reader sees these bytes, and the claim makes this the only
+        // writer. The slice does not outlive `f`.
+        Some(f(unsafe { self.raw_mut(pos, len) }))
+    }
+
+    /// Make the bytes below `end` readable (the published end only grows here).
+    pub(crate) fn publish(&self, end: usize) {
+        let _claim = WriteClaim::take(&self.writing);
+        self.published
+            .fetch_max(end.min(self.len), Ordering::Release);
+    }
+
+    /// Recovery: move the published end back to `end`, so the bytes above it (a torn or
+    /// invalid tail) can be zeroed and written again. The one operation whose soundness
+    /// rests on its caller: it runs while the store is being opened, before any reader
+    /// holds bytes of this file (the file is not shared yet).
+    pub(crate) fn rewind_for_recovery(&self, end: usize) {
+        let _claim = WriteClaim::take(&self.writing);
+        self.published.store(end.min(self.len), Ordering::Release);
+    }
+
+    /// Bytes `[pos, pos + len)` without a check of the publish protocol.
+    ///
+    /// # Safety
+    /// `pos + len <= self.len`, and no one writes these bytes while the slice lives.
+    unsafe fn raw(&self, pos: usize, len: usize) -> &[u8] {
+        // SAFETY: the caller keeps the range in bounds of the live mapping and free of writers.
+        unsafe { std::slice::from_raw_parts(self.ptr.add(pos), len) }
+    }
+
+    /// Bytes `[pos, pos + len)` to write.
+    ///
+    /// # Safety
+    /// `pos + len <= self.len`, and no other reference to these bytes exists while the slice
+    /// lives.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn raw_mut(&self, pos: usize, len: usize) -> &mut [u8] {
+        // SAFETY: the caller keeps the range in bounds and exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(pos), len) }
     }
 
     /// Make `[pos, pos + len)` durable (`msync(MS_SYNC)`, which on Linux is a data sync of
@@ -213,10 +296,15 @@ impl MmapFile {
         if rc == 0 {
             return;
         }
-        let mut pos = 0;
+        // Touch only unpublished pages, under the write claim: no reader or writer is there.
+        let _claim = WriteClaim::take(&self.writing);
+        let mut pos = self
+            .published
+            .load(Ordering::Acquire)
+            .next_multiple_of(OS_PAGE_SIZE);
         while pos < self.len {
-            // SAFETY: in bounds; a volatile read-then-write of the same value leaves the
-            // contents unchanged. Prefault runs before the file is handed to a writer.
+            // SAFETY: in bounds; at or above the published end with the claim held, so no
+            // other access to this byte exists; the value written is the value read.
             unsafe {
                 let p = self.ptr.add(pos);
                 std::ptr::write_volatile(p, std::ptr::read_volatile(p));
@@ -256,14 +344,20 @@ impl OwnedMap {
 
     /// Bytes `[pos, pos + len)`; `None` when out of bounds.
     pub(crate) fn get(&self, pos: usize, len: usize) -> Option<&[u8]> {
-        // Sound: writes need `&mut self`, so none happens while this borrow lives.
-        self.0.bytes(pos, len)
+        if pos.checked_add(len)? > self.0.len {
+            return None;
+        }
+        // SAFETY: in bounds; writes need `&mut self`, so none happens while this borrow lives.
+        Some(unsafe { self.0.raw(pos, len) })
     }
 
     /// Bytes `[pos, pos + len)` to write; `None` when out of bounds.
     pub(crate) fn get_mut(&mut self, pos: usize, len: usize) -> Option<&mut [u8]> {
-        // Sound: `&mut self` excludes every other borrow of the mapping.
-        self.0.bytes_mut(pos, len)
+        if pos.checked_add(len)? > self.0.len {
+            return None;
+        }
+        // SAFETY: in bounds; `&mut self` excludes every other borrow of the mapping.
+        Some(unsafe { self.0.raw_mut(pos, len) })
     }
 
     /// See [`MmapFile::flush_range`].
@@ -282,10 +376,14 @@ pub(crate) struct AnonBuffer {
     ptr: *mut u8,
     len: usize,
     locked: bool,
+    /// End of the bytes the appender has published to the commit thread.
+    published: AtomicUsize,
+    /// Held while the unpublished part is written or the published end moves.
+    writing: AtomicBool,
 }
 
-// SAFETY: same publish/acquire protocol as `MmapFile`: the appender writes above the wrote
-// position, the commit thread reads below it.
+// SAFETY: same publish/acquire protocol as `MmapFile`, kept by the same methods: the appender
+// writes above the published end, the commit thread reads below it.
 unsafe impl Send for AnonBuffer {}
 // SAFETY: as above.
 unsafe impl Sync for AnonBuffer {}
@@ -308,32 +406,62 @@ impl AnonBuffer {
                 ptr,
                 len,
                 locked: rc == 0,
+                published: AtomicUsize::new(0),
+                writing: AtomicBool::new(false),
             },
             err,
         ))
     }
 
-    /// Bytes `[pos, pos + len)` that the caller has published (see `MmapFile::bytes`).
+    /// Published bytes `[pos, pos + len)`; `None` unless all of them are published.
     #[must_use]
-    pub(crate) fn bytes(&self, pos: usize, len: usize) -> Option<&[u8]> {
+    pub(crate) fn read(&self, pos: usize, len: usize) -> Option<&[u8]> {
         let end = pos.checked_add(len)?;
-        if end > self.len {
+        if end > self.published.load(Ordering::Acquire) {
             return None;
         }
-        // SAFETY: in bounds; published range (module invariant).
+        // SAFETY: in bounds (the published end never exceeds `len`); published bytes are only
+        // written again after `rewind_for_reuse`, see there.
         Some(unsafe { std::slice::from_raw_parts(self.ptr.add(pos), len) })
     }
 
-    /// Unpublished bytes for the single writer (see `MmapFile::bytes_mut`).
-    #[allow(clippy::mut_from_ref)]
-    #[must_use]
-    pub(crate) fn bytes_mut(&self, pos: usize, len: usize) -> Option<&mut [u8]> {
+    /// Let `f` write the unpublished bytes `[pos, pos + len)`; `None` (and `f` not called)
+    /// when out of bounds or below the published end.
+    pub(crate) fn write<R>(
+        &self,
+        pos: usize,
+        len: usize,
+        f: impl FnOnce(&mut [u8]) -> R,
+    ) -> Option<R> {
         let end = pos.checked_add(len)?;
         if end > self.len {
             return None;
         }
-        // SAFETY: in bounds; unpublished range with one writer (module invariant).
-        Some(unsafe { std::slice::from_raw_parts_mut(self.ptr.add(pos), len) })
+        let _claim = WriteClaim::take(&self.writing);
+        if pos < self.published.load(Ordering::Acquire) {
+            return None;
+        }
+        // SAFETY: in bounds; at or above the published end, which cannot move while the claim
+        // is held, so no reader sees these bytes and this is the only writer. The slice does
+        // not outlive `f`.
+        Some(f(unsafe {
+            std::slice::from_raw_parts_mut(self.ptr.add(pos), len)
+        }))
+    }
+
+    /// Make the bytes below `end` readable.
+    pub(crate) fn publish(&self, end: usize) {
+        let _claim = WriteClaim::take(&self.writing);
+        self.published
+            .fetch_max(end.min(self.len), Ordering::Release);
+    }
+
+    /// Start over for the next file: nothing published. Its soundness rests on the pool: a
+    /// buffer comes back only once its file has committed all of it, after which that file
+    /// never reads it again.
+    pub(crate) fn rewind_for_reuse(&self) {
+        let _claim = WriteClaim::take(&self.writing);
+        self.published.store(0, Ordering::Release);
     }
 }
 
@@ -417,23 +545,36 @@ mod tests {
         let p = dir.path().join("f");
         let m = MmapFile::create(&p, 8192).unwrap();
         m.prefault();
-        m.bytes_mut(10, 3).unwrap().copy_from_slice(b"abc");
+        m.write(10, 3, |b| b.copy_from_slice(b"abc")).unwrap();
+        assert!(m.read(10, 3).is_none(), "not published yet");
+        m.publish(13);
         m.flush_range(0, 8192).unwrap();
-        assert_eq!(m.bytes(10, 3).unwrap(), b"abc");
-        assert!(m.bytes(8190, 3).is_none());
-        assert!(m.bytes_mut(usize::MAX, 2).is_none());
+        assert_eq!(m.read(10, 3).unwrap(), b"abc");
+        assert!(m.read(8190, 3).is_none());
+        assert!(m.write(usize::MAX, 2, |_| ()).is_none());
+        assert!(m.write(12, 2, |_| ()).is_none(), "below the published end");
+        m.rewind_for_recovery(10);
+        assert_eq!(m.write(10, 3, |b| b.fill(0)), Some(()));
         drop(m);
         assert_eq!(std::fs::metadata(&p).unwrap().len(), 8192);
         let m = MmapFile::open(&p, 8192).unwrap();
-        assert_eq!(m.bytes(10, 3).unwrap(), b"abc");
+        assert_eq!(
+            m.read(10, 3).unwrap(),
+            [0; 3],
+            "an opened file is published whole"
+        );
         assert!(MmapFile::open(&p, 4096).is_err());
     }
 
     #[test]
     fn anon_buffer_works_locked_or_not() {
         let (b, _err) = AnonBuffer::new(4096 * 4).unwrap();
-        b.bytes_mut(0, 2).unwrap().copy_from_slice(b"hi");
-        assert_eq!(b.bytes(0, 2).unwrap(), b"hi");
+        b.write(0, 2, |d| d.copy_from_slice(b"hi")).unwrap();
+        assert!(b.read(0, 2).is_none());
+        b.publish(2);
+        assert_eq!(b.read(0, 2).unwrap(), b"hi");
+        b.rewind_for_reuse();
+        assert!(b.read(0, 2).is_none());
     }
 
     #[test]

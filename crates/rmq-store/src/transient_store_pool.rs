@@ -73,6 +73,7 @@ impl TransientStorePool {
 
     /// Give a buffer back once its file is fully committed.
     pub(crate) fn return_buffer(&self, buf: Arc<AnonBuffer>) {
+        buf.rewind_for_reuse();
         self.available
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
