@@ -19,10 +19,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use memmap2::MmapMut;
 use rmq_benches::{
     append_one, message_props, open_store, percentile, put_one, wait_dispatched, BODY_1K,
 };
-use rmq_store::mmap::MmapFile;
 
 /// Write back dirty pages of earlier runs, so one variant's disk backlog does not slow the
 /// next: on this kind of machine the disk (~400 MB/s) is far slower than the append path.
@@ -40,11 +40,41 @@ fn bench_dir() -> tempfile::TempDir {
 
 const FILE_256M: &str = "268435456";
 
+/// A file of `len` bytes with its blocks allocated (`posix_fallocate`), mapped read-write:
+/// what the store's mapped files are, without the store.
+#[allow(unsafe_code)] // the baseline maps a file itself, as the store's mmap module does
+fn map_allocated(path: &std::path::Path, len: usize) -> MmapMut {
+    use std::os::fd::AsRawFd;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .expect("bench file");
+    let off_len = libc::off_t::try_from(len).expect("bench file length");
+    // SAFETY: plain FFI call on a valid, open descriptor; no memory is passed.
+    let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, off_len) };
+    assert_eq!(rc, 0, "posix_fallocate {}", path.display());
+    // SAFETY: the bench owns this fresh file in its own temp dir; nothing else truncates or
+    // maps it while the mapping lives.
+    unsafe { MmapMut::map_mut(&file) }.expect("map")
+}
+
+/// Fault every page of `map` in for writing, so the copies never take a page fault.
+fn prefault(map: &mut MmapMut) {
+    if map.advise(memmap2::Advice::PopulateWrite).is_err() {
+        for page in map.chunks_mut(4096) {
+            page[0] = 0;
+        }
+    }
+}
+
 /// The baseline writer: records copied into fresh mapped files, a new (allocated) file every
 /// 256 MiB, the old one removed — the page-cache work any log does for new data.
 struct FreshFiles {
     dir: tempfile::TempDir,
-    map: MmapFile,
+    map: MmapMut,
     n: usize,
     pos: usize,
 }
@@ -54,7 +84,7 @@ impl FreshFiles {
 
     fn new() -> Self {
         let dir = bench_dir();
-        let map = MmapFile::create(&dir.path().join("raw0"), Self::LEN).expect("map");
+        let map = map_allocated(&dir.path().join("raw0"), Self::LEN);
         Self {
             dir,
             map,
@@ -67,14 +97,10 @@ impl FreshFiles {
         if self.pos + record.len() > Self::LEN {
             std::fs::remove_file(self.dir.path().join(format!("raw{}", self.n))).expect("rm");
             self.n += 1;
-            self.map = MmapFile::create(&self.dir.path().join(format!("raw{}", self.n)), Self::LEN)
-                .expect("map");
+            self.map = map_allocated(&self.dir.path().join(format!("raw{}", self.n)), Self::LEN);
             self.pos = 0;
         }
-        self.map
-            .bytes_mut(self.pos, record.len())
-            .expect("in bounds")
-            .copy_from_slice(black_box(record));
+        self.map[self.pos..self.pos + record.len()].copy_from_slice(black_box(record));
         self.pos += record.len();
     }
 }
@@ -95,8 +121,8 @@ fn append_dispatch(c: &mut Criterion) {
     quiesce();
     {
         let dir = bench_dir();
-        let map = MmapFile::create(&dir.path().join("raw"), len).expect("map");
-        map.prefault();
+        let mut map = map_allocated(&dir.path().join("raw"), len);
+        prefault(&mut map);
         let mut pos = 0usize;
         g.bench_function("baseline_memcpy_into_hot_mapped_file", |b| {
             b.iter_custom(|iters| {
@@ -105,9 +131,7 @@ fn append_dispatch(c: &mut Criterion) {
                     if pos + record_len > len {
                         pos = 0;
                     }
-                    map.bytes_mut(pos, record_len)
-                        .expect("in bounds")
-                        .copy_from_slice(black_box(&record));
+                    map[pos..pos + record_len].copy_from_slice(black_box(&record));
                     pos += record_len;
                 }
                 start.elapsed()

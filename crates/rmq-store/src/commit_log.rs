@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use rmq_common::fx::FxHashMap;
 use rmq_common::sys_flag::{self, TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE};
 
+use crate::consume_queue::QueueId;
 use crate::error::{Result, StoreError};
 use crate::format::{
     calc_msg_length, encode_record, MessageToStore, StoreFields, END_FILE_MIN_BLANK_LENGTH,
@@ -41,7 +42,8 @@ impl AppendResult {
     /// End of the record (what a SYNC_FLUSH put waits for).
     #[must_use]
     pub fn end_offset(&self) -> i64 {
-        self.wrote_offset + i64::try_from(self.wrote_bytes).unwrap_or(0)
+        self.wrote_offset
+            .saturating_add(i64::try_from(self.wrote_bytes).unwrap_or(i64::MAX))
     }
 }
 
@@ -252,10 +254,12 @@ impl CommitLog {
         let mut scratch = std::mem::take(&mut st.scratch);
         let tx = sys_flag::transaction_value(msg.sys_flag);
         let queued = tx != TRANSACTION_PREPARED_TYPE && tx != TRANSACTION_ROLLBACK_TYPE;
-        let slot = st.queue_offset_slot(msg.topic, usize::try_from(msg.queue_id).unwrap_or(0));
+        // `validate` refused ids outside 0..=65535; a caller that skipped it gets the error
+        // here instead of writing into another queue's offsets.
+        let queue = QueueId::new(msg.queue_id)?;
+        let slot = st.queue_offset_slot(msg.topic, queue.index());
         let queue_offset = if queued { *slot } else { 0 };
-        let wrote_offset =
-            file.file_from_offset() + i64::try_from(file.wrote_position()).unwrap_or(0);
+        let wrote_offset = file.offset_of(file.wrote_position());
         let fields = StoreFields {
             queue_offset,
             physical_offset: wrote_offset,

@@ -6,17 +6,47 @@ use std::path::Path;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
-use crate::error::Result;
+use crate::error::{Result, StoreError};
 use crate::format::{CqUnit, CQ_STORE_UNIT_SIZE};
 use crate::mapped_file::MappedFile;
 use crate::mapped_file_queue::MappedFileQueue;
 
 const UNIT: i64 = CQ_STORE_UNIT_SIZE as i64;
 
+/// A queue id that can name a ConsumeQueue: `0..=65535` (the range a put accepts). A
+/// negative or larger id from the wire or from disk is an error here, so it can never alias
+/// another queue (such as queue 0) in a table indexed by position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct QueueId(u16);
+
+impl QueueId {
+    /// `queue_id` when it is in `0..=65535`.
+    ///
+    /// # Errors
+    /// [`StoreError::MessageIllegal`] naming the id and the range.
+    pub fn new(queue_id: i32) -> Result<Self> {
+        u16::try_from(queue_id).map(Self).map_err(|_| {
+            StoreError::MessageIllegal(format!("queue id {queue_id} is outside 0..=65535"))
+        })
+    }
+
+    /// The id as RocketMQ's wire and record fields carry it.
+    #[must_use]
+    pub fn get(self) -> i32 {
+        i32::from(self.0)
+    }
+
+    /// The id as an index into a per-topic vector.
+    #[must_use]
+    pub fn index(self) -> usize {
+        usize::from(self.0)
+    }
+}
+
 /// One topic-queue's index into the CommitLog.
 pub struct ConsumeQueue {
     topic: String,
-    queue_id: i32,
+    queue_id: QueueId,
     queue: MappedFileQueue,
     /// End (offset + size) of the last record indexed; units ending at or below it exist.
     max_physic_offset: AtomicI64,
@@ -29,8 +59,8 @@ impl ConsumeQueue {
     ///
     /// # Errors
     /// When the directory cannot be created.
-    pub fn new(root: &Path, topic: &str, queue_id: i32, file_size: usize) -> Result<Self> {
-        let dir = root.join(topic).join(queue_id.to_string());
+    pub fn new(root: &Path, topic: &str, queue_id: QueueId, file_size: usize) -> Result<Self> {
+        let dir = root.join(topic).join(queue_id.get().to_string());
         Ok(Self {
             topic: topic.to_owned(),
             queue_id,
@@ -48,7 +78,7 @@ impl ConsumeQueue {
 
     /// Queue id.
     #[must_use]
-    pub fn queue_id(&self) -> i32 {
+    pub fn queue_id(&self) -> QueueId {
         self.queue_id
     }
 
@@ -98,7 +128,7 @@ impl ConsumeQueue {
                 idx += 1;
                 continue;
             }
-            break f.file_from_offset() + i64::try_from(pos).unwrap_or(0);
+            break f.offset_of(pos);
         };
         self.queue.set_flushed_where(process);
         self.queue.set_committed_where(process);
@@ -118,22 +148,23 @@ impl ConsumeQueue {
         }
         let expect = cq_offset * UNIT;
         let file = self.queue.last_mapped_file_for_append(expect)?;
-        let current = file.file_from_offset() + i64::try_from(file.wrote_position()).unwrap_or(0);
+        let current = file.offset_of(file.wrote_position());
         if file.wrote_position() == 0 && current < expect && self.queue.files().len() == 1 {
             // A queue that starts above 0 (its head expired, or its files were lost): pad the
             // first file with blank units up to `expect` and start reading there.
             self.fill_pre_blank(&file, expect);
             self.min_logic_offset.store(expect, Ordering::Release);
         }
-        let current = file.file_from_offset() + i64::try_from(file.wrote_position()).unwrap_or(0);
+        let current = file.offset_of(file.wrote_position());
         if expect < current {
             return Ok(()); // duplicate
         }
         if expect != current {
-            eprintln!(
-                "rmq-store WARN: consume queue {}/{} order looks wrong: expected unit at {expect}, \
+            log::warn!(
+                "consume queue {}/{} order looks wrong: expected unit at {expect}, \
                  file is at {current}",
-                self.topic, self.queue_id
+                self.topic,
+                self.queue_id.get()
             );
         }
         if file.append_bytes(&unit.encode()) {
@@ -150,13 +181,12 @@ impl ConsumeQueue {
             tags_code: 0,
         }
         .encode();
-        let upto = until - file.file_from_offset();
-        while i64::try_from(file.wrote_position()).unwrap_or(i64::MAX) < upto {
+        while file.offset_of(file.wrote_position()) < until {
             if !file.append_bytes(&blank) {
                 break;
             }
         }
-        let at = file.file_from_offset() + i64::try_from(file.wrote_position()).unwrap_or(0);
+        let at = file.offset_of(file.wrote_position());
         self.queue
             .set_flushed_where(self.queue.flushed_where().max(file.file_from_offset()));
         self.queue.set_committed_where(at);
@@ -220,7 +250,7 @@ impl ConsumeQueue {
                     break;
                 };
                 if u.size != i32::MAX && u.offset + i64::from(u.size) > phy_offset {
-                    cut_at = Some(f.file_from_offset() + i64::try_from(pos).unwrap_or(0));
+                    cut_at = Some(f.offset_of(pos));
                     break 'files;
                 }
                 if u.size != i32::MAX {
@@ -255,7 +285,7 @@ impl ConsumeQueue {
             }
             pos += CQ_STORE_UNIT_SIZE;
         }
-        let at = first.file_from_offset() + i64::try_from(pos).unwrap_or(0);
+        let at = first.offset_of(pos);
         self.min_logic_offset.fetch_max(at, Ordering::AcqRel);
     }
 
@@ -294,7 +324,7 @@ mod tests {
     #[test]
     fn units_are_idempotent_and_readable() {
         let dir = tempfile::tempdir().unwrap();
-        let cq = ConsumeQueue::new(dir.path(), "T", 1, 20 * 16).unwrap();
+        let cq = ConsumeQueue::new(dir.path(), "T", QueueId::new(1).unwrap(), 20 * 16).unwrap();
         for i in 0..40 {
             cq.put_message_position_info(unit(i), i).unwrap();
         }
@@ -312,7 +342,7 @@ mod tests {
     #[test]
     fn a_queue_starting_above_zero_is_padded() {
         let dir = tempfile::tempdir().unwrap();
-        let cq = ConsumeQueue::new(dir.path(), "T", 0, 20 * 16).unwrap();
+        let cq = ConsumeQueue::new(dir.path(), "T", QueueId::new(0).unwrap(), 20 * 16).unwrap();
         cq.put_message_position_info(unit(5), 5).unwrap();
         assert_eq!(cq.min_offset_in_queue(), 5);
         assert_eq!(cq.max_offset_in_queue(), 6);
@@ -324,12 +354,12 @@ mod tests {
     fn recover_and_truncate_by_commit_log_end() {
         let dir = tempfile::tempdir().unwrap();
         {
-            let cq = ConsumeQueue::new(dir.path(), "T", 0, 20 * 16).unwrap();
+            let cq = ConsumeQueue::new(dir.path(), "T", QueueId::new(0).unwrap(), 20 * 16).unwrap();
             for i in 0..20 {
                 cq.put_message_position_info(unit(i), i).unwrap();
             }
         }
-        let cq = ConsumeQueue::new(dir.path(), "T", 0, 20 * 16).unwrap();
+        let cq = ConsumeQueue::new(dir.path(), "T", QueueId::new(0).unwrap(), 20 * 16).unwrap();
         cq.load().unwrap();
         assert_eq!(cq.recover().unwrap(), 20 * 100);
         assert_eq!(cq.max_offset_in_queue(), 20);

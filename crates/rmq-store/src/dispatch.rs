@@ -1,11 +1,22 @@
 //! Dispatch ("reput"): turning CommitLog records into ConsumeQueue units and IndexFile
-//! entries. A message is visible to consumers only once dispatched; the dispatch loop lives
-//! in [`MessageStore`](crate::store::MessageStore), the decoding rules live here.
+//! entries. A message is visible to consumers only once dispatched. [`DispatchRequest`] holds
+//! the decoding rules; [`ReputService`] (RocketMQ's `ReputMessageService`) owns the dispatch
+//! position and runs the passes, on the `rmq-reput` thread and during recovery.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
 
 use rmq_common::properties::{find_property, PropertyKey};
 use rmq_common::sys_flag::{transaction_value, TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE};
+use rmq_common::time::now_millis;
 
-use crate::format::DecodedRecord;
+use crate::commit_log::CommitLog;
+use crate::consume_queue::QueueId;
+use crate::consume_queue_table::{ConsumeQueueTable, DispatchCache};
+use crate::error::{Result, StoreError};
+use crate::format::{scan_record, CqUnit, DecodedRecord, Scan};
+use crate::index_file::{IndexRequest, IndexService};
 pub use crate::schedule::SCHEDULE_TOPIC;
 use crate::schedule::{delay_level, deliver_timestamp};
 
@@ -36,9 +47,11 @@ pub struct DispatchRequest<'a> {
 
 impl<'a> DispatchRequest<'a> {
     /// Build from a decoded record; `delay_levels_ms[level - 1]` gives delayed messages their
-    /// delivery time as the tags code.
+    /// delivery time as the tags code. `None` for a record whose size does not fit the 4-byte
+    /// size field (which a record read by `scan_record` never has).
     #[must_use]
-    pub fn from_record(r: &DecodedRecord<'a>, delay_levels_ms: &[i64]) -> Self {
+    pub fn from_record(r: &DecodedRecord<'a>, delay_levels_ms: &[i64]) -> Option<Self> {
+        let msg_size = i32::try_from(r.total_size).ok()?;
         let prop =
             |name| find_property(r.properties, name).and_then(|v| std::str::from_utf8(v).ok());
         let mut tags_code = rmq_common::tags_hash_code(prop(PropertyKey::TAGS));
@@ -53,18 +66,18 @@ impl<'a> DispatchRequest<'a> {
             // Likewise a timer message's unit carries its slot time (TIMER_OUT_MS).
             tags_code = crate::timer::out_ms(r.properties, r.store_timestamp);
         }
-        Self {
+        Some(Self {
             topic: r.topic,
             queue_id: r.queue_id,
             commit_log_offset: r.physical_offset,
-            msg_size: i32::try_from(r.total_size).unwrap_or(i32::MAX),
+            msg_size,
             tags_code,
             store_timestamp: r.store_timestamp,
             consume_queue_offset: r.queue_offset,
             keys: prop(PropertyKey::KEYS),
             uniq_key: prop(PropertyKey::UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
             sys_flag: r.sys_flag,
-        }
+        })
     }
 
     /// Whether the record goes into a ConsumeQueue (not a half or rolled-back transaction).
@@ -74,5 +87,191 @@ impl<'a> DispatchRequest<'a> {
             transaction_value(self.sys_flag),
             TRANSACTION_NOT_TYPE | TRANSACTION_COMMIT_TYPE
         )
+    }
+}
+
+/// Called after each dispatched message: `(topic, queue_id, next queue offset, tags code,
+/// store timestamp)`. The broker wakes held pulls with it.
+pub type MessageArrivingListener = dyn Fn(&str, i32, i64, i64, i64) + Send + Sync;
+
+/// What a dispatch pass writes to: the store's ConsumeQueues and (when
+/// `messageIndexEnable`) its index.
+pub(crate) struct DispatchTargets<'a> {
+    pub(crate) commit_log: &'a CommitLog,
+    pub(crate) consume_queues: &'a ConsumeQueueTable,
+    pub(crate) index: Option<&'a IndexService>,
+}
+
+/// The dispatch position and its pass (RocketMQ's `ReputMessageService`).
+pub(crate) struct ReputService {
+    /// CommitLog offset up to which every record is dispatched.
+    reput_from_offset: AtomicI64,
+    /// Store time of the last record dispatched (0 when none).
+    last_dispatched_store_ts: AtomicI64,
+    /// When a blocked dispatch was last reported (ms), to report it once per 5 s.
+    last_error_log: AtomicI64,
+    /// `messageDelayLevel` in ms: parked messages' units carry their delivery time.
+    delay_levels_ms: Vec<i64>,
+    listener: RwLock<Option<Arc<MessageArrivingListener>>>,
+}
+
+impl ReputService {
+    pub(crate) fn new(delay_levels_ms: Vec<i64>) -> Self {
+        Self {
+            reput_from_offset: AtomicI64::new(0),
+            last_dispatched_store_ts: AtomicI64::new(0),
+            last_error_log: AtomicI64::new(0),
+            delay_levels_ms,
+            listener: RwLock::new(None),
+        }
+    }
+
+    /// The delay level table in milliseconds.
+    pub(crate) fn delay_levels_ms(&self) -> &[i64] {
+        &self.delay_levels_ms
+    }
+
+    /// Where dispatch is.
+    pub(crate) fn reput_from_offset(&self) -> i64 {
+        self.reput_from_offset.load(Ordering::Acquire)
+    }
+
+    /// Start dispatching at `offset` (recovery).
+    pub(crate) fn set_reput_from_offset(&self, offset: i64) {
+        self.reput_from_offset.store(offset, Ordering::Release);
+    }
+
+    /// Store time of the last record dispatched (0 when none).
+    pub(crate) fn dispatched_store_timestamp(&self) -> i64 {
+        self.last_dispatched_store_ts.load(Ordering::Acquire)
+    }
+
+    /// Register the hook that wakes held pulls.
+    pub(crate) fn set_listener(&self, l: Arc<MessageArrivingListener>) {
+        *self
+            .listener
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Some(l);
+    }
+
+    /// One dispatch pass over what the CommitLog holds past the dispatch position. Returns
+    /// true when it made progress.
+    pub(crate) fn do_reput(&self, t: &DispatchTargets<'_>) -> bool {
+        let mut reput = self.reput_from_offset.load(Ordering::Acquire);
+        let min = t.commit_log.min_offset();
+        if reput < min {
+            reput = min;
+        }
+        let start = reput;
+        let mut cache = t.consume_queues.lock_dispatch_cache();
+        while reput < t.commit_log.max_offset() {
+            let Some(data) = t.commit_log.get_data(reput) else {
+                break;
+            };
+            let bytes = data.bytes();
+            let mut pos = 0;
+            let mut blocked = false;
+            while pos < bytes.len() {
+                match scan_record(&bytes[pos..], false) {
+                    Scan::Message(r) => {
+                        let Some(req) = DispatchRequest::from_record(&r, &self.delay_levels_ms)
+                        else {
+                            log::error!("dispatch found a record at {reput} larger than 2 GiB");
+                            reput = t.commit_log.roll_next_file(reput);
+                            break;
+                        };
+                        if let Err(e) = self.dispatch(&req, &mut cache, t.index) {
+                            // Keep the record undispatched and retry later, so it is not
+                            // skipped (e.g. a ConsumeQueue file could not be created).
+                            self.report_dispatch_error(&e, reput);
+                            blocked = true;
+                            break;
+                        }
+                        pos += r.total_size;
+                        reput += i64::from(req.msg_size);
+                    }
+                    Scan::Blank => {
+                        reput = t.commit_log.roll_next_file(reput);
+                        break;
+                    }
+                    Scan::Invalid(reason) => {
+                        // Published bytes are whole records; this is a bug or damage. Skip
+                        // to the next file rather than spin.
+                        log::error!("dispatch found an invalid record at {reput}: {reason}");
+                        reput = t.commit_log.roll_next_file(reput);
+                        break;
+                    }
+                }
+            }
+            self.reput_from_offset.store(reput, Ordering::Release);
+            if blocked {
+                drop(cache);
+                std::thread::sleep(Duration::from_millis(100));
+                return reput != start;
+            }
+        }
+        self.reput_from_offset.store(reput, Ordering::Release);
+        reput != start
+    }
+
+    fn report_dispatch_error(&self, e: &StoreError, at: i64) {
+        let now = now_millis();
+        let last = self.last_error_log.load(Ordering::Relaxed);
+        if now - last >= 5_000 {
+            self.last_error_log.store(now, Ordering::Relaxed);
+            log::error!(
+                "dispatch is blocked ({e}); stored messages past offset {at} stay invisible to \
+                 consumers until this is fixed (retrying)"
+            );
+        }
+    }
+
+    fn dispatch(
+        &self,
+        req: &DispatchRequest<'_>,
+        cache: &mut DispatchCache<'_>,
+        index: Option<&IndexService>,
+    ) -> Result<()> {
+        self.last_dispatched_store_ts
+            .fetch_max(req.store_timestamp, Ordering::AcqRel);
+        if req.is_queued() {
+            let cq = QueueId::new(req.queue_id).and_then(|q| cache.get_or_create(req.topic, q));
+            let unit = CqUnit {
+                offset: req.commit_log_offset,
+                size: req.msg_size,
+                tags_code: req.tags_code,
+            };
+            cq?.put_message_position_info(unit, req.consume_queue_offset)?;
+        }
+        if let Some(index) = index.filter(|_| req.keys.is_some() || req.uniq_key.is_some()) {
+            let ireq = IndexRequest {
+                topic: req.topic,
+                keys: req.keys,
+                uniq_key: req.uniq_key,
+                commit_log_offset: req.commit_log_offset,
+                store_timestamp: req.store_timestamp,
+                sys_flag: req.sys_flag,
+            };
+            if let Err(e) = index.build_index(&ireq) {
+                log::error!("building index: {e}");
+            }
+        }
+        if req.is_queued() {
+            let listener = self
+                .listener
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            if let Some(l) = listener {
+                l(
+                    req.topic,
+                    req.queue_id,
+                    req.consume_queue_offset + 1,
+                    req.tags_code,
+                    req.store_timestamp,
+                );
+            }
+        }
+        Ok(())
     }
 }

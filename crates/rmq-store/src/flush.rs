@@ -323,14 +323,14 @@ pub fn run_async_flush(
                     checkpoint.set_physic_msg_timestamp(ts);
                 }
             }
-            Err(e) => eprintln!("rmq-store ERROR: {e}; will retry"),
+            Err(e) => log::error!("{e}; will retry"),
         }
     }
     for _ in 0..10 {
         match queue.flush(0) {
             Ok(false) => break,
             Ok(true) => {}
-            Err(e) => eprintln!("rmq-store ERROR: final flush: {e}"),
+            Err(e) => log::error!("final flush: {e}"),
         }
     }
     let ts = queue.store_timestamp();

@@ -19,7 +19,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use rmq_common::index_key_hash;
 
 use crate::error::{IoContext, Result};
-use crate::mmap::MmapFile;
+use crate::mmap::OwnedMap;
 
 /// Size of the header.
 pub const INDEX_HEADER_SIZE: usize = 40;
@@ -65,10 +65,25 @@ impl IndexHeader {
 /// One index file.
 pub struct IndexFile {
     path: PathBuf,
-    mmap: MmapFile,
     hash_slot_num: u32,
     index_num: u32,
-    header: RwLock<IndexHeader>,
+    /// The header and the mapping under one lock: the writer (`put_key`) holds it for
+    /// writing, so the mapping's in-place rewrites need its `&mut`.
+    state: RwLock<IndexState>,
+}
+
+struct IndexState {
+    header: IndexHeader,
+    map: OwnedMap,
+}
+
+impl IndexState {
+    fn write_header(&mut self) {
+        let encoded = self.header.encode();
+        if let Some(b) = self.map.get_mut(0, INDEX_HEADER_SIZE) {
+            b.copy_from_slice(&encoded);
+        }
+    }
 }
 
 fn file_len(slots: u32, num: u32) -> usize {
@@ -81,21 +96,20 @@ impl IndexFile {
     /// # Errors
     /// When the file cannot be allocated.
     pub fn create(path: &Path, hash_slot_num: u32, index_num: u32) -> Result<Self> {
-        let mmap = MmapFile::create(path, file_len(hash_slot_num, index_num))
+        let map = OwnedMap::create(path, file_len(hash_slot_num, index_num))
             .ctx(|| format!("creating index file {}", path.display()))?;
         let header = IndexHeader {
             index_count: 1,
             ..IndexHeader::default()
         };
-        let f = Self {
+        let mut state = IndexState { header, map };
+        state.write_header();
+        Ok(Self {
             path: path.to_owned(),
-            mmap,
             hash_slot_num,
             index_num,
-            header: RwLock::new(header),
-        };
-        f.write_header(&header);
-        Ok(f)
+            state: RwLock::new(state),
+        })
     }
 
     /// Open an existing index file and read its header.
@@ -103,22 +117,15 @@ impl IndexFile {
     /// # Errors
     /// When it cannot be opened or has the wrong size.
     pub fn load(path: &Path, hash_slot_num: u32, index_num: u32) -> Result<Self> {
-        let mmap = MmapFile::open(path, file_len(hash_slot_num, index_num))
+        let map = OwnedMap::open(path, file_len(hash_slot_num, index_num))
             .ctx(|| format!("opening index file {}", path.display()))?;
-        let header = IndexHeader::decode(mmap.bytes(0, INDEX_HEADER_SIZE).unwrap_or(&[0; 40]));
+        let header = IndexHeader::decode(map.get(0, INDEX_HEADER_SIZE).unwrap_or(&[0; 40]));
         Ok(Self {
             path: path.to_owned(),
-            mmap,
             hash_slot_num,
             index_num,
-            header: RwLock::new(header),
+            state: RwLock::new(IndexState { header, map }),
         })
-    }
-
-    fn write_header(&self, h: &IndexHeader) {
-        if let Some(b) = self.mmap.bytes_mut(0, INDEX_HEADER_SIZE) {
-            b.copy_from_slice(&h.encode());
-        }
     }
 
     /// Path of the file.
@@ -128,7 +135,10 @@ impl IndexFile {
     }
 
     fn header(&self) -> IndexHeader {
-        *self.header.read().unwrap_or_else(PoisonError::into_inner)
+        self.state
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .header
     }
 
     /// CommitLog offset of the newest entry.
@@ -163,7 +173,8 @@ impl IndexFile {
 
     /// Index `key` → `phy_offset`. False when the file is full.
     pub fn put_key(&self, key: &str, phy_offset: i64, store_timestamp: i64) -> bool {
-        let mut h = self.header.write().unwrap_or_else(PoisonError::into_inner);
+        let mut st = self.state.write().unwrap_or_else(PoisonError::into_inner);
+        let mut h = st.header;
         let count = u32::try_from(h.index_count).unwrap_or(u32::MAX);
         if count >= self.index_num {
             return false;
@@ -171,7 +182,7 @@ impl IndexFile {
         let key_hash = index_key_hash(key);
         let slot_pos = key_hash.unsigned_abs() % self.hash_slot_num;
         let abs_slot = INDEX_HEADER_SIZE + slot_pos as usize * HASH_SLOT_SIZE;
-        let Some(slot) = self.mmap.bytes_mut(abs_slot, HASH_SLOT_SIZE) else {
+        let Some(slot) = st.map.get(abs_slot, HASH_SLOT_SIZE) else {
             return false;
         };
         let mut slot_value = i32::from_be_bytes(slot[..4].try_into().unwrap_or([0; 4]));
@@ -186,14 +197,16 @@ impl IndexFile {
         let abs_index = INDEX_HEADER_SIZE
             + self.hash_slot_num as usize * HASH_SLOT_SIZE
             + count as usize * INDEX_SIZE;
-        let Some(entry) = self.mmap.bytes_mut(abs_index, INDEX_SIZE) else {
+        let Some(entry) = st.map.get_mut(abs_index, INDEX_SIZE) else {
             return false;
         };
         entry[0..4].copy_from_slice(&key_hash.to_be_bytes());
         entry[4..12].copy_from_slice(&phy_offset.to_be_bytes());
         entry[12..16].copy_from_slice(&time_diff.to_be_bytes());
         entry[16..20].copy_from_slice(&slot_value.to_be_bytes());
-        slot.copy_from_slice(&h.index_count.to_be_bytes());
+        if let Some(slot) = st.map.get_mut(abs_slot, HASH_SLOT_SIZE) {
+            slot.copy_from_slice(&h.index_count.to_be_bytes());
+        }
         if h.index_count <= 1 {
             h.begin_phy_offset = phy_offset;
             h.begin_timestamp = store_timestamp;
@@ -204,7 +217,8 @@ impl IndexFile {
         h.index_count += 1;
         h.end_phy_offset = phy_offset;
         h.end_timestamp = store_timestamp;
-        self.write_header(&h);
+        st.header = h;
+        st.write_header();
         true
     }
 
@@ -227,21 +241,25 @@ impl IndexFile {
         begin: i64,
         end: i64,
     ) {
-        let h = self.header.read().unwrap_or_else(PoisonError::into_inner);
+        let st = self.state.read().unwrap_or_else(PoisonError::into_inner);
+        let h = st.header;
         let key_hash = index_key_hash(key);
         let slot_pos = key_hash.unsigned_abs() % self.hash_slot_num;
         let abs_slot = INDEX_HEADER_SIZE + slot_pos as usize * HASH_SLOT_SIZE;
-        let Some(slot) = self.mmap.bytes(abs_slot, HASH_SLOT_SIZE) else {
+        let Some(slot) = st.map.get(abs_slot, HASH_SLOT_SIZE) else {
             return;
         };
         let mut next = i32::from_be_bytes(slot.try_into().unwrap_or([0; 4]));
         let mut steps = 0;
         while next > 0 && next < h.index_count && out.len() < max_num && steps < h.index_count {
             steps += 1;
+            let Ok(entry) = usize::try_from(next) else {
+                break; // the loop condition keeps `next` positive
+            };
             let abs = INDEX_HEADER_SIZE
                 + self.hash_slot_num as usize * HASH_SLOT_SIZE
-                + usize::try_from(next).unwrap_or(0) * INDEX_SIZE;
-            let Some(e) = self.mmap.bytes(abs, INDEX_SIZE) else {
+                + entry * INDEX_SIZE;
+            let Some(e) = st.map.get(abs, INDEX_SIZE) else {
                 break;
             };
             let hash = i32::from_be_bytes(e[0..4].try_into().unwrap_or([0; 4]));
@@ -264,9 +282,9 @@ impl IndexFile {
     /// # Errors
     /// When the sync fails.
     pub fn flush(&self) -> Result<()> {
-        let _h = self.header.read().unwrap_or_else(PoisonError::into_inner);
-        self.mmap
-            .flush_range(0, self.mmap.len())
+        let st = self.state.read().unwrap_or_else(PoisonError::into_inner);
+        st.map
+            .flush_range(0, st.map.len())
             .ctx(|| format!("flushing index file {}", self.path.display()))
     }
 }
@@ -381,7 +399,7 @@ impl IndexService {
         let mut files = self.files.write().unwrap_or_else(PoisonError::into_inner);
         if let Some(prev) = files.last() {
             if let Err(e) = prev.flush() {
-                eprintln!("rmq-store WARN: {e}");
+                log::warn!("{e}");
             }
         }
         let mut now = rmq_common::time::now_millis();
@@ -465,10 +483,7 @@ impl IndexService {
         while files.len() > 1 && files[0].end_phy_offset() < phy_min {
             let f = files.remove(0);
             if let Err(e) = std::fs::remove_file(f.path()) {
-                eprintln!(
-                    "rmq-store WARN: could not delete {}: {e}",
-                    f.path().display()
-                );
+                log::warn!("could not delete {}: {e}", f.path().display());
             }
             n += 1;
         }

@@ -18,9 +18,10 @@
 //! ```
 //!
 //! # Modules
-//! [`format`] (bytes on disk) → [`mmap`] (the only `unsafe`) → [`mapped_file`] →
-//! [`mapped_file_queue`] → [`commit_log`], [`consume_queue`], [`index_file`] → [`store`]
-//! (recovery, dispatch, flush and clean services); [`schedule`] parks delayed messages in
+//! [`format`] (bytes on disk) → `mmap` (crate-private, the only `unsafe`) → [`mapped_file`] →
+//! [`mapped_file_queue`] → [`commit_log`], [`consume_queue`] (and their table),
+//! [`index_file`] → [`dispatch`] (the reput service) → [`store`] (the facade: recovery, put,
+//! read, queries, retention, background services, one file each); [`schedule`] parks delayed messages in
 //! `SCHEDULE_TOPIC_XXXX` on put and re-puts them when the broker's scheduler says they are due;
 //! [`timer`] does the same for RocketMQ 5 timer messages in a time wheel of its own.
 
@@ -28,6 +29,7 @@ pub mod checkpoint;
 pub mod commit_log;
 pub mod config;
 pub mod consume_queue;
+mod consume_queue_table;
 pub mod dispatch;
 pub mod error;
 pub mod flush;
@@ -35,7 +37,7 @@ pub mod format;
 pub mod index_file;
 pub mod mapped_file;
 pub mod mapped_file_queue;
-pub mod mmap;
+pub(crate) mod mmap;
 pub mod schedule;
 pub mod store;
 pub mod timer;
@@ -43,6 +45,7 @@ pub mod transient_store_pool;
 
 pub use commit_log::AppendResult;
 pub use config::{BrokerRole, FlushDiskType, StoreConfig};
+pub use consume_queue::QueueId;
 pub use error::{Result, StoreError};
 pub use format::{CqUnit, DecodedRecord, MessageToStore};
 pub use mapped_file::SelectMappedBufferResult;

@@ -1,7 +1,10 @@
 //! One fixed-size file of a [`MappedFileQueue`](crate::mapped_file_queue::MappedFileQueue):
 //! a mapping plus three positions, `wrote >= committed >= flushed`. Bytes below `committed`
 //! are readable; bytes below `flushed` are durable. Without a transient-pool buffer,
-//! `committed` follows `wrote` at once; with one, the commit thread moves it.
+//! `committed` follows `wrote` at once; with one, the commit thread moves it. `committed` is
+//! the mapping's published end, kept by `mmap::MmapFile` (and `wrote`, with a pool, the
+//! buffer's), which hands out only published bytes to readers and unpublished ones to the
+//! writer.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
@@ -22,7 +25,6 @@ pub struct MappedFile {
     /// through stores into the mapping and `msync`.
     write_through_file: AtomicBool,
     wrote: AtomicUsize,
-    committed: AtomicUsize,
     flushed: AtomicUsize,
     write_buffer: OnceLock<(Arc<AnonBuffer>, Arc<TransientStorePool>)>,
     buffer_returned: AtomicBool,
@@ -106,7 +108,6 @@ impl MappedFile {
             mmap,
             write_through_file: AtomicBool::new(false),
             wrote: AtomicUsize::new(pos),
-            committed: AtomicUsize::new(pos),
             flushed: AtomicUsize::new(pos),
             write_buffer: OnceLock::new(),
             buffer_returned: AtomicBool::new(false),
@@ -121,7 +122,7 @@ impl MappedFile {
     }
 
     /// Route writes through a transient-pool buffer (set once, before the first append).
-    pub fn attach_write_buffer(&self, buf: Arc<AnonBuffer>, pool: Arc<TransientStorePool>) {
+    pub(crate) fn attach_write_buffer(&self, buf: Arc<AnonBuffer>, pool: Arc<TransientStorePool>) {
         let _ = self.write_buffer.set((buf, pool));
     }
 
@@ -141,6 +142,15 @@ impl MappedFile {
     #[must_use]
     pub fn file_from_offset(&self) -> i64 {
         self.file_from_offset
+    }
+
+    /// Global offset of byte `pos` of this file. Every position inside a mapping converts
+    /// exactly (a mapping, like any Rust allocation, is at most `isize::MAX` bytes); a `pos`
+    /// beyond that would saturate, never alias offset 0.
+    #[must_use]
+    pub fn offset_of(&self, pos: usize) -> i64 {
+        self.file_from_offset
+            .saturating_add(i64::try_from(pos).unwrap_or(i64::MAX))
     }
 
     /// File size.
@@ -164,7 +174,7 @@ impl MappedFile {
     /// Bytes readable (in the file's page cache).
     #[must_use]
     pub fn read_position(&self) -> usize {
-        self.committed.load(Ordering::Acquire)
+        self.mmap.published()
     }
 
     /// Bytes durable on disk.
@@ -210,8 +220,11 @@ impl MappedFile {
             )));
         }
         if let Some((buf, _)) = self.write_buffer.get() {
-            if let Some(dst) = buf.bytes_mut(wrote, len) {
-                encode(dst);
+            if buf.write(wrote, len, encode).is_none() {
+                return Err(crate::error::StoreError::MessageIllegal(format!(
+                    "a {len}-byte record cannot be written at {wrote} of the pool buffer of {}",
+                    self.path.display()
+                )));
             }
         } else if self.write_through_file.load(Ordering::Relaxed) {
             use std::os::unix::fs::FileExt;
@@ -222,8 +235,11 @@ impl MappedFile {
                 .file()
                 .write_all_at(scratch, wrote as u64)
                 .ctx(|| format!("writing {}", self.path.display()))?;
-        } else if let Some(dst) = self.mmap.bytes_mut(wrote, len) {
-            encode(dst);
+        } else if self.mmap.write(wrote, len, encode).is_none() {
+            return Err(crate::error::StoreError::MessageIllegal(format!(
+                "a {len}-byte record cannot be written at {wrote} of {}",
+                self.path.display()
+            )));
         }
         self.publish(wrote + len);
         Ok(())
@@ -246,8 +262,9 @@ impl MappedFile {
 
     fn publish(&self, end: usize) {
         self.wrote.store(end, Ordering::Release);
-        if self.write_buffer.get().is_none() {
-            self.committed.store(end, Ordering::Release);
+        match self.write_buffer.get() {
+            Some((buf, _)) => buf.publish(end),
+            None => self.mmap.publish(end),
         }
     }
 
@@ -258,10 +275,13 @@ impl MappedFile {
         if self.file_size - wrote < data.len() {
             return false;
         }
-        let Some(dst) = self.mmap.bytes_mut(wrote, data.len()) else {
+        if self
+            .mmap
+            .write(wrote, data.len(), |dst| dst.copy_from_slice(data))
+            .is_none()
+        {
             return false;
-        };
-        dst.copy_from_slice(data);
+        }
         self.publish(wrote + data.len());
         true
     }
@@ -274,7 +294,7 @@ impl MappedFile {
             return self.read_position();
         };
         let wrote = self.wrote.load(Ordering::Acquire);
-        let committed = self.committed.load(Ordering::Relaxed);
+        let committed = self.mmap.published();
         let able = if wrote == self.file_size {
             wrote > committed
         } else if least_pages > 0 {
@@ -283,21 +303,21 @@ impl MappedFile {
             wrote > committed
         };
         if able {
-            if let Some(src) = buf.bytes(committed, wrote - committed) {
+            if let Some(src) = buf.read(committed, wrote - committed) {
                 // `pwrite`, as RocketMQ's `FileChannel.write`: the kernel fills page-cache pages
                 // straight from the buffer, instead of each page of the mapping faulting in
                 // (zeroed first, then marked writable) under a store.
                 use std::os::unix::fs::FileExt;
                 match self.mmap.file().write_all_at(src, committed as u64) {
-                    Ok(()) => self.committed.store(wrote, Ordering::Release),
-                    Err(e) => eprintln!(
-                        "rmq-store ERROR: committing {} at {committed}: {e}; will retry",
+                    Ok(()) => self.mmap.publish(wrote),
+                    Err(e) => log::error!(
+                        "committing {} at {committed}: {e}; will retry",
                         self.path.display()
                     ),
                 }
             }
         }
-        if self.committed.load(Ordering::Relaxed) == self.file_size
+        if self.mmap.published() == self.file_size
             && !self.buffer_returned.swap(true, Ordering::AcqRel)
         {
             pool.return_buffer(Arc::clone(buf));
@@ -345,7 +365,7 @@ impl MappedFile {
         if pos.checked_add(len)? > self.read_position() {
             return None;
         }
-        self.mmap.bytes(pos, len)
+        self.mmap.read(pos, len)
     }
 
     /// All readable bytes from `pos`.
@@ -355,33 +375,40 @@ impl MappedFile {
         if pos >= read {
             return None;
         }
-        self.mmap.bytes(pos, read - pos)
+        self.mmap.read(pos, read - pos)
     }
 
-    /// The raw mapping from `pos` to the end of the file, for recovery scans of bytes that
-    /// were never published in this process. Only valid before the store is shared.
+    /// The mapping from `pos` to the published end, for recovery scans: a file opened from
+    /// disk is published whole until recovery finds where its valid data ends.
     pub(crate) fn raw_from(&self, pos: usize) -> &[u8] {
-        self.mmap.bytes(pos, self.file_size - pos).unwrap_or(&[])
+        self.mmap
+            .read(pos, self.mmap.published().saturating_sub(pos))
+            .unwrap_or(&[])
     }
 
     /// Recovery: everything below `pos` is valid, nothing above is.
     pub(crate) fn set_positions(&self, pos: usize) {
         let pos = pos.min(self.file_size);
+        self.mmap.rewind_for_recovery(pos);
         self.wrote.store(pos, Ordering::Release);
-        self.committed.store(pos, Ordering::Release);
         self.flushed.store(pos, Ordering::Release);
     }
 
     /// Zero `[pos, file_size)` so a later scan cannot mistake stale bytes for records.
     /// Recovery only (before the store is shared).
     pub(crate) fn zero_tail(&self, pos: usize) -> Result<()> {
-        if let Some(tail) = self.mmap.bytes_mut(pos, self.file_size.saturating_sub(pos)) {
-            if tail.iter().any(|&b| b != 0) {
+        let len = self.file_size.saturating_sub(pos);
+        let zeroed = self.mmap.write(pos, len, |tail| {
+            let dirty = tail.iter().any(|&b| b != 0);
+            if dirty {
                 tail.fill(0);
-                self.mmap
-                    .flush_range(pos, tail.len())
-                    .ctx(|| format!("zeroing the tail of {}", self.path.display()))?;
             }
+            dirty
+        });
+        if zeroed == Some(true) {
+            self.mmap
+                .flush_range(pos, len)
+                .ctx(|| format!("zeroing the tail of {}", self.path.display()))?;
         }
         Ok(())
     }

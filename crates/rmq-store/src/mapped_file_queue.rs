@@ -116,7 +116,7 @@ impl MappedFileQueue {
         for p in paths {
             if std::fs::metadata(&p).is_ok_and(|m| m.len() == 0) {
                 // Created but never allocated (a crash or a full disk at creation): no data.
-                eprintln!("rmq-store WARN: removing empty file {}", p.display());
+                log::warn!("removing empty file {}", p.display());
                 std::fs::remove_file(&p).ctx(|| format!("removing {}", p.display()))?;
                 continue;
             }
@@ -179,8 +179,8 @@ impl MappedFileQueue {
         if let Some(pool) = &self.pool {
             match pool.borrow_buffer() {
                 Some(buf) => file.attach_write_buffer(buf, Arc::clone(pool)),
-                None => eprintln!(
-                    "rmq-store WARN: transient store pool exhausted; {} is written directly",
+                None => log::warn!(
+                    "transient store pool exhausted; {} is written directly",
                     file.path().display()
                 ),
             }
@@ -234,9 +234,8 @@ impl MappedFileQueue {
     /// End of the readable data.
     #[must_use]
     pub fn max_offset(&self) -> i64 {
-        self.last_mapped_file().map_or(0, |f| {
-            f.file_from_offset() + i64::try_from(f.read_position()).unwrap_or(0)
-        })
+        self.last_mapped_file()
+            .map_or(0, |f| f.offset_of(f.read_position()))
     }
 
     /// Global offset up to which data is durable.
@@ -276,7 +275,7 @@ impl MappedFileQueue {
         };
         let ts = file.store_timestamp();
         let pos = file.flush(least_pages)?;
-        let now = file.file_from_offset() + i64::try_from(pos).unwrap_or(0);
+        let now = file.offset_of(pos);
         self.flushed_where.fetch_max(now, Ordering::AcqRel);
         if least_pages == 0 && ts > 0 {
             self.store_timestamp.fetch_max(ts, Ordering::AcqRel);
@@ -305,7 +304,7 @@ impl MappedFileQueue {
             return false;
         };
         let pos = file.commit(least_pages);
-        let now = file.file_from_offset() + i64::try_from(pos).unwrap_or(0);
+        let now = file.offset_of(pos);
         self.committed_where.fetch_max(now, Ordering::AcqRel);
         now != old
     }
@@ -329,8 +328,8 @@ impl MappedFileQueue {
             let from = f.file_from_offset();
             if from + size <= offset {
                 keep.push(f);
-            } else if offset >= from {
-                let pos = usize::try_from(offset - from).unwrap_or(0);
+            } else if let Ok(pos) = usize::try_from(offset - from) {
+                // `offset` is inside this file (not below its start).
                 f.set_positions(pos);
                 f.zero_tail(pos)?;
                 keep.push(f);
@@ -425,10 +424,7 @@ impl MappedFileQueue {
             // Readers keep their mapping (and open descriptor) even after the unlink.
         }
         if let Err(e) = std::fs::remove_file(f.path()) {
-            eprintln!(
-                "rmq-store WARN: could not delete {}: {e}",
-                f.path().display()
-            );
+            log::warn!("could not delete {}: {e}", f.path().display());
             return false;
         }
         self.files

@@ -2,33 +2,69 @@
 //! `mlock`ed buffers for the transient store pool, `fallocate` and `statvfs`. Every `unsafe`
 //! block in the project is here, each with the invariant that makes it sound.
 //!
-//! The central invariant (upheld by `mapped_file`): a byte range is written by one writer
-//! (the appender under the CommitLog put lock, the commit thread, or the single dispatch
-//! thread for ConsumeQueue/IndexFile files) *before* its end is published with a `Release`
-//! store, and readers only look at ranges below a position they loaded with `Acquire`. A
-//! published byte is never written again while the mapping is shared, except by recovery,
-//! which runs before the store is shared, and the timer wheel (`timer::wheel`), whose slots
-//! are rewritten in place by the timer thread, their only reader and writer (the wheel is
-//! owned by that thread and changed through `&mut self`). Files are never truncated while mapped, and the
-//! store directory is held under an exclusive `lock` file so no other broker changes them.
+//! The central invariant, kept by the types here rather than by their callers: a byte range
+//! of a shared mapping ([`MmapFile`], [`AnonBuffer`]) is written by one writer at a time
+//! (a claim flag) and only at or above the published end, *before* that end moves past it
+//! with a `Release` store; readers get only bytes below the end, loaded with `Acquire`. A
+//! published byte is never written again, with two exceptions whose soundness rests on
+//! their callers, each named for it: `MmapFile::rewind_for_recovery` (recovery cuts a torn
+//! tail while the store is being opened, before any reader exists) and
+//! `AnonBuffer::rewind_for_reuse` (the pool reuses a buffer its file has fully committed). Files rewritten in place (index files, the timer
+//! wheel) are [`OwnedMap`]s instead, whose writes need `&mut self`. Files are never truncated
+//! while mapped, and the store directory is held under an exclusive `lock` file so no other
+//! broker changes them.
+//!
+//! The module is private to rmq-store: nothing outside the crate can reach a mapping.
 #![allow(unsafe_code)]
 
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use memmap2::{MmapMut, MmapOptions};
 
 /// Size of an OS page; flush and commit thresholds count these.
-pub const OS_PAGE_SIZE: usize = 4096;
+pub(crate) const OS_PAGE_SIZE: usize = 4096;
 
-/// A file mapped read-write in full, shared between one writer and many readers.
-pub struct MmapFile {
+/// A file mapped read-write in full, shared between one writer and many readers, that
+/// keeps the publish protocol itself: bytes below the published end are read through
+/// [`read`](Self::read) and never written again; bytes at or above it are written only
+/// through [`write`](Self::write), by one writer at a time, and become readable when
+/// [`publish`](Self::publish)ed.
+pub(crate) struct MmapFile {
     file: File,
     map: MmapMut,
     ptr: *mut u8,
     len: usize,
+    /// End of the published bytes (`Release` on publish, `Acquire` on read).
+    published: AtomicUsize,
+    /// Held while the unpublished part is written or the published end moves.
+    writing: AtomicBool,
+}
+
+/// Holds [`MmapFile::writing`] and lets it go on drop (a panicking writer included).
+struct WriteClaim<'a>(&'a AtomicBool);
+
+impl<'a> WriteClaim<'a> {
+    /// Claim `flag`; spins while another writer holds it (the owners of a file serialize
+    /// their writes anyway, so this never waits in practice).
+    fn take(flag: &'a AtomicBool) -> Self {
+        while flag
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            std::hint::spin_loop();
+        }
+        Self(flag)
+    }
+}
+
+impl Drop for WriteClaim<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
 }
 
 // SAFETY: the raw pointer targets the shared mapping owned by `map`, which lives as long as
@@ -44,7 +80,7 @@ impl MmapFile {
     ///
     /// # Errors
     /// Any OS error, ENOSPC included.
-    pub fn create(path: &Path, len: usize) -> io::Result<Self> {
+    pub(crate) fn create(path: &Path, len: usize) -> io::Result<Self> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -72,7 +108,7 @@ impl MmapFile {
             }
             return Err(io::Error::from_raw_os_error(rc));
         }
-        Self::map(file, len)
+        Self::map(file, len, 0)
     }
 
     /// Like [`create`](Self::create), but writes real zeros into every block and syncs them,
@@ -82,7 +118,7 @@ impl MmapFile {
     ///
     /// # Errors
     /// Any OS error, ENOSPC included; a partial file is removed.
-    pub fn create_zeroed(path: &Path, len: usize) -> io::Result<Self> {
+    pub(crate) fn create_zeroed(path: &Path, len: usize) -> io::Result<Self> {
         use std::os::unix::fs::FileExt;
         let existed = path.exists();
         let file = OpenOptions::new()
@@ -107,14 +143,14 @@ impl MmapFile {
             }
             return Err(e);
         }
-        Self::map(file, len)
+        Self::map(file, len, 0)
     }
 
     /// Map an existing file whose size must be exactly `len`.
     ///
     /// # Errors
     /// I/O errors, or a size mismatch (a truncated or foreign file).
-    pub fn open(path: &Path, len: usize) -> io::Result<Self> {
+    pub(crate) fn open(path: &Path, len: usize) -> io::Result<Self> {
         let file = OpenOptions::new().read(true).write(true).open(path)?;
         let cur = file.metadata()?.len();
         if cur != len as u64 {
@@ -127,10 +163,10 @@ impl MmapFile {
                 ),
             ));
         }
-        Self::map(file, len)
+        Self::map(file, len, len)
     }
 
-    fn map(file: File, len: usize) -> io::Result<Self> {
+    fn map(file: File, len: usize, published: usize) -> io::Result<Self> {
         // SAFETY: the file is held open by `self` for the mapping's life and is never
         // truncated while mapped (the store directory is locked; see module docs).
         let mut map = unsafe { MmapOptions::new().len(len).map_mut(&file)? };
@@ -140,55 +176,98 @@ impl MmapFile {
             map,
             ptr,
             len,
+            published: AtomicUsize::new(published.min(len)),
+            writing: AtomicBool::new(false),
         })
     }
 
     /// Length of the mapping.
     #[must_use]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len
-    }
-
-    /// Whether the mapping is empty.
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 
     /// The underlying file (for `sendfile` and `fdatasync`).
     #[must_use]
-    pub fn file(&self) -> &File {
+    pub(crate) fn file(&self) -> &File {
         &self.file
     }
 
-    /// Published bytes `[pos, pos + len)`; `None` when out of bounds. Callers only ask for
-    /// ranges below a position they loaded with `Acquire`.
+    /// End of the published bytes. A created file starts with none, an opened one with all
+    /// (recovery then moves the end back to where valid data ends).
     #[must_use]
-    pub fn bytes(&self, pos: usize, len: usize) -> Option<&[u8]> {
-        let end = pos.checked_add(len)?;
-        if end > self.len {
-            return None;
-        }
-        // SAFETY: in bounds of the live mapping; the range is published and no longer written
-        // (module invariant), so shared access is race-free.
-        Some(unsafe { std::slice::from_raw_parts(self.ptr.add(pos), len) })
+    pub(crate) fn published(&self) -> usize {
+        self.published.load(Ordering::Acquire)
     }
 
-    /// Unpublished bytes `[pos, pos + len)` for the single writer of this range.
-    ///
-    /// Returns `None` when out of bounds. Callers (the appender under the put lock, the
-    /// commit thread, the dispatch thread) write only above the published position.
-    #[allow(clippy::mut_from_ref)]
+    /// Published bytes `[pos, pos + len)`; `None` unless all of them are published.
     #[must_use]
-    pub fn bytes_mut(&self, pos: usize, len: usize) -> Option<&mut [u8]> {
+    pub(crate) fn read(&self, pos: usize, len: usize) -> Option<&[u8]> {
+        let end = pos.checked_add(len)?;
+        if end > self.published.load(Ordering::Acquire) {
+            return None;
+        }
+        // SAFETY: in bounds (the published end never exceeds `len`); published bytes are
+        // only written again after `rewind_for_recovery`, see there.
+        Some(unsafe { self.raw(pos, len) })
+    }
+
+    /// Let `f` write the unpublished bytes `[pos, pos + len)`; `None` (and `f` not called)
+    /// when the range is out of bounds or starts below the published end.
+    pub(crate) fn write<R>(
+        &self,
+        pos: usize,
+        len: usize,
+        f: impl FnOnce(&mut [u8]) -> R,
+    ) -> Option<R> {
         let end = pos.checked_add(len)?;
         if end > self.len {
             return None;
         }
-        // SAFETY: in bounds of the live mapping; the range is above every published position
-        // and has exactly one writer at a time (module invariant), so no other reference
-        // to these bytes exists while this one lives.
-        Some(unsafe { std::slice::from_raw_parts_mut(self.ptr.add(pos), len) })
+        let _claim = WriteClaim::take(&self.writing);
+        if pos < self.published.load(Ordering::Acquire) {
+            return None;
+        }
+        // SAFETY: in bounds; at or above the published end, which cannot move while the
+        // claim is held, so no reader sees these bytes, and the claim makes this the only
+        // writer. The slice does not outlive `f`.
+        Some(f(unsafe { self.raw_mut(pos, len) }))
+    }
+
+    /// Make the bytes below `end` readable (the published end only grows here).
+    pub(crate) fn publish(&self, end: usize) {
+        let _claim = WriteClaim::take(&self.writing);
+        self.published
+            .fetch_max(end.min(self.len), Ordering::Release);
+    }
+
+    /// Recovery: move the published end back to `end`, so the bytes above it (a torn or
+    /// invalid tail) can be zeroed and written again. The one operation whose soundness
+    /// rests on its caller: it runs while the store is being opened, before any reader
+    /// holds bytes of this file (the file is not shared yet).
+    pub(crate) fn rewind_for_recovery(&self, end: usize) {
+        let _claim = WriteClaim::take(&self.writing);
+        self.published.store(end.min(self.len), Ordering::Release);
+    }
+
+    /// Bytes `[pos, pos + len)` without a check of the publish protocol.
+    ///
+    /// # Safety
+    /// `pos + len <= self.len`, and no one writes these bytes while the slice lives.
+    unsafe fn raw(&self, pos: usize, len: usize) -> &[u8] {
+        // SAFETY: the caller keeps the range in bounds of the live mapping and free of writers.
+        unsafe { std::slice::from_raw_parts(self.ptr.add(pos), len) }
+    }
+
+    /// Bytes `[pos, pos + len)` to write.
+    ///
+    /// # Safety
+    /// `pos + len <= self.len`, and no other reference to these bytes exists while the slice
+    /// lives.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn raw_mut(&self, pos: usize, len: usize) -> &mut [u8] {
+        // SAFETY: the caller keeps the range in bounds and exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(pos), len) }
     }
 
     /// Make `[pos, pos + len)` durable (`msync(MS_SYNC)`, which on Linux is a data sync of
@@ -196,7 +275,7 @@ impl MmapFile {
     ///
     /// # Errors
     /// The OS error; the caller must not report those bytes as durable.
-    pub fn flush_range(&self, pos: usize, len: usize) -> io::Result<()> {
+    pub(crate) fn flush_range(&self, pos: usize, len: usize) -> io::Result<()> {
         if len == 0 {
             return Ok(());
         }
@@ -205,7 +284,7 @@ impl MmapFile {
 
     /// Fault every page in for writing, so the appender never takes a page fault. Uses
     /// `MADV_POPULATE_WRITE` where the kernel has it (5.14+), else touches each page.
-    pub fn prefault(&self) {
+    pub(crate) fn prefault(&self) {
         // SAFETY: advice on our own live mapping; it changes no memory contents.
         let rc = unsafe {
             libc::madvise(
@@ -217,10 +296,15 @@ impl MmapFile {
         if rc == 0 {
             return;
         }
-        let mut pos = 0;
+        // Touch only unpublished pages, under the write claim: no reader or writer is there.
+        let _claim = WriteClaim::take(&self.writing);
+        let mut pos = self
+            .published
+            .load(Ordering::Acquire)
+            .next_multiple_of(OS_PAGE_SIZE);
         while pos < self.len {
-            // SAFETY: in bounds; a volatile read-then-write of the same value leaves the
-            // contents unchanged. Prefault runs before the file is handed to a writer.
+            // SAFETY: in bounds; at or above the published end with the claim held, so no
+            // other access to this byte exists; the value written is the value read.
             unsafe {
                 let p = self.ptr.add(pos);
                 std::ptr::write_volatile(p, std::ptr::read_volatile(p));
@@ -230,17 +314,76 @@ impl MmapFile {
     }
 }
 
+/// A mapped file with one owner: reads through `&self`, writes only through `&mut self`, so
+/// the borrow checker (or the lock the owner keeps it under) rules out a write racing a read,
+/// and bytes may be rewritten in place. The index files (under their header lock) and the
+/// timer wheel (owned by the timer thread) are these.
+pub(crate) struct OwnedMap(MmapFile);
+
+impl OwnedMap {
+    /// See [`MmapFile::create`].
+    ///
+    /// # Errors
+    /// Any OS error, ENOSPC included.
+    pub(crate) fn create(path: &Path, len: usize) -> io::Result<Self> {
+        MmapFile::create(path, len).map(Self)
+    }
+
+    /// See [`MmapFile::open`].
+    ///
+    /// # Errors
+    /// I/O errors, or a size mismatch.
+    pub(crate) fn open(path: &Path, len: usize) -> io::Result<Self> {
+        MmapFile::open(path, len).map(Self)
+    }
+
+    /// Length of the mapping.
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Bytes `[pos, pos + len)`; `None` when out of bounds.
+    pub(crate) fn get(&self, pos: usize, len: usize) -> Option<&[u8]> {
+        if pos.checked_add(len)? > self.0.len {
+            return None;
+        }
+        // SAFETY: in bounds; writes need `&mut self`, so none happens while this borrow lives.
+        Some(unsafe { self.0.raw(pos, len) })
+    }
+
+    /// Bytes `[pos, pos + len)` to write; `None` when out of bounds.
+    pub(crate) fn get_mut(&mut self, pos: usize, len: usize) -> Option<&mut [u8]> {
+        if pos.checked_add(len)? > self.0.len {
+            return None;
+        }
+        // SAFETY: in bounds; `&mut self` excludes every other borrow of the mapping.
+        Some(unsafe { self.0.raw_mut(pos, len) })
+    }
+
+    /// See [`MmapFile::flush_range`].
+    ///
+    /// # Errors
+    /// The OS error.
+    pub(crate) fn flush_range(&self, pos: usize, len: usize) -> io::Result<()> {
+        self.0.flush_range(pos, len)
+    }
+}
+
 /// A page-aligned anonymous buffer, `mlock`ed when the OS allows: one transient-store-pool
 /// buffer. The appender writes into it, the commit thread copies it into the file.
-pub struct AnonBuffer {
+pub(crate) struct AnonBuffer {
     _map: MmapMut,
     ptr: *mut u8,
     len: usize,
     locked: bool,
+    /// End of the bytes the appender has published to the commit thread.
+    published: AtomicUsize,
+    /// Held while the unpublished part is written or the published end moves.
+    writing: AtomicBool,
 }
 
-// SAFETY: same publish/acquire protocol as `MmapFile`: the appender writes above the wrote
-// position, the commit thread reads below it.
+// SAFETY: same publish/acquire protocol as `MmapFile`, kept by the same methods: the appender
+// writes above the published end, the commit thread reads below it.
 unsafe impl Send for AnonBuffer {}
 // SAFETY: as above.
 unsafe impl Sync for AnonBuffer {}
@@ -251,7 +394,7 @@ impl AnonBuffer {
     ///
     /// # Errors
     /// When the memory cannot be mapped at all.
-    pub fn new(len: usize) -> io::Result<(Self, Option<io::Error>)> {
+    pub(crate) fn new(len: usize) -> io::Result<(Self, Option<io::Error>)> {
         let mut map = MmapOptions::new().len(len).map_anon()?;
         let ptr = map.as_mut_ptr();
         // SAFETY: locks our own live anonymous mapping; no memory contents change.
@@ -263,38 +406,62 @@ impl AnonBuffer {
                 ptr,
                 len,
                 locked: rc == 0,
+                published: AtomicUsize::new(0),
+                writing: AtomicBool::new(false),
             },
             err,
         ))
     }
 
-    /// Whether the buffer is locked in RAM.
+    /// Published bytes `[pos, pos + len)`; `None` unless all of them are published.
     #[must_use]
-    pub fn is_locked(&self) -> bool {
-        self.locked
-    }
-
-    /// Bytes `[pos, pos + len)` that the caller has published (see `MmapFile::bytes`).
-    #[must_use]
-    pub fn bytes(&self, pos: usize, len: usize) -> Option<&[u8]> {
+    pub(crate) fn read(&self, pos: usize, len: usize) -> Option<&[u8]> {
         let end = pos.checked_add(len)?;
-        if end > self.len {
+        if end > self.published.load(Ordering::Acquire) {
             return None;
         }
-        // SAFETY: in bounds; published range (module invariant).
+        // SAFETY: in bounds (the published end never exceeds `len`); published bytes are only
+        // written again after `rewind_for_reuse`, see there.
         Some(unsafe { std::slice::from_raw_parts(self.ptr.add(pos), len) })
     }
 
-    /// Unpublished bytes for the single writer (see `MmapFile::bytes_mut`).
-    #[allow(clippy::mut_from_ref)]
-    #[must_use]
-    pub fn bytes_mut(&self, pos: usize, len: usize) -> Option<&mut [u8]> {
+    /// Let `f` write the unpublished bytes `[pos, pos + len)`; `None` (and `f` not called)
+    /// when out of bounds or below the published end.
+    pub(crate) fn write<R>(
+        &self,
+        pos: usize,
+        len: usize,
+        f: impl FnOnce(&mut [u8]) -> R,
+    ) -> Option<R> {
         let end = pos.checked_add(len)?;
         if end > self.len {
             return None;
         }
-        // SAFETY: in bounds; unpublished range with one writer (module invariant).
-        Some(unsafe { std::slice::from_raw_parts_mut(self.ptr.add(pos), len) })
+        let _claim = WriteClaim::take(&self.writing);
+        if pos < self.published.load(Ordering::Acquire) {
+            return None;
+        }
+        // SAFETY: in bounds; at or above the published end, which cannot move while the claim
+        // is held, so no reader sees these bytes and this is the only writer. The slice does
+        // not outlive `f`.
+        Some(f(unsafe {
+            std::slice::from_raw_parts_mut(self.ptr.add(pos), len)
+        }))
+    }
+
+    /// Make the bytes below `end` readable.
+    pub(crate) fn publish(&self, end: usize) {
+        let _claim = WriteClaim::take(&self.writing);
+        self.published
+            .fetch_max(end.min(self.len), Ordering::Release);
+    }
+
+    /// Start over for the next file: nothing published. Its soundness rests on the pool: a
+    /// buffer comes back only once its file has committed all of it, after which that file
+    /// never reads it again.
+    pub(crate) fn rewind_for_reuse(&self) {
+        let _claim = WriteClaim::take(&self.writing);
+        self.published.store(0, Ordering::Release);
     }
 }
 
@@ -311,20 +478,20 @@ impl Drop for AnonBuffer {
 
 /// Space of the file system holding `path`, in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DiskSpace {
+pub(crate) struct DiskSpace {
     /// Its size.
-    pub total: u64,
+    pub(crate) total: u64,
     /// Bytes in use (size less the free blocks, root's reserve counted as free).
-    pub used: u64,
+    pub(crate) used: u64,
     /// What an unprivileged writer can still use.
-    pub available: u64,
+    pub(crate) available: u64,
 }
 
 impl DiskSpace {
     /// Used fraction (0.0..=1.0) as df's Use%: used / (used + available). The blocks reserved
     /// for root are in neither, so a disk df shows at 48 % is not reported at 81 %.
     #[must_use]
-    pub fn used_ratio(&self) -> f64 {
+    pub(crate) fn used_ratio(&self) -> f64 {
         let usable = self.used.saturating_add(self.available);
         if usable == 0 {
             return 0.0;
@@ -340,7 +507,7 @@ impl DiskSpace {
 /// # Errors
 /// When `statvfs` fails (the path does not exist, ...).
 #[allow(clippy::useless_conversion)] // the statvfs field types differ between targets
-pub fn disk_space(path: &Path) -> io::Result<DiskSpace> {
+pub(crate) fn disk_space(path: &Path) -> io::Result<DiskSpace> {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(path.as_os_str().as_bytes())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains NUL"))?;
@@ -364,7 +531,7 @@ pub fn disk_space(path: &Path) -> io::Result<DiskSpace> {
 ///
 /// # Errors
 /// When `statvfs` fails (the path does not exist, ...).
-pub fn disk_used_ratio(path: &Path) -> io::Result<f64> {
+pub(crate) fn disk_used_ratio(path: &Path) -> io::Result<f64> {
     disk_space(path).map(|d| d.used_ratio())
 }
 
@@ -378,23 +545,36 @@ mod tests {
         let p = dir.path().join("f");
         let m = MmapFile::create(&p, 8192).unwrap();
         m.prefault();
-        m.bytes_mut(10, 3).unwrap().copy_from_slice(b"abc");
+        m.write(10, 3, |b| b.copy_from_slice(b"abc")).unwrap();
+        assert!(m.read(10, 3).is_none(), "not published yet");
+        m.publish(13);
         m.flush_range(0, 8192).unwrap();
-        assert_eq!(m.bytes(10, 3).unwrap(), b"abc");
-        assert!(m.bytes(8190, 3).is_none());
-        assert!(m.bytes_mut(usize::MAX, 2).is_none());
+        assert_eq!(m.read(10, 3).unwrap(), b"abc");
+        assert!(m.read(8190, 3).is_none());
+        assert!(m.write(usize::MAX, 2, |_| ()).is_none());
+        assert!(m.write(12, 2, |_| ()).is_none(), "below the published end");
+        m.rewind_for_recovery(10);
+        assert_eq!(m.write(10, 3, |b| b.fill(0)), Some(()));
         drop(m);
         assert_eq!(std::fs::metadata(&p).unwrap().len(), 8192);
         let m = MmapFile::open(&p, 8192).unwrap();
-        assert_eq!(m.bytes(10, 3).unwrap(), b"abc");
+        assert_eq!(
+            m.read(10, 3).unwrap(),
+            [0; 3],
+            "an opened file is published whole"
+        );
         assert!(MmapFile::open(&p, 4096).is_err());
     }
 
     #[test]
     fn anon_buffer_works_locked_or_not() {
         let (b, _err) = AnonBuffer::new(4096 * 4).unwrap();
-        b.bytes_mut(0, 2).unwrap().copy_from_slice(b"hi");
-        assert_eq!(b.bytes(0, 2).unwrap(), b"hi");
+        b.write(0, 2, |d| d.copy_from_slice(b"hi")).unwrap();
+        assert!(b.read(0, 2).is_none());
+        b.publish(2);
+        assert_eq!(b.read(0, 2).unwrap(), b"hi");
+        b.rewind_for_reuse();
+        assert!(b.read(0, 2).is_none());
     }
 
     #[test]

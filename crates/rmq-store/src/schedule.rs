@@ -2,21 +2,22 @@
 //! `ScheduleMessageService`): a message whose `DELAY` property names a level is *parked* in
 //! `SCHEDULE_TOPIC_XXXX`, queue `level - 1`, with its real topic and queue kept in the
 //! `REAL_TOPIC` / `REAL_QID` properties; dispatch gives its ConsumeQueue unit the delivery time
-//! (store time + the level's delay) as tags code; and [`MessageStore::deliver_scheduled`]
-//! re-puts parked messages into their real queue.
+//! (store time + the level's delay) as tags code; and [`deliver`] (behind
+//! `MessageStore::deliver_scheduled`) re-puts parked messages into their real queue.
 //!
 //! *When* a parked message is due, which units to deliver and where each level's progress
 //! stands is decided by the broker's control plane (Python, `rmq.scheduling.delay`), which
-//! reads the level queues with [`MessageStore::get_consume_queue_units`]. Every level's queue
+//! reads the level queues with `MessageStore::get_consume_queue_units`. Every level's queue
 //! is in delivery-time order, because the store time is monotonic and the delay is fixed per
 //! level, so the scheduler only ever looks at the head of each queue.
 
 use rmq_common::properties::{edit_properties, find_property, PropertyKey};
 use rmq_common::sys_flag::{transaction_value, TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE};
 
+use crate::commit_log::AppendResult;
 use crate::error::{Result, StoreError};
 use crate::format::{scan_record, MessageToStore, Scan};
-use crate::store::MessageStore;
+use crate::mapped_file::SelectMappedBufferResult;
 
 /// Topic that parks delayed messages, one queue per delay level (queue id = level - 1).
 pub use rmq_common::topic::SCHEDULE_TOPIC;
@@ -136,7 +137,7 @@ pub(crate) fn park(msg: &MessageToStore<'_>, levels_ms: &[i64]) -> Result<Option
     }))
 }
 
-/// What one [`MessageStore::deliver_scheduled`] call did.
+/// What one `MessageStore::deliver_scheduled` call did.
 #[derive(Debug, Default)]
 pub struct DeliverOutcome {
     /// Units dealt with, from the first: delivered or skipped. The scheduler's offset for the
@@ -145,7 +146,7 @@ pub struct DeliverOutcome {
     /// Messages re-put into their real queue.
     pub delivered: usize,
     /// Units skipped for good (the message is gone, is not a parked message, or can never be
-    /// stored), each reported on stderr.
+    /// stored), each logged as a warning.
     pub skipped: usize,
     /// Why the call stopped before the end (the store refused a write: disk full, busy, shut
     /// down; or the durability wait failed); the units from `processed` on are to be tried
@@ -155,111 +156,112 @@ pub struct DeliverOutcome {
 
 /// A parked record that cannot be delivered, and why.
 fn skip(phy_offset: i64, why: &str) {
-    eprintln!("rmq-store WARN: delayed message at CommitLog offset {phy_offset} skipped: {why}");
+    log::warn!("delayed message at CommitLog offset {phy_offset} skipped: {why}");
 }
 
-impl MessageStore {
-    /// Deliver parked messages: for each ConsumeQueue unit `(commit_log_offset, size)` of
-    /// `SCHEDULE_TOPIC_XXXX`, in order, re-put the message into the queue its `REAL_TOPIC` /
-    /// `REAL_QID` name, with `DELAY` removed and everything else kept (body, flag, sys flag,
-    /// born time and host, reconsume times, properties; RocketMQ's `messageTimeup`). A message
-    /// without `UNIQ_KEY` gets the offset id of its parked record as `UNIQ_KEY`, so consumers
-    /// see the id its producer was given. Each message is appended under its own short hold of
-    /// the put lock; under SYNC_FLUSH the call returns once the last one is durable.
-    ///
-    /// Stops at the first write the store refuses (see [`DeliverOutcome::error`]); messages
-    /// that can never be delivered are skipped.
-    pub fn deliver_scheduled(&self, units: &[(i64, i32)]) -> DeliverOutcome {
-        let mut out = DeliverOutcome::default();
-        let mut end = 0;
-        for &(phy, size) in units {
-            match self.deliver_one(phy, size) {
-                Ok(Some(e)) => {
-                    out.delivered += 1;
-                    end = e;
-                }
-                Ok(None) => out.skipped += 1,
-                Err(e) => {
-                    out.error = Some(e);
-                    break;
-                }
+/// Re-put parked messages: for each ConsumeQueue unit `(commit_log_offset, size)` of
+/// `SCHEDULE_TOPIC_XXXX`, in order, `append` the message found by `look` into the queue its
+/// `REAL_TOPIC` / `REAL_QID` name, with `DELAY` removed and everything else kept (body, flag,
+/// sys flag, born time and host, reconsume times, properties; RocketMQ's `messageTimeup`). A
+/// message without `UNIQ_KEY` gets the offset id of its parked record as `UNIQ_KEY`, so
+/// consumers see the id its producer was given. Stops at the first append that fails for a
+/// reason other than the message itself; messages that can never be delivered are skipped.
+/// Returns what was done and the end offset of the last message delivered, for the caller's
+/// durability wait.
+pub(crate) fn deliver(
+    units: &[(i64, i32)],
+    look: impl Fn(i64) -> Option<SelectMappedBufferResult>,
+    append: impl Fn(&MessageToStore<'_>) -> Result<AppendResult>,
+) -> (DeliverOutcome, i64) {
+    let mut out = DeliverOutcome::default();
+    let mut end = 0;
+    for &(phy, size) in units {
+        match deliver_one(phy, size, &look, &append) {
+            Ok(Some(e)) => {
+                out.delivered += 1;
+                end = e;
             }
-            out.processed += 1;
-        }
-        if out.delivered > 0 {
-            if let Err(e) = self.wait_durable(end) {
-                out.error.get_or_insert(e);
+            Ok(None) => out.skipped += 1,
+            Err(e) => {
+                out.error = Some(e);
+                break;
             }
         }
-        out
+        out.processed += 1;
     }
+    (out, end)
+}
 
-    /// Re-put one parked message; `Ok(Some(end offset))` when delivered, `Ok(None)` when
-    /// skipped for good.
-    fn deliver_one(&self, phy: i64, size: i32) -> Result<Option<i64>> {
-        let Some(sel) = self.look_message_by_offset(phy) else {
+/// Re-put one parked message; `Ok(Some(end offset))` when delivered, `Ok(None)` when skipped
+/// for good.
+fn deliver_one(
+    phy: i64,
+    size: i32,
+    look: &impl Fn(i64) -> Option<SelectMappedBufferResult>,
+    append: &impl Fn(&MessageToStore<'_>) -> Result<AppendResult>,
+) -> Result<Option<i64>> {
+    let Some(sel) = look(phy) else {
+        skip(
+            phy,
+            "no such message (already deleted with its CommitLog file?)",
+        );
+        return Ok(None);
+    };
+    let Scan::Message(r) = scan_record(sel.bytes(), false) else {
+        skip(phy, "not a message record");
+        return Ok(None);
+    };
+    if r.topic != SCHEDULE_TOPIC || i32::try_from(r.total_size).ok() != Some(size) {
+        skip(
+            phy,
+            "the record there is not the parked message its unit points to",
+        );
+        return Ok(None);
+    }
+    let prop = |n| find_property(r.properties, n).and_then(|v| std::str::from_utf8(v).ok());
+    let (Some(topic), Some(qid)) = (
+        prop(PropertyKey::REAL_TOPIC),
+        prop(PropertyKey::REAL_QUEUE_ID).and_then(|q| q.parse::<i32>().ok()),
+    ) else {
+        skip(phy, "it has no REAL_TOPIC / REAL_QID property");
+        return Ok(None);
+    };
+    if topic == TRANS_HALF_TOPIC {
+        skip(phy, "its real topic is the transaction half topic");
+        return Ok(None);
+    }
+    let offset_id;
+    let mut set = Vec::new();
+    if prop(PropertyKey::UNIQ_CLIENT_MESSAGE_ID_KEYIDX).is_none() {
+        offset_id = rmq_common::create_offset_msg_id(r.store_host, r.physical_offset);
+        set.push((
+            PropertyKey::UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+            offset_id.as_str(),
+        ));
+    }
+    let properties = edit_properties(r.properties, &[PropertyKey::DELAY_TIME_LEVEL], &set);
+    let msg = MessageToStore {
+        topic,
+        queue_id: qid,
+        flag: r.flag,
+        body: r.body,
+        properties: &properties,
+        sys_flag: r.sys_flag,
+        born_timestamp: r.born_timestamp,
+        born_host: r.born_host,
+        reconsume_times: r.reconsume_times,
+        prepared_transaction_offset: 0,
+    };
+    match append(&msg) {
+        Ok(a) => Ok(Some(a.end_offset())),
+        Err(e @ (StoreError::MessageIllegal(_) | StoreError::PropertiesSizeExceeded(_))) => {
             skip(
                 phy,
-                "no such message (already deleted with its CommitLog file?)",
+                &format!("its real queue {topic}/{qid} refuses it: {e}"),
             );
-            return Ok(None);
-        };
-        let Scan::Message(r) = scan_record(sel.bytes(), false) else {
-            skip(phy, "not a message record");
-            return Ok(None);
-        };
-        if r.topic != SCHEDULE_TOPIC || i32::try_from(r.total_size).ok() != Some(size) {
-            skip(
-                phy,
-                "the record there is not the parked message its unit points to",
-            );
-            return Ok(None);
+            Ok(None)
         }
-        let prop = |n| find_property(r.properties, n).and_then(|v| std::str::from_utf8(v).ok());
-        let (Some(topic), Some(qid)) = (
-            prop(PropertyKey::REAL_TOPIC),
-            prop(PropertyKey::REAL_QUEUE_ID).and_then(|q| q.parse::<i32>().ok()),
-        ) else {
-            skip(phy, "it has no REAL_TOPIC / REAL_QID property");
-            return Ok(None);
-        };
-        if topic == TRANS_HALF_TOPIC {
-            skip(phy, "its real topic is the transaction half topic");
-            return Ok(None);
-        }
-        let offset_id;
-        let mut set = Vec::new();
-        if prop(PropertyKey::UNIQ_CLIENT_MESSAGE_ID_KEYIDX).is_none() {
-            offset_id = rmq_common::create_offset_msg_id(r.store_host, r.physical_offset);
-            set.push((
-                PropertyKey::UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
-                offset_id.as_str(),
-            ));
-        }
-        let properties = edit_properties(r.properties, &[PropertyKey::DELAY_TIME_LEVEL], &set);
-        let msg = MessageToStore {
-            topic,
-            queue_id: qid,
-            flag: r.flag,
-            body: r.body,
-            properties: &properties,
-            sys_flag: r.sys_flag,
-            born_timestamp: r.born_timestamp,
-            born_host: r.born_host,
-            reconsume_times: r.reconsume_times,
-            prepared_transaction_offset: 0,
-        };
-        match self.append_one(&msg) {
-            Ok(a) => Ok(Some(a.end_offset())),
-            Err(e @ (StoreError::MessageIllegal(_) | StoreError::PropertiesSizeExceeded(_))) => {
-                skip(
-                    phy,
-                    &format!("its real queue {topic}/{qid} refuses it: {e}"),
-                );
-                Ok(None)
-            }
-            Err(e) => Err(e),
-        }
+        Err(e) => Err(e),
     }
 }
 

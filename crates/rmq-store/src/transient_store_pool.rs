@@ -30,8 +30,8 @@ impl TransientStorePool {
                 .ctx(|| format!("allocating a {file_size}-byte transient store pool buffer"))?;
             if let Some(e) = err {
                 if locked {
-                    eprintln!(
-                        "rmq-store WARN: mlock of the transient store pool was refused ({e}); the \
+                    log::warn!(
+                        "mlock of the transient store pool was refused ({e}); the \
                          pool works but its memory may be swapped. Raise RLIMIT_MEMLOCK (ulimit -l) \
                          to at least {} KiB or set transientStorePoolEnable=false.",
                         pool_size * file_size / 1024
@@ -55,15 +55,15 @@ impl TransientStorePool {
     }
 
     /// Take a buffer, or `None` when all are lent out.
-    pub fn borrow_buffer(&self) -> Option<Arc<AnonBuffer>> {
+    pub(crate) fn borrow_buffer(&self) -> Option<Arc<AnonBuffer>> {
         let mut q = self
             .available
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let b = q.pop_front();
         if b.is_some() && q.len() * 10 < self.pool_size * 4 {
-            eprintln!(
-                "rmq-store WARN: transient store pool is low: {} of {} buffers free",
+            log::warn!(
+                "transient store pool is low: {} of {} buffers free",
                 q.len(),
                 self.pool_size
             );
@@ -72,7 +72,8 @@ impl TransientStorePool {
     }
 
     /// Give a buffer back once its file is fully committed.
-    pub fn return_buffer(&self, buf: Arc<AnonBuffer>) {
+    pub(crate) fn return_buffer(&self, buf: Arc<AnonBuffer>) {
+        buf.rewind_for_reuse();
         self.available
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

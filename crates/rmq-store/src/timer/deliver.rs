@@ -20,9 +20,10 @@ const BATCH: usize = 256;
 
 /// A message that can never be delivered, and why.
 fn skip(e: &TimerEntry, why: &str) {
-    eprintln!(
-        "rmq-store WARN: timer message at CommitLog offset {} (due second {}) skipped: {why}",
-        e.offset_py, e.delayed
+    log::warn!(
+        "timer message at CommitLog offset {} (due second {}) skipped: {why}",
+        e.offset_py,
+        e.delayed
     );
 }
 

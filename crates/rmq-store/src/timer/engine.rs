@@ -350,10 +350,12 @@ fn repair_dangling(wheel: &mut TimerWheel, log: &TimerLog, end: i64) -> usize {
             }
             p += ENTRY_I64;
         }
-        eprintln!(
-            "rmq-store WARN: timer wheel second {} pointed past the end of the timer log ({end}); \
+        log::warn!(
+            "timer wheel second {} pointed past the end of the timer log ({end}); \
              kept {} of its {} timers (the rest were lost with the log's unsynced tail)",
-            s.time, fixed.num, s.num
+            s.time,
+            fixed.num,
+            s.num
         );
         wheel.put(&fixed);
     }

@@ -196,7 +196,7 @@ impl TimerLog {
     #[must_use]
     pub fn end(&self) -> i64 {
         match self.queue.last_mapped_file() {
-            Some(f) => f.file_from_offset() + i64::try_from(f.wrote_position()).unwrap_or(0),
+            Some(f) => f.offset_of(f.wrote_position()),
             None => self.queue.committed_where().max(0),
         }
     }

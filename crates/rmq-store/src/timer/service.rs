@@ -65,10 +65,12 @@ fn open_engine(root: &Path, settings: &TimerSettings) -> Result<TimerEngine> {
     let (engine, rec) =
         TimerEngine::open(root, settings.wheel_slots(), DEFAULT_FILE_SIZE, now_slot)?;
     if rec.relinked > 0 || rec.repaired > 0 {
-        eprintln!(
-            "rmq-store INFO: timer recovery: {} entries after the last checkpoint, {} linked \
+        log::info!(
+            "timer recovery: {} entries after the last checkpoint, {} linked \
              into the wheel again, {} slots cut back",
-            rec.replayed, rec.relinked, rec.repaired
+            rec.replayed,
+            rec.relinked,
+            rec.repaired
         );
     }
     Ok(engine)
@@ -163,7 +165,7 @@ impl TimerService {
         let now = now_millis();
         if now - self.last_error_log >= LOG_EVERY_MS {
             self.last_error_log = now;
-            eprintln!("rmq-store ERROR: {what}");
+            log::error!("{what}");
         }
     }
 
@@ -180,8 +182,8 @@ impl TimerService {
                 None
             };
             if let Some(to) = fixed {
-                eprintln!(
-                    "rmq-store WARN: the timer wheel was at unit {from} of {TIMER_TOPIC}, which \
+                log::warn!(
+                    "the timer wheel was at unit {from} of {TIMER_TOPIC}, which \
                      holds [{}, {}); continuing at {to}{}",
                     got.min_offset,
                     got.max_offset,
@@ -196,13 +198,12 @@ impl TimerService {
             return Ok(false);
         }
         let p = self.settings.precision_ms;
-        for (i, u) in got.units.iter().enumerate() {
-            let q = from + i64::try_from(i).unwrap_or(0);
+        for (q, u) in (from..).zip(&got.units) {
             engine.enqueue(u.tags_code.div_euclid(p), u.offset, u.size, q)?;
         }
         store
             .timer_stats()
-            .add(u64::try_from(got.units.len()).unwrap_or(0), 0);
+            .add(u64::try_from(got.units.len()).unwrap_or(u64::MAX), 0);
         Ok(got.units.len() == ENQUEUE_BATCH)
     }
 
@@ -214,8 +215,8 @@ impl TimerService {
                 Ok(entries) => entries,
                 Err(e @ StoreError::Corruption { .. }) => {
                     // Retrying cannot help, and would hold up every later second.
-                    eprintln!(
-                        "rmq-store ERROR: timer messages of second {} skipped: {e}",
+                    log::error!(
+                        "timer messages of second {} skipped: {e}",
                         engine.read_slot()
                     );
                     self.resume_at = 0;
@@ -233,7 +234,7 @@ impl TimerService {
             engine.advance();
             store
                 .timer_stats()
-                .add(0, u64::try_from(delivered).unwrap_or(0));
+                .add(0, u64::try_from(delivered).unwrap_or(u64::MAX));
             if delivered > 0 {
                 // Right after the re-put: a kill from here on does not repeat this second.
                 engine.save_progress()?;

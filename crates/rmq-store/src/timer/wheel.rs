@@ -23,7 +23,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{IoContext, Result, StoreError};
-use crate::mmap::MmapFile;
+use crate::mmap::OwnedMap;
 
 /// Bytes per slot.
 pub const SLOT_SIZE: usize = 32;
@@ -77,7 +77,7 @@ impl Slot {
 /// The mapped wheel.
 pub struct TimerWheel {
     path: PathBuf,
-    map: MmapFile,
+    map: OwnedMap,
     slots: usize,
 }
 
@@ -110,7 +110,7 @@ impl TimerWheel {
                     });
                 }
                 let map =
-                    MmapFile::open(path, len).ctx(|| format!("mapping {}", path.display()))?;
+                    OwnedMap::open(path, len).ctx(|| format!("mapping {}", path.display()))?;
                 (map, len / SLOT_SIZE)
             }
             None => {
@@ -123,7 +123,7 @@ impl TimerWheel {
                 }
                 let len = slots * SLOT_SIZE;
                 let map =
-                    MmapFile::create(path, len).ctx(|| format!("creating {}", path.display()))?;
+                    OwnedMap::create(path, len).ctx(|| format!("creating {}", path.display()))?;
                 (map, slots)
             }
         };
@@ -158,7 +158,7 @@ impl TimerWheel {
     pub fn get(&self, time: i64) -> Slot {
         let at = self.index(time) * SLOT_SIZE;
         self.map
-            .bytes(at, SLOT_SIZE)
+            .get(at, SLOT_SIZE)
             .map(Slot::decode)
             .unwrap_or_default()
     }
@@ -166,7 +166,7 @@ impl TimerWheel {
     /// Overwrite the slot of `slot.time`.
     pub fn put(&mut self, slot: &Slot) {
         let at = self.index(slot.time) * SLOT_SIZE;
-        if let Some(dst) = self.map.bytes_mut(at, SLOT_SIZE) {
+        if let Some(dst) = self.map.get_mut(at, SLOT_SIZE) {
             dst.copy_from_slice(&slot.encode());
         }
     }
@@ -174,7 +174,7 @@ impl TimerWheel {
     /// Every non-empty slot (a scan of the whole file).
     pub fn occupied(&self) -> impl Iterator<Item = Slot> + '_ {
         (0..self.slots).filter_map(|i| {
-            let s = self.map.bytes(i * SLOT_SIZE, SLOT_SIZE).map(Slot::decode)?;
+            let s = self.map.get(i * SLOT_SIZE, SLOT_SIZE).map(Slot::decode)?;
             (s.num > 0).then_some(s)
         })
     }

@@ -1,0 +1,254 @@
+//! The put path of [`MessageStore`]: the write checks (shut down, slave, disk full, page
+//! cache busy, no pool buffer), parking of delay-level and timer messages, the append under
+//! the CommitLog put lock, and the durability wait (SYNC_FLUSH group commit, or a nudge of
+//! the commit thread under ASYNC_FLUSH). Also the re-put of parked messages that the
+//! scheduler says are due ([`MessageStore::deliver_scheduled`]).
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use rmq_common::time::now_millis;
+
+use super::MessageStore;
+use crate::commit_log::AppendResult;
+use crate::config::BrokerRole;
+use crate::error::{Result, StoreError};
+use crate::flush::{FlushFuture, FlushOutcome};
+use crate::format::MessageToStore;
+use crate::schedule::{self, DeliverOutcome};
+
+/// Status of a put that stored the message (RocketMQ's `PutMessageStatus`, stored cases).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PutMessageStatus {
+    /// Stored (and, under SYNC_FLUSH, durable).
+    PutOk,
+    /// Stored, but not durable within `syncFlushTimeout`.
+    FlushDiskTimeout,
+}
+
+impl PutMessageStatus {
+    /// RocketMQ's name.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::PutOk => "PUT_OK",
+            Self::FlushDiskTimeout => "FLUSH_DISK_TIMEOUT",
+        }
+    }
+}
+
+/// A stored message's place and status.
+#[derive(Debug, Clone, Copy)]
+pub struct PutMessageResult {
+    /// Status.
+    pub status: PutMessageStatus,
+    /// Where it was written.
+    pub append: AppendResult,
+}
+
+impl MessageStore {
+    fn check_writable(&self) -> Result<()> {
+        if self.shutdown.load(Ordering::Acquire) {
+            return Err(StoreError::ServiceNotAvailable(
+                "the message store is shut down".into(),
+            ));
+        }
+        if self.config.broker_role == BrokerRole::Slave {
+            return Err(StoreError::ServiceNotAvailable(
+                "this broker is a slave (brokerRole=SLAVE); send to its master".into(),
+            ));
+        }
+        if self.disk_full.load(Ordering::Acquire) {
+            return Err(StoreError::ServiceNotAvailable(format!(
+                "disk full: the partition of {} is over diskSpaceWarningLevelRatio ({} %); writes \
+                 resume once space is freed (delete files or raise fileReservedTime pressure)",
+                self.commit_log.queue().dir().display(),
+                self.config.disk_space_warning_level_ratio
+            )));
+        }
+        let held = self.commit_log.lock_time_millis();
+        if held > i64::from(self.config.os_page_cache_busy_timeout_mills) && held < 10_000_000 {
+            return Err(StoreError::OsPageCacheBusy(held));
+        }
+        if self.config.fast_fail_if_no_buffer_in_store_pool {
+            if let Some(p) = &self.pool {
+                if p.available_buffer_nums() == 0 {
+                    return Err(StoreError::NoBufferInStorePool);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether puts are accepted now.
+    #[must_use]
+    pub fn is_writeable(&self) -> bool {
+        self.check_writable().is_ok()
+    }
+
+    /// Store one message. Under SYNC_FLUSH it returns when the bytes are durable.
+    ///
+    /// Every put path parks a message whose `DELAY` property names a level (see
+    /// [`schedule`](crate::schedule)): it is stored in `SCHEDULE_TOPIC_XXXX` and the result
+    /// describes that record.
+    ///
+    /// # Errors
+    /// Illegal messages, refused writes (disk full, shut down, slave), I/O failures, and a
+    /// failed flush — never a success for bytes that are not stored as promised.
+    pub fn put_message(&self, msg: &MessageToStore<'_>) -> Result<PutMessageResult> {
+        let append = self.append_one(msg)?;
+        let status = self.wait_durable(append.end_offset())?;
+        Ok(PutMessageResult { status, append })
+    }
+
+    /// Append one message without waiting for durability (the single-message form of
+    /// [`append`](Self::append), without its per-batch vectors).
+    ///
+    /// # Errors
+    /// As [`append`](Self::append).
+    pub fn append_one(&self, msg: &MessageToStore<'_>) -> Result<AppendResult> {
+        self.check_writable()?;
+        let parked = self.park(msg)?;
+        let rerouted;
+        let msg = match &parked {
+            Some(p) => {
+                rerouted = p.apply(msg);
+                &rerouted
+            }
+            None => msg,
+        };
+        let len = self.commit_log.validate(msg)?;
+        let crc = rmq_common::body_crc(msg.body);
+        let append = self.commit_log.put_message(msg, len, crc, now_millis())?;
+        self.after_append(1, len);
+        Ok(append)
+    }
+
+    /// Store several messages under one hold of the put lock (a batch).
+    ///
+    /// # Errors
+    /// As [`put_message`](Self::put_message).
+    pub fn put_messages(&self, msgs: &[MessageToStore<'_>]) -> Result<Vec<PutMessageResult>> {
+        let results = self.append(msgs)?;
+        let status = self.wait_durable(results.last().map_or(0, AppendResult::end_offset))?;
+        Ok(results
+            .into_iter()
+            .map(|append| PutMessageResult { status, append })
+            .collect())
+    }
+
+    /// Append without waiting for durability: the first half of a put, for callers that
+    /// wait elsewhere (see [`wait_durable`](Self::wait_durable)).
+    ///
+    /// # Errors
+    /// As [`put_message`](Self::put_message), flush failures excepted.
+    pub fn append(&self, msgs: &[MessageToStore<'_>]) -> Result<Vec<AppendResult>> {
+        self.check_writable()?;
+        let parked = msgs
+            .iter()
+            .map(|m| self.park(m))
+            .collect::<Result<Vec<_>>>()?;
+        let rerouted: Vec<MessageToStore<'_>>;
+        let msgs = if parked.iter().any(Option::is_some) {
+            rerouted = msgs
+                .iter()
+                .zip(&parked)
+                .map(|(m, p)| p.as_ref().map_or_else(|| m.clone(), |p| p.apply(m)))
+                .collect();
+            &rerouted[..]
+        } else {
+            msgs
+        };
+        let mut lens = Vec::with_capacity(msgs.len());
+        let mut crcs = Vec::with_capacity(msgs.len());
+        for m in msgs {
+            lens.push(self.commit_log.validate(m)?);
+            crcs.push(rmq_common::body_crc(m.body));
+        }
+        let results = self
+            .commit_log
+            .put_messages(msgs, &lens, &crcs, now_millis())?;
+        self.after_append(msgs.len(), lens.iter().sum());
+        Ok(results)
+    }
+
+    /// Where a message waits before delivery, if it does: its delay level's queue, else the
+    /// timer wheel's topic.
+    fn park(&self, msg: &MessageToStore<'_>) -> Result<Option<schedule::Parked>> {
+        match schedule::park(msg, self.reput.delay_levels_ms())? {
+            Some(p) => Ok(Some(p)),
+            None => crate::timer::park(msg, &self.timer, now_millis()),
+        }
+    }
+
+    fn after_append(&self, count: usize, bytes: usize) {
+        self.put_times.fetch_add(count as u64, Ordering::Relaxed);
+        self.put_bytes.fetch_add(bytes as u64, Ordering::Relaxed);
+        // No wake-up of the dispatch thread here: it polls (as RocketMQ's reput thread
+        // does), so a busy put path never pays a system call per message for it.
+    }
+
+    /// The second half of a put: under SYNC_FLUSH wait until `end_offset` is durable; under
+    /// ASYNC_FLUSH nudge the flush (or commit) thread.
+    ///
+    /// # Errors
+    /// A failed flush, or a shutdown while waiting.
+    pub fn wait_durable(&self, end_offset: i64) -> Result<PutMessageStatus> {
+        match &self.group_commit {
+            Some(gc) => {
+                let timeout = Duration::from_millis(u64::from(self.config.sync_flush_timeout));
+                Ok(match gc.wait_for(end_offset, timeout)? {
+                    FlushOutcome::Flushed => PutMessageStatus::PutOk,
+                    FlushOutcome::Timeout => PutMessageStatus::FlushDiskTimeout,
+                })
+            }
+            None => {
+                // The async flush runs on its interval (flushIntervalCommitLog, as SPEC §3
+                // describes it) and is not woken by puts, which would turn it into many small
+                // syncs just behind the appender. The pool's commit thread is woken once
+                // `least` pages wait, so committed (readable) data follows appends closely.
+                if self.pool.is_some() {
+                    let q = self.commit_log.queue();
+                    let least = i64::from(self.config.commit_commit_log_least_pages) * 4096;
+                    if end_offset - q.committed_where() >= least {
+                        self.services.commit_waker.wake();
+                    }
+                }
+                Ok(PutMessageStatus::PutOk)
+            }
+        }
+    }
+
+    /// The async second half of a put: resolves once `end_offset` is durable (at once under
+    /// ASYNC_FLUSH, after nudging the flush thread). Apply `syncFlushTimeout` around it.
+    #[must_use]
+    pub fn flush_future(&self, end_offset: i64) -> FlushFuture {
+        if self.group_commit.is_none() {
+            // Same nudge as the blocking path; it cannot fail under ASYNC_FLUSH.
+            let _ = self.wait_durable(end_offset);
+        }
+        FlushFuture::new(self.group_commit.clone(), end_offset)
+    }
+
+    /// Deliver parked messages: for each ConsumeQueue unit `(commit_log_offset, size)` of
+    /// `SCHEDULE_TOPIC_XXXX`, in order, re-put the message into the queue its `REAL_TOPIC` /
+    /// `REAL_QID` name (see [`schedule::deliver`] for what is kept and what is skipped). Each
+    /// message is appended under its own short hold of the put lock; under SYNC_FLUSH the
+    /// call returns once the last one is durable.
+    ///
+    /// Stops at the first write the store refuses (see [`DeliverOutcome::error`]); messages
+    /// that can never be delivered are skipped.
+    pub fn deliver_scheduled(&self, units: &[(i64, i32)]) -> DeliverOutcome {
+        let (mut out, end) = schedule::deliver(
+            units,
+            |phy| self.look_message_by_offset(phy),
+            |msg| self.append_one(msg),
+        );
+        if out.delivered > 0 {
+            if let Err(e) = self.wait_durable(end) {
+                out.error.get_or_insert(e);
+            }
+        }
+        out
+    }
+}

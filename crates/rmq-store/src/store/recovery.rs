@@ -1,0 +1,150 @@
+//! Load-time recovery (RocketMQ's `recover`), run by [`MessageStore::open`] before the store
+//! is shared: find where valid CommitLog records end (from the last three files after a
+//! clean shutdown, from the checkpoint's file after a crash), cut torn tails there, cut
+//! ConsumeQueue units beyond it, re-dispatch what the ConsumeQueues and the index miss, and
+//! rebuild the table of next queue offsets.
+
+use std::sync::Arc;
+
+use rmq_common::fx::FxHashMap;
+
+use super::MessageStore;
+use crate::error::{Result, StoreError};
+use crate::format::{scan_record, Scan};
+use crate::mapped_file::MappedFile;
+
+impl MessageStore {
+    /// Recover the CommitLog, ConsumeQueues and index; see the module doc.
+    pub(super) fn recover(&self) -> Result<()> {
+        let mut max_phy_of_cq = -1;
+        for cq in self.consume_queues.all() {
+            max_phy_of_cq = max_phy_of_cq.max(cq.recover()?);
+        }
+        let queue = self.commit_log.queue();
+        let files = queue.files();
+        let process = if files.is_empty() {
+            0
+        } else if self.last_exit_ok {
+            scan_valid_end(
+                &files,
+                files.len().saturating_sub(3),
+                self.config.check_crc_on_recover,
+            )
+        } else {
+            let start = self.abnormal_recovery_start(&files);
+            scan_valid_end(&files, start, self.config.check_crc_on_recover)
+        };
+        if !files.is_empty() && !self.last_exit_ok {
+            log::warn!(
+                "{} was not shut down cleanly; recovered the CommitLog up to offset {process}",
+                self.root.display()
+            );
+        }
+        queue.set_flushed_where(process);
+        queue.set_committed_where(process);
+        queue.truncate_dirty_files(process)?;
+        if files.is_empty() {
+            // No CommitLog: ConsumeQueues point at nothing.
+            self.consume_queues.destroy_all()?;
+        } else if max_phy_of_cq >= process {
+            for cq in self.consume_queues.all() {
+                cq.truncate_dirty_logic_files(process)?;
+            }
+        }
+        // Re-dispatch from the smallest point that the ConsumeQueues or the index cover.
+        let cl_min = self.commit_log.min_offset();
+        let mut reput = self
+            .consume_queues
+            .all()
+            .iter()
+            .map(|cq| cq.max_physic_offset())
+            .max()
+            .unwrap_or(-1)
+            .max(cl_min);
+        if self.config.message_index_enable {
+            reput = reput.min(self.index.end_phy_offset().max(cl_min));
+        }
+        self.reput.set_reput_from_offset(reput.min(process));
+        let targets = self.dispatch_targets();
+        while self.reput.do_reput(&targets) {}
+        if self.dispatch_behind_bytes() > 0 {
+            return Err(StoreError::ServiceNotAvailable(format!(
+                "recovery could not rebuild the ConsumeQueues past CommitLog offset {} (see the \
+                 error above, often a full disk); free space and start again",
+                self.reput.reput_from_offset()
+            )));
+        }
+        let mut table: FxHashMap<String, Vec<i64>> = FxHashMap::default();
+        for cq in self.consume_queues.all() {
+            let v = table.entry(cq.topic().to_owned()).or_default();
+            let qid = cq.queue_id().index();
+            if v.len() <= qid {
+                v.resize(qid + 1, 0);
+            }
+            v[qid] = cq.max_offset_in_queue();
+            cq.correct_min_offset(cl_min);
+        }
+        self.commit_log.set_topic_queue_table(table);
+        Ok(())
+    }
+
+    /// Newest file whose first message is older than the checkpoint says was dispatched and
+    /// flushed; scanning starts there.
+    fn abnormal_recovery_start(&self, files: &[Arc<MappedFile>]) -> usize {
+        let limit = if self.config.message_index_enable {
+            self.checkpoint.min_timestamp_index()
+        } else {
+            self.checkpoint.min_timestamp()
+        };
+        for (i, f) in files.iter().enumerate().rev() {
+            if let Scan::Message(r) = scan_record(f.raw_from(0), false) {
+                if r.store_timestamp > 0 && r.store_timestamp <= limit {
+                    return i;
+                }
+            }
+        }
+        0
+    }
+}
+
+/// Global offset where valid records end, scanning from `files[start]`.
+fn scan_valid_end(files: &[Arc<MappedFile>], start: usize, check_crc: bool) -> i64 {
+    let mut idx = start;
+    loop {
+        let f = &files[idx];
+        let raw = f.raw_from(0);
+        let mut pos = 0usize;
+        let end_of_file = loop {
+            match scan_record(&raw[pos..], check_crc) {
+                Scan::Message(r) => {
+                    if r.physical_offset != f.offset_of(pos) {
+                        report_cut(f, pos, "physical offset field does not match the position");
+                        break false;
+                    }
+                    pos += r.total_size;
+                }
+                Scan::Blank => break true,
+                Scan::Invalid(reason) => {
+                    if raw[pos..].iter().take(64).any(|&b| b != 0) {
+                        report_cut(f, pos, &reason.to_string());
+                    }
+                    break false;
+                }
+            }
+        };
+        if end_of_file && idx + 1 < files.len() {
+            idx += 1;
+            continue;
+        }
+        let pos = if end_of_file { f.file_size() } else { pos };
+        return f.offset_of(pos);
+    }
+}
+
+fn report_cut(f: &MappedFile, pos: usize, reason: &str) {
+    log::warn!(
+        "recovery stops at {} offset {pos}: {reason}; the bytes after it were never \
+         acknowledged as durable (or are damaged) and are cut",
+        f.path().display()
+    );
+}

@@ -1,0 +1,214 @@
+//! The background services of [`MessageStore`]: starting and stopping its threads (see the
+//! table in [`super`]), the wakers they sleep on, and the flush of ConsumeQueues, index and
+//! checkpoint that the `rmq-flush-consumequeue` thread runs and [`MessageStore::flush`]
+//! forces.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::MessageStore;
+use crate::error::{IoContext, Result};
+use crate::flush::{run_async_flush, run_commit, AsyncFlushConfig, GroupCommit, Waker};
+use crate::timer::service::TimerService;
+
+/// The store's threads and what wakes or stops them.
+#[derive(Default)]
+pub(super) struct Services {
+    flush_waker: Waker,
+    pub(super) commit_waker: Waker,
+    reput_waker: Waker,
+    cq_flush_waker: Waker,
+    clean_waker: Waker,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    timer_waker: Waker,
+    timer_thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Services {
+    /// Stop the timer thread and wait for it (it finishes the second it is delivering).
+    pub(super) fn stop_timer(&self) {
+        self.timer_waker.stop();
+        let timer = self
+            .timer_thread
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(t) = timer {
+            let _ = t.join();
+        }
+    }
+
+    /// Stop every other thread and wait for them; each does a last pass first.
+    pub(super) fn stop(&self, group_commit: Option<&GroupCommit>) {
+        self.reput_waker.stop();
+        self.clean_waker.stop();
+        self.commit_waker.stop();
+        if let Some(gc) = group_commit {
+            gc.stop();
+        }
+        self.flush_waker.stop();
+        self.cq_flush_waker.stop();
+        let threads: Vec<_> = self
+            .threads
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drain(..)
+            .collect();
+        for t in threads {
+            let _ = t.join();
+        }
+    }
+}
+
+fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(f)
+        .ctx(|| format!("starting thread {name}"))
+}
+
+impl MessageStore {
+    /// Start the threads; `timer` is the timer wheel's service when `timerWheelEnable`.
+    pub(super) fn start_services(self: &Arc<Self>, timer: Option<TimerService>) -> Result<()> {
+        let mut threads = self
+            .services
+            .threads
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(gc) = &self.group_commit {
+            let (s, gc) = (Arc::clone(self), Arc::clone(gc));
+            threads.push(spawn("rmq-group-commit", move || {
+                gc.run(s.commit_log.queue(), &s.checkpoint);
+            })?);
+        } else {
+            let s = Arc::clone(self);
+            let c = AsyncFlushConfig {
+                interval_ms: u64::from(s.config.flush_interval_commit_log),
+                least_pages: s.config.flush_commit_log_least_pages as usize,
+                thorough_interval_ms: u64::from(s.config.flush_commit_log_thorough_interval),
+                timed: s.config.flush_commit_log_timed,
+            };
+            threads.push(spawn("rmq-flush-commitlog", move || {
+                run_async_flush(
+                    s.commit_log.queue(),
+                    &s.checkpoint,
+                    &s.services.flush_waker,
+                    c,
+                );
+            })?);
+        }
+        if self.pool.is_some() {
+            let s = Arc::clone(self);
+            threads.push(spawn("rmq-commit-commitlog", move || {
+                run_commit(
+                    s.commit_log.queue(),
+                    &s.services.commit_waker,
+                    &s.services.flush_waker,
+                    u64::from(s.config.commit_interval_commit_log),
+                    s.config.commit_commit_log_least_pages as usize,
+                    u64::from(s.config.commit_commit_log_thorough_interval),
+                );
+            })?);
+        }
+        let s = Arc::clone(self);
+        threads.push(spawn("rmq-reput", move || {
+            // RocketMQ's ReputMessageService cadence: a pass, then 1 ms. Under load a pass
+            // dispatches everything appended meanwhile in one go.
+            let targets = s.dispatch_targets();
+            while !s.services.reput_waker.is_stopped() {
+                if !s.reput.do_reput(&targets) {
+                    s.services.reput_waker.wait(Duration::from_millis(1));
+                }
+            }
+        })?);
+        let s = Arc::clone(self);
+        threads.push(spawn("rmq-flush-consumequeue", move || {
+            s.run_flush_consume_queue();
+        })?);
+        let s = Arc::clone(self);
+        threads.push(spawn("rmq-clean", move || {
+            while !s.services.clean_waker.is_stopped() {
+                s.check_disk_space();
+                s.services.clean_waker.wait(Duration::from_millis(u64::from(
+                    s.config.clean_resource_interval,
+                )));
+            }
+        })?);
+        drop(threads);
+        if let Some(t) = timer {
+            let s = Arc::clone(self);
+            let handle = spawn("rmq-timer", move || t.run(&s, &s.services.timer_waker))?;
+            *self
+                .services
+                .timer_thread
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Some(handle);
+        }
+        Ok(())
+    }
+
+    fn run_flush_consume_queue(&self) {
+        let mut last_thorough = Instant::now();
+        let waker = &self.services.cq_flush_waker;
+        loop {
+            let stopped = waker.is_stopped();
+            let mut least = self.config.flush_consume_queue_least_pages as usize;
+            if stopped
+                || last_thorough.elapsed()
+                    >= Duration::from_millis(u64::from(
+                        self.config.flush_consume_queue_thorough_interval,
+                    ))
+            {
+                last_thorough = Instant::now();
+                least = 0;
+            }
+            if let Err(e) = self.flush_logics(least) {
+                log::error!("{e}; will retry");
+            }
+            if stopped {
+                return;
+            }
+            waker.wait(Duration::from_millis(u64::from(
+                self.config.flush_interval_consume_queue,
+            )));
+        }
+    }
+
+    /// Flush ConsumeQueues and the index, then record and persist the checkpoint.
+    fn flush_logics(&self, least_pages: usize) -> Result<()> {
+        // Dispatch time of what the ConsumeQueues hold now, read before flushing them.
+        let logics_ts = self.reput.dispatched_store_timestamp();
+        for cq in self.consume_queues.all() {
+            cq.flush(least_pages)?;
+        }
+        if least_pages == 0 && self.config.message_index_enable {
+            let ts = self.index.flush()?;
+            self.checkpoint.set_index_msg_timestamp(ts);
+        }
+        if logics_ts > 0 {
+            self.checkpoint.set_logics_msg_timestamp(logics_ts);
+        }
+        self.checkpoint.flush()
+    }
+
+    /// Flush everything now; returns the durable CommitLog offset.
+    ///
+    /// # Errors
+    /// When a sync fails.
+    pub fn flush(&self) -> Result<i64> {
+        let q = self.commit_log.queue();
+        for _ in 0..10 {
+            if !q.commit(0) {
+                break;
+            }
+        }
+        q.flush_to(q.max_offset())?;
+        let ts = q.store_timestamp();
+        if ts > 0 {
+            self.checkpoint.set_physic_msg_timestamp(ts);
+        }
+        self.flush_logics(0)?;
+        Ok(q.flushed_where())
+    }
+}
