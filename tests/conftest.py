@@ -49,7 +49,7 @@ def rmq_cluster(
 ) -> Iterator[tuple[str, str]]:
     """A real ``rmq.namesrv`` and ``rmq.broker`` (``broker-a``, auto-create on, fast delay
     levels); yields ``(namesrv_addr, broker_addr)``."""
-    from test_broker_cli import TEST_STORE_CONF, BrokerProcess, free_port
+    from helpers import TEST_STORE_CONF, BrokerProcess, free_port
 
     work = tmp_path_factory.mktemp("rmq-cluster")
     _, ns_addr = namesrv

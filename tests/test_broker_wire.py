@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from helpers import TEST_STORE_CONF, BrokerProcess, free_port, send_v2_header
 from rmq._rmq import RemotingClient, decode_messages
 from rmq.codes import RequestCode, ResponseCode
-from test_broker_cli import TEST_STORE_CONF, BrokerProcess, free_port
 
 PULL_FLAG_SUSPEND = 0x2
 PULL_FLAG_SUBSCRIPTION = 0x4
@@ -50,21 +50,7 @@ def broker(
 
 
 def send_v2(client: RemotingClient, addr: str, topic: str, body: bytes, tags: str, keys: str):  # type: ignore[no-untyped-def]
-    props = f"TAGS\x01{tags}\x02KEYS\x01{keys}\x02"
-    header = {
-        "a": "wire-producer",
-        "b": topic,
-        "c": "TBW102",
-        "d": "4",
-        "e": "0",
-        "f": "0",
-        "g": str(int(time.time() * 1000)),
-        "h": "0",
-        "i": props,
-        "j": "0",
-        "k": "false",
-        "m": "false",
-    }
+    header = send_v2_header("wire-producer", topic, tags, keys)
     return client.invoke(addr, RequestCode.SEND_MESSAGE_V2, header, body)
 
 

@@ -17,11 +17,20 @@ from pathlib import Path
 import pytest
 
 import rmq
+from helpers import (
+    TEST_STORE_CONF,
+    BrokerProcess,
+    Collector,
+    create_topic,
+    free_port,
+    pull_header,
+    route_queues,
+    wait_until,
+)
 from rmq._rmq import RemotingClient, StoredMessage
 from rmq.client import select_by_sharding_key
 from rmq.codes import RequestCode
-from rmq.errors import MessageIllegalError, RemotingConnectError, RmqError, TopicNotExistError
-from test_broker_cli import TEST_STORE_CONF, BrokerProcess, free_port
+from rmq.errors import MessageIllegalError, RemotingConnectError, TopicNotExistError
 
 FAST = {"rebalance_interval_ms": 1000, "persist_consumer_offset_interval": 500}
 
@@ -54,53 +63,12 @@ class Cluster:
 
     def create_topic(self, topic: str, queues: int = 4, order: bool = False) -> None:
         """Create ``topic`` on every broker and wait until the nameserver routes it."""
-        client = RemotingClient()
-        try:
-            for _, addr in self.brokers.values():
-                resp = client.invoke(
-                    addr,
-                    RequestCode.UPDATE_AND_CREATE_TOPIC,
-                    {
-                        "topic": topic,
-                        "defaultTopic": "TBW102",
-                        "readQueueNums": str(queues),
-                        "writeQueueNums": str(queues),
-                        "perm": "6",
-                        "topicFilterType": "SINGLE_TAG",
-                        "topicSysFlag": "0",
-                        "order": str(order).lower(),
-                    },
-                )
-                assert resp.code == 0, resp.remark
-        finally:
-            client.close()
-        inst = rmq._rmq.ClientInstance(self.namesrv)
-        try:
-            wait_until(
-                lambda: len(_queues_or_none(inst, topic)) == queues * len(self.brokers),
-                what=f"route of {topic}",
-            )
-        finally:
-            inst.shutdown()
+        addrs = [addr for _, addr in self.brokers.values()]
+        create_topic(self.namesrv, addrs, topic, queues, order)
 
     def stop(self) -> None:
         for proc, _ in self.brokers.values():
             proc.kill()
-
-
-def _queues_or_none(inst: rmq._rmq.ClientInstance, topic: str) -> list[rmq.MessageQueue]:
-    try:
-        return inst.fetch_subscribe_queues(topic)
-    except RmqError:
-        return []
-
-
-def wait_until(cond: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 @pytest.fixture
@@ -111,22 +79,6 @@ def cluster(tmp_path: Path, namesrv: tuple[subprocess.Popen[str], str]) -> Itera
         yield c
     finally:
         c.stop()
-
-
-class Collector:
-    """A concurrent listener that records what it got."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.msgs: list[StoredMessage] = []
-
-    def __call__(self, msgs: list[StoredMessage]) -> None:
-        with self.lock:
-            self.msgs.extend(msgs)
-
-    def bodies(self) -> list[bytes]:
-        with self.lock:
-            return [m.body for m in self.msgs]
 
 
 def push_consumer(
@@ -203,18 +155,7 @@ def test_large_bodies_are_compressed_on_the_wire_and_restored(cluster: Cluster) 
         stored = RemotingClient().invoke(
             addr,
             RequestCode.PULL_MESSAGE,
-            {
-                "consumerGroup": "raw",
-                "topic": "Compress",
-                "queueId": "0",
-                "queueOffset": "0",
-                "maxMsgNums": "1",
-                "sysFlag": "4",
-                "subscription": "*",
-                "commitOffset": "0",
-                "suspendTimeoutMillis": "0",
-                "subVersion": "0",
-            },
+            pull_header("raw", "Compress", max_nums=1),
         )
         assert stored.code == 0, stored.remark
         raw = rmq._rmq.decode_messages(stored.body or b"")[0]
@@ -247,7 +188,7 @@ def test_auto_created_topic_and_unknown_topic_error(cluster: Cluster) -> None:
         assert r.status == "SEND_OK"
     inst = rmq._rmq.ClientInstance(cluster.namesrv)
     try:
-        wait_until(lambda: len(_queues_or_none(inst, "AutoCreated")) == 4, "auto-created route")
+        wait_until(lambda: len(route_queues(inst, "AutoCreated")) == 4, "auto-created route")
         with pytest.raises(TopicNotExistError, match="no route for topic"):
             inst.fetch_subscribe_queues("NeverCreated")
     finally:

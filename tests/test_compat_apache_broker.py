@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 import rmq
+from helpers import Collector, create_topic_header, wait_until
 from rmq._rmq import RemotingClient, StoredMessage, decode_messages
 from rmq.client import select_by_sharding_key
 from rmq.codes import RequestCode
@@ -63,34 +64,6 @@ def explained(apache: ApacheRocketMQ) -> Iterator[None]:
         ) from e
 
 
-def wait_until(cond: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.05)
-
-
-class Collector:
-    """A concurrent listener that records what it got."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.msgs: list[StoredMessage] = []
-
-    def __call__(self, msgs: list[StoredMessage]) -> None:
-        with self.lock:
-            self.msgs.extend(msgs)
-
-    def snapshot(self) -> list[StoredMessage]:
-        with self.lock:
-            return list(self.msgs)
-
-    def count(self) -> int:
-        with self.lock:
-            return len(self.msgs)
-
-
 def push_consumer(
     apache: ApacheRocketMQ,
     group: str,
@@ -120,16 +93,7 @@ def create_topic(apache: ApacheRocketMQ, topic: str, queue_nums: int = 4) -> Non
         resp = client.invoke(
             apache.broker_addr,
             RequestCode.UPDATE_AND_CREATE_TOPIC,
-            {
-                "topic": topic,
-                "defaultTopic": "TBW102",
-                "readQueueNums": str(queue_nums),
-                "writeQueueNums": str(queue_nums),
-                "perm": "6",
-                "topicFilterType": "SINGLE_TAG",
-                "topicSysFlag": "0",
-                "order": "false",
-            },
+            create_topic_header(topic, queue_nums),
         )
         assert resp.code == 0, f"UPDATE_AND_CREATE_TOPIC {topic}: {resp.code} {resp.remark}"
 

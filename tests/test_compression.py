@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 
 import rmq
+from helpers import Collector, pull_header, wait_until
 from rmq._rmq import RemotingClient, decompress_body
 from rmq.codes import RequestCode
 from rmq.errors import ClientError, ConfigError
-from test_client import Cluster, Collector, push_consumer, wait_until
+from test_client import Cluster, push_consumer
 
 COMPRESSED = 0x1
 TYPE_BITS = {"ZLIB": 0x000, "LZ4": 0x100, "ZSTD": 0x200}
@@ -60,18 +61,7 @@ def raw_pull(
         resp = client.invoke(
             addr,
             RequestCode.PULL_MESSAGE,
-            {
-                "consumerGroup": "raw",
-                "topic": topic,
-                "queueId": str(queue),
-                "queueOffset": "0",
-                "maxMsgNums": "64",
-                "sysFlag": "4",
-                "subscription": "*",
-                "commitOffset": "0",
-                "suspendTimeoutMillis": "0",
-                "subVersion": "0",
-            },
+            pull_header("raw", topic, queue, max_nums=64),
         )
         got = rmq._rmq.decode_messages(resp.body or b"") if resp.code == 0 else []
         if len(got) >= count:

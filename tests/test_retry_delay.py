@@ -27,12 +27,12 @@ from pathlib import Path
 import pytest
 
 import rmq
+from helpers import TEST_STORE_CONF, BrokerProcess, free_port, wait_until
 from rmq._rmq import MessageStore, RemotingClient, StoredMessage
 from rmq.codes import RequestCode
 from rmq.config import load_broker_config
 from rmq.scheduling.delay import BATCH_UNITS, load_delay_offsets
-from test_broker_cli import TEST_STORE_CONF, BrokerProcess, free_port
-from test_client import Cluster, push_consumer, wait_until
+from test_client import Cluster, push_consumer
 
 
 class DelayCluster(Cluster):

@@ -28,10 +28,10 @@ from pathlib import Path
 import pytest
 
 import rmq
+from helpers import BrokerProcess, free_port, wait_until
 from rmq._rmq import StoredMessage
 from rmq.errors import MessageIllegalError
-from test_broker_cli import BrokerProcess, free_port
-from test_client import push_consumer, wait_until
+from test_client import push_consumer
 from test_retry_delay import DelayCluster, read_queue
 
 TIMER_CONF = "timerMaxDelaySec = 60\nmessageDelayLevel = 1s 2s\n"

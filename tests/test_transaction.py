@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 import rmq
+from helpers import TEST_STORE_CONF, BrokerProcess, Collector, free_port, wait_until
 from rmq import LocalTransactionState, StoredMessage
 from rmq.errors import ConfigError, MessageIllegalError
-from test_broker_cli import TEST_STORE_CONF, BrokerProcess, free_port
-from test_client import Cluster, Collector, push_consumer, wait_until
+from test_client import Cluster, push_consumer
 
 COMMIT = LocalTransactionState.COMMIT_MESSAGE
 ROLLBACK = LocalTransactionState.ROLLBACK_MESSAGE

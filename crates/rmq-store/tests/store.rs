@@ -2,7 +2,6 @@
 //! reopen, recovery from torn and damaged tails, rebuilding lost ConsumeQueues, the index,
 //! tag filtering, the transient store pool, SYNC_FLUSH and retention.
 
-use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,24 +12,20 @@ use rmq_store::{
     GetMessageStatus, MessageStore, MessageToStore, PutMessageStatus, StoreConfig, StoreError,
 };
 
-fn host() -> SocketAddr {
-    "127.0.0.1:10911".parse().unwrap()
-}
+mod common;
+
+use common::host;
 
 fn small_config(extra: &[(&str, &str)]) -> StoreConfig {
     let mut pairs = vec![
         ("mappedFileSizeCommitLog", "65536"),
         ("mappedFileSizeConsumeQueue", "400"),
-        ("maxHashSlotNum", "64"),
-        ("maxIndexNum", "256"),
         ("flushIntervalCommitLog", "10"),
         ("flushIntervalConsumeQueue", "10"),
         ("deleteCommitLogFilesInterval", "0"),
-        // A busy shared /tmp must not make the store refuse the test's writes.
-        ("diskSpaceWarningLevelRatio", "99"),
     ];
     pairs.extend_from_slice(extra);
-    StoreConfig::from_pairs(pairs).unwrap()
+    common::config(&pairs)
 }
 
 fn props(tags: &str, keys: &str) -> Vec<u8> {
