@@ -9,93 +9,28 @@
 //!   ends when the commit has been sent, so the broker's END_TRANSACTION work overlaps the
 //!   next halves, as it does for a real producer; the run waits for the last commits to land.
 
-use std::net::SocketAddr;
-use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use rmq_broker::{BrokerConfig, BrokerController};
 use rmq_protocol::header::{EndTransactionRequestHeader, SendMessageResponseHeader};
 use rmq_protocol::{CommandHeader, ExtFields, RemotingCommand, RequestCode, ResponseCode};
 use rmq_remoting::Connection;
 use rmq_store::MessageStore;
 
-const BODY: [u8; 1024] = [b'x'; 1024];
-const T: Duration = Duration::from_secs(30);
+mod common;
+
+use common::{group, runtime, start_broker, BODY, T};
+
 const IN_FLIGHT: u64 = 64;
 
-fn bench_dir() -> tempfile::TempDir {
-    let base = std::env::var_os("RMQ_BENCH_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/bench-tmp"));
-    std::fs::create_dir_all(&base).expect("bench dir");
-    tempfile::tempdir_in(base).expect("bench dir")
-}
-
-struct Running {
-    _dir: tempfile::TempDir,
-    _controller: BrokerController,
-    store: Arc<MessageStore>,
-    addr: SocketAddr,
-}
-
-fn start_broker(rt: &tokio::runtime::Runtime) -> Running {
-    let _ = std::process::Command::new("sync").status();
-    let dir = bench_dir();
-    let store_cfg = rmq_store::StoreConfig::from_pairs([("mappedFileSizeCommitLog", "268435456")])
-        .expect("config");
-    let store = MessageStore::open(
-        dir.path().join("store"),
-        store_cfg,
-        "127.0.0.1:10911".parse().expect("addr"),
-    )
-    .expect("store");
-    let cfg = BrokerConfig {
-        config_dir: dir.path().join("config"),
-        ..BrokerConfig::default()
-    };
-    let controller = BrokerController::new(cfg, Arc::clone(&store), None).expect("broker");
-    let handle = rt
-        .block_on(controller.start("127.0.0.1:0".parse().expect("addr")))
-        .expect("listen");
-    let addr = handle.local_addr();
-    std::mem::forget(handle); // served until the process exits
-    Running {
-        _dir: dir,
-        _controller: controller,
-        store,
-        addr,
-    }
-}
-
 fn send_header(topic: &str, queue_id: i32, transactional: bool) -> ExtFields {
-    let (props, sys_flag) = if transactional {
-        (
-            "TAGS\u{1}TagA\u{2}TRAN_MSG\u{1}true\u{2}PGROUP\u{1}bench-producer\u{2}",
-            "4",
-        )
+    if transactional {
+        let props = "TAGS\u{1}TagA\u{2}TRAN_MSG\u{1}true\u{2}PGROUP\u{1}bench-producer\u{2}";
+        common::send_header(topic, queue_id, props, 4, false)
     } else {
-        ("TAGS\u{1}TagA\u{2}", "0")
-    };
-    [
-        ("a", "bench-producer"),
-        ("b", topic),
-        ("c", "TBW102"),
-        ("d", "4"),
-        ("e", &queue_id.to_string()),
-        ("f", sys_flag),
-        ("g", "0"),
-        ("h", "0"),
-        ("i", props),
-        ("j", "0"),
-        ("k", "false"),
-        ("m", "false"),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v.to_owned()))
-    .collect()
+        common::send_header(topic, queue_id, "TAGS\u{1}TagA\u{2}", 0, false)
+    }
 }
 
 /// One send; for a transactional one, the commit follows (oneway).
@@ -138,19 +73,12 @@ fn topic_total(store: &MessageStore, topic: &str) -> i64 {
 }
 
 fn produce(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("rt");
-    let broker = start_broker(&rt);
+    let rt = runtime();
+    let broker = start_broker(&rt, &[]);
     let conn = rt
         .block_on(rmq_remoting::connect(broker.addr, None, T))
         .expect("connect");
-    let mut g = c.benchmark_group("broker_transactional_1KiB");
-    g.sample_size(10)
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(2));
+    let mut g = group(c, "broker_transactional_1KiB");
     g.throughput(Throughput::Elements(1));
     for (name, topic, transactional) in [
         ("plain_64_in_flight", "BenchPlain", false),
