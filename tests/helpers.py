@@ -1,5 +1,6 @@
 """What many test files need: a broker process, a free port, topic creation over the wire,
-waiting for a condition, and a listener that records what it got.
+the request headers several tests spell out, waiting for a condition, and a listener that
+records what it got.
 
 One copy here instead of one per test file; test files import from ``helpers`` (``tests/`` is on
 ``sys.path`` because pytest loads ``tests/conftest.py`` from it)."""
@@ -19,6 +20,9 @@ import rmq
 from rmq._rmq import ClientInstance, RemotingClient, StoredMessage
 from rmq.codes import RequestCode
 from rmq.errors import RmqError
+
+sys.path.insert(0, str(Path(__file__).parent / "compat"))
+from compat_common import create_topic_header
 
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 60.0
@@ -149,20 +153,6 @@ class Collector:
     def count(self) -> int:
         with self.lock:
             return len(self.msgs)
-
-
-def create_topic_header(topic: str, queues: int = 4, order: bool = False) -> dict[str, str]:
-    """UPDATE_AND_CREATE_TOPIC's header as the Java admin sends it (read/write queues alike)."""
-    return {
-        "topic": topic,
-        "defaultTopic": "TBW102",
-        "readQueueNums": str(queues),
-        "writeQueueNums": str(queues),
-        "perm": "6",
-        "topicFilterType": "SINGLE_TAG",
-        "topicSysFlag": "0",
-        "order": str(order).lower(),
-    }
 
 
 def route_queues(inst: ClientInstance, topic: str) -> list[rmq.MessageQueue]:
