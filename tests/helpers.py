@@ -122,6 +122,42 @@ class BrokerProcess:
         self.finish()
 
 
+class Cluster:
+    """A nameserver and brokers started on demand."""
+
+    def __init__(self, tmp: Path, ns_addr: str) -> None:
+        self.tmp = tmp
+        self.namesrv = ns_addr
+        self.brokers: dict[str, tuple[BrokerProcess, str]] = {}
+
+    def start_broker(self, name: str) -> str:
+        port = free_port()
+        conf = self.tmp / f"{name}.conf"
+        conf.write_text(
+            "brokerClusterName = ClientCluster\n"
+            f"brokerName = {name}\n"
+            "brokerIP1 = 127.0.0.1\n"
+            f"listenPort = {port}\n"
+            f"storePathRootDir = {self.tmp / name}\n"
+            "mappedFileSizeCommitLog = 4194304\n"
+            "registerNameServerPeriod = 2000\n" + TEST_STORE_CONF
+        )
+        proc = BrokerProcess("-c", str(conf), "-n", self.namesrv, cwd=self.tmp)
+        proc.wait_for("listening on")
+        addr = f"127.0.0.1:{port}"
+        self.brokers[name] = (proc, addr)
+        return addr
+
+    def create_topic(self, topic: str, queues: int = 4, order: bool = False) -> None:
+        """Create ``topic`` on every broker and wait until the nameserver routes it."""
+        addrs = [addr for _, addr in self.brokers.values()]
+        create_topic(self.namesrv, addrs, topic, queues, order)
+
+    def stop(self) -> None:
+        for proc, _ in self.brokers.values():
+            proc.kill()
+
+
 def wait_until(cond: Callable[[], object], what: str, timeout: float = 30.0) -> None:
     """Poll ``cond`` every 50 ms until it is true; fail naming ``what`` after ``timeout`` s."""
     deadline = time.monotonic() + timeout
@@ -161,6 +197,29 @@ def route_queues(inst: ClientInstance, topic: str) -> list[rmq.MessageQueue]:
         return inst.fetch_subscribe_queues(topic)
     except RmqError:
         return []
+
+
+# Consumer settings that make a client test quick: rebalance every second, offsets persisted
+# every half second.
+FAST = {"rebalance_interval_ms": 1000, "persist_consumer_offset_interval": 500}
+
+
+def push_consumer(
+    namesrv: str,
+    group: str,
+    topic: str,
+    listener: Callable[[list[StoredMessage]], object],
+    expression: str = "*",
+    **kwargs: object,
+) -> rmq.PushConsumer:
+    """A started concurrent push consumer of ``topic`` from the first offset, with
+    :data:`FAST` settings (``kwargs`` override them)."""
+    options: dict[str, object] = {**FAST, "consume_from_where": "CONSUME_FROM_FIRST_OFFSET"}
+    options.update(kwargs)
+    c = rmq.PushConsumer(group, namesrv, **options)  # type: ignore[arg-type]
+    c.subscribe(topic, expression)
+    c.register_message_listener_concurrently(listener)  # type: ignore[arg-type]
+    return c.start()
 
 
 def create_topic(

@@ -21,9 +21,8 @@ import pytest
 
 import rmq
 import rmq.client.consumer
-from helpers import wait_until
+from helpers import FAST, wait_until
 from rmq._rmq import ClientInstance, StoredMessage
-from test_client import FAST
 from test_retry_delay import DelayCluster
 
 LOCK_LIVE_S = 1.5
