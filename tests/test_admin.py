@@ -413,22 +413,33 @@ def messages(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> list
     return sent
 
 
-def test_query_by_key_id_and_offset(
+def query_by_key(capsys: pytest.CaptureFixture[str], cluster: Cluster, key: str) -> Any:
+    """``rmq --json queryMsgByKey`` of AdminMsgs; None when it printed nothing."""
+    main(["-n", cluster.namesrv, "--json", "queryMsgByKey", "-t", "AdminMsgs", "-k", key])
+    out = capsys.readouterr().out
+    return json.loads(out) if out else None
+
+
+def wait_indexed(capsys: pytest.CaptureFixture[str], cluster: Cluster) -> None:
+    """Dispatch to the IndexFile is asynchronous: wait until key-3 (of ``messages``) is in it."""
+    wait_until(lambda: query_by_key(capsys, cluster, "key-3"), "the index to hold key-3")
+
+
+def test_query_by_key_finds_the_message_through_the_index(
     capsys: pytest.CaptureFixture[str], cluster: Cluster, messages: list[dict[str, Any]]
 ) -> None:
     third = messages[3]
-
-    def by_key() -> Any:
-        main(["-n", cluster.namesrv, "--json", "queryMsgByKey", "-t", "AdminMsgs", "-k", "key-3"])
-        out = capsys.readouterr().out
-        return json.loads(out) if out else None
-
-    wait_until(by_key, "the index to hold key-3")  # dispatch to the IndexFile is asynchronous
-    (found,) = by_key()["messages"]
+    wait_indexed(capsys, cluster)
+    (found,) = query_by_key(capsys, cluster, "key-3")["messages"]
     assert found["body"] == "body-3" and found["tags"] == "TagA"
     assert found["offsetMsgId"] == third["msgId"]
     assert (found["queueId"], found["queueOffset"]) == (third["queueId"], third["queueOffset"])
 
+
+def test_query_by_key_lists_every_message_that_shares_the_key(
+    capsys: pytest.CaptureFixture[str], cluster: Cluster, messages: list[dict[str, Any]]
+) -> None:
+    wait_indexed(capsys, cluster)
     code, out, err = run_main(
         capsys, "-n", cluster.namesrv, "queryMsgByKey", "-t", "AdminMsgs", "-k", "common"
     )
@@ -437,6 +448,11 @@ def test_query_by_key_id_and_offset(
     assert rows[0].split() == ["#Message", "ID", "#QID", "#Offset", "#Offset", "ID"]
     assert {r.split()[0] for r in rows[1:]} == {m["msgId"] for m in messages}
 
+
+def test_query_by_key_outside_the_time_window_or_of_an_unused_key_fails(
+    capsys: pytest.CaptureFixture[str], cluster: Cluster, messages: list[dict[str, Any]]
+) -> None:
+    wait_indexed(capsys, cluster)
     # A window in the future finds nothing; a key nobody used neither.
     code, _, err = run_main(
         capsys,
@@ -456,6 +472,11 @@ def test_query_by_key_id_and_offset(
     )
     assert code == 1 and "no message of topic 'AdminMsgs' has key 'nobody'" in err
 
+
+def test_query_by_id_prints_the_messages_fields(
+    capsys: pytest.CaptureFixture[str], cluster: Cluster, messages: list[dict[str, Any]]
+) -> None:
+    third = messages[3]
     done = cluster.run("queryMsgById", "-i", third["msgId"])
     assert done.returncode == 0, done.stderr
     fields = dict(re.split(r":\s+", line, maxsplit=1) for line in done.stdout.splitlines())
@@ -470,6 +491,11 @@ def test_query_by_key_id_and_offset(
     )
     assert [m["body"] for m in both["messages"]] == ["body-0", "body-3"]
 
+
+def test_query_by_offset_finds_the_message_and_names_a_bad_offset_or_broker(
+    capsys: pytest.CaptureFixture[str], cluster: Cluster, messages: list[dict[str, Any]]
+) -> None:
+    third = messages[3]
     at = rmq_json(
         capsys,
         cluster,
@@ -517,6 +543,10 @@ def test_query_by_key_id_and_offset(
     )
     assert code == 1 and f"no broker named 'nope' (brokers: {BROKER_NAME})" in err
 
+
+def test_query_by_id_refuses_what_is_not_an_offset_message_id(
+    capsys: pytest.CaptureFixture[str], cluster: Cluster
+) -> None:
     code, _, err = run_main(capsys, "-n", cluster.namesrv, "queryMsgById", "-i", "not-an-id")
     assert code == 1 and "offset message id" in err
 

@@ -26,7 +26,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 mod common;
 
-use common::{group, runtime, start_broker, BODY, T};
+use common::{group, in_flight, runtime, start_broker, BODY, T};
 
 /// Messages per queue of the consume benchmark's topic.
 const CONSUME_PER_QUEUE: i64 = 50_000;
@@ -56,19 +56,15 @@ fn send_v2_64_in_flight(
     let per = iters.div_ceil(64);
     let start = Instant::now();
     rt.block_on(async {
-        let tasks: Vec<_> = (0..64)
-            .map(|t| {
-                let c = conn.clone();
-                tokio::spawn(async move {
-                    for _ in 0..per {
-                        send(&c, topic, t % 4).await;
-                    }
-                })
-            })
-            .collect();
-        for t in tasks {
-            t.await.expect("sender");
-        }
+        in_flight(64, |t| {
+            let c = conn.clone();
+            async move {
+                for _ in 0..per {
+                    send(&c, topic, t % 4).await;
+                }
+            }
+        })
+        .await;
     });
     start.elapsed().mul_f64(iters as f64 / (per * 64) as f64)
 }
@@ -104,25 +100,21 @@ fn produce(c: &mut Criterion) {
             let per = iters.div_ceil(16);
             let start = Instant::now();
             rt.block_on(async {
-                let tasks: Vec<_> = (0..16)
-                    .map(|t| {
-                        let (c, body) = (conn.clone(), batch_body.clone());
-                        tokio::spawn(async move {
-                            for _ in 0..per {
-                                let req = RemotingCommand::new_request(
-                                    RequestCode::SEND_BATCH_MESSAGE.0,
-                                    common::send_header("BenchBatch", t % 4, "", 0, true),
-                                )
-                                .with_body(body.clone());
-                                let r = c.request(req, T).await.expect("batch send");
-                                assert_eq!(r.code, ResponseCode::SUCCESS.0, "{:?}", r.remark);
-                            }
-                        })
-                    })
-                    .collect();
-                for t in tasks {
-                    t.await.expect("sender");
-                }
+                in_flight(16, |t| {
+                    let (c, body) = (conn.clone(), batch_body.clone());
+                    async move {
+                        for _ in 0..per {
+                            let req = RemotingCommand::new_request(
+                                RequestCode::SEND_BATCH_MESSAGE.0,
+                                common::send_header("BenchBatch", t % 4, "", 0, true),
+                            )
+                            .with_body(body.clone());
+                            let r = c.request(req, T).await.expect("batch send");
+                            assert_eq!(r.code, ResponseCode::SUCCESS.0, "{:?}", r.remark);
+                        }
+                    }
+                })
+                .await;
             });
             start.elapsed().mul_f64(iters as f64 / (per * 16) as f64)
         });
@@ -146,21 +138,14 @@ fn consume(c: &mut Criterion) {
         .block_on(rmq_remoting::connect(broker.addr, None, T))
         .expect("connect");
     // 4 queues × 50 000 messages of 1 KiB.
-    rt.block_on(async {
-        let tasks: Vec<_> = (0..64)
-            .map(|t| {
-                let c = conn.clone();
-                tokio::spawn(async move {
-                    for _ in 0..(CONSUME_PER_QUEUE * 4 / 64) {
-                        send(&c, "BenchConsume", t % 4).await;
-                    }
-                })
-            })
-            .collect();
-        for t in tasks {
-            t.await.expect("filler");
+    rt.block_on(in_flight(64, |t| {
+        let c = conn.clone();
+        async move {
+            for _ in 0..(CONSUME_PER_QUEUE * 4 / 64) {
+                send(&c, "BenchConsume", t % 4).await;
+            }
         }
-    });
+    }));
     let record = rmq_store::format::calc_msg_length(
         0,
         BODY.len(),
@@ -332,37 +317,33 @@ fn retry(c: &mut Criterion) {
             let per = iters.div_ceil(64);
             let start = Instant::now();
             rt.block_on(async {
-                let tasks: Vec<_> = (0..64)
-                    .map(|t| {
-                        let (c, offs) = (conn.clone(), Arc::clone(&offsets));
-                        tokio::spawn(async move {
-                            for i in 0..per {
-                                let idx = (t as u64 + i * 64) as usize % offs.len();
-                                let header: ExtFields = [
-                                    ("offset", offs[idx].to_string()),
-                                    ("group", "bench-group".to_owned()),
-                                    ("delayLevel", "0".to_owned()),
-                                    ("originMsgId", "x".to_owned()),
-                                    ("originTopic", "BenchRetry".to_owned()),
-                                    ("unitMode", "false".to_owned()),
-                                    ("maxReconsumeTimes", "16".to_owned()),
-                                ]
-                                .into_iter()
-                                .collect();
-                                let req = RemotingCommand::new_request(
-                                    RequestCode::CONSUMER_SEND_MSG_BACK.0,
-                                    header,
-                                )
-                                .with_version(rmq_protocol::version::CURRENT_VERSION);
-                                let r = c.request(req, T).await.expect("send back");
-                                assert_eq!(r.code, ResponseCode::SUCCESS.0, "{:?}", r.remark);
-                            }
-                        })
-                    })
-                    .collect();
-                for t in tasks {
-                    t.await.expect("sender");
-                }
+                in_flight(64, |t| {
+                    let (c, offs) = (conn.clone(), Arc::clone(&offsets));
+                    async move {
+                        for i in 0..per {
+                            let idx = (t as u64 + i * 64) as usize % offs.len();
+                            let header: ExtFields = [
+                                ("offset", offs[idx].to_string()),
+                                ("group", "bench-group".to_owned()),
+                                ("delayLevel", "0".to_owned()),
+                                ("originMsgId", "x".to_owned()),
+                                ("originTopic", "BenchRetry".to_owned()),
+                                ("unitMode", "false".to_owned()),
+                                ("maxReconsumeTimes", "16".to_owned()),
+                            ]
+                            .into_iter()
+                            .collect();
+                            let req = RemotingCommand::new_request(
+                                RequestCode::CONSUMER_SEND_MSG_BACK.0,
+                                header,
+                            )
+                            .with_version(rmq_protocol::version::CURRENT_VERSION);
+                            let r = c.request(req, T).await.expect("send back");
+                            assert_eq!(r.code, ResponseCode::SUCCESS.0, "{:?}", r.remark);
+                        }
+                    }
+                })
+                .await;
             });
             start.elapsed().mul_f64(iters as f64 / (per * 64) as f64)
         });

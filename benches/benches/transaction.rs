@@ -20,9 +20,11 @@ use rmq_store::MessageStore;
 
 mod common;
 
-use common::{group, runtime, start_broker, BODY, T};
+use common::{group, in_flight, runtime, start_broker, BODY, T};
 
-const IN_FLIGHT: u64 = 64;
+const IN_FLIGHT: i32 = 64;
+/// [`IN_FLIGHT`] as a count of iterations.
+const IN_FLIGHT_N: u64 = IN_FLIGHT.unsigned_abs() as u64;
 
 fn send_header(topic: &str, queue_id: i32, transactional: bool) -> ExtFields {
     if transactional {
@@ -86,33 +88,28 @@ fn produce(c: &mut Criterion) {
     ] {
         g.bench_function(name, |b| {
             b.iter_custom(|iters| {
-                let per = iters.div_ceil(IN_FLIGHT);
+                let per = iters.div_ceil(IN_FLIGHT_N);
                 let before = topic_total(&broker.store, topic);
                 let start = Instant::now();
                 rt.block_on(async {
-                    let tasks: Vec<_> = (0..IN_FLIGHT)
-                        .map(|t| {
-                            let c = conn.clone();
-                            tokio::spawn(async move {
-                                for _ in 0..per {
-                                    #[allow(clippy::cast_possible_truncation)]
-                                    send(&c, topic, (t % 4) as i32, transactional).await;
-                                }
-                            })
-                        })
-                        .collect();
-                    for t in tasks {
-                        t.await.expect("sender");
-                    }
+                    in_flight(IN_FLIGHT, |t| {
+                        let c = conn.clone();
+                        async move {
+                            for _ in 0..per {
+                                send(&c, topic, t % 4, transactional).await;
+                            }
+                        }
+                    })
+                    .await;
                     // Every message in its topic (dispatched), commits included.
                     #[allow(clippy::cast_possible_wrap)]
-                    let want = before + (per * IN_FLIGHT) as i64;
+                    let want = before + (per * IN_FLIGHT_N) as i64;
                     while topic_total(&broker.store, topic) < want {
                         tokio::time::sleep(Duration::from_micros(200)).await;
                     }
                 });
                 #[allow(clippy::cast_precision_loss)]
-                let scale = iters as f64 / (per * IN_FLIGHT) as f64;
+                let scale = iters as f64 / (per * IN_FLIGHT_N) as f64;
                 start.elapsed().mul_f64(scale)
             });
         });

@@ -5,6 +5,7 @@
 //! Each benchmark is its own crate and uses only some of these, hence `dead_code` allowed.
 #![allow(dead_code)]
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -107,4 +108,17 @@ pub(crate) fn group<'a>(c: &'a mut Criterion, name: &str) -> BenchmarkGroup<'a, 
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2));
     g
+}
+
+/// Run `task(t)` for every `t` in `0..tasks`, each as its own tokio task (so that `tasks`
+/// requests are in flight at once), and wait for them all.
+pub(crate) async fn in_flight<F, Fut>(tasks: i32, task: F)
+where
+    F: Fn(i32) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let handles: Vec<_> = (0..tasks).map(|t| tokio::spawn(task(t))).collect();
+    for h in handles {
+        h.await.expect("in-flight task");
+    }
 }
