@@ -26,7 +26,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 mod common;
 
-use common::{group, in_flight, runtime, start_broker, BODY, T};
+use common::{connected_broker, group, in_flight, BODY, T};
 
 /// Messages per queue of the consume benchmark's topic.
 const CONSUME_PER_QUEUE: i64 = 50_000;
@@ -70,11 +70,7 @@ fn send_v2_64_in_flight(
 }
 
 fn produce(c: &mut Criterion) {
-    let rt = runtime();
-    let broker = start_broker(&rt, &[]);
-    let conn = rt
-        .block_on(rmq_remoting::connect(broker.addr, None, T))
-        .expect("connect");
+    let (rt, _broker, conn) = connected_broker(&[]);
     let mut g = group(c, "broker_produce_1KiB");
     g.throughput(Throughput::Elements(1));
     g.bench_function("send_v2_64_in_flight", |b| {
@@ -123,20 +119,13 @@ fn produce(c: &mut Criterion) {
 }
 
 fn consume(c: &mut Criterion) {
-    let rt = runtime();
     // RocketMQ's defaults cap a pull at 32 messages (256 KiB) from memory; the 1024 variant
     // raises both caps, as an operator tuning for throughput would, so that it measures the
     // transport rather than the per-request cost. A request for 32 is capped at 32 either way.
-    let broker = start_broker(
-        &rt,
-        &[
-            ("maxTransferCountOnMessageInMemory", "1024"),
-            ("maxTransferBytesOnMessageInMemory", "2097152"),
-        ],
-    );
-    let conn = rt
-        .block_on(rmq_remoting::connect(broker.addr, None, T))
-        .expect("connect");
+    let (rt, _broker, conn) = connected_broker(&[
+        ("maxTransferCountOnMessageInMemory", "1024"),
+        ("maxTransferBytesOnMessageInMemory", "2097152"),
+    ]);
     // 4 queues × 50 000 messages of 1 KiB.
     rt.block_on(in_flight(64, |t| {
         let c = conn.clone();
@@ -294,11 +283,7 @@ async fn send_offset(c: &Connection, topic: &str, queue_id: i32) -> i64 {
 }
 
 fn retry(c: &mut Criterion) {
-    let rt = runtime();
-    let broker = start_broker(&rt, &[]);
-    let conn = rt
-        .block_on(rmq_remoting::connect(broker.addr, None, T))
-        .expect("connect");
+    let (rt, _broker, conn) = connected_broker(&[]);
     // 4 096 stored messages the "consumer" fails, handed back round-robin.
     let offsets: Arc<Vec<i64>> = Arc::new(rt.block_on(async {
         let mut v = Vec::with_capacity(4096);

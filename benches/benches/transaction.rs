@@ -20,7 +20,7 @@ use rmq_store::MessageStore;
 
 mod common;
 
-use common::{group, in_flight, runtime, start_broker, BODY, T};
+use common::{connected_broker, group, in_flight, BODY, T};
 
 const IN_FLIGHT: i32 = 64;
 /// [`IN_FLIGHT`] as a count of iterations.
@@ -75,11 +75,7 @@ fn topic_total(store: &MessageStore, topic: &str) -> i64 {
 }
 
 fn produce(c: &mut Criterion) {
-    let rt = runtime();
-    let broker = start_broker(&rt, &[]);
-    let conn = rt
-        .block_on(rmq_remoting::connect(broker.addr, None, T))
-        .expect("connect");
+    let (rt, broker, conn) = connected_broker(&[]);
     let mut g = group(c, "broker_transactional_1KiB");
     g.throughput(Throughput::Elements(1));
     for (name, topic, transactional) in [

@@ -15,6 +15,7 @@ use criterion::{BenchmarkGroup, Criterion};
 use rmq_benches::bench_dir;
 use rmq_broker::{BrokerConfig, BrokerController};
 use rmq_protocol::ExtFields;
+use rmq_remoting::Connection;
 use rmq_store::MessageStore;
 
 /// A 1 KiB message body.
@@ -71,6 +72,19 @@ pub(crate) fn start_broker(rt: &tokio::runtime::Runtime, extra: &[(&str, &str)])
         store,
         addr,
     }
+}
+
+/// The runtime, a broker started on it with `extra` store settings (see [`start_broker`]) and
+/// one connection to that broker.
+pub(crate) fn connected_broker(
+    extra: &[(&str, &str)],
+) -> (tokio::runtime::Runtime, Running, Connection) {
+    let rt = runtime();
+    let broker = start_broker(&rt, extra);
+    let conn = rt
+        .block_on(rmq_remoting::connect(broker.addr, None, T))
+        .expect("connect");
+    (rt, broker, conn)
 }
 
 /// SEND_MESSAGE_V2's (or SEND_BATCH_MESSAGE's, with `batch`) short-named header from
