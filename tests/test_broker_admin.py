@@ -372,6 +372,12 @@ def test_consumer_connections_and_reset_offset(broker: Broker) -> None:
     assert fastjson(r.body)["offsetTable"]["ResetTopic/broker-admin/0"] == 6
     assert broker.committed("reset-group", "ResetTopic", 0) == 6
 
+
+def test_reset_offset_of_an_unknown_topic_or_a_group_without_offsets_is_refused(
+    broker: Broker,
+) -> None:
+    broker.send("ResetTopic", 1)
+    broker.commit("reset-group", "ResetTopic", 0, 1)
     r = broker.invoke(
         RequestCode.INVOKE_BROKER_TO_RESET_OFFSET,
         {"topic": "NoSuchTopic", "group": "reset-group", "timestamp": "0", "isForce": "true"},
