@@ -1,6 +1,6 @@
 //! Helpers shared by the criterion benchmarks in `benches/benches/`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -18,6 +18,20 @@ pub fn message_props() -> Vec<u8> {
     p.put("KEYS", "order-1");
     p.put("UNIQ_KEY", "7F000001000118B4AAC2000000000000");
     p.encode().into_bytes()
+}
+
+/// A fresh temporary directory for one benchmark run, under `$RMQ_BENCH_DIR` or else
+/// `target/bench-tmp` (not /tmp, which may be a small tmpfs); removed when dropped.
+///
+/// # Panics
+/// When the directory cannot be made (a benchmark cannot go on).
+#[must_use]
+pub fn bench_dir() -> tempfile::TempDir {
+    let base = std::env::var_os("RMQ_BENCH_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/bench-tmp"));
+    std::fs::create_dir_all(&base).expect("bench dir");
+    tempfile::tempdir_in(base).expect("bench dir")
 }
 
 /// Open a store under `dir` with extra config keys.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import subprocess
 import sys
@@ -11,8 +12,9 @@ from collections.abc import Iterator
 import pytest
 
 
-@pytest.fixture
-def namesrv() -> Iterator[tuple[subprocess.Popen[str], str]]:
+@contextlib.contextmanager
+def start_namesrv() -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """A real ``rmq.namesrv`` on an ephemeral port; yields the process and its address."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "rmq.namesrv", "--host", "127.0.0.1", "-p", "0"],
         stderr=subprocess.PIPE,
@@ -37,6 +39,19 @@ def namesrv() -> Iterator[tuple[subprocess.Popen[str], str]]:
         proc.stderr.close()
 
 
+@pytest.fixture
+def namesrv() -> Iterator[tuple[subprocess.Popen[str], str]]:
+    with start_namesrv() as started:
+        yield started
+
+
+@pytest.fixture(scope="module")
+def module_namesrv() -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """One nameserver for every test of a module (for module- or class-scoped brokers)."""
+    with start_namesrv() as started:
+        yield started
+
+
 # Every delay level one second, as in the Apache broker the compatibility tests start
 # (tests/compat/apache_broker): a consume failure comes back after level 3 + reconsumeTimes,
 # and a client test should not wait 10 s for it.
@@ -49,7 +64,7 @@ def rmq_cluster(
 ) -> Iterator[tuple[str, str]]:
     """A real ``rmq.namesrv`` and ``rmq.broker`` (``broker-a``, auto-create on, fast delay
     levels); yields ``(namesrv_addr, broker_addr)``."""
-    from test_broker_cli import TEST_STORE_CONF, BrokerProcess, free_port
+    from helpers import TEST_STORE_CONF, BrokerProcess, free_port
 
     work = tmp_path_factory.mktemp("rmq-cluster")
     _, ns_addr = namesrv

@@ -21,13 +21,21 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import rmq
+from helpers import (
+    TEST_STORE_CONF,
+    BrokerProcess,
+    free_port,
+    send_v2_header,
+    update_offset_header,
+    wait_until,
+)
 from rmq import fastjson
 from rmq._rmq import RemotingClient, RemotingRequest, RemotingResponse, RemotingServer
 from rmq.admin import main
@@ -37,7 +45,6 @@ from rmq.admin.commands.consumer import version_desc
 from rmq.admin.output import parse_timestamp, table
 from rmq.client.message_queue import MessageQueue
 from rmq.codes import RequestCode, ResponseCode
-from test_broker_cli import TEST_STORE_CONF, BrokerProcess, free_port
 
 CLUSTER = "AdminCluster"
 BROKER_NAME = "broker-admin"
@@ -94,32 +101,13 @@ class Cluster:
         self, topic: str, body: bytes, *, tags: str, keys: str, queue_id: int
     ) -> dict[str, str]:
         """SEND_MESSAGE_V2 as the Java producer sends it."""
-        props = f"TAGS\x01{tags}\x02KEYS\x01{keys}\x02"
-        header = {
-            "a": "admin-test-producer",
-            "b": topic,
-            "c": "TBW102",
-            "d": "4",
-            "e": str(queue_id),
-            "f": "0",
-            "g": str(int(time.time() * 1000)),
-            "h": "0",
-            "i": props,
-            "j": "0",
-            "k": "false",
-            "m": "false",
-        }
+        header = send_v2_header("admin-test-producer", topic, tags, keys, queue_id)
         r = self.client.invoke(self.broker, RequestCode.SEND_MESSAGE_V2, header, body)
         assert r.code == ResponseCode.SUCCESS, r.remark
         return r.ext_fields
 
     def commit_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
-        ext = {
-            "consumerGroup": group,
-            "topic": topic,
-            "queueId": str(queue_id),
-            "commitOffset": str(offset),
-        }
+        ext = update_offset_header(group, topic, queue_id, offset)
         r = self.client.invoke(self.broker, RequestCode.UPDATE_CONSUMER_OFFSET, ext)
         assert r.code == ResponseCode.SUCCESS, r.remark
 
@@ -131,13 +119,6 @@ class Cluster:
     def route(self, topic: str) -> dict[str, Any] | None:
         r = self.client.invoke(self.namesrv, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
         return json.loads(r.body or b"") if r.code == ResponseCode.SUCCESS else None
-
-
-def wait_until(what: str, check: Callable[[], object], timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 @pytest.fixture(scope="module")
@@ -160,7 +141,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         assert m, line
         c = Cluster(f"127.0.0.1:{m.group(1)}", f"127.0.0.1:{port}")
         broker.wait_for("store open at")
-        wait_until("the broker's registration", lambda: c.route("TBW102"))
+        wait_until(lambda: c.route("TBW102"), "the broker's registration")
         yield c
     finally:
         broker.kill()
@@ -271,7 +252,7 @@ def test_topic_lifecycle(cluster: Cluster) -> None:
     assert created.returncode == 0, created.stderr
     assert f"create topic to {cluster.broker} success." in created.stdout
     assert "readQueueNums=3, writeQueueNums=2, perm=RW-" in created.stdout
-    wait_until("the new topic's route", lambda: cluster.route("AdminLife"))
+    wait_until(lambda: cluster.route("AdminLife"), "the new topic's route")
 
     listed = cluster.run("topicList")
     assert listed.returncode == 0 and "AdminLife" in listed.stdout.split()
@@ -339,7 +320,7 @@ def test_update_topic_on_one_broker_with_perm_and_order(
     )
     assert code == 0, err
     assert f"orderConf=[{BROKER_NAME}:4]" in out
-    wait_until("the ordered topic's route", lambda: cluster.route("AdminOrdered"))
+    wait_until(lambda: cluster.route("AdminOrdered"), "the ordered topic's route")
     route = rmq_json(capsys, cluster, "topicRoute", "-t", "AdminOrdered")
     assert route["queueDatas"][0]["perm"] == 4
     assert route["orderTopicConf"] == f"{BROKER_NAME}:4"
@@ -411,7 +392,7 @@ def messages(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> list
         timeout=60,
     )
     assert created.returncode == 0, created.stderr
-    wait_until("route of AdminMsgs", lambda: cluster.route("AdminMsgs"))
+    wait_until(lambda: cluster.route("AdminMsgs"), "route of AdminMsgs")
     sent = []
     for i in range(6):
         ext = cluster.send(
@@ -432,22 +413,33 @@ def messages(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> list
     return sent
 
 
-def test_query_by_key_id_and_offset(
+def query_by_key(capsys: pytest.CaptureFixture[str], cluster: Cluster, key: str) -> Any:
+    """``rmq --json queryMsgByKey`` of AdminMsgs; None when it printed nothing."""
+    main(["-n", cluster.namesrv, "--json", "queryMsgByKey", "-t", "AdminMsgs", "-k", key])
+    out = capsys.readouterr().out
+    return json.loads(out) if out else None
+
+
+def wait_indexed(capsys: pytest.CaptureFixture[str], cluster: Cluster) -> None:
+    """Dispatch to the IndexFile is asynchronous: wait until key-3 (of ``messages``) is in it."""
+    wait_until(lambda: query_by_key(capsys, cluster, "key-3"), "the index to hold key-3")
+
+
+def test_query_by_key_finds_the_message_through_the_index(
     capsys: pytest.CaptureFixture[str], cluster: Cluster, messages: list[dict[str, Any]]
 ) -> None:
     third = messages[3]
-
-    def by_key() -> Any:
-        main(["-n", cluster.namesrv, "--json", "queryMsgByKey", "-t", "AdminMsgs", "-k", "key-3"])
-        out = capsys.readouterr().out
-        return json.loads(out) if out else None
-
-    wait_until("the index to hold key-3", by_key)  # dispatch to the IndexFile is asynchronous
-    (found,) = by_key()["messages"]
+    wait_indexed(capsys, cluster)
+    (found,) = query_by_key(capsys, cluster, "key-3")["messages"]
     assert found["body"] == "body-3" and found["tags"] == "TagA"
     assert found["offsetMsgId"] == third["msgId"]
     assert (found["queueId"], found["queueOffset"]) == (third["queueId"], third["queueOffset"])
 
+
+def test_query_by_key_lists_every_message_that_shares_the_key(
+    capsys: pytest.CaptureFixture[str], cluster: Cluster, messages: list[dict[str, Any]]
+) -> None:
+    wait_indexed(capsys, cluster)
     code, out, err = run_main(
         capsys, "-n", cluster.namesrv, "queryMsgByKey", "-t", "AdminMsgs", "-k", "common"
     )
@@ -456,6 +448,11 @@ def test_query_by_key_id_and_offset(
     assert rows[0].split() == ["#Message", "ID", "#QID", "#Offset", "#Offset", "ID"]
     assert {r.split()[0] for r in rows[1:]} == {m["msgId"] for m in messages}
 
+
+def test_query_by_key_outside_the_time_window_or_of_an_unused_key_fails(
+    capsys: pytest.CaptureFixture[str], cluster: Cluster, messages: list[dict[str, Any]]
+) -> None:
+    wait_indexed(capsys, cluster)
     # A window in the future finds nothing; a key nobody used neither.
     code, _, err = run_main(
         capsys,
@@ -475,6 +472,11 @@ def test_query_by_key_id_and_offset(
     )
     assert code == 1 and "no message of topic 'AdminMsgs' has key 'nobody'" in err
 
+
+def test_query_by_id_prints_the_messages_fields(
+    capsys: pytest.CaptureFixture[str], cluster: Cluster, messages: list[dict[str, Any]]
+) -> None:
+    third = messages[3]
     done = cluster.run("queryMsgById", "-i", third["msgId"])
     assert done.returncode == 0, done.stderr
     fields = dict(re.split(r":\s+", line, maxsplit=1) for line in done.stdout.splitlines())
@@ -489,6 +491,11 @@ def test_query_by_key_id_and_offset(
     )
     assert [m["body"] for m in both["messages"]] == ["body-0", "body-3"]
 
+
+def test_query_by_offset_finds_the_message_and_names_a_bad_offset_or_broker(
+    capsys: pytest.CaptureFixture[str], cluster: Cluster, messages: list[dict[str, Any]]
+) -> None:
+    third = messages[3]
     at = rmq_json(
         capsys,
         cluster,
@@ -536,6 +543,10 @@ def test_query_by_key_id_and_offset(
     )
     assert code == 1 and f"no broker named 'nope' (brokers: {BROKER_NAME})" in err
 
+
+def test_query_by_id_refuses_what_is_not_an_offset_message_id(
+    capsys: pytest.CaptureFixture[str], cluster: Cluster
+) -> None:
     code, _, err = run_main(capsys, "-n", cluster.namesrv, "queryMsgById", "-i", "not-an-id")
     assert code == 1 and "offset message id" in err
 
@@ -725,7 +736,7 @@ def test_new_codes_consumer_progress_and_connection(
     try:
         cluster.commit_offset(group, "AdminMsgs", 0, 1)
         cluster.commit_offset(group, "AdminMsgs", 1, 3)
-        wait_until("the group's retry topic", lambda: cluster.route(f"%RETRY%{group}"))
+        wait_until(lambda: cluster.route(f"%RETRY%{group}"), "the group's retry topic")
         doc = rmq_json(capsys, cluster, "consumerProgress", "-g", group, "-t", "AdminMsgs")
         rows = {q["queueId"]: q for q in doc["queues"]}
         assert (rows[0]["brokerOffset"], rows[0]["consumerOffset"], rows[0]["diff"]) == (3, 1, 2)
@@ -1082,7 +1093,7 @@ def test_send_and_consume_message_through_the_sdk(
     reads it back through rmq.PullConsumer."""
     sent = rmq_json(capsys, cluster, "sendMessage", "-t", "AdminSdk", "-p", "hello", "-c", "TagX")
     assert sent["sendStatus"] == "SEND_OK" and len(sent["msgId"]) == 32
-    wait_until("route of AdminSdk", lambda: cluster.route("AdminSdk"))
+    wait_until(lambda: cluster.route("AdminSdk"), "route of AdminSdk")
     got = rmq_json(capsys, cluster, "consumeMessage", "-t", "AdminSdk", "-c", "10")
     assert [(m["body"], m["tags"]) for m in got["messages"]] == [("hello", "TagX")]
 
@@ -1137,7 +1148,7 @@ def test_producer_connection(capsys: pytest.CaptureFixture[str], cluster: Cluste
             )  # fmt: skip
             return code == 0 and "127.0.0.1:" in out
 
-        wait_until("the producer's heartbeat", listed)
+        wait_until(listed, "the producer's heartbeat")
     code, _, err = run_main(
         capsys, "-n", cluster.namesrv, "producerConnection", "-g", "NoSuchProducers",
         "-t", "AdminProducerTopic",

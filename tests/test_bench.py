@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from helpers import TEST_STORE_CONF, BrokerProcess, free_port
 from rmq.bench.stats import Histogram, RecorderSet, bucket_bounds, bucket_index
-from test_broker_cli import TEST_STORE_CONF, BrokerProcess, free_port
 
 RUN_TIMEOUT_S = 60
 

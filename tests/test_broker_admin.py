@@ -15,19 +15,25 @@ import struct
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from helpers import (
+    TEST_STORE_CONF,
+    BrokerProcess,
+    free_port,
+    pull_header,
+    update_offset_header,
+    wait_until,
+)
 from rmq._rmq import RemotingClient, RemotingResponse, decode_messages
 from rmq.broker.admin_handler import RUNTIME_KEYS, BrokerAdminHandler
 from rmq.codes import RequestCode, ResponseCode
 from rmq.config import load_broker_config, parse_properties
-from test_broker_cli import TEST_STORE_CONF, BrokerProcess, free_port
 from test_broker_wire import route, send_v2
 
 # fastjson writes Map<MessageQueue, V> with the MessageQueue object as the key.
@@ -40,13 +46,6 @@ def fastjson(body: bytes | None) -> dict[str, Any]:
     text = MQ_KEY.sub(lambda m: json.dumps(f"{m[3]}/{m[1]}/{m[2]}") + ":", body.decode())
     result: dict[str, Any] = json.loads(text)
     return result
-
-
-def wait_until(check: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.02)
 
 
 @dataclass
@@ -78,30 +77,14 @@ class Broker:
         )
 
     def store_timestamps(self, topic: str, count: int) -> list[int]:
-        pull = {
-            "consumerGroup": "ts-reader",
-            "topic": topic,
-            "queueId": "0",
-            "queueOffset": "0",
-            "maxMsgNums": str(count),
-            "sysFlag": "4",
-            "commitOffset": "0",
-            "suspendTimeoutMillis": "0",
-            "subscription": "*",
-            "subVersion": "0",
-        }
+        pull = pull_header("ts-reader", topic, max_nums=count)
         r = self.invoke(RequestCode.PULL_MESSAGE, pull)
         assert r.code == ResponseCode.SUCCESS, r.remark
         assert r.body is not None
         return [m.store_timestamp for m in decode_messages(r.body)]
 
     def commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:
-        ext = {
-            "consumerGroup": group,
-            "topic": topic,
-            "queueId": str(queue_id),
-            "commitOffset": str(offset),
-        }
+        ext = update_offset_header(group, topic, queue_id, offset)
         assert self.invoke(RequestCode.UPDATE_CONSUMER_OFFSET, ext).code == ResponseCode.SUCCESS
 
     def committed(self, group: str, topic: str, queue_id: int) -> int:
@@ -389,6 +372,12 @@ def test_consumer_connections_and_reset_offset(broker: Broker) -> None:
     assert fastjson(r.body)["offsetTable"]["ResetTopic/broker-admin/0"] == 6
     assert broker.committed("reset-group", "ResetTopic", 0) == 6
 
+
+def test_reset_offset_of_an_unknown_topic_or_a_group_without_offsets_is_refused(
+    broker: Broker,
+) -> None:
+    broker.send("ResetTopic", 1)
+    broker.commit("reset-group", "ResetTopic", 0, 1)
     r = broker.invoke(
         RequestCode.INVOKE_BROKER_TO_RESET_OFFSET,
         {"topic": "NoSuchTopic", "group": "reset-group", "timestamp": "0", "isForce": "true"},

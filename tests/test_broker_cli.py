@@ -2,116 +2,18 @@
 
 from __future__ import annotations
 
-import queue
 import signal
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from helpers import STOP_TIMEOUT_S, TEST_STORE_CONF, BrokerProcess, free_port
 from rmq.config import load_broker_config
 
 BANNER = "store open at"
-START_TIMEOUT_S = 60.0
-STOP_TIMEOUT_S = 60.0
-
-# Store keys every test broker adds: small ConsumeQueue and IndexFile files (the defaults, 6 MB
-# per queue and 420 MB per index, are allocated up front and fill /tmp over a run) and the disk
-# guards at 99 %, so a busy shared disk does not make the test's own writes be refused.
-TEST_STORE_CONF = (
-    "mappedFileSizeConsumeQueue = 6000\n"
-    "maxHashSlotNum = 5000\n"
-    "maxIndexNum = 20000\n"
-    "diskSpaceWarningLevelRatio = 99\n"
-    "diskSpaceCleanForciblyRatio = 99\n"
-)
-
-
-def free_port() -> int:
-    """A port nothing listens on now (the broker binds it moments later)."""
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class BrokerProcess:
-    """A broker subprocess whose stderr is collected line by line on a thread."""
-
-    def __init__(self, *args: str, cwd: Path) -> None:
-        # Run from a directory other than the repository: the installed package must be found.
-        # Without -n the broker runs an embedded nameserver: give it a free port.
-        explicit = {"-n", "--namesrv", "--namesrv-port"} & set(args)
-        extra = () if explicit else ("--namesrv-port", "0")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "rmq.broker", *args, *extra],
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self.lines: list[str] = []
-        self._queue: queue.Queue[str | None] = queue.Queue()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self._queue.put(line)
-        self._queue.put(None)
-
-    def wait_for(self, text: str, timeout: float = START_TIMEOUT_S) -> str:
-        deadline = time.monotonic() + timeout
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise AssertionError(f"no {text!r} within {timeout} s; stderr so far:\n{self.log}")
-            try:
-                line = self._queue.get(timeout=remaining)
-            except queue.Empty:
-                continue
-            if line is None:
-                raise AssertionError(
-                    f"broker exited ({self.proc.wait()}) before {text!r}; stderr:\n{self.log}"
-                )
-            self.lines.append(line)
-            if text in line:
-                return line
-
-    def stop(self, sig: signal.Signals = signal.SIGTERM) -> int:
-        self.proc.send_signal(sig)
-        return self.finish()
-
-    def finish(self) -> int:
-        code = self.proc.wait(timeout=STOP_TIMEOUT_S)
-        self._reader.join(timeout=STOP_TIMEOUT_S)
-        while not self._queue.empty():
-            line = self._queue.get()
-            if line is not None:
-                self.lines.append(line)
-        self._close_pipes()
-        return code
-
-    def _close_pipes(self) -> None:
-        for pipe in (self.proc.stdout, self.proc.stderr):
-            if pipe is not None and not self._reader.is_alive():
-                pipe.close()
-
-    @property
-    def log(self) -> str:
-        return "".join(self.lines)
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.finish()
 
 
 @pytest.fixture

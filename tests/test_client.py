@@ -11,96 +11,26 @@ import subprocess
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import rmq
+from helpers import (
+    FAST,
+    Cluster,
+    Collector,
+    free_port,
+    pull_header,
+    push_consumer,
+    route_queues,
+    wait_until,
+)
 from rmq._rmq import RemotingClient, StoredMessage
 from rmq.client import select_by_sharding_key
 from rmq.codes import RequestCode
-from rmq.errors import MessageIllegalError, RemotingConnectError, RmqError, TopicNotExistError
-from test_broker_cli import TEST_STORE_CONF, BrokerProcess, free_port
-
-FAST = {"rebalance_interval_ms": 1000, "persist_consumer_offset_interval": 500}
-
-
-class Cluster:
-    """A nameserver and brokers started on demand."""
-
-    def __init__(self, tmp: Path, ns_addr: str) -> None:
-        self.tmp = tmp
-        self.namesrv = ns_addr
-        self.brokers: dict[str, tuple[BrokerProcess, str]] = {}
-
-    def start_broker(self, name: str) -> str:
-        port = free_port()
-        conf = self.tmp / f"{name}.conf"
-        conf.write_text(
-            "brokerClusterName = ClientCluster\n"
-            f"brokerName = {name}\n"
-            "brokerIP1 = 127.0.0.1\n"
-            f"listenPort = {port}\n"
-            f"storePathRootDir = {self.tmp / name}\n"
-            "mappedFileSizeCommitLog = 4194304\n"
-            "registerNameServerPeriod = 2000\n" + TEST_STORE_CONF
-        )
-        proc = BrokerProcess("-c", str(conf), "-n", self.namesrv, cwd=self.tmp)
-        proc.wait_for("listening on")
-        addr = f"127.0.0.1:{port}"
-        self.brokers[name] = (proc, addr)
-        return addr
-
-    def create_topic(self, topic: str, queues: int = 4, order: bool = False) -> None:
-        """Create ``topic`` on every broker and wait until the nameserver routes it."""
-        client = RemotingClient()
-        try:
-            for _, addr in self.brokers.values():
-                resp = client.invoke(
-                    addr,
-                    RequestCode.UPDATE_AND_CREATE_TOPIC,
-                    {
-                        "topic": topic,
-                        "defaultTopic": "TBW102",
-                        "readQueueNums": str(queues),
-                        "writeQueueNums": str(queues),
-                        "perm": "6",
-                        "topicFilterType": "SINGLE_TAG",
-                        "topicSysFlag": "0",
-                        "order": str(order).lower(),
-                    },
-                )
-                assert resp.code == 0, resp.remark
-        finally:
-            client.close()
-        inst = rmq._rmq.ClientInstance(self.namesrv)
-        try:
-            wait_until(
-                lambda: len(_queues_or_none(inst, topic)) == queues * len(self.brokers),
-                what=f"route of {topic}",
-            )
-        finally:
-            inst.shutdown()
-
-    def stop(self) -> None:
-        for proc, _ in self.brokers.values():
-            proc.kill()
-
-
-def _queues_or_none(inst: rmq._rmq.ClientInstance, topic: str) -> list[rmq.MessageQueue]:
-    try:
-        return inst.fetch_subscribe_queues(topic)
-    except RmqError:
-        return []
-
-
-def wait_until(cond: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
+from rmq.errors import MessageIllegalError, RemotingConnectError, TopicNotExistError
 
 
 @pytest.fixture
@@ -111,38 +41,6 @@ def cluster(tmp_path: Path, namesrv: tuple[subprocess.Popen[str], str]) -> Itera
         yield c
     finally:
         c.stop()
-
-
-class Collector:
-    """A concurrent listener that records what it got."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.msgs: list[StoredMessage] = []
-
-    def __call__(self, msgs: list[StoredMessage]) -> None:
-        with self.lock:
-            self.msgs.extend(msgs)
-
-    def bodies(self) -> list[bytes]:
-        with self.lock:
-            return [m.body for m in self.msgs]
-
-
-def push_consumer(
-    cluster: Cluster,
-    group: str,
-    topic: str,
-    listener: Callable[[list[StoredMessage]], object],
-    expression: str = "*",
-    **kwargs: object,
-) -> rmq.PushConsumer:
-    options: dict[str, object] = {**FAST, "consume_from_where": "CONSUME_FROM_FIRST_OFFSET"}
-    options.update(kwargs)
-    c = rmq.PushConsumer(group, cluster.namesrv, **options)  # type: ignore[arg-type]
-    c.subscribe(topic, expression)
-    c.register_message_listener_concurrently(listener)  # type: ignore[arg-type]
-    return c.start()
 
 
 def test_every_send_mode_is_stored_and_consumed(cluster: Cluster) -> None:
@@ -173,7 +71,7 @@ def test_every_send_mode_is_stored_and_consumed(cluster: Cluster) -> None:
         wait_until(lambda: len(calls) == 1, "the async callback")
         assert calls[0][1] is None
 
-        consumer = push_consumer(cluster, "cg-modes", "SendModes", got)
+        consumer = push_consumer(cluster.namesrv, "cg-modes", "SendModes", got)
         try:
             wait_until(lambda: len(got.bodies()) == 15, "15 messages")
         finally:
@@ -203,18 +101,7 @@ def test_large_bodies_are_compressed_on_the_wire_and_restored(cluster: Cluster) 
         stored = RemotingClient().invoke(
             addr,
             RequestCode.PULL_MESSAGE,
-            {
-                "consumerGroup": "raw",
-                "topic": "Compress",
-                "queueId": "0",
-                "queueOffset": "0",
-                "maxMsgNums": "1",
-                "sysFlag": "4",
-                "subscription": "*",
-                "commitOffset": "0",
-                "suspendTimeoutMillis": "0",
-                "subVersion": "0",
-            },
+            pull_header("raw", "Compress", max_nums=1),
         )
         assert stored.code == 0, stored.remark
         raw = rmq._rmq.decode_messages(stored.body or b"")[0]
@@ -247,7 +134,7 @@ def test_auto_created_topic_and_unknown_topic_error(cluster: Cluster) -> None:
         assert r.status == "SEND_OK"
     inst = rmq._rmq.ClientInstance(cluster.namesrv)
     try:
-        wait_until(lambda: len(_queues_or_none(inst, "AutoCreated")) == 4, "auto-created route")
+        wait_until(lambda: len(route_queues(inst, "AutoCreated")) == 4, "auto-created route")
         with pytest.raises(TopicNotExistError, match="no route for topic"):
             inst.fetch_subscribe_queues("NeverCreated")
     finally:
@@ -258,7 +145,7 @@ def test_clustering_consumes_each_message_once_and_rebalances(cluster: Cluster) 
     cluster.create_topic("Clustered", queues=6)
     collectors = [Collector() for _ in range(3)]
     consumers = [
-        push_consumer(cluster, "cg-cluster", "Clustered", c, instance_name=f"c{i}")
+        push_consumer(cluster.namesrv, "cg-cluster", "Clustered", c, instance_name=f"c{i}")
         for i, c in enumerate(collectors)
     ]
     try:
@@ -298,7 +185,7 @@ def test_broadcasting_gives_every_consumer_everything(cluster: Cluster, tmp_path
     collectors = [Collector() for _ in range(2)]
     consumers = [
         push_consumer(
-            cluster,
+            cluster.namesrv,
             "cg-bcast",
             "Broadcast",
             c,
@@ -331,13 +218,13 @@ def test_offsets_survive_a_consumer_restart(cluster: Cluster) -> None:
         for i in range(50):
             producer.send(rmq.Message("Restart", b"first-%d" % i))
         first = Collector()
-        consumer = push_consumer(cluster, "cg-restart", "Restart", first)
+        consumer = push_consumer(cluster.namesrv, "cg-restart", "Restart", first)
         wait_until(lambda: len(first.bodies()) == 50, "first 50")
         consumer.shutdown()
         for i in range(50):
             producer.send(rmq.Message("Restart", b"second-%d" % i))
     second = Collector()
-    consumer = push_consumer(cluster, "cg-restart", "Restart", second)
+    consumer = push_consumer(cluster.namesrv, "cg-restart", "Restart", second)
     try:
         wait_until(lambda: len(second.bodies()) == 50, "second 50")
         time.sleep(0.5)
@@ -349,7 +236,7 @@ def test_offsets_survive_a_consumer_restart(cluster: Cluster) -> None:
 def test_tag_filtering(cluster: Cluster) -> None:
     cluster.create_topic("Tagged", queues=2)
     got = Collector()
-    consumer = push_consumer(cluster, "cg-tags", "Tagged", got, expression="TagA || TagC")
+    consumer = push_consumer(cluster.namesrv, "cg-tags", "Tagged", got, expression="TagA || TagC")
     try:
         with rmq.Producer("pg-tags", cluster.namesrv) as producer:
             for i in range(90):
@@ -369,7 +256,7 @@ def test_tags_with_the_same_hash_are_told_apart_by_the_client(cluster: Cluster) 
     with rmq.Producer("pg-hash-tags", cluster.namesrv) as producer:
         for i in range(10):
             producer.send(rmq.Message("HashTags", b"%d" % i, tags="Aa" if i % 2 else "BB"))
-    consumer = push_consumer(cluster, "cg-hash-tags", "HashTags", got, expression="Aa")
+    consumer = push_consumer(cluster.namesrv, "cg-hash-tags", "HashTags", got, expression="Aa")
     inst = rmq._rmq.ClientInstance(cluster.namesrv)
     try:
         wait_until(lambda: len(got.bodies()) >= 5, "the Aa messages")
@@ -547,7 +434,7 @@ def test_a_new_group_on_a_young_queue_reads_it_from_the_start(cluster: Cluster) 
             producer.send(rmq.Message("Young", b"%d" % i))
     got = Collector()
     consumer = push_consumer(
-        cluster, "cg-young", "Young", got, consume_from_where="CONSUME_FROM_LAST_OFFSET"
+        cluster.namesrv, "cg-young", "Young", got, consume_from_where="CONSUME_FROM_LAST_OFFSET"
     )
     try:
         wait_until(lambda: len(got.bodies()) >= 20, "the queue from its start")

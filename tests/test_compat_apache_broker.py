@@ -20,12 +20,13 @@ import threading
 import time
 import zlib
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import rmq
+from helpers import FAST, Collector, create_topic_header, push_consumer, wait_until
 from rmq._rmq import RemotingClient, StoredMessage, decode_messages
 from rmq.client import select_by_sharding_key
 from rmq.codes import RequestCode
@@ -38,8 +39,6 @@ BROKER = "broker-a"
 LOCK_BATCH_MQ = 41
 UNLOCK_BATCH_MQ = 42
 QUERY_NOT_FOUND = 22
-FAST = {"rebalance_interval_ms": 1000, "persist_consumer_offset_interval": 500}
-
 pytestmark = pytest.mark.timeout(300)  # the first run resolves ~30 MB of jars with Maven
 
 
@@ -63,52 +62,6 @@ def explained(apache: ApacheRocketMQ) -> Iterator[None]:
         ) from e
 
 
-def wait_until(cond: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.05)
-
-
-class Collector:
-    """A concurrent listener that records what it got."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.msgs: list[StoredMessage] = []
-
-    def __call__(self, msgs: list[StoredMessage]) -> None:
-        with self.lock:
-            self.msgs.extend(msgs)
-
-    def snapshot(self) -> list[StoredMessage]:
-        with self.lock:
-            return list(self.msgs)
-
-    def count(self) -> int:
-        with self.lock:
-            return len(self.msgs)
-
-
-def push_consumer(
-    apache: ApacheRocketMQ,
-    group: str,
-    topic: str,
-    listener: Callable[[list[StoredMessage]], object],
-    expression: str = "*",
-) -> rmq.PushConsumer:
-    c = rmq.PushConsumer(
-        group,
-        apache.namesrv_addr,
-        consume_from_where="CONSUME_FROM_FIRST_OFFSET",
-        **FAST,  # type: ignore[arg-type]
-    )
-    c.subscribe(topic, expression)
-    c.register_message_listener_concurrently(listener)  # type: ignore[arg-type]
-    return c.start()
-
-
 def queues(topic: str) -> list[rmq.MessageQueue]:
     return [rmq.MessageQueue(topic, BROKER, i) for i in range(4)]
 
@@ -120,16 +73,7 @@ def create_topic(apache: ApacheRocketMQ, topic: str, queue_nums: int = 4) -> Non
         resp = client.invoke(
             apache.broker_addr,
             RequestCode.UPDATE_AND_CREATE_TOPIC,
-            {
-                "topic": topic,
-                "defaultTopic": "TBW102",
-                "readQueueNums": str(queue_nums),
-                "writeQueueNums": str(queue_nums),
-                "perm": "6",
-                "topicFilterType": "SINGLE_TAG",
-                "topicSysFlag": "0",
-                "order": "false",
-            },
+            create_topic_header(topic, queue_nums),
         )
         assert resp.code == 0, f"UPDATE_AND_CREATE_TOPIC {topic}: {resp.code} {resp.remark}"
 
@@ -264,7 +208,7 @@ def test_every_send_mode_reaches_the_apache_broker_and_comes_back_intact(
         assert zlib.decompress(stored.body) == big
         assert stored.msg_id == compressed.msg_id and stored.store_host == apache.broker_addr
 
-        consumer = push_consumer(apache, "cg-apache-modes", topic, got)
+        consumer = push_consumer(apache.namesrv_addr, "cg-apache-modes", topic, got)
         try:
             wait_until(lambda: got.count() >= 31, f"31 messages (have {got.count()})")
             time.sleep(0.5)  # anything delivered twice would show by now
@@ -311,7 +255,7 @@ def test_tag_filtering_happens_on_the_apache_broker(apache: ApacheRocketMQ) -> N
             for i in range(60):
                 producer.send(rmq.Message(topic, b"%d" % i, tags="Tag" + "ABC"[i % 3]))
         group = "cg-apache-tags"
-        consumer = push_consumer(apache, group, topic, got, expression="TagA || TagC")
+        consumer = push_consumer(apache.namesrv_addr, group, topic, got, expression="TagA || TagC")
         try:
             wait_until(lambda: got.count() >= 40, f"40 TagA/TagC messages (have {got.count()})")
             time.sleep(0.5)
@@ -486,7 +430,7 @@ def test_offsets_stored_on_the_apache_broker_survive_a_consumer_restart(
         for i in range(30):
             producer.send(rmq.Message(topic, b"first-%d" % i))
         first = Collector()
-        consumer = push_consumer(apache, group, topic, first)
+        consumer = push_consumer(apache.namesrv_addr, group, topic, first)
         try:
             wait_until(lambda: first.count() >= 30, f"the first 30 (have {first.count()})")
         finally:
@@ -504,7 +448,7 @@ def test_offsets_stored_on_the_apache_broker_survive_a_consumer_restart(
         for i in range(30):
             producer.send(rmq.Message(topic, b"second-%d" % i))
         second = Collector()
-        consumer = push_consumer(apache, group, topic, second)
+        consumer = push_consumer(apache.namesrv_addr, group, topic, second)
         try:
             wait_until(lambda: second.count() >= 30, f"the second 30 (have {second.count()})")
             time.sleep(0.5)
@@ -555,7 +499,7 @@ def test_a_failed_message_comes_back_through_the_apache_brokers_retry_topic(
         with rmq.Producer("pg-apache-retry", apache.namesrv_addr) as producer:
             sent = producer.send(rmq.Message(topic, b"fail-once", tags="TagA"))
             producer.send(rmq.Message(topic, b"fine", tags="TagA"))
-        consumer = push_consumer(apache, group, topic, listener)
+        consumer = push_consumer(apache.namesrv_addr, group, topic, listener)
         try:
             try:
                 wait_until(
@@ -603,7 +547,7 @@ def test_transactions_against_the_apache_broker(apache: ApacheRocketMQ) -> None:
     got = Collector()
     with explained(apache):
         create_topic(apache, topic)
-        consumer = push_consumer(apache, "cg-apache-tx", topic, got)
+        consumer = push_consumer(apache.namesrv_addr, "cg-apache-tx", topic, got)
         producer = rmq.TransactionProducer(
             "pg-apache-tx",
             apache.namesrv_addr,

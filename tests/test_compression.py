@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 import rmq
+from helpers import Cluster, Collector, pull_header, push_consumer, wait_until
 from rmq._rmq import RemotingClient, decompress_body
 from rmq.codes import RequestCode
 from rmq.errors import ClientError, ConfigError
-from test_client import Cluster, Collector, push_consumer, wait_until
 
 COMPRESSED = 0x1
 TYPE_BITS = {"ZLIB": 0x000, "LZ4": 0x100, "ZSTD": 0x200}
@@ -60,18 +60,7 @@ def raw_pull(
         resp = client.invoke(
             addr,
             RequestCode.PULL_MESSAGE,
-            {
-                "consumerGroup": "raw",
-                "topic": topic,
-                "queueId": str(queue),
-                "queueOffset": "0",
-                "maxMsgNums": "64",
-                "sysFlag": "4",
-                "subscription": "*",
-                "commitOffset": "0",
-                "suspendTimeoutMillis": "0",
-                "subVersion": "0",
-            },
+            pull_header("raw", topic, queue, max_nums=64),
         )
         got = rmq._rmq.decode_messages(resp.body or b"") if resp.code == 0 else []
         if len(got) >= count:
@@ -109,7 +98,7 @@ def test_lz4_and_zstd_bodies_round_trip_through_push_and_pull_consumers(
         assert decompress_body(m.sys_flag, m.body) in sent
 
     got = Collector()
-    consumer = push_consumer(cluster, "cg-codecs", "Codecs", got)
+    consumer = push_consumer(cluster.namesrv, "cg-codecs", "Codecs", got)
     try:
         wait_until(lambda: len(got.bodies()) >= len(sent), "the push consumer to get everything")
     finally:
@@ -206,7 +195,7 @@ def test_bodies_that_do_not_decompress_are_per_message_errors(
         inst.shutdown()
     got = Collector()
     with caplog.at_level(logging.WARNING, logger="rmq.client"):
-        consumer = push_consumer(cluster, "cg-bad-bodies", "BadBodies", got)
+        consumer = push_consumer(cluster.namesrv, "cg-bad-bodies", "BadBodies", got)
         try:
             wait_until(lambda: len(got.bodies()) >= len(cases), "the push consumer")
         finally:

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,11 +24,11 @@ from typing import Any
 import pytest
 
 import rmq
+from helpers import TEST_STORE_CONF, BrokerProcess, free_port, wait_until
 from rmq import fastjson
 from rmq._rmq import RemotingClient, SendResult, StoredMessage, decode_messages, request_codes
 from rmq.codes import RequestCode, ResponseCode
 from test_broker_admin import RawConsumer
-from test_broker_cli import TEST_STORE_CONF, BrokerProcess, free_port
 
 sys.path.insert(0, str(Path(__file__).parent / "compat" / "mqadmin"))
 from mqadmin import CommandResult, MQAdmin
@@ -72,13 +72,6 @@ class Env:
         ext = {"consumerGroup": group, "topic": topic, "queueId": str(queue_id)}
         r = self.client.invoke(self.broker_addr, RequestCode.QUERY_CONSUMER_OFFSET, ext)
         return int(r.ext_fields["offset"]) if r.code == ResponseCode.SUCCESS else None
-
-
-def wait_until(cond: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 def start_namesrv() -> tuple[subprocess.Popen[str], str]:

@@ -21,8 +21,8 @@ import pytest
 
 import rmq
 import rmq.client.consumer
+from helpers import FAST, wait_until
 from rmq._rmq import ClientInstance, StoredMessage
-from test_client import FAST, wait_until
 from test_retry_delay import DelayCluster
 
 LOCK_LIVE_S = 1.5

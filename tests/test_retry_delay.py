@@ -27,12 +27,11 @@ from pathlib import Path
 import pytest
 
 import rmq
+from helpers import TEST_STORE_CONF, BrokerProcess, Cluster, free_port, push_consumer, wait_until
 from rmq._rmq import MessageStore, RemotingClient, StoredMessage
 from rmq.codes import RequestCode
 from rmq.config import load_broker_config
 from rmq.scheduling.delay import BATCH_UNITS, load_delay_offsets
-from test_broker_cli import TEST_STORE_CONF, BrokerProcess, free_port
-from test_client import Cluster, push_consumer, wait_until
 
 
 class DelayCluster(Cluster):
@@ -126,7 +125,7 @@ def test_a_failing_message_is_retried_then_dead_lettered(cluster: DelayCluster) 
 
     with rmq.Producer("pg-retry", cluster.namesrv) as producer:
         sent = producer.send(rmq.Message(topic, b"always-fails", tags="TagA", keys="k-1"))
-    consumer = push_consumer(cluster, group, topic, listener, max_reconsume_times=2)
+    consumer = push_consumer(cluster.namesrv, group, topic, listener, max_reconsume_times=2)
     try:
         wait_until(
             lambda: cluster.max_offset(f"%DLQ%{group}", 0) == 1,
@@ -192,7 +191,7 @@ def test_raising_listeners_retry_and_refused_send_backs_retry_locally(
 
     with rmq.Producer("pg-raise", cluster.namesrv) as producer:
         producer.send(rmq.Message(topic, b"raises"))
-    consumer = push_consumer(cluster, group, topic, listener, reconsume_later_delay_ms=500)
+    consumer = push_consumer(cluster.namesrv, group, topic, listener, reconsume_later_delay_ms=500)
     try:
         wait_until(lambda: len(seen) == 2, "the raised-on message back from the retry topic")
         with rmq.Producer("pg-raise", cluster.namesrv) as producer:
@@ -224,7 +223,7 @@ def test_delay_levels_deliver_to_the_chosen_queue_when_due(cluster: DelayCluster
             for m in msgs:
                 received[m.body] = (m, now)
 
-    consumer = push_consumer(cluster, "cg-delay", topic, listener)
+    consumer = push_consumer(cluster.namesrv, "cg-delay", topic, listener)
     cases = {b"level-0": 0, b"level-1": 1, b"level-2": 2, b"level-3": 3, b"level-7": 7}
     delay_ms = {0: 0, 1: 1000, 2: 2000, 3: 3000, 7: 3000}  # 7 is above the highest: 3
     sent: dict[bytes, tuple[rmq.SendResult, int]] = {}

@@ -18,7 +18,7 @@ import struct
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +32,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 import rmq
+from helpers import TEST_STORE_CONF, BrokerProcess, create_topic, free_port, wait_until
 from rmq._rmq import ClientInstance, RemotingClient
-from rmq.codes import RequestCode
-from rmq.errors import RmqError
-from test_broker_cli import TEST_STORE_CONF, BrokerProcess, free_port
 from test_compression import send_raw
 
 ROWS = 200_000
@@ -85,33 +83,7 @@ class SparkCluster:
 
     def create_topic(self, topic: str, queues: int = 4, brokers: list[str] | None = None) -> None:
         names = brokers or list(self.broker_addrs)
-        client = RemotingClient()
-        try:
-            for name in names:
-                resp = client.invoke(
-                    self.broker_addrs[name],
-                    RequestCode.UPDATE_AND_CREATE_TOPIC,
-                    {
-                        "topic": topic,
-                        "defaultTopic": "TBW102",
-                        "readQueueNums": str(queues),
-                        "writeQueueNums": str(queues),
-                        "perm": "6",
-                        "topicFilterType": "SINGLE_TAG",
-                        "topicSysFlag": "0",
-                        "order": "false",
-                    },
-                )
-                assert resp.code == 0, resp.remark
-        finally:
-            client.close()
-        inst = ClientInstance(self.namesrv)
-        try:
-            wait_until(
-                lambda: len(_queues(inst, topic)) == queues * len(names), f"route of {topic}"
-            )
-        finally:
-            inst.shutdown()
+        create_topic(self.namesrv, [self.broker_addrs[n] for n in names], topic, queues)
 
     def stop(self) -> None:
         for p in self.procs:
@@ -120,21 +92,6 @@ class SparkCluster:
         self.namesrv_proc.wait(10)
         assert self.namesrv_proc.stderr is not None
         self.namesrv_proc.stderr.close()
-
-
-def _queues(inst: ClientInstance, topic: str) -> list[rmq.MessageQueue]:
-    try:
-        return inst.fetch_subscribe_queues(topic)
-    except RmqError:
-        return []
-
-
-def wait_until(cond: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 @pytest.fixture(scope="module")

@@ -28,10 +28,9 @@ from pathlib import Path
 import pytest
 
 import rmq
+from helpers import BrokerProcess, free_port, push_consumer, wait_until
 from rmq._rmq import StoredMessage
 from rmq.errors import MessageIllegalError
-from test_broker_cli import BrokerProcess, free_port
-from test_client import push_consumer, wait_until
 from test_retry_delay import DelayCluster, read_queue
 
 TIMER_CONF = "timerMaxDelaySec = 60\nmessageDelayLevel = 1s 2s\n"
@@ -65,7 +64,7 @@ def test_timers_arrive_in_their_second_across_a_kill_9(cluster: DelayCluster) ->
     topic = "TimerT"
     cluster.create_topic(topic, queues=2)
     arrivals = Arrivals()
-    consumer = push_consumer(cluster, "cg-timer", topic, arrivals)
+    consumer = push_consumer(cluster.namesrv, "cg-timer", topic, arrivals)
     user = {"color": "blue", "n": "7"}
     try:
         with rmq.Producer("pg-timer", cluster.namesrv) as producer:

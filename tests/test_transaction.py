@@ -18,10 +18,17 @@ from pathlib import Path
 import pytest
 
 import rmq
+from helpers import (
+    TEST_STORE_CONF,
+    BrokerProcess,
+    Cluster,
+    Collector,
+    free_port,
+    push_consumer,
+    wait_until,
+)
 from rmq import LocalTransactionState, StoredMessage
 from rmq.errors import ConfigError, MessageIllegalError
-from test_broker_cli import TEST_STORE_CONF, BrokerProcess, free_port
-from test_client import Cluster, Collector, push_consumer, wait_until
 
 COMMIT = LocalTransactionState.COMMIT_MESSAGE
 ROLLBACK = LocalTransactionState.ROLLBACK_MESSAGE
@@ -115,7 +122,7 @@ def producer(
 
 def test_commit_is_delivered_only_after_the_commit(cluster: TxCluster) -> None:
     got = Collector()
-    consumer = push_consumer(cluster, "cg-tx-commit", "TxTopic", got)
+    consumer = push_consumer(cluster.namesrv, "cg-tx-commit", "TxTopic", got)
     in_transaction = threading.Event()
     may_commit = threading.Event()
     seen: list[tuple[str | None, object]] = []
@@ -165,7 +172,7 @@ def test_commit_is_delivered_only_after_the_commit(cluster: TxCluster) -> None:
 
 def test_rollback_is_never_delivered(cluster: TxCluster) -> None:
     got = Collector()
-    consumer = push_consumer(cluster, "cg-tx-rollback", "TxTopic", got)
+    consumer = push_consumer(cluster.namesrv, "cg-tx-rollback", "TxTopic", got)
     checks = Checks(lambda n, m: COMMIT)
     p = producer(cluster, "pg-tx-rollback", lambda m, a: ROLLBACK if a == "no" else COMMIT, checks)
     try:
@@ -182,7 +189,7 @@ def test_rollback_is_never_delivered(cluster: TxCluster) -> None:
 
 def test_unknown_is_checked_and_committed(cluster: TxCluster) -> None:
     got = Collector()
-    consumer = push_consumer(cluster, "cg-tx-check", "TxTopic", got)
+    consumer = push_consumer(cluster.namesrv, "cg-tx-check", "TxTopic", got)
     checks = Checks(lambda n, m: COMMIT)
     p = producer(cluster, "pg-tx-check", lambda m, a: UNKNOW, checks)
     try:
@@ -207,7 +214,7 @@ def test_a_transactional_batch_parks_every_message_until_each_is_ended(
     """rmq's extension: a batch flagged as a transaction is stored as one half message per
     entry; END_TRANSACTION requests end them one by one, and the open ones are checked."""
     got = Collector()
-    consumer = push_consumer(cluster, "cg-tx-batch", "TxTopic", got)
+    consumer = push_consumer(cluster.namesrv, "cg-tx-batch", "TxTopic", got)
     checks = Checks(lambda n, m: ROLLBACK if m.body.startswith(b"open") else UNKNOW)
     p = producer(cluster, "pg-tx-batch", lambda m, a: COMMIT, checks)
 
@@ -265,7 +272,7 @@ DYING_PRODUCER = textwrap.dedent(
 
 def test_a_producer_dies_and_another_of_its_group_commits(cluster: TxCluster) -> None:
     got = Collector()
-    consumer = push_consumer(cluster, "cg-tx-orphan", "TxTopic", got)
+    consumer = push_consumer(cluster.namesrv, "cg-tx-orphan", "TxTopic", got)
     checks = Checks(lambda n, m: COMMIT)
     survivor = producer(cluster, "pg-tx-shared", lambda m, a: COMMIT, checks)
     try:
@@ -292,7 +299,7 @@ def test_broker_restart_in_the_middle_of_a_check(
         tmp_path, namesrv, "transactionCheckInterval = 2000\ntransactionTimeOut = 1000\n"
     )
     got = Collector()
-    consumer = push_consumer(cluster, "cg-tx-restart", "TxTopic", got)
+    consumer = push_consumer(cluster.namesrv, "cg-tx-restart", "TxTopic", got)
     second_check = threading.Event()
     restarted = threading.Event()
 
@@ -328,7 +335,7 @@ def test_unanswered_half_is_discarded_after_transaction_check_max(
 ) -> None:
     cluster = _cluster(tmp_path, namesrv, FAST_CHECKS + "transactionCheckMax = 2\n")
     got = Collector()
-    consumer = push_consumer(cluster, "cg-tx-discard", "TxTopic", got)
+    consumer = push_consumer(cluster.namesrv, "cg-tx-discard", "TxTopic", got)
     checks = Checks(lambda n, m: UNKNOW)
     p = producer(cluster, "pg-tx-discard", lambda m, a: UNKNOW, checks)
     try:

@@ -11,8 +11,6 @@
 //!   up by offset and parks a copy for `%RETRY%<group>` at level 3), against SEND_MESSAGE_V2 with
 //!   64 in flight measured in the same group as the baseline.
 
-use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -20,134 +18,63 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use rmq_benches::percentile;
-use rmq_broker::{BrokerConfig, BrokerController};
 use rmq_common::properties::Properties;
 use rmq_protocol::message_decoder::{encode_batch, BatchMessage};
 use rmq_protocol::{ExtFields, RemotingCommand, RequestCode, ResponseCode};
 use rmq_remoting::Connection;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-const BODY: [u8; 1024] = [b'x'; 1024];
-const T: Duration = Duration::from_secs(30);
+mod common;
+
+use common::{connected_broker, group, in_flight, BODY, T};
+
 /// Messages per queue of the consume benchmark's topic.
 const CONSUME_PER_QUEUE: i64 = 50_000;
 
-fn bench_dir() -> tempfile::TempDir {
-    let base = std::env::var_os("RMQ_BENCH_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/bench-tmp"));
-    std::fs::create_dir_all(&base).expect("bench dir");
-    tempfile::tempdir_in(base).expect("bench dir")
-}
+const TAGS: &str = "TAGS\u{1}TagA\u{2}";
 
-struct Running {
-    _dir: tempfile::TempDir,
-    _controller: BrokerController,
-    addr: SocketAddr,
-}
-
-/// A broker with a 256 MiB CommitLog file size and `extra` store settings.
-fn start_broker(rt: &tokio::runtime::Runtime, extra: &[(&str, &str)]) -> Running {
-    let _ = std::process::Command::new("sync").status();
-    let dir = bench_dir();
-    let pairs = [("mappedFileSizeCommitLog", "268435456")]
-        .iter()
-        .chain(extra)
-        .copied();
-    let store_cfg = rmq_store::StoreConfig::from_pairs(pairs).expect("config");
-    let store = rmq_store::MessageStore::open(
-        dir.path().join("store"),
-        store_cfg,
-        "127.0.0.1:10911".parse().expect("addr"),
-    )
-    .expect("store");
-    let cfg = BrokerConfig {
-        config_dir: dir.path().join("config"),
-        ..BrokerConfig::default()
-    };
-    let controller = BrokerController::new(cfg, store, None).expect("broker");
-    let handle = rt
-        .block_on(controller.start("127.0.0.1:0".parse().expect("addr")))
-        .expect("listen");
-    let addr = handle.local_addr();
-    std::mem::forget(handle); // served until the process exits
-    Running {
-        _dir: dir,
-        _controller: controller,
-        addr,
-    }
-}
-
-fn send_header(topic: &str, queue_id: i32, batch: bool) -> ExtFields {
-    let props = if batch {
-        String::new()
-    } else {
-        "TAGS\u{1}TagA\u{2}".to_owned()
-    };
-    [
-        ("a", "bench-producer".to_owned()),
-        ("b", topic.to_owned()),
-        ("c", "TBW102".to_owned()),
-        ("d", "4".to_owned()),
-        ("e", queue_id.to_string()),
-        ("f", "0".to_owned()),
-        ("g", "0".to_owned()),
-        ("h", "0".to_owned()),
-        ("i", props),
-        ("j", "0".to_owned()),
-        ("k", "false".to_owned()),
-        ("m", batch.to_string()),
-    ]
-    .into_iter()
-    .collect()
-}
-
-async fn send(c: &Connection, topic: &str, queue_id: i32) {
+/// One SEND_MESSAGE_V2 of [`BODY`] with tag `TagA`; its response, asserted successful.
+async fn send(c: &Connection, topic: &str, queue_id: i32) -> RemotingCommand {
     let req = RemotingCommand::new_request(
         RequestCode::SEND_MESSAGE_V2.0,
-        send_header(topic, queue_id, false),
+        common::send_header(topic, queue_id, TAGS, 0, false),
     )
     .with_body(Bytes::from_static(&BODY));
     let r = c.request(req, T).await.expect("send");
     assert_eq!(r.code, ResponseCode::SUCCESS.0, "{:?}", r.remark);
+    r
+}
+
+/// `iters` sends to `topic` from 64 tasks on one connection; the time they took, scaled to
+/// `iters` (each task sends `iters / 64` rounded up).
+fn send_v2_64_in_flight(
+    rt: &tokio::runtime::Runtime,
+    conn: &Connection,
+    topic: &'static str,
+    iters: u64,
+) -> Duration {
+    let per = iters.div_ceil(64);
+    let start = Instant::now();
+    rt.block_on(async {
+        in_flight(64, |t| {
+            let c = conn.clone();
+            async move {
+                for _ in 0..per {
+                    send(&c, topic, t % 4).await;
+                }
+            }
+        })
+        .await;
+    });
+    start.elapsed().mul_f64(iters as f64 / (per * 64) as f64)
 }
 
 fn produce(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("rt");
-    let broker = start_broker(&rt, &[]);
-    let conn = rt
-        .block_on(rmq_remoting::connect(broker.addr, None, T))
-        .expect("connect");
-    let mut g = c.benchmark_group("broker_produce_1KiB");
-    g.sample_size(10)
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(2));
+    let (rt, _broker, conn) = connected_broker(&[]);
+    let mut g = group(c, "broker_produce_1KiB");
     g.throughput(Throughput::Elements(1));
     g.bench_function("send_v2_64_in_flight", |b| {
-        b.iter_custom(|iters| {
-            let per = iters.div_ceil(64);
-            let start = Instant::now();
-            rt.block_on(async {
-                let tasks: Vec<_> = (0..64)
-                    .map(|t| {
-                        let c = conn.clone();
-                        tokio::spawn(async move {
-                            for _ in 0..per {
-                                send(&c, "BenchProduce", t % 4).await;
-                            }
-                        })
-                    })
-                    .collect();
-                for t in tasks {
-                    t.await.expect("sender");
-                }
-            });
-            start.elapsed().mul_f64(iters as f64 / (per * 64) as f64)
-        });
+        b.iter_custom(|iters| send_v2_64_in_flight(&rt, &conn, "BenchProduce", iters));
     });
     let batch_body = encode_batch(
         &(0..32)
@@ -169,25 +96,21 @@ fn produce(c: &mut Criterion) {
             let per = iters.div_ceil(16);
             let start = Instant::now();
             rt.block_on(async {
-                let tasks: Vec<_> = (0..16)
-                    .map(|t| {
-                        let (c, body) = (conn.clone(), batch_body.clone());
-                        tokio::spawn(async move {
-                            for _ in 0..per {
-                                let req = RemotingCommand::new_request(
-                                    RequestCode::SEND_BATCH_MESSAGE.0,
-                                    send_header("BenchBatch", t % 4, true),
-                                )
-                                .with_body(body.clone());
-                                let r = c.request(req, T).await.expect("batch send");
-                                assert_eq!(r.code, ResponseCode::SUCCESS.0, "{:?}", r.remark);
-                            }
-                        })
-                    })
-                    .collect();
-                for t in tasks {
-                    t.await.expect("sender");
-                }
+                in_flight(16, |t| {
+                    let (c, body) = (conn.clone(), batch_body.clone());
+                    async move {
+                        for _ in 0..per {
+                            let req = RemotingCommand::new_request(
+                                RequestCode::SEND_BATCH_MESSAGE.0,
+                                common::send_header("BenchBatch", t % 4, "", 0, true),
+                            )
+                            .with_body(body.clone());
+                            let r = c.request(req, T).await.expect("batch send");
+                            assert_eq!(r.code, ResponseCode::SUCCESS.0, "{:?}", r.remark);
+                        }
+                    }
+                })
+                .await;
             });
             start.elapsed().mul_f64(iters as f64 / (per * 16) as f64)
         });
@@ -196,50 +119,29 @@ fn produce(c: &mut Criterion) {
 }
 
 fn consume(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("rt");
     // RocketMQ's defaults cap a pull at 32 messages (256 KiB) from memory; the 1024 variant
     // raises both caps, as an operator tuning for throughput would, so that it measures the
     // transport rather than the per-request cost. A request for 32 is capped at 32 either way.
-    let broker = start_broker(
-        &rt,
-        &[
-            ("maxTransferCountOnMessageInMemory", "1024"),
-            ("maxTransferBytesOnMessageInMemory", "2097152"),
-        ],
-    );
-    let conn = rt
-        .block_on(rmq_remoting::connect(broker.addr, None, T))
-        .expect("connect");
+    let (rt, _broker, conn) = connected_broker(&[
+        ("maxTransferCountOnMessageInMemory", "1024"),
+        ("maxTransferBytesOnMessageInMemory", "2097152"),
+    ]);
     // 4 queues × 50 000 messages of 1 KiB.
-    rt.block_on(async {
-        let tasks: Vec<_> = (0..64)
-            .map(|t| {
-                let c = conn.clone();
-                tokio::spawn(async move {
-                    for _ in 0..(CONSUME_PER_QUEUE * 4 / 64) {
-                        send(&c, "BenchConsume", t % 4).await;
-                    }
-                })
-            })
-            .collect();
-        for t in tasks {
-            t.await.expect("filler");
+    rt.block_on(in_flight(64, |t| {
+        let c = conn.clone();
+        async move {
+            for _ in 0..(CONSUME_PER_QUEUE * 4 / 64) {
+                send(&c, "BenchConsume", t % 4).await;
+            }
         }
-    });
+    }));
     let record = rmq_common::record::calc_msg_length(
         0,
         BODY.len(),
         "BenchConsume".len(),
         "TAGS\u{1}TagA\u{2}".len() + 60,
     );
-    let mut g = c.benchmark_group("broker_consume_1KiB");
-    g.sample_size(10)
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(2));
+    let mut g = group(c, "broker_consume_1KiB");
     g.throughput(Throughput::Bytes(1 << 20));
 
     // Baseline: one loopback connection, 256 KiB writes, a reader draining it.
@@ -375,27 +277,13 @@ async fn pull(conn: &Connection, offsets: &Arc<Vec<AtomicI64>>, batch: usize, ta
 }
 
 async fn send_offset(c: &Connection, topic: &str, queue_id: i32) -> i64 {
-    let req = RemotingCommand::new_request(
-        RequestCode::SEND_MESSAGE_V2.0,
-        send_header(topic, queue_id, false),
-    )
-    .with_body(Bytes::from_static(&BODY));
-    let r = c.request(req, T).await.expect("send");
-    assert_eq!(r.code, ResponseCode::SUCCESS.0, "{:?}", r.remark);
+    let r = send(c, topic, queue_id).await;
     let id = r.ext_fields.get("msgId").expect("msgId");
     rmq_common::decode_offset_msg_id(id).expect("offset id").1
 }
 
 fn retry(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("rt");
-    let broker = start_broker(&rt, &[]);
-    let conn = rt
-        .block_on(rmq_remoting::connect(broker.addr, None, T))
-        .expect("connect");
+    let (rt, _broker, conn) = connected_broker(&[]);
     // 4 096 stored messages the "consumer" fails, handed back round-robin.
     let offsets: Arc<Vec<i64>> = Arc::new(rt.block_on(async {
         let mut v = Vec::with_capacity(4096);
@@ -404,69 +292,43 @@ fn retry(c: &mut Criterion) {
         }
         v
     }));
-    let mut g = c.benchmark_group("broker_retry_1KiB");
-    g.sample_size(10)
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(2));
+    let mut g = group(c, "broker_retry_1KiB");
     g.throughput(Throughput::Elements(1));
     g.bench_function("baseline_send_v2_64_in_flight", |b| {
-        b.iter_custom(|iters| {
-            let per = iters.div_ceil(64);
-            let start = Instant::now();
-            rt.block_on(async {
-                let tasks: Vec<_> = (0..64)
-                    .map(|t| {
-                        let c = conn.clone();
-                        tokio::spawn(async move {
-                            for _ in 0..per {
-                                send(&c, "BenchRetryBaseline", t % 4).await;
-                            }
-                        })
-                    })
-                    .collect();
-                for t in tasks {
-                    t.await.expect("sender");
-                }
-            });
-            start.elapsed().mul_f64(iters as f64 / (per * 64) as f64)
-        });
+        b.iter_custom(|iters| send_v2_64_in_flight(&rt, &conn, "BenchRetryBaseline", iters));
     });
     g.bench_function("send_msg_back_64_in_flight", |b| {
         b.iter_custom(|iters| {
             let per = iters.div_ceil(64);
             let start = Instant::now();
             rt.block_on(async {
-                let tasks: Vec<_> = (0..64)
-                    .map(|t| {
-                        let (c, offs) = (conn.clone(), Arc::clone(&offsets));
-                        tokio::spawn(async move {
-                            for i in 0..per {
-                                let idx = (t as u64 + i * 64) as usize % offs.len();
-                                let header: ExtFields = [
-                                    ("offset", offs[idx].to_string()),
-                                    ("group", "bench-group".to_owned()),
-                                    ("delayLevel", "0".to_owned()),
-                                    ("originMsgId", "x".to_owned()),
-                                    ("originTopic", "BenchRetry".to_owned()),
-                                    ("unitMode", "false".to_owned()),
-                                    ("maxReconsumeTimes", "16".to_owned()),
-                                ]
-                                .into_iter()
-                                .collect();
-                                let req = RemotingCommand::new_request(
-                                    RequestCode::CONSUMER_SEND_MSG_BACK.0,
-                                    header,
-                                )
-                                .with_version(rmq_protocol::version::CURRENT_VERSION);
-                                let r = c.request(req, T).await.expect("send back");
-                                assert_eq!(r.code, ResponseCode::SUCCESS.0, "{:?}", r.remark);
-                            }
-                        })
-                    })
-                    .collect();
-                for t in tasks {
-                    t.await.expect("sender");
-                }
+                in_flight(64, |t| {
+                    let (c, offs) = (conn.clone(), Arc::clone(&offsets));
+                    async move {
+                        for i in 0..per {
+                            let idx = (t as u64 + i * 64) as usize % offs.len();
+                            let header: ExtFields = [
+                                ("offset", offs[idx].to_string()),
+                                ("group", "bench-group".to_owned()),
+                                ("delayLevel", "0".to_owned()),
+                                ("originMsgId", "x".to_owned()),
+                                ("originTopic", "BenchRetry".to_owned()),
+                                ("unitMode", "false".to_owned()),
+                                ("maxReconsumeTimes", "16".to_owned()),
+                            ]
+                            .into_iter()
+                            .collect();
+                            let req = RemotingCommand::new_request(
+                                RequestCode::CONSUMER_SEND_MSG_BACK.0,
+                                header,
+                            )
+                            .with_version(rmq_protocol::version::CURRENT_VERSION);
+                            let r = c.request(req, T).await.expect("send back");
+                            assert_eq!(r.code, ResponseCode::SUCCESS.0, "{:?}", r.remark);
+                        }
+                    }
+                })
+                .await;
             });
             start.elapsed().mul_f64(iters as f64 / (per * 64) as f64)
         });

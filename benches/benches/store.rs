@@ -14,28 +14,19 @@
 //! under `target/bench-tmp`, or in `$RMQ_BENCH_DIR`. See benches/RESULTS.md for figures.
 
 use std::hint::black_box;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use memmap2::MmapMut;
 use rmq_benches::{
-    append_one, message_props, open_store, percentile, put_one, wait_dispatched, BODY_1K,
+    append_one, bench_dir, message_props, open_store, percentile, put_one, wait_dispatched, BODY_1K,
 };
 
 /// Write back dirty pages of earlier runs, so one variant's disk backlog does not slow the
 /// next: on this kind of machine the disk (~400 MB/s) is far slower than the append path.
 fn quiesce() {
     let _ = std::process::Command::new("sync").status();
-}
-
-fn bench_dir() -> tempfile::TempDir {
-    let base = std::env::var_os("RMQ_BENCH_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/bench-tmp"));
-    std::fs::create_dir_all(&base).expect("bench dir");
-    tempfile::tempdir_in(base).expect("bench dir")
 }
 
 const FILE_256M: &str = "268435456";

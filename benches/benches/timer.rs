@@ -18,6 +18,7 @@
 
 use std::time::{Duration, Instant};
 
+use rmq_benches::bench_dir;
 use rmq_common::properties::{find_property, Properties};
 use rmq_common::record::{scan_record, Scan};
 use rmq_common::time::now_millis;
@@ -97,12 +98,6 @@ fn one_run(timers: i64) -> Run {
         drain_per_s: timers as f64 / drain,
         rss_growth_kib: after - before,
     }
-}
-
-fn bench_dir() -> tempfile::TempDir {
-    let base = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/bench-tmp");
-    std::fs::create_dir_all(&base).expect("bench dir");
-    tempfile::tempdir_in(base).expect("bench dir")
 }
 
 fn open_store(dir: &std::path::Path) -> std::sync::Arc<MessageStore> {

@@ -1,13 +1,17 @@
 """What the compatibility runners (``run_java_compat``, ``run_go_compat``, ``run_node_compat``)
-share: one build at a time per project directory, the tail of a long output, and the JSON
-summary every check program prints as its last stdout line."""
+and the Apache RocketMQ launcher share: one build at a time per project directory, finding a
+tool or the JDK, Maven with an offline retry, the tail of a long output, and the JSON summary
+every check program prints as its last stdout line."""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
 import json
+import os
+import shutil
 import subprocess
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,6 +33,61 @@ def build_lock(lock_path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+JDK_MAVEN_HINT = (
+    "install a JDK and Maven, e.g. on Debian/Ubuntu: "
+    "sudo apt-get update && sudo apt-get install -y openjdk-17-jdk-headless maven"
+)
+
+
+def find_tool(name: str, hint: str, error: type[Exception]) -> str:
+    """The path of ``name`` on PATH; raises ``error`` with ``hint`` when it is not there."""
+    path = shutil.which(name)
+    if path is None:
+        raise error(f"`{name}` not found on PATH; {hint}")
+    return path
+
+
+def java_executable(hint: str, error: type[Exception]) -> str:
+    """``$JAVA_HOME/bin/java`` when there is one, else ``java`` on PATH."""
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and (Path(java_home) / "bin" / "java").is_file():
+        return str(Path(java_home) / "bin" / "java")
+    return find_tool("java", hint, error)
+
+
+def run_maven(
+    base: Sequence[str], cwd: Path, timeout: float, product: Path, error: type[Exception]
+) -> tuple[bool, str]:
+    """Run the Maven command ``base`` in ``cwd``; when it fails and ~/.m2 holds a local
+    repository, once more offline (``-o``: Maven Central may be unreachable, and everything may
+    be cached). Success is exit code 0 with ``product`` a file, which is then touched (fresh
+    even if Maven found nothing to redo). Returns whether it succeeded and the output of the
+    attempts; raises ``error`` when an attempt overruns ``timeout`` seconds."""
+    attempts = [list(base)]
+    if (Path.home() / ".m2" / "repository").is_dir():
+        attempts.append([*base, "-o"])
+    output = ""
+    for cmd in attempts:
+        try:
+            proc = subprocess.run(
+                cmd,
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as e:
+            raise error(f"`{' '.join(cmd)}` did not finish in {timeout:.0f} s") from e
+        output += f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}"
+        if proc.returncode == 0 and product.is_file():
+            now = time.time()
+            os.utime(product, (now, now))
+            return True, output
+    return False, output
 
 
 def newest_mtime(paths: Sequence[Path]) -> float:
@@ -131,6 +190,20 @@ def run_logged(
     return proc.returncode, header + proc.stdout + proc.stderr
 
 
+def create_topic_header(topic: str, queues: int = 4, order: bool = False) -> dict[str, str]:
+    """UPDATE_AND_CREATE_TOPIC's header as the Java admin sends it (read/write queues alike)."""
+    return {
+        "topic": topic,
+        "defaultTopic": "TBW102",
+        "readQueueNums": str(queues),
+        "writeQueueNums": str(queues),
+        "perm": "6",
+        "topicFilterType": "SINGLE_TAG",
+        "topicSysFlag": "0",
+        "order": str(order).lower(),
+    }
+
+
 def create_topics(broker_addr: str, topics: Sequence[str], queues: int = 4) -> None:
     """UPDATE_AND_CREATE_TOPIC on a broker (rmq or Apache) for each topic; raises
     RuntimeError naming the topic and the broker's answer when one is refused."""
@@ -140,16 +213,7 @@ def create_topics(broker_addr: str, topics: Sequence[str], queues: int = 4) -> N
     client = RemotingClient()
     try:
         for topic in topics:
-            header = {
-                "topic": topic,
-                "defaultTopic": "TBW102",
-                "readQueueNums": str(queues),
-                "writeQueueNums": str(queues),
-                "perm": "6",
-                "topicFilterType": "SINGLE_TAG",
-                "topicSysFlag": "0",
-                "order": "false",
-            }
+            header = create_topic_header(topic, queues)
             resp = client.invoke(broker_addr, RequestCode.UPDATE_AND_CREATE_TOPIC, header)
             if resp.code != ResponseCode.SUCCESS:
                 raise RuntimeError(

@@ -24,8 +24,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
-import shutil
 import subprocess
 import sys
 import time
@@ -33,17 +31,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from compat_common import build_lock, parse_summary, tail
+import compat_common
+from compat_common import JDK_MAVEN_HINT, build_lock, find_tool, parse_summary, run_maven, tail
 
 JAVA_DIR = Path(__file__).resolve().parent / "java"
 JAR = JAVA_DIR / "target" / "rmq-compat.jar"
 JAVA5_DIR = Path(__file__).resolve().parent / "java5"
 """rocketmq-client 5.x checks (Compat5, TimerCheck): one jar per client version, see
 :func:`build_java5_jar`."""
-INSTALL_HINT = (
-    "install a JDK and Maven, e.g. on Debian/Ubuntu: "
-    "sudo apt-get update && sudo apt-get install -y openjdk-17-jdk-headless maven"
-)
+INSTALL_HINT = JDK_MAVEN_HINT
 BUILD_TIMEOUT_S = 900.0
 
 
@@ -65,19 +61,11 @@ class JavaCompatError(RuntimeError):
 
 
 def _tool(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        raise JavaCompatError(f"`{name}` not found on PATH; {INSTALL_HINT}")
-    return path
+    return find_tool(name, INSTALL_HINT, JavaCompatError)
 
 
 def java_executable() -> str:
-    java_home = os.environ.get("JAVA_HOME")
-    if java_home:
-        candidate = Path(java_home) / "bin" / "java"
-        if candidate.is_file():
-            return str(candidate)
-    return _tool("java")
+    return compat_common.java_executable(INSTALL_HINT, JavaCompatError)
 
 
 def _newest_source_mtime(java_dir: Path) -> float:
@@ -114,31 +102,9 @@ def build_jar(java_dir: Path = JAVA_DIR, jar: Path = JAR, maven_args: Sequence[s
         if _jar_is_fresh(java_dir, jar):  # another process built it while we waited
             return jar
         base = [mvn, "-q", "-B", "-Dstyle.color=never", *maven_args, "package", "-DskipTests"]
-        attempts = [base]
-        if (Path.home() / ".m2" / "repository").is_dir():
-            attempts.append([*base, "-o"])
-        output = ""
-        for cmd in attempts:
-            try:
-                proc = subprocess.run(
-                    cmd,
-                    cwd=java_dir,
-                    stdin=subprocess.DEVNULL,
-                    capture_output=True,
-                    text=True,
-                    timeout=BUILD_TIMEOUT_S,
-                    check=False,
-                )
-            except subprocess.TimeoutExpired as e:
-                raise JavaCompatError(
-                    f"`{' '.join(cmd)}` did not finish in {BUILD_TIMEOUT_S:.0f} s"
-                ) from e
-            output += f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}"
-            if proc.returncode == 0 and jar.is_file():
-                # Mark the jar fresh even if Maven found nothing to redo.
-                now = time.time()
-                os.utime(jar, (now, now))
-                return jar
+        built, output = run_maven(base, java_dir, BUILD_TIMEOUT_S, jar, JavaCompatError)
+        if built:
+            return jar
         raise JavaCompatError(
             f"Maven build in {java_dir} failed (Maven Central unreachable on a first build?):\n"
             + tail(output)

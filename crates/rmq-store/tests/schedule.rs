@@ -2,60 +2,30 @@
 //! reading level queues across ConsumeQueue files, delivering into the real queue, skipping what
 //! cannot be delivered, and refusing a DELAY that is not a level.
 
-use std::net::SocketAddr;
-use std::time::{Duration, Instant};
-
-use rmq_common::properties::{find_property, Properties};
+use rmq_common::properties::find_property;
 use rmq_store::format::{scan_record, Scan};
-use rmq_store::{MessageStore, MessageToStore, StoreConfig, StoreError, SCHEDULE_TOPIC};
+use rmq_store::{MessageStore, MessageToStore, StoreError, SCHEDULE_TOPIC};
 
-fn host() -> SocketAddr {
-    "127.0.0.1:10911".parse().unwrap()
-}
+mod common;
+
+use common::{host, props, wait_dispatched};
 
 fn open(dir: &std::path::Path) -> std::sync::Arc<MessageStore> {
-    let c = StoreConfig::from_pairs([
-        ("mappedFileSizeCommitLog", "1048576"),
-        // 16 units per ConsumeQueue file, so level queues span several files.
-        ("mappedFileSizeConsumeQueue", "320"),
-        ("maxHashSlotNum", "64"),
-        ("maxIndexNum", "256"),
-        ("messageDelayLevel", "1s 2s 1h"),
-        // A busy shared /tmp must not make the store refuse the test's writes.
-        ("diskSpaceWarningLevelRatio", "99"),
-    ])
-    .unwrap();
-    MessageStore::open(dir, c, host()).unwrap()
+    common::open(
+        dir,
+        &[
+            // 16 units per ConsumeQueue file, so level queues span several files.
+            ("mappedFileSizeConsumeQueue", "320"),
+            ("messageDelayLevel", "1s 2s 1h"),
+        ],
+    )
 }
 
+/// A message to put, reconsumed twice already (delivery must keep that).
 fn msg<'a>(topic: &'a str, qid: i32, body: &'a [u8], props: &'a [u8]) -> MessageToStore<'a> {
     MessageToStore {
-        topic,
-        queue_id: qid,
-        flag: 5,
-        body,
-        properties: props,
-        sys_flag: 0,
-        born_timestamp: 42,
-        born_host: "127.0.0.1:5000".parse().unwrap(),
         reconsume_times: 2,
-        prepared_transaction_offset: 0,
-    }
-}
-
-fn props(pairs: &[(&str, &str)]) -> Vec<u8> {
-    let mut p = Properties::new();
-    for (k, v) in pairs {
-        p.put(*k, *v);
-    }
-    p.encode().into_bytes()
-}
-
-fn wait_dispatched(store: &MessageStore, topic: &str, q: i32, n: i64) {
-    let t0 = Instant::now();
-    while store.get_max_offset_in_queue(topic, q) < n {
-        assert!(t0.elapsed() < Duration::from_secs(5), "not dispatched");
-        std::thread::sleep(Duration::from_millis(2));
+        ..common::msg(topic, qid, body, props)
     }
 }
 
@@ -79,9 +49,9 @@ fn delayed_puts_are_parked_and_delivered_into_their_real_queue() {
     // Not delayed: no DELAY, DELAY=0.
     let p0 = props(&[("DELAY", "0")]);
     store.put_message(&msg("Real", 0, b"now", &p0)).unwrap();
-    wait_dispatched(&store, "Real", 0, 1);
-    wait_dispatched(&store, SCHEDULE_TOPIC, 1, 1);
-    wait_dispatched(&store, SCHEDULE_TOPIC, 2, 1);
+    wait_dispatched(&store, "Real", 0, 1, 5);
+    wait_dispatched(&store, SCHEDULE_TOPIC, 1, 1, 5);
+    wait_dispatched(&store, SCHEDULE_TOPIC, 2, 1, 5);
     assert_eq!(store.get_max_offset_in_queue("Real", 3), 0);
 
     let parked = store.look_message_by_offset(r.append.wrote_offset).unwrap();
@@ -110,7 +80,7 @@ fn delayed_puts_are_parked_and_delivered_into_their_real_queue() {
     let out = store.deliver_scheduled(&[(u.offset, u.size)]);
     assert_eq!((out.processed, out.delivered, out.skipped), (1, 1, 0));
     assert!(out.error.is_none());
-    wait_dispatched(&store, "Real", 3, 1);
+    wait_dispatched(&store, "Real", 3, 1, 5);
     let got = store.get_message("Real", 3, 0, 1, None);
     let bytes = got.messages[0].bytes();
     let Scan::Message(d) = scan_record(bytes, false) else {
@@ -131,10 +101,10 @@ fn delayed_puts_are_parked_and_delivered_into_their_real_queue() {
     // Without UNIQ_KEY, delivery gives it the parked record's offset id.
     let p = props(&[("DELAY", "1")]);
     let r = store.put_message(&msg("Real", 2, b"anon", &p)).unwrap();
-    wait_dispatched(&store, SCHEDULE_TOPIC, 0, 1);
+    wait_dispatched(&store, SCHEDULE_TOPIC, 0, 1, 5);
     let u = store.get_consume_queue_units(SCHEDULE_TOPIC, 0, 0, 1).units[0];
     assert_eq!(store.deliver_scheduled(&[(u.offset, u.size)]).delivered, 1);
-    wait_dispatched(&store, "Real", 2, 1);
+    wait_dispatched(&store, "Real", 2, 1, 5);
     let got = store.get_message("Real", 2, 0, 1, None);
     assert_eq!(
         prop(got.messages[0].bytes(), "UNIQ_KEY"),
@@ -152,7 +122,7 @@ fn level_queues_are_read_across_files_and_bad_units_are_skipped() {
     // A batch: each delayed message is parked.
     let msgs: Vec<MessageToStore<'_>> = bodies.iter().map(|b| msg("B", 0, b, &p)).collect();
     store.put_messages(&msgs).unwrap();
-    wait_dispatched(&store, SCHEDULE_TOPIC, 0, 40);
+    wait_dispatched(&store, SCHEDULE_TOPIC, 0, 40, 5);
     let all = store.get_consume_queue_units(SCHEDULE_TOPIC, 0, 0, 1000);
     assert_eq!(all.units.len(), 40, "three ConsumeQueue files of 16 units");
     let some = store.get_consume_queue_units(SCHEDULE_TOPIC, 0, 14, 5);
@@ -185,7 +155,7 @@ fn level_queues_are_read_across_files_and_bad_units_are_skipped() {
     ];
     let out = store.deliver_scheduled(&mixed);
     assert_eq!((out.processed, out.delivered, out.skipped), (5, 3, 2));
-    wait_dispatched(&store, "B", 0, 3);
+    wait_dispatched(&store, "B", 0, 3, 5);
 
     // A refused write stops the call where it is.
     store.shutdown().unwrap();

@@ -2,7 +2,6 @@
 //! reopen, recovery from torn and damaged tails, rebuilding lost ConsumeQueues, the index,
 //! tag filtering, the transient store pool, SYNC_FLUSH and retention.
 
-use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,24 +12,25 @@ use rmq_store::{
     GetMessageStatus, MessageStore, MessageToStore, PutMessageStatus, StoreConfig, StoreError,
 };
 
-fn host() -> SocketAddr {
-    "127.0.0.1:10911".parse().unwrap()
-}
+mod common;
+
+use common::host;
 
 fn small_config(extra: &[(&str, &str)]) -> StoreConfig {
     let mut pairs = vec![
         ("mappedFileSizeCommitLog", "65536"),
         ("mappedFileSizeConsumeQueue", "400"),
-        ("maxHashSlotNum", "64"),
-        ("maxIndexNum", "256"),
         ("flushIntervalCommitLog", "10"),
         ("flushIntervalConsumeQueue", "10"),
         ("deleteCommitLogFilesInterval", "0"),
-        // A busy shared /tmp must not make the store refuse the test's writes.
-        ("diskSpaceWarningLevelRatio", "99"),
     ];
     pairs.extend_from_slice(extra);
-    StoreConfig::from_pairs(pairs).unwrap()
+    common::config(&pairs)
+}
+
+/// A store in `dir` opened with [`small_config`]`(extra)`.
+fn open(dir: &Path, extra: &[(&str, &str)]) -> Arc<MessageStore> {
+    MessageStore::open(dir, small_config(extra), host()).unwrap()
 }
 
 fn props(tags: &str, keys: &str) -> Vec<u8> {
@@ -49,16 +49,9 @@ fn put(
 ) -> rmq_store::PutMessageResult {
     store
         .put_message(&MessageToStore {
-            topic,
-            queue_id: qid,
             flag: 0,
-            body,
-            properties,
-            sys_flag: 0,
             born_timestamp: 1,
-            born_host: "127.0.0.1:5000".parse().unwrap(),
-            reconsume_times: 0,
-            prepared_transaction_offset: 0,
+            ..common::msg(topic, qid, body, properties)
         })
         .unwrap()
 }
@@ -89,7 +82,7 @@ fn body_of(i: usize) -> Vec<u8> {
 #[test]
 fn put_get_across_file_rolls_with_blank_filler() {
     let dir = tempfile::tempdir().unwrap();
-    let store = MessageStore::open(dir.path(), small_config(&[]), host()).unwrap();
+    let store = open(dir.path(), &[]);
     let mut offsets = Vec::new();
     for i in 0..300 {
         let r = put(
@@ -177,7 +170,7 @@ fn put_get_across_file_rolls_with_blank_filler() {
 #[test]
 fn consume_queue_units_on_disk() {
     let dir = tempfile::tempdir().unwrap();
-    let store = MessageStore::open(dir.path(), small_config(&[]), host()).unwrap();
+    let store = open(dir.path(), &[]);
     let a = put(&store, "T", 2, b"x", &props("TagA", "")).append;
     let b = put(&store, "T", 2, b"yy", b"").append;
     wait_dispatched(&store);
@@ -214,7 +207,7 @@ fn consume_queue_units_on_disk() {
 fn clean_reopen_keeps_everything_and_continues_offsets() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let store = MessageStore::open(dir.path(), small_config(&[]), host()).unwrap();
+        let store = open(dir.path(), &[]);
         assert!(store.last_exit_ok());
         for i in 0..100 {
             put(&store, "T", 0, &body_of(i), b"");
@@ -222,7 +215,7 @@ fn clean_reopen_keeps_everything_and_continues_offsets() {
         store.shutdown().unwrap();
     }
     assert!(!dir.path().join("abort").exists());
-    let store = MessageStore::open(dir.path(), small_config(&[]), host()).unwrap();
+    let store = open(dir.path(), &[]);
     assert!(store.last_exit_ok());
     assert_eq!(store.get_max_offset_in_queue("T", 0), 100);
     assert_eq!(put(&store, "T", 0, b"next", b"").append.queue_offset, 100);
@@ -251,7 +244,7 @@ fn record_offsets(path: &Path) -> Vec<(usize, usize)> {
 fn abnormal_recovery_cuts_torn_tail_and_damaged_record() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let store = MessageStore::open(dir.path(), small_config(&[]), host()).unwrap();
+        let store = open(dir.path(), &[]);
         for i in 0..40 {
             put(&store, "T", 0, &body_of(i), &props("", &format!("key{i}")));
         }
@@ -271,7 +264,7 @@ fn abnormal_recovery_cuts_torn_tail_and_damaged_record() {
     raw[tail_end + tail_len..tail_end + tail_len + 10].copy_from_slice(&[0xAB; 10]);
     std::fs::write(&last, &raw).unwrap();
     std::fs::File::create(dir.path().join("abort")).unwrap(); // as after kill -9
-    let store = MessageStore::open(dir.path(), small_config(&[]), host()).unwrap();
+    let store = open(dir.path(), &[]);
     assert!(!store.last_exit_ok());
     let kept = 40 - 3;
     assert_eq!(
@@ -307,7 +300,7 @@ fn abnormal_recovery_cuts_torn_tail_and_damaged_record() {
 fn lost_consume_queues_and_index_are_rebuilt() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let store = MessageStore::open(dir.path(), small_config(&[]), host()).unwrap();
+        let store = open(dir.path(), &[]);
         for i in 0..50 {
             put(
                 &store,
@@ -321,7 +314,7 @@ fn lost_consume_queues_and_index_are_rebuilt() {
     }
     std::fs::remove_dir_all(dir.path().join("consumequeue")).unwrap();
     std::fs::remove_dir_all(dir.path().join("index")).unwrap();
-    let store = MessageStore::open(dir.path(), small_config(&[]), host()).unwrap();
+    let store = open(dir.path(), &[]);
     assert_eq!(store.get_max_offset_in_queue("T", 0), 25);
     assert_eq!(store.get_max_offset_in_queue("T", 1), 25);
     assert_eq!(bodies(&store, "T", 1, 0, 1), vec![body_of(1)]);
@@ -333,7 +326,7 @@ fn lost_consume_queues_and_index_are_rebuilt() {
 #[test]
 fn index_query_by_keys_and_uniq_key_and_time() {
     let dir = tempfile::tempdir().unwrap();
-    let store = MessageStore::open(dir.path(), small_config(&[]), host()).unwrap();
+    let store = open(dir.path(), &[]);
     let mut p = Properties::new();
     p.put("KEYS", "order-1 user-7");
     p.put("UNIQ_KEY", "AC110001000018B4AAC2");
@@ -370,7 +363,7 @@ fn index_query_by_keys_and_uniq_key_and_time() {
 #[test]
 fn tag_hash_filter_and_offset_by_time() {
     let dir = tempfile::tempdir().unwrap();
-    let store = MessageStore::open(dir.path(), small_config(&[]), host()).unwrap();
+    let store = open(dir.path(), &[]);
     let mut stamps = Vec::new();
     for i in 0..20 {
         let tag = if i % 4 == 0 { "red" } else { "blue" };
@@ -441,7 +434,7 @@ fn transient_store_pool_commits_then_serves() {
     }
     assert_eq!(got, (0..200).map(body_of).collect::<Vec<_>>());
     store.shutdown().unwrap();
-    let store = MessageStore::open(dir.path(), small_config(&[]), host()).unwrap();
+    let store = open(dir.path(), &[]);
     assert_eq!(store.get_max_offset_in_queue("T", 0), 200);
     store.shutdown().unwrap();
 }
@@ -449,12 +442,7 @@ fn transient_store_pool_commits_then_serves() {
 #[test]
 fn sync_flush_acks_only_durable_bytes_under_concurrency() {
     let dir = tempfile::tempdir().unwrap();
-    let store = MessageStore::open(
-        dir.path(),
-        small_config(&[("flushDiskType", "SYNC_FLUSH")]),
-        host(),
-    )
-    .unwrap();
+    let store = open(dir.path(), &[("flushDiskType", "SYNC_FLUSH")]);
     let threads: Vec<_> = (0..8)
         .map(|t| {
             let s = Arc::clone(&store);
@@ -521,23 +509,12 @@ fn retention_deletes_old_files_but_waits_for_readers() {
 #[test]
 fn illegal_messages_get_reasons_and_store_keeps_working() {
     let dir = tempfile::tempdir().unwrap();
-    let store = MessageStore::open(
-        dir.path(),
-        small_config(&[("maxMessageSize", "2048")]),
-        host(),
-    )
-    .unwrap();
+    let store = open(dir.path(), &[("maxMessageSize", "2048")]);
     let msg = |topic: &'static str, body: &'static [u8], props: &'static [u8]| MessageToStore {
-        topic,
-        queue_id: 0,
         flag: 0,
-        body,
-        properties: props,
-        sys_flag: 0,
         born_timestamp: 0,
         born_host: "127.0.0.1:1".parse().unwrap(),
-        reconsume_times: 0,
-        prepared_transaction_offset: 0,
+        ..common::msg(topic, 0, body, props)
     };
     let big: &'static [u8] = Box::leak(vec![0u8; 4096].into_boxed_slice());
     let e = store.put_message(&msg("T", big, b"")).unwrap_err();
@@ -569,12 +546,7 @@ fn illegal_messages_get_reasons_and_store_keeps_working() {
 #[test]
 fn sync_flush_future_resolves_only_when_durable() {
     let dir = tempfile::tempdir().unwrap();
-    let store = MessageStore::open(
-        dir.path(),
-        small_config(&[("flushDiskType", "SYNC_FLUSH")]),
-        host(),
-    )
-    .unwrap();
+    let store = open(dir.path(), &[("flushDiskType", "SYNC_FLUSH")]);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .build()
@@ -587,16 +559,10 @@ fn sync_flush_future_resolves_only_when_durable() {
                     for i in 0..20 {
                         let body = body_of(i);
                         let msg = MessageToStore {
-                            topic: "T",
-                            queue_id: t,
                             flag: 0,
-                            body: &body,
-                            properties: b"",
-                            sys_flag: 0,
                             born_timestamp: 0,
                             born_host: "127.0.0.1:1".parse().unwrap(),
-                            reconsume_times: 0,
-                            prepared_transaction_offset: 0,
+                            ..common::msg("T", t, &body, b"")
                         };
                         let end = s.append(std::slice::from_ref(&msg)).unwrap()[0].end_offset();
                         s.flush_future(end).await.unwrap();
@@ -674,7 +640,7 @@ fn human_readable_bytes_as_rocketmq_prints_them() {
 #[test]
 fn unused_topics_lose_their_consume_queues() {
     let dir = tempfile::tempdir().unwrap();
-    let store = MessageStore::open(dir.path(), small_config(&[]), host()).unwrap();
+    let store = open(dir.path(), &[]);
     for q in 0..2 {
         put(&store, "Gone", q, b"g", b"");
     }

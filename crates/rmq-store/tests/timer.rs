@@ -3,49 +3,22 @@
 //! clean reopen that neither loses nor repeats, refusals, and no wheel file until the first
 //! timer message.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use rmq_common::properties::{find_property, Properties};
+use rmq_common::properties::find_property;
 use rmq_common::time::now_millis;
 use rmq_store::format::{scan_record, Scan};
-use rmq_store::{MessageStore, MessageToStore, StoreConfig, StoreError, TIMER_TOPIC};
+use rmq_store::{MessageStore, StoreError, TIMER_TOPIC};
+
+mod common;
+
+use common::{msg, props, wait_dispatched};
 
 fn open_with(dir: &std::path::Path, extra: &[(&str, &str)]) -> Arc<MessageStore> {
-    let mut pairs = vec![
-        ("mappedFileSizeCommitLog", "1048576"),
-        ("maxHashSlotNum", "64"),
-        ("maxIndexNum", "256"),
-        ("diskSpaceWarningLevelRatio", "99"),
-        ("timerMaxDelaySec", "30"),
-    ];
+    let mut pairs = vec![("timerMaxDelaySec", "30")];
     pairs.extend_from_slice(extra);
-    let c = StoreConfig::from_pairs(pairs).unwrap();
-    MessageStore::open(dir, c, "127.0.0.1:10911".parse::<SocketAddr>().unwrap()).unwrap()
-}
-
-fn msg<'a>(topic: &'a str, qid: i32, body: &'a [u8], props: &'a [u8]) -> MessageToStore<'a> {
-    MessageToStore {
-        topic,
-        queue_id: qid,
-        flag: 5,
-        body,
-        properties: props,
-        sys_flag: 0,
-        born_timestamp: 42,
-        born_host: "127.0.0.1:5000".parse().unwrap(),
-        reconsume_times: 0,
-        prepared_transaction_offset: 0,
-    }
-}
-
-fn props(pairs: &[(&str, &str)]) -> Vec<u8> {
-    let mut p = Properties::new();
-    for (k, v) in pairs {
-        p.put(*k, *v);
-    }
-    p.encode().into_bytes()
+    common::open(dir, &pairs)
 }
 
 /// Every message of `topic`/`q`: (store timestamp, body, properties).
@@ -61,18 +34,6 @@ fn read(store: &MessageStore, topic: &str, q: i32) -> Vec<(i64, Vec<u8>, Vec<u8>
             (r.store_timestamp, r.body.to_vec(), r.properties.to_vec())
         })
         .collect()
-}
-
-fn wait_for(store: &MessageStore, topic: &str, q: i32, n: i64, secs: u64) {
-    let t0 = Instant::now();
-    while store.get_max_offset_in_queue(topic, q) < n {
-        assert!(
-            t0.elapsed() < Duration::from_secs(secs),
-            "{topic}/{q}: {} of {n} within {secs} s",
-            store.get_max_offset_in_queue(topic, q)
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 fn prop(p: &[u8], name: &str) -> Option<String> {
@@ -100,12 +61,12 @@ fn timers_are_parked_then_delivered_in_their_second_never_before() {
     let put2 = now_millis();
     let r2 = store.put_message(&msg("Real", 2, b"no-uniq", &p2)).unwrap();
     // Parked: one unit each in the timer topic, whose tags code is the slot time.
-    wait_for(&store, TIMER_TOPIC, 0, 2, 5);
+    wait_dispatched(&store, TIMER_TOPIC, 0, 2, 5);
     let units = store.get_consume_queue_units(TIMER_TOPIC, 0, 0, 10).units;
     assert_eq!(units[0].tags_code, asked - asked % 1000);
     assert_eq!(store.get_max_offset_in_queue("Real", 2), 0);
 
-    wait_for(&store, "Real", 2, 2, 6);
+    wait_dispatched(&store, "Real", 2, 2, 6);
     let got = read(&store, "Real", 2);
     let by_body = |b: &[u8]| got.iter().find(|m| m.1 == b).unwrap();
     let (ts, _, p) = by_body(b"hello");
@@ -152,12 +113,12 @@ fn a_clean_reopen_loses_and_repeats_nothing() {
     for i in 0..20u8 {
         store.put_message(&msg("R", 0, &[i], &p)).unwrap();
     }
-    wait_for(&store, TIMER_TOPIC, 0, 20, 5);
+    wait_dispatched(&store, TIMER_TOPIC, 0, 20, 5);
     std::thread::sleep(Duration::from_millis(300));
     store.shutdown().unwrap();
     drop(store);
     let store = open_with(dir.path(), &[]);
-    wait_for(&store, "R", 0, 20, 6);
+    wait_dispatched(&store, "R", 0, 20, 6);
     std::thread::sleep(Duration::from_millis(1200));
     let got = read(&store, "R", 0);
     assert_eq!(got.len(), 20, "delivered again after a clean reopen");
@@ -189,7 +150,7 @@ fn refusals_and_messages_stored_at_once() {
     let past = (now_millis() - 10_000).to_string();
     let p = props(&[("TIMER_DELIVER_MS", &past)]);
     store.put_message(&msg("R", 0, b"past", &p)).unwrap();
-    wait_for(&store, "R", 0, 1, 2);
+    wait_dispatched(&store, "R", 0, 1, 2);
     assert_eq!(store.get_max_offset_in_queue(TIMER_TOPIC, 0), 0);
     store.shutdown().unwrap();
 

@@ -56,6 +56,15 @@ def one_of(*args: Arg, required: bool = True) -> OneOf:
     return OneOf(args, required)
 
 
+def broker_or_cluster(broker_help: str, cluster_help: str) -> OneOf:
+    """``-b/--brokerAddr ADDR`` or ``-c/--clusterName CLUSTER`` (one of them required): the one
+    broker a command acts on, or every broker (master) of a cluster."""
+    return one_of(
+        arg("-b", "--brokerAddr", metavar="ADDR", help=broker_help),
+        arg("-c", "--clusterName", metavar="CLUSTER", help=cluster_help),
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class SubCommand:
     name: str

@@ -136,13 +136,7 @@ def run_baseline(opts: BaselineOptions) -> tuple[dict[str, Any], dict[str, Laten
         "threads": opts.threads,
         "batch_size": opts.batch_size,
         "message_size": opts.message_size,
-        "elapsed_s": round(elapsed, 3),
-        "sent": totals.ok,
-        "requests": totals.requests,
-        "failures": totals.failures,
-        "errors": dict(sorted(totals.errors.items())),
-        "tps": round(totals.ok / elapsed, 1) if elapsed > 0 else 0.0,
-        "mib_per_s": round(totals.ok * opts.message_size / elapsed / 2**20, 3) if elapsed else 0.0,
+        **totals.outcome(elapsed, opts.message_size),
         "interrupted": interrupted,
     }
     return summary, {"rt": recorders.merged(0).summary()}

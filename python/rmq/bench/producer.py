@@ -228,13 +228,7 @@ def run_producer(opts: ProducerOptions) -> tuple[dict[str, Any], dict[str, Laten
         "batch_size": opts.batch,
         "threads": len(threads),
         "message_size": opts.message_size,
-        "elapsed_s": round(elapsed, 3),
-        "sent": totals.ok,
-        "requests": totals.requests,
-        "failures": totals.failures,
-        "errors": dict(sorted(totals.errors.items())),
-        "tps": round(totals.ok / elapsed, 1) if elapsed > 0 else 0.0,
-        "mib_per_s": round(totals.ok * opts.message_size / elapsed / 2**20, 3) if elapsed else 0.0,
+        **totals.outcome(elapsed, opts.message_size),
         "interrupted": interrupted,
     }
     if opts.mode == "async":

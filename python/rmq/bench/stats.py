@@ -17,6 +17,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["Histogram", "LatencySummary", "Recorder", "RecorderSet", "Totals"]
 
@@ -170,6 +171,19 @@ class Totals:
     errors: Mapping[str, int]
     latency_total_us: int
     window_max_us: int
+
+    def outcome(self, elapsed: float, message_size: int) -> dict[str, Any]:
+        """The summary fields of a run that took ``elapsed`` seconds sending ``message_size``
+        byte messages: elapsed_s, sent, requests, failures, errors, tps and mib_per_s."""
+        return {
+            "elapsed_s": round(elapsed, 3),
+            "sent": self.ok,
+            "requests": self.requests,
+            "failures": self.failures,
+            "errors": dict(sorted(self.errors.items())),
+            "tps": round(self.ok / elapsed, 1) if elapsed > 0 else 0.0,
+            "mib_per_s": round(self.ok * message_size / elapsed / 2**20, 3) if elapsed else 0.0,
+        }
 
 
 class RecorderSet:

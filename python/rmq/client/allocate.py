@@ -108,6 +108,31 @@ class AllocateMessageQueueStrategy(ABC):
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
 
+
+class _CheckedStrategy(AllocateMessageQueueStrategy):
+    """A strategy that checks its arguments as RocketMQ does and works on sorted, deduplicated
+    lists: :meth:`allocate` does the checks, :meth:`_share` the arithmetic."""
+
+    def allocate(
+        self,
+        consumer_group: str,
+        current_cid: str,
+        mq_all: Sequence[MessageQueue],
+        cid_all: Sequence[str],
+    ) -> list[MessageQueue]:
+        prepared = self._prepare(consumer_group, current_cid, mq_all, cid_all)
+        if prepared is None:
+            return []
+        mqs, cids = prepared
+        return self._share(consumer_group, current_cid, mqs, cids)
+
+    @abstractmethod
+    def _share(
+        self, consumer_group: str, current_cid: str, mqs: list[MessageQueue], cids: list[str]
+    ) -> list[MessageQueue]:
+        """``current_cid``'s share of ``mqs`` among ``cids`` (both sorted, ``current_cid`` one
+        of ``cids``)."""
+
     def _prepare(
         self,
         consumer_group: str,
@@ -139,7 +164,7 @@ class AllocateMessageQueueStrategy(ABC):
         return _sorted_queues(mq_all), cids
 
 
-class AllocateMessageQueueAveragely(AllocateMessageQueueStrategy):
+class AllocateMessageQueueAveragely(_CheckedStrategy):
     """``AVG``: contiguous blocks of the sorted queues, one per consumer in sorted order, the
     first ``len(queues) % len(consumers)`` blocks one queue longer (8 queues, 3 consumers:
     3/3/2). With more consumers than queues the last consumers get nothing."""
@@ -148,17 +173,9 @@ class AllocateMessageQueueAveragely(AllocateMessageQueueStrategy):
     def name(self) -> str:
         return "AVG"
 
-    def allocate(
-        self,
-        consumer_group: str,
-        current_cid: str,
-        mq_all: Sequence[MessageQueue],
-        cid_all: Sequence[str],
+    def _share(
+        self, consumer_group: str, current_cid: str, mqs: list[MessageQueue], cids: list[str]
     ) -> list[MessageQueue]:
-        prepared = self._prepare(consumer_group, current_cid, mq_all, cid_all)
-        if prepared is None:
-            return []
-        mqs, cids = prepared
         index = cids.index(current_cid)
         n_queues, n_consumers = len(mqs), len(cids)
         mod = n_queues % n_consumers
@@ -173,7 +190,7 @@ class AllocateMessageQueueAveragely(AllocateMessageQueueStrategy):
         return mqs[start : start + count] if count > 0 else []
 
 
-class AllocateMessageQueueAveragelyByCircle(AllocateMessageQueueStrategy):
+class AllocateMessageQueueAveragelyByCircle(_CheckedStrategy):
     """``AVG_BY_CIRCLE``: the sorted queues dealt round-robin to the sorted consumers
     (consumer ``i`` of ``n`` gets queues ``i``, ``i + n``, ``i + 2n``, ...)."""
 
@@ -181,17 +198,9 @@ class AllocateMessageQueueAveragelyByCircle(AllocateMessageQueueStrategy):
     def name(self) -> str:
         return "AVG_BY_CIRCLE"
 
-    def allocate(
-        self,
-        consumer_group: str,
-        current_cid: str,
-        mq_all: Sequence[MessageQueue],
-        cid_all: Sequence[str],
+    def _share(
+        self, consumer_group: str, current_cid: str, mqs: list[MessageQueue], cids: list[str]
     ) -> list[MessageQueue]:
-        prepared = self._prepare(consumer_group, current_cid, mq_all, cid_all)
-        if prepared is None:
-            return []
-        mqs, cids = prepared
         return mqs[cids.index(current_cid) :: len(cids)]
 
 
@@ -252,7 +261,7 @@ class ConsistentHashRouter:
         return self._nodes[i if i < len(self._points) else 0]
 
 
-class AllocateMessageQueueConsistentHash(AllocateMessageQueueStrategy):
+class AllocateMessageQueueConsistentHash(_CheckedStrategy):
     """``CONSISTENT_HASH``: the consumers on a :class:`ConsistentHashRouter` ring with
     ``virtual_node_count`` (default 10) virtual nodes each; a queue goes to the consumer its
     ``str()`` (``MessageQueue [topic=..., brokerName=..., queueId=...]``, as in Java) routes to.
@@ -277,17 +286,9 @@ class AllocateMessageQueueConsistentHash(AllocateMessageQueueStrategy):
     def name(self) -> str:
         return "CONSISTENT_HASH"
 
-    def allocate(
-        self,
-        consumer_group: str,
-        current_cid: str,
-        mq_all: Sequence[MessageQueue],
-        cid_all: Sequence[str],
+    def _share(
+        self, consumer_group: str, current_cid: str, mqs: list[MessageQueue], cids: list[str]
     ) -> list[MessageQueue]:
-        prepared = self._prepare(consumer_group, current_cid, mq_all, cid_all)
-        if prepared is None:
-            return []
-        mqs, cids = prepared
         router = ConsistentHashRouter(cids, self.virtual_node_count, self.hash_function)
         return [mq for mq in mqs if router.route(str(mq)) == current_cid]
 
@@ -333,7 +334,7 @@ def _java_split_at(text: str) -> list[str]:
     return parts
 
 
-class AllocateMessageQueueByMachineRoom(AllocateMessageQueueStrategy):
+class AllocateMessageQueueByMachineRoom(_CheckedStrategy):
     """``MACHINE_ROOM``: only queues of brokers named ``"<room>@<broker>"`` with ``<room>`` in
     ``consumer_idcs`` are consumed; those (sorted) are shared out as ``len // consumers``
     contiguous queues per consumer, and the ``len % consumers`` left over, one each, to the
@@ -355,17 +356,9 @@ class AllocateMessageQueueByMachineRoom(AllocateMessageQueueStrategy):
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name} {sorted(self.consumer_idcs)}>"
 
-    def allocate(
-        self,
-        consumer_group: str,
-        current_cid: str,
-        mq_all: Sequence[MessageQueue],
-        cid_all: Sequence[str],
+    def _share(
+        self, consumer_group: str, current_cid: str, mqs: list[MessageQueue], cids: list[str]
     ) -> list[MessageQueue]:
-        prepared = self._prepare(consumer_group, current_cid, mq_all, cid_all)
-        if prepared is None:
-            return []
-        mqs, cids = prepared
         index = cids.index(current_cid)
         eligible = []
         for mq in mqs:
@@ -380,7 +373,7 @@ class AllocateMessageQueueByMachineRoom(AllocateMessageQueueStrategy):
         return result
 
 
-class AllocateMachineRoomNearby(AllocateMessageQueueStrategy):
+class AllocateMachineRoomNearby(_CheckedStrategy):
     """``MACHINE_ROOM_NEARBY-<inner>``: queues go to consumers in their broker's machine room.
 
     ``broker_room(mq)`` and ``consumer_room(cid)`` say which machine room a queue's broker and
@@ -408,17 +401,9 @@ class AllocateMachineRoomNearby(AllocateMessageQueueStrategy):
     def name(self) -> str:
         return f"{_NEARBY}-{self.inner.name}"
 
-    def allocate(
-        self,
-        consumer_group: str,
-        current_cid: str,
-        mq_all: Sequence[MessageQueue],
-        cid_all: Sequence[str],
+    def _share(
+        self, consumer_group: str, current_cid: str, mqs: list[MessageQueue], cids: list[str]
     ) -> list[MessageQueue]:
-        prepared = self._prepare(consumer_group, current_cid, mq_all, cid_all)
-        if prepared is None:
-            return []
-        mqs, cids = prepared
         queues_in: dict[str, list[MessageQueue]] = {}
         for mq in mqs:
             room = self.broker_room(mq)

@@ -173,7 +173,43 @@ class Rebalancer:
         return self.strategy.allocate(self.group, self.instance.client_id, mq_all, cid_all)
 
 
-class PushConsumer:
+class _GroupMember:
+    """What a push and a pull consumer share: the group, where it starts, how it rebalances, and
+    where its offsets are kept."""
+
+    def __init__(
+        self,
+        group: str,
+        namesrv_addr: str | None,
+        instance_name: str,
+        message_model: MessageModel | str,
+        consume_from_where: ConsumeFromWhere | str,
+        consume_timestamp_ms: int | None,
+        allocate_strategy: AllocateMessageQueueStrategy | None,
+        offset_store_dir: str | Path | None,
+    ) -> None:
+        self.group = group
+        self.namesrv_addr = _instance.default_namesrv_addr(namesrv_addr)
+        self.instance_name = instance_name
+        self.message_model = MessageModel(message_model)
+        self.consume_from_where = ConsumeFromWhere(consume_from_where)
+        self.consume_timestamp_ms = (
+            consume_timestamp_ms
+            if consume_timestamp_ms is not None
+            else int(time.time() * 1000) - 30 * 60 * 1000
+        )
+        self.allocate_strategy = allocate_strategy or AllocateMessageQueueAveragely()
+        self.offset_store_dir = Path(offset_store_dir) if offset_store_dir else None
+
+    def _open_offset_store(self, instance: ClientInstance) -> OffsetStore:
+        """The broker keeps a clustering group's offsets; a broadcasting consumer keeps its own
+        in a local file."""
+        if self.message_model is MessageModel.CLUSTERING:
+            return RemoteBrokerOffsetStore(instance, self.group)
+        return LocalFileOffsetStore(instance.client_id, self.group, self.offset_store_dir)
+
+
+class PushConsumer(_GroupMember):
     """Consumes the topics it subscribes to, calling a listener for each batch.
 
     >>> consumer = PushConsumer("my-group", "127.0.0.1:9876")           # doctest: +SKIP
@@ -208,17 +244,16 @@ class PushConsumer:
         poll_name_server_interval: int = 30000,
         offset_store_dir: str | Path | None = None,
     ) -> None:
-        self.group = group
-        self.namesrv_addr = _instance.default_namesrv_addr(namesrv_addr)
-        self.instance_name = instance_name
-        self.message_model = MessageModel(message_model)
-        self.consume_from_where = ConsumeFromWhere(consume_from_where)
-        self.consume_timestamp_ms = (
-            consume_timestamp_ms
-            if consume_timestamp_ms is not None
-            else int(time.time() * 1000) - 30 * 60 * 1000
+        super().__init__(
+            group,
+            namesrv_addr,
+            instance_name,
+            message_model,
+            consume_from_where,
+            consume_timestamp_ms,
+            allocate_strategy,
+            offset_store_dir,
         )
-        self.allocate_strategy = allocate_strategy or AllocateMessageQueueAveragely()
         self.consume_thread_max = consume_thread_max
         self.consume_message_batch_max_size = consume_message_batch_max_size
         self.pull_batch_size = pull_batch_size
@@ -235,7 +270,6 @@ class PushConsumer:
         self.rebalance_interval_s = rebalance_interval_ms / 1000
         self.heartbeat_broker_interval = heartbeat_broker_interval
         self.poll_name_server_interval = poll_name_server_interval
-        self.offset_store_dir = Path(offset_store_dir) if offset_store_dir else None
         self._subscriptions: dict[str, str] = {}
         self._listener: ConcurrentListener | None = None
         self._orderly_listener: OrderlyListener | None = None
@@ -295,11 +329,7 @@ class PushConsumer:
             heartbeat_broker_interval_ms=self.heartbeat_broker_interval,
             poll_name_server_interval_ms=self.poll_name_server_interval,
         )
-        self._store: OffsetStore = (
-            RemoteBrokerOffsetStore(self._instance, self.group)
-            if self.message_model is MessageModel.CLUSTERING
-            else LocalFileOffsetStore(self._instance.client_id, self.group, self.offset_store_dir)
-        )
+        self._store = self._open_offset_store(self._instance)
         self._rebalancer = Rebalancer(
             self._instance, self.group, self.message_model, self.allocate_strategy
         )

@@ -15,23 +15,23 @@ from types import TracebackType
 
 from rmq._rmq import StoredMessage
 from rmq.client import _instance
-from rmq.client.allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
+from rmq.client.allocate import AllocateMessageQueueStrategy
 from rmq.client.consumer import (
     ConsumeFromWhere,
     MessageModel,
     Rebalancer,
+    _GroupMember,
     compute_pull_from_where,
     warn_body_errors,
 )
 from rmq.client.message_queue import MessageQueue
-from rmq.client.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
 
 __all__ = ["PullConsumer"]
 
 log = logging.getLogger("rmq.client")
 
 
-class PullConsumer:
+class PullConsumer(_GroupMember):
     """Pulls on the caller's thread. Not thread-safe: use one per thread.
 
     >>> with PullConsumer("g", "127.0.0.1:9876") as c:     # doctest: +SKIP
@@ -56,23 +56,21 @@ class PullConsumer:
         rebalance_interval_ms: int = 20000,
         offset_store_dir: str | Path | None = None,
     ) -> None:
-        self.group = group
-        self.namesrv_addr = _instance.default_namesrv_addr(namesrv_addr)
-        self.instance_name = instance_name
-        self.message_model = MessageModel(message_model)
-        self.consume_from_where = ConsumeFromWhere(consume_from_where)
-        self.consume_timestamp_ms = (
-            consume_timestamp_ms
-            if consume_timestamp_ms is not None
-            else int(time.time() * 1000) - 30 * 60 * 1000
+        super().__init__(
+            group,
+            namesrv_addr,
+            instance_name,
+            message_model,
+            consume_from_where,
+            consume_timestamp_ms,
+            allocate_strategy,
+            offset_store_dir,
         )
-        self.allocate_strategy = allocate_strategy or AllocateMessageQueueAveragely()
         self.pull_batch_size = pull_batch_size
         self.auto_commit = auto_commit
         self.auto_commit_interval_s = auto_commit_interval_ms / 1000
         self.poll_timeout_ms = poll_timeout_ms
         self.rebalance_interval_s = rebalance_interval_ms / 1000
-        self.offset_store_dir = Path(offset_store_dir) if offset_store_dir else None
         self._subscriptions: dict[str, str] = {}
         self._assigned_explicitly = False
         self._pending_assignment: list[MessageQueue] = []
@@ -115,11 +113,7 @@ class PullConsumer:
         if self._running:
             return self
         self._instance = _instance.acquire(self.namesrv_addr, self.instance_name, self.group, self)
-        self._store: OffsetStore = (
-            RemoteBrokerOffsetStore(self._instance, self.group)
-            if self.message_model is MessageModel.CLUSTERING
-            else LocalFileOffsetStore(self._instance.client_id, self.group, self.offset_store_dir)
-        )
+        self._store = self._open_offset_store(self._instance)
         self._rebalancer = Rebalancer(
             self._instance, self.group, self.message_model, self.allocate_strategy
         )

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import os
 import shutil
 import socket
@@ -35,16 +34,16 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/compat: compat_common
+import compat_common
+from compat_common import JDK_MAVEN_HINT, build_lock, find_tool, run_maven, tail
+
 HERE = Path(__file__).resolve().parent
 ROCKETMQ_VERSION = "4.9.7"
-INSTALL_HINT = (
-    "install a JDK and Maven, e.g. on Debian/Ubuntu: "
-    "sudo apt-get update && sudo apt-get install -y openjdk-17-jdk-headless maven"
-)
+INSTALL_HINT = JDK_MAVEN_HINT
 MAVEN_TIMEOUT_S = 900.0
 START_TIMEOUT_S = 60.0
 TAIL_LINES = 30
@@ -94,21 +93,11 @@ class ApacheRocketMQError(RuntimeError):
 
 
 def _tool(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        raise ApacheRocketMQError(f"`{name}` not found on PATH; {INSTALL_HINT}")
-    return path
+    return find_tool(name, INSTALL_HINT, ApacheRocketMQError)
 
 
 def java_executable() -> str:
-    java_home = os.environ.get("JAVA_HOME")
-    if java_home and (Path(java_home) / "bin" / "java").is_file():
-        return str(Path(java_home) / "bin" / "java")
-    return _tool("java")
-
-
-def _tail(text: str, lines: int = TAIL_LINES) -> str:
-    return "\n".join(text.splitlines()[-lines:])
+    return compat_common.java_executable(INSTALL_HINT, ApacheRocketMQError)
 
 
 def _classpath_is_fresh(project: Path) -> bool:
@@ -117,19 +106,6 @@ def _classpath_is_fresh(project: Path) -> bool:
         return False
     jars = out.read_text().strip().split(os.pathsep)
     return bool(jars) and all(Path(jar).is_file() for jar in jars)
-
-
-@contextlib.contextmanager
-def _lock(project: Path) -> Iterator[None]:
-    """One Maven run at a time (parallel test workers share target/)."""
-    lock_path = project / "target" / ".classpath.lock"
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with lock_path.open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def resolve_classpath(project: Path) -> str:
@@ -145,7 +121,8 @@ def resolve_classpath(project: Path) -> str:
         return out.read_text().strip()
     mvn = _tool("mvn")
     java_executable()  # fail early with the install hint if there is no JDK
-    with _lock(project):
+    # One Maven run at a time (parallel test workers share target/).
+    with build_lock(project / "target" / ".classpath.lock"):
         if not _classpath_is_fresh(project):
             base = [
                 mvn,
@@ -155,34 +132,11 @@ def resolve_classpath(project: Path) -> str:
                 "dependency:build-classpath",
                 f"-Dmdep.outputFile={out}",
             ]
-            attempts = [base]
-            if (Path.home() / ".m2" / "repository").is_dir():
-                attempts.append([*base, "-o"])
-            output = ""
-            for cmd in attempts:
-                try:
-                    proc = subprocess.run(
-                        cmd,
-                        cwd=project,
-                        stdin=subprocess.DEVNULL,
-                        capture_output=True,
-                        text=True,
-                        timeout=MAVEN_TIMEOUT_S,
-                        check=False,
-                    )
-                except subprocess.TimeoutExpired as e:
-                    raise ApacheRocketMQError(
-                        f"`{' '.join(cmd)}` did not finish in {MAVEN_TIMEOUT_S:.0f} s"
-                    ) from e
-                output += f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}"
-                if proc.returncode == 0 and out.is_file():
-                    now = time.time()
-                    os.utime(out, (now, now))
-                    break
-            else:
+            resolved, output = run_maven(base, project, MAVEN_TIMEOUT_S, out, ApacheRocketMQError)
+            if not resolved:
                 raise ApacheRocketMQError(
                     f"Maven could not resolve the jars of {project / 'pom.xml'} "
-                    "(Maven Central unreachable on a first run?):\n" + _tail(output)
+                    "(Maven Central unreachable on a first run?):\n" + tail(output, TAIL_LINES)
                 )
     return out.read_text().strip()
 
@@ -287,9 +241,9 @@ class JavaServer:
         state = "running" if self.proc.poll() is None else f"exited {self.proc.returncode}"
         return (
             f"--- {self.name} ({state}) stdout/stderr, last {lines} lines ---\n"
-            f"{_tail(self.output(), lines)}\n"
+            f"{tail(self.output(), lines)}\n"
             f"--- {self.name} log {self.log_path}, last {lines} lines ---\n"
-            f"{_tail(self.log(), lines)}"
+            f"{tail(self.log(), lines)}"
         )
 
     def stop(self) -> None:

@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from rmq.admin.client import MASTER_ID, Admin, AdminRequestCode, BrokerData
-from rmq.admin.command import arg, one_of, subcommand
+from rmq.admin.command import arg, broker_or_cluster, subcommand
 from rmq.admin.output import Result, table
 from rmq.codes import RequestCode
 from rmq.errors import RmqError
@@ -122,10 +122,7 @@ def cluster_list(admin: Admin, args: argparse.Namespace) -> Result:
     return Result(data, lines, warnings)
 
 
-BROKER_OR_CLUSTER = one_of(
-    arg("-b", "--brokerAddr", metavar="ADDR", help="broker address"),
-    arg("-c", "--clusterName", metavar="CLUSTER", help="every broker of this cluster"),
-)
+BROKER_OR_CLUSTER = broker_or_cluster("broker address", "every broker of this cluster")
 
 
 @subcommand("brokerStatus", "Fetch broker runtime status data", BROKER_OR_CLUSTER)
@@ -171,10 +168,7 @@ def get_broker_config(admin: Admin, args: argparse.Namespace) -> Result:
 @subcommand(
     "updateBrokerConfig",
     "Update broker's config",
-    one_of(
-        arg("-b", "--brokerAddr", metavar="ADDR", help="update this broker"),
-        arg("-c", "--clusterName", metavar="CLUSTER", help="update every master of this cluster"),
-    ),
+    broker_or_cluster("update this broker", "update every master of this cluster"),
     arg("-k", "--key", required=True, help="config key"),
     arg("-v", "--value", required=True, help="config value"),
 )

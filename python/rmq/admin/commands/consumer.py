@@ -16,7 +16,7 @@ from rmq.admin.client import (
     AdminRequestCode,
     BrokerData,
 )
-from rmq.admin.command import arg, one_of, subcommand
+from rmq.admin.command import arg, broker_or_cluster, subcommand
 from rmq.admin.output import (
     TIMESTAMP_FORMAT_HELP,
     Result,
@@ -112,10 +112,7 @@ def consumer_connection(admin: Admin, group: str, addr: str | None = None) -> di
 @subcommand(
     "updateSubGroup",
     "Update or create subscription group",
-    one_of(
-        arg("-b", "--brokerAddr", metavar="ADDR", help="create the group on this broker"),
-        arg("-c", "--clusterName", metavar="CLUSTER", help="create it on every master of this"),
-    ),
+    broker_or_cluster("create the group on this broker", "create it on every master of this"),
     arg("-g", "--groupName", required=True, help="consumer group name"),
     arg("-s", "--consumeEnable", type=parse_bool, metavar="BOOL", help="consume enable (true)"),
     arg(
@@ -513,10 +510,7 @@ def _reset_offline(
 @subcommand(
     "deleteSubGroup",
     "Delete subscription group from broker.",
-    one_of(
-        arg("-b", "--brokerAddr", metavar="ADDR", help="delete from this broker"),
-        arg("-c", "--clusterName", metavar="CLUSTER", help="delete from every master"),
-    ),
+    broker_or_cluster("delete from this broker", "delete from every master"),
     arg("-g", "--groupName", required=True, help="subscription group name"),
     arg(
         "-r",

@@ -19,7 +19,7 @@ from rmq.admin.client import (
     AdminError,
     AdminRequestCode,
 )
-from rmq.admin.command import arg, one_of, subcommand
+from rmq.admin.command import arg, broker_or_cluster, subcommand
 from rmq.admin.output import Result, human_time, parse_bool, table
 from rmq.client.message_queue import MessageQueue
 from rmq.codes import RequestCode
@@ -41,9 +41,8 @@ def _perm_name(perm: int) -> str:
     )
 
 
-BROKER_OR_CLUSTER = one_of(
-    arg("-b", "--brokerAddr", metavar="ADDR", help="the broker to send the change to"),
-    arg("-c", "--clusterName", metavar="CLUSTER", help="send the change to every master of it"),
+BROKER_OR_CLUSTER = broker_or_cluster(
+    "the broker to send the change to", "send the change to every master of it"
 )
 
 

@@ -1,0 +1,138 @@
+//! What the broker benchmarks (`broker.rs`, `transaction.rs`) share: a broker serving loopback
+//! TCP over a fresh store, the runtime they drive it from, the SEND_MESSAGE_V2 header and the
+//! criterion group settings.
+//!
+//! Each benchmark is its own crate and uses only some of these, hence `dead_code` allowed.
+#![allow(dead_code)]
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, Criterion};
+use rmq_benches::bench_dir;
+use rmq_broker::{BrokerConfig, BrokerController};
+use rmq_protocol::ExtFields;
+use rmq_remoting::Connection;
+use rmq_store::MessageStore;
+
+/// A 1 KiB message body.
+pub(crate) const BODY: [u8; 1024] = [b'x'; 1024];
+/// The timeout of every request.
+pub(crate) const T: Duration = Duration::from_secs(30);
+
+/// A broker listening on a loopback port until the process exits.
+pub(crate) struct Running {
+    _dir: tempfile::TempDir,
+    _controller: BrokerController,
+    pub(crate) store: Arc<MessageStore>,
+    pub(crate) addr: SocketAddr,
+}
+
+/// The multi-threaded runtime (2 workers) the benchmarks send from and the broker serves on.
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("rt")
+}
+
+/// A broker with a 256 MiB CommitLog file size and `extra` store settings, after a `sync` so
+/// that the dirty pages of earlier runs do not slow this one.
+pub(crate) fn start_broker(rt: &tokio::runtime::Runtime, extra: &[(&str, &str)]) -> Running {
+    let _ = std::process::Command::new("sync").status();
+    let dir = bench_dir();
+    let pairs = [("mappedFileSizeCommitLog", "268435456")]
+        .iter()
+        .chain(extra)
+        .copied();
+    let store_cfg = rmq_store::StoreConfig::from_pairs(pairs).expect("config");
+    let store = MessageStore::open(
+        dir.path().join("store"),
+        store_cfg,
+        "127.0.0.1:10911".parse().expect("addr"),
+    )
+    .expect("store");
+    let cfg = BrokerConfig {
+        config_dir: dir.path().join("config"),
+        ..BrokerConfig::default()
+    };
+    let controller = BrokerController::new(cfg, Arc::clone(&store), None).expect("broker");
+    let handle = rt
+        .block_on(controller.start("127.0.0.1:0".parse().expect("addr")))
+        .expect("listen");
+    let addr = handle.local_addr();
+    std::mem::forget(handle); // served until the process exits
+    Running {
+        _dir: dir,
+        _controller: controller,
+        store,
+        addr,
+    }
+}
+
+/// The runtime, a broker started on it with `extra` store settings (see [`start_broker`]) and
+/// one connection to that broker.
+pub(crate) fn connected_broker(
+    extra: &[(&str, &str)],
+) -> (tokio::runtime::Runtime, Running, Connection) {
+    let rt = runtime();
+    let broker = start_broker(&rt, extra);
+    let conn = rt
+        .block_on(rmq_remoting::connect(broker.addr, None, T))
+        .expect("connect");
+    (rt, broker, conn)
+}
+
+/// SEND_MESSAGE_V2's (or SEND_BATCH_MESSAGE's, with `batch`) short-named header from
+/// `bench-producer`.
+pub(crate) fn send_header(
+    topic: &str,
+    queue_id: i32,
+    properties: &str,
+    sys_flag: i32,
+    batch: bool,
+) -> ExtFields {
+    [
+        ("a", "bench-producer".to_owned()),
+        ("b", topic.to_owned()),
+        ("c", "TBW102".to_owned()),
+        ("d", "4".to_owned()),
+        ("e", queue_id.to_string()),
+        ("f", sys_flag.to_string()),
+        ("g", "0".to_owned()),
+        ("h", "0".to_owned()),
+        ("i", properties.to_owned()),
+        ("j", "0".to_owned()),
+        ("k", "false".to_owned()),
+        ("m", batch.to_string()),
+    ]
+    .into_iter()
+    .collect()
+}
+
+/// A benchmark group with the settings every broker benchmark uses: 10 samples, 0.5 s warm-up,
+/// 2 s of measurement.
+pub(crate) fn group<'a>(c: &'a mut Criterion, name: &str) -> BenchmarkGroup<'a, WallTime> {
+    let mut g = c.benchmark_group(name);
+    g.sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
+    g
+}
+
+/// Run `task(t)` for every `t` in `0..tasks`, each as its own tokio task (so that `tasks`
+/// requests are in flight at once), and wait for them all.
+pub(crate) async fn in_flight<F, Fut>(tasks: i32, task: F)
+where
+    F: Fn(i32) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let handles: Vec<_> = (0..tasks).map(|t| tokio::spawn(task(t))).collect();
+    for h in handles {
+        h.await.expect("in-flight task");
+    }
+}

@@ -1,0 +1,80 @@
+//! Helpers the store's integration tests share: a store config with small files, the broker
+//! address, messages and property bytes to put, and waiting for dispatch to reach a queue.
+//!
+//! Each test file is its own crate and uses only some of these, hence `dead_code` allowed.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rmq_common::properties::Properties;
+use rmq_store::{MessageStore, MessageToStore, StoreConfig};
+
+/// The address the test stores are opened with (and message ids are made of).
+pub(crate) fn host() -> SocketAddr {
+    "127.0.0.1:10911".parse().unwrap()
+}
+
+/// A config with a 1 MiB CommitLog file, a small index and the disk guard at 99 % (a busy
+/// shared /tmp must not make the store refuse the test's writes); `extra` is set after these,
+/// so it may override them.
+pub(crate) fn config(extra: &[(&str, &str)]) -> StoreConfig {
+    let mut pairs = vec![
+        ("mappedFileSizeCommitLog", "1048576"),
+        ("maxHashSlotNum", "64"),
+        ("maxIndexNum", "256"),
+        ("diskSpaceWarningLevelRatio", "99"),
+    ];
+    pairs.extend_from_slice(extra);
+    StoreConfig::from_pairs(pairs).unwrap()
+}
+
+/// A store in `dir` opened with [`config`]`(extra)`.
+pub(crate) fn open(dir: &Path, extra: &[(&str, &str)]) -> Arc<MessageStore> {
+    MessageStore::open(dir, config(extra), host()).unwrap()
+}
+
+/// A message to put: flag 5, born at 42 from 127.0.0.1:5000, never reconsumed.
+pub(crate) fn msg<'a>(
+    topic: &'a str,
+    qid: i32,
+    body: &'a [u8],
+    props: &'a [u8],
+) -> MessageToStore<'a> {
+    MessageToStore {
+        topic,
+        queue_id: qid,
+        flag: 5,
+        body,
+        properties: props,
+        sys_flag: 0,
+        born_timestamp: 42,
+        born_host: "127.0.0.1:5000".parse().unwrap(),
+        reconsume_times: 0,
+        prepared_transaction_offset: 0,
+    }
+}
+
+/// The encoded properties of `pairs`.
+pub(crate) fn props(pairs: &[(&str, &str)]) -> Vec<u8> {
+    let mut p = Properties::new();
+    for (k, v) in pairs {
+        p.put(*k, *v);
+    }
+    p.encode().into_bytes()
+}
+
+/// Wait until `topic`/`q` holds `n` messages; fail after `secs` seconds.
+pub(crate) fn wait_dispatched(store: &MessageStore, topic: &str, q: i32, n: i64, secs: u64) {
+    let t0 = Instant::now();
+    while store.get_max_offset_in_queue(topic, q) < n {
+        assert!(
+            t0.elapsed() < Duration::from_secs(secs),
+            "{topic}/{q}: {} of {n} within {secs} s",
+            store.get_max_offset_in_queue(topic, q)
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
