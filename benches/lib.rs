@@ -27,9 +27,10 @@ pub fn message_props() -> Vec<u8> {
 /// When the directory cannot be made (a benchmark cannot go on).
 #[must_use]
 pub fn bench_dir() -> tempfile::TempDir {
-    let base = std::env::var_os("RMQ_BENCH_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/bench-tmp"));
+    let base = std::env::var_os("RMQ_BENCH_DIR").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/bench-tmp"),
+        PathBuf::from,
+    );
     std::fs::create_dir_all(&base).expect("bench dir");
     tempfile::tempdir_in(base).expect("bench dir")
 }
@@ -111,11 +112,23 @@ pub fn percentile<T: Copy + Default + PartialOrd>(v: &mut [T], q: f64) -> T {
         return T::default();
     }
     v.sort_unstable_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
-    #[allow(
+    #[expect(
         clippy::cast_possible_truncation,
         clippy::cast_sign_loss,
-        clippy::cast_precision_loss
+        clippy::cast_precision_loss,
+        reason = "a rank in 0..len, through f64 to apply the quantile"
     )]
     let i = ((v.len() - 1) as f64 * q).round() as usize;
     v[i]
+}
+
+/// The time `iters` iterations would have taken, from `elapsed` for `done` of them (for
+/// `iter_custom` runs that split `iters` among tasks and so do a few more).
+#[must_use]
+#[expect(
+    clippy::cast_precision_loss,
+    reason = "iteration counts, far below 2^53"
+)]
+pub fn scaled(elapsed: Duration, iters: u64, done: u64) -> Duration {
+    elapsed.mul_f64(iters as f64 / done as f64)
 }

@@ -1,4 +1,4 @@
-#![allow(missing_docs)] // criterion_group! generates undocumented items
+#![expect(missing_docs, reason = "criterion_group! generates undocumented items")]
 //! The broker over loopback TCP, 1 KiB bodies, ASYNC_FLUSH: the load-generator core of
 //! issue 3, in the same process as its baselines.
 //!
@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use rmq_benches::percentile;
+use rmq_benches::{percentile, scaled};
 use rmq_common::properties::Properties;
 use rmq_protocol::message_decoder::{encode_batch, BatchMessage};
 use rmq_protocol::{ExtFields, RemotingCommand, RequestCode, ResponseCode};
@@ -66,7 +66,7 @@ fn send_v2_64_in_flight(
         })
         .await;
     });
-    start.elapsed().mul_f64(iters as f64 / (per * 64) as f64)
+    scaled(start.elapsed(), iters, per * 64)
 }
 
 fn produce(c: &mut Criterion) {
@@ -112,13 +112,16 @@ fn produce(c: &mut Criterion) {
                 })
                 .await;
             });
-            start.elapsed().mul_f64(iters as f64 / (per * 16) as f64)
+            scaled(start.elapsed(), iters, per * 16)
         });
     });
     g.finish();
 }
 
 fn consume(c: &mut Criterion) {
+    // Bytes per chunk and chunks of the interleaved baseline/broker comparison at the end.
+    const CHUNK: u64 = 256 << 20;
+    const ROUNDS: usize = 8;
     // RocketMQ's defaults cap a pull at 32 messages (256 KiB) from memory; the 1024 variant
     // raises both caps, as an operator tuning for throughput would, so that it measures the
     // transport rather than the per-request cost. A request for 32 is capped at 32 either way.
@@ -146,11 +149,11 @@ fn consume(c: &mut Criterion) {
 
     // Baseline: one loopback connection, 256 KiB writes, a reader draining it.
     let socks = rt.block_on(async {
-        let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
-        let a = l.local_addr().expect("addr");
-        let (w, r) = tokio::join!(tokio::net::TcpStream::connect(a), l.accept());
+        let addr = listener.local_addr().expect("addr");
+        let (w, r) = tokio::join!(tokio::net::TcpStream::connect(addr), listener.accept());
         let (w, r) = (w.expect("connect"), r.expect("accept").0);
         Arc::new((tokio::sync::Mutex::new(w), tokio::sync::Mutex::new(r)))
     });
@@ -176,8 +179,7 @@ fn consume(c: &mut Criterion) {
 
     // The same two, alternating in chunks within one run, so that both see the same state of
     // this noisy machine (the socket copy alone varies 2× between runs).
-    const CHUNK: u64 = 256 << 20;
-    const ROUNDS: usize = 8;
+    #[expect(clippy::cast_precision_loss, reason = "256 MiB is exact in f64")]
     let gib_s = |t: Duration| CHUNK as f64 / t.as_secs_f64() / f64::from(1u32 << 30);
     let (mut base, mut ours) = (Vec::new(), Vec::new());
     for _ in 0..ROUNDS {
@@ -259,7 +261,7 @@ async fn pull(conn: &Connection, offsets: &Arc<Vec<AtomicI64>>, batch: usize, ta
                     let req = RemotingCommand::new_request(RequestCode::PULL_MESSAGE.0, header);
                     let r = c.request(req, T).await.expect("pull");
                     assert_eq!(r.code, ResponseCode::SUCCESS.0, "{:?}", r.remark);
-                    let n = r.body.as_ref().map_or(0, |b| b.len());
+                    let n = r.body.as_ref().map_or(0, Bytes::len);
                     let next: i64 = r
                         .ext_fields
                         .get("nextBeginOffset")
@@ -306,7 +308,8 @@ fn retry(c: &mut Criterion) {
                     let (c, offs) = (conn.clone(), Arc::clone(&offsets));
                     async move {
                         for i in 0..per {
-                            let idx = (t as u64 + i * 64) as usize % offs.len();
+                            let idx = (u64::from(t.unsigned_abs()) + i * 64) % offs.len() as u64;
+                            let idx = usize::try_from(idx).expect("below offs.len()");
                             let header: ExtFields = [
                                 ("offset", offs[idx].to_string()),
                                 ("group", "bench-group".to_owned()),
@@ -330,7 +333,7 @@ fn retry(c: &mut Criterion) {
                 })
                 .await;
             });
-            start.elapsed().mul_f64(iters as f64 / (per * 64) as f64)
+            scaled(start.elapsed(), iters, per * 64)
         });
     });
     g.finish();

@@ -1,4 +1,4 @@
-#![allow(missing_docs)] // criterion_group! generates undocumented items
+#![expect(missing_docs, reason = "criterion_group! generates undocumented items")]
 //! Storage-engine benchmarks, each against a baseline measured in the same run:
 //!
 //! * `append_dispatch`: one writer putting 1 KiB messages (ASYNC_FLUSH) until dispatch has
@@ -20,7 +20,8 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use memmap2::MmapMut;
 use rmq_benches::{
-    append_one, bench_dir, message_props, open_store, percentile, put_one, wait_dispatched, BODY_1K,
+    append_one, bench_dir, message_props, open_store, percentile, put_one, scaled, wait_dispatched,
+    BODY_1K,
 };
 
 /// Write back dirty pages of earlier runs, so one variant's disk backlog does not slow the
@@ -33,7 +34,10 @@ const FILE_256M: &str = "268435456";
 
 /// A file of `len` bytes with its blocks allocated (`posix_fallocate`), mapped read-write:
 /// what the store's mapped files are, without the store.
-#[allow(unsafe_code)] // the baseline maps a file itself, as the store's mmap module does
+#[expect(
+    unsafe_code,
+    reason = "the baseline maps a file itself, as the store's mmap module does"
+)]
 fn map_allocated(path: &std::path::Path, len: usize) -> MmapMut {
     use std::os::fd::AsRawFd;
     let file = std::fs::OpenOptions::new()
@@ -174,6 +178,10 @@ fn append_dispatch(c: &mut Criterion) {
     g.finish();
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "two variants (threads, tasks) of one measurement, side by side"
+)]
 fn sync_flush(c: &mut Criterion) {
     let mut g = c.benchmark_group("sync_flush_group_commit_1KiB");
     g.throughput(Throughput::Elements(1));
@@ -221,10 +229,12 @@ fn sync_flush(c: &mut Criterion) {
                             let (s, lat, p) =
                                 (Arc::clone(&store), Arc::clone(&latencies), props.clone());
                             std::thread::spawn(move || {
-                                let mut mine = Vec::with_capacity(per as usize);
+                                let mut mine =
+                                    Vec::with_capacity(usize::try_from(per).expect("per"));
+                                let queue = i32::try_from(t % 8).expect("below 8");
                                 for _ in 0..per {
                                     let t0 = Instant::now();
-                                    put_one(&s, "BenchTopic", (t % 8) as i32, &BODY_1K, &p);
+                                    put_one(&s, "BenchTopic", queue, &BODY_1K, &p);
                                     mine.push(
                                         u64::try_from(t0.elapsed().as_micros()).unwrap_or(u64::MAX),
                                     );
@@ -237,9 +247,7 @@ fn sync_flush(c: &mut Criterion) {
                         t.join().expect("appender");
                     }
                     // Time per message as if `iters` were done (n * per >= iters).
-                    start
-                        .elapsed()
-                        .mul_f64(iters as f64 / (per * n as u64) as f64)
+                    scaled(start.elapsed(), iters, per * n as u64)
                 });
             },
         );
@@ -281,16 +289,12 @@ fn sync_flush(c: &mut Criterion) {
                                 let (s, lat, p) =
                                     (Arc::clone(&store), Arc::clone(&latencies), props.clone());
                                 tokio::spawn(async move {
-                                    let mut mine = Vec::with_capacity(per as usize);
+                                    let mut mine =
+                                        Vec::with_capacity(usize::try_from(per).expect("per"));
+                                    let queue = i32::try_from(t % 8).expect("below 8");
                                     for _ in 0..per {
                                         let t0 = Instant::now();
-                                        let end = append_one(
-                                            &s,
-                                            "BenchTopic",
-                                            (t % 8) as i32,
-                                            &BODY_1K,
-                                            &p,
-                                        );
+                                        let end = append_one(&s, "BenchTopic", queue, &BODY_1K, &p);
                                         s.flush_future(end).await.expect("durable");
                                         mine.push(
                                             u64::try_from(t0.elapsed().as_micros())
@@ -305,9 +309,7 @@ fn sync_flush(c: &mut Criterion) {
                             t.await.expect("appender task");
                         }
                     });
-                    start
-                        .elapsed()
-                        .mul_f64(iters as f64 / (per * n as u64) as f64)
+                    scaled(start.elapsed(), iters, per * n as u64)
                 });
             },
         );
@@ -331,6 +333,7 @@ fn sync_flush(c: &mut Criterion) {
 }
 
 fn read_by_queue_offset(c: &mut Criterion) {
+    const N: i64 = 200_000;
     let mut g = c.benchmark_group("read_by_queue_offset");
     g.throughput(Throughput::Elements(1));
     g.sample_size(20).measurement_time(Duration::from_secs(3));
@@ -343,16 +346,15 @@ fn read_by_queue_offset(c: &mut Criterion) {
         ],
     );
     let props = message_props();
-    const N: u64 = 200_000;
     for _ in 0..N {
         put_one(&store, "BenchTopic", 0, &BODY_1K, &props);
     }
     wait_dispatched(&store);
-    let mut i = 0u64;
+    let mut i = 0i64;
     g.bench_function("get_message_1", |b| {
         b.iter(|| {
             i = (i + 7919) % N;
-            let r = store.get_message("BenchTopic", 0, i as i64, 1, None);
+            let r = store.get_message("BenchTopic", 0, i, 1, None);
             black_box(r.messages.len())
         });
     });
@@ -385,22 +387,31 @@ fn append_interleaved(_c: &mut Criterion) {
         for _ in 0..CHUNK {
             fresh.write(&record);
         }
-        base.push(start.elapsed().as_nanos() as u64 / CHUNK as u64);
+        base.push(u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX) / CHUNK as u64);
         let start = Instant::now();
         for i in 0..CHUNK {
-            put_one(&store, "BenchTopic", (i % 4) as i32, &BODY_1K, &props);
+            put_one(
+                &store,
+                "BenchTopic",
+                i32::try_from(i % 4).expect("below 4"),
+                &BODY_1K,
+                &props,
+            );
         }
         wait_dispatched(&store);
-        ours.push(start.elapsed().as_nanos() as u64 / CHUNK as u64);
+        ours.push(u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX) / CHUNK as u64);
     }
     store.shutdown().expect("shutdown");
     let (b, o) = (percentile(&mut base, 0.5), percentile(&mut ours, 0.5));
+    #[expect(
+        clippy::cast_precision_loss,
+        reason = "nanoseconds per record, printed as rates"
+    )]
+    let (rate, ratio) = (1e9 / o as f64, b as f64 / o as f64);
     eprintln!(
         "append interleaved ({ROUNDS} rounds of {CHUNK}): baseline memcpy into fresh mapped files \
-         median {b} ns/record, store put until dispatched median {o} ns/msg ({:.0} msg/s), \
-         ratio {:.2}; baseline chunks {base:?}, store chunks {ours:?}",
-        1e9 / o as f64,
-        b as f64 / o as f64
+         median {b} ns/record, store put until dispatched median {o} ns/msg ({rate:.0} msg/s), \
+         ratio {ratio:.2}; baseline chunks {base:?}, store chunks {ours:?}",
     );
 }
 

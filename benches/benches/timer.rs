@@ -92,7 +92,7 @@ fn one_run(timers: i64) -> Run {
     }
     let drain = t.elapsed().as_secs_f64();
     assert_eq!(seen, timers, "every timer comes out once");
-    #[allow(clippy::cast_precision_loss)]
+    #[expect(clippy::cast_precision_loss, reason = "timer counts to rates")]
     Run {
         enqueue_per_s: timers as f64 / enq,
         drain_per_s: timers as f64 / drain,
@@ -112,7 +112,7 @@ fn open_store(dir: &std::path::Path) -> std::sync::Arc<MessageStore> {
 }
 
 /// Put `props[i]` messages in batches of 1 000; returns messages per second.
-#[allow(clippy::cast_precision_loss)]
+#[expect(clippy::cast_precision_loss, reason = "message counts to rates")]
 fn put_all(store: &MessageStore, topic: &str, props: &[Vec<u8>]) -> f64 {
     let body = [b'x'; 100];
     let t = Instant::now();
@@ -137,7 +137,7 @@ fn put_all(store: &MessageStore, topic: &str, props: &[Vec<u8>]) -> f64 {
     props.len() as f64 / t.elapsed().as_secs_f64()
 }
 
-#[allow(clippy::cast_precision_loss)]
+#[expect(clippy::cast_precision_loss, reason = "message counts to rates")]
 fn end_to_end(n: usize) {
     let keys = |i: usize| {
         let mut p = Properties::new();

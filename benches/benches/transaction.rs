@@ -1,4 +1,4 @@
-#![allow(missing_docs)] // criterion_group! generates undocumented items
+#![expect(missing_docs, reason = "criterion_group! generates undocumented items")]
 //! Transactional against plain sends on the broker over loopback TCP, 1 KiB bodies,
 //! ASYNC_FLUSH, 64 producers in flight on one connection, in the same run:
 //!
@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use rmq_benches::scaled;
 use rmq_protocol::header::{EndTransactionRequestHeader, SendMessageResponseHeader};
 use rmq_protocol::{CommandHeader, ExtFields, RemotingCommand, RequestCode, ResponseCode};
 use rmq_remoting::Connection;
@@ -98,15 +99,12 @@ fn produce(c: &mut Criterion) {
                     })
                     .await;
                     // Every message in its topic (dispatched), commits included.
-                    #[allow(clippy::cast_possible_wrap)]
-                    let want = before + (per * IN_FLIGHT_N) as i64;
+                    let want = before + i64::try_from(per * IN_FLIGHT_N).expect("message count");
                     while topic_total(&broker.store, topic) < want {
                         tokio::time::sleep(Duration::from_micros(200)).await;
                     }
                 });
-                #[allow(clippy::cast_precision_loss)]
-                let scale = iters as f64 / (per * IN_FLIGHT_N) as f64;
-                start.elapsed().mul_f64(scale)
+                scaled(start.elapsed(), iters, per * IN_FLIGHT_N)
             });
         });
     }

@@ -3,7 +3,7 @@
 //! criterion group settings.
 //!
 //! Each benchmark is its own crate and uses only some of these, hence `dead_code` allowed.
-#![allow(dead_code)]
+#![allow(dead_code, reason = "each bench file uses its own part")]
 
 use std::future::Future;
 use std::net::SocketAddr;

@@ -200,7 +200,7 @@ impl BrokerStats {
                 transferred: 0.0,
             };
         };
-        #[allow(clippy::cast_precision_loss)]
+        #[expect(clippy::cast_precision_loss, reason = "a rate per second, for display")]
         let rate = |a: u64, b: u64| {
             let ms = now_ms - since.at_ms;
             if ms <= 0 {

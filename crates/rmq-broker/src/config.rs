@@ -10,6 +10,10 @@ use rmq_common::config_schema as schema;
 
 /// Settings of one broker. `Default` is the only source of defaults.
 #[derive(Debug, Clone)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "one field per boolean key of RocketMQ's BrokerConfig"
+)]
 pub struct BrokerConfig {
     /// `brokerName`: the replica set this broker belongs to.
     pub broker_name: String,

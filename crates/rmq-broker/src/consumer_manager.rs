@@ -125,18 +125,15 @@ impl ConsumerManager {
             info.message_model = reg.message_model;
             info.consume_from_where = reg.consume_from_where;
             let id = channel.conn.id();
-            let mut changed = match info.channels.get_mut(&id) {
-                Some(c) => {
-                    c.last_update = channel.last_update;
-                    c.client_id = channel.client_id;
-                    c.language = channel.language;
-                    c.version = channel.version;
-                    false
-                }
-                None => {
-                    info.channels.insert(id, channel);
-                    true
-                }
+            let mut changed = if let Some(c) = info.channels.get_mut(&id) {
+                c.last_update = channel.last_update;
+                c.client_id = channel.client_id;
+                c.language = channel.language;
+                c.version = channel.version;
+                false
+            } else {
+                info.channels.insert(id, channel);
+                true
             };
             let mut topics = std::collections::HashSet::new();
             for sub in reg.subscriptions {

@@ -70,7 +70,10 @@ impl TagFilter {
     /// Whether a ConsumeQueue tags code matches (`isMatchedByConsumeQueue`: the code is
     /// compared as Java's `intValue()`).
     #[must_use]
-    #[allow(clippy::cast_possible_truncation)]
+    #[expect(
+        clippy::cast_possible_truncation,
+        reason = "Java's intValue() keeps the low 32 bits"
+    )]
     pub fn matches(&self, tags_code: i64) -> bool {
         self.all || self.codes.contains(&(tags_code as i32))
     }

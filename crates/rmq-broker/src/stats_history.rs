@@ -157,7 +157,7 @@ impl StatsHistory {
             .unwrap_or(0);
         let sum = now_value.saturating_sub(before);
         let elapsed = now_ms - from.at_ms;
-        #[allow(clippy::cast_precision_loss)]
+        #[expect(clippy::cast_precision_loss, reason = "a rate per second, for display")]
         let tps = if elapsed > 0 {
             sum as f64 * 1000.0 / elapsed as f64
         } else {

@@ -22,8 +22,8 @@ use rmq_protocol::header::{
 };
 use rmq_protocol::message_decoder::{decode_messages, encode_batch, BatchMessage};
 use rmq_protocol::{
-    CommandHeader, LanguageCode, RemotingCommand, RemotingJson, RequestCode, ResponseCode,
-    SerializeType,
+    CommandHeader, ExtFields, LanguageCode, RemotingCommand, RemotingJson, RequestCode,
+    ResponseCode, SerializeType,
 };
 use rmq_remoting::{connect, Connection, RequestHandler};
 
@@ -350,7 +350,7 @@ fn heartbeat(client_id: &str) -> RemotingCommand {
         }],
         producer_data_set: vec![],
     };
-    RemotingCommand::new_request(RequestCode::HEART_BEAT.0, Default::default())
+    RemotingCommand::new_request(RequestCode::HEART_BEAT.0, ExtFields::new())
         .with_body(data.to_json_bytes().unwrap())
 }
 
@@ -483,7 +483,7 @@ async fn illegal_messages_and_unknown_codes() {
     let r = c.request(send_v2("Q", 9, "a", b"x"), T).await.unwrap();
     assert_eq!(r.code, ResponseCode::SYSTEM_ERROR.0);
     let r = c
-        .request(RemotingCommand::new_request(9999, Default::default()), T)
+        .request(RemotingCommand::new_request(9999, ExtFields::new()), T)
         .await
         .unwrap();
     assert_eq!(r.code, ResponseCode::REQUEST_CODE_NOT_SUPPORTED.0);
@@ -532,7 +532,7 @@ async fn admin_offsets_query_by_key_and_view_by_id() {
         );
     }
     env.wait_dispatched("AQ", 2, 3).await;
-    let ask = |code: RequestCode, h: rmq_protocol::ExtFields| {
+    let ask = |code: RequestCode, h: ExtFields| {
         let c = c.clone();
         async move {
             c.request(RemotingCommand::new_request(code.0, h), T)
@@ -601,9 +601,9 @@ async fn admin_offsets_query_by_key_and_view_by_id() {
     assert_eq!(r.code, 0, "{:?}", r.remark);
     assert!(r.ext_fields.contains_key("indexLastUpdatePhyoffset"));
     assert_eq!(decode_messages(r.body.as_ref().unwrap()).unwrap().len(), 3);
-    let r = ask(RequestCode::GET_BROKER_RUNTIME_INFO, Default::default()).await;
+    let r = ask(RequestCode::GET_BROKER_RUNTIME_INFO, ExtFields::new()).await;
     assert_eq!(r.code, 0);
-    let r = ask(RequestCode::GET_ALL_TOPIC_CONFIG, Default::default()).await;
+    let r = ask(RequestCode::GET_ALL_TOPIC_CONFIG, ExtFields::new()).await;
     let w = TopicConfigSerializeWrapper::from_json_bytes(r.body.as_ref().unwrap()).unwrap();
     assert!(w.topic_config_table.contains_key("AQ"));
     env.stop().await;
@@ -627,7 +627,7 @@ fn consumer_heartbeat(client_id: &str, group: &str, topics: &[&str]) -> Remoting
         }],
         producer_data_set: vec![],
     };
-    let mut cmd = RemotingCommand::new_request(RequestCode::HEART_BEAT.0, Default::default())
+    let mut cmd = RemotingCommand::new_request(RequestCode::HEART_BEAT.0, ExtFields::new())
         .with_body(data.to_json_bytes().unwrap());
     cmd.version = 409;
     cmd
@@ -644,6 +644,10 @@ fn mq(topic: &str, q: i32) -> MessageQueue {
 }
 
 #[tokio::test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "three admin views (topic stats, consume stats, connections) of the same sends"
+)]
 async fn topic_stats_consume_stats_and_consumer_connections() {
     let dir = tempfile::tempdir().unwrap();
     let env = start(dir.path(), &[]).await;
@@ -743,10 +747,10 @@ async fn topic_stats_consume_stats_and_consumer_connections() {
         5,
         "4 queues of ST + the retry queue"
     );
-    let w = s.offset_table.0[&mq("ST", 0)];
+    let q0 = s.offset_table.0[&mq("ST", 0)];
     let second = env.store.get_message_store_timestamp("ST", 0, 1).unwrap();
     assert_eq!(
-        (w.broker_offset, w.consumer_offset, w.last_timestamp),
+        (q0.broker_offset, q0.consumer_offset, q0.last_timestamp),
         (3, 2, second)
     );
     assert_eq!(s.offset_table.0[&mq("ST", 3)], OffsetWrapper::default());
@@ -795,6 +799,10 @@ fn reset(topic: &str, group: &str, timestamp: i64, force: bool) -> ResetOffsetRe
 }
 
 #[tokio::test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one offset history: each reset starts from the offsets the previous one left"
+)]
 async fn reset_offset_commits_and_tells_the_consumers() {
     let dir = tempfile::tempdir().unwrap();
     let env = start(dir.path(), &[]).await;
@@ -918,8 +926,7 @@ fn lock_request(code: RequestCode, client: &str, queues: &[i32]) -> RemotingComm
         consumer_group: "OG".into(),
         mq_set: queues.iter().map(|&q| mq("OT", q)).collect(),
     };
-    RemotingCommand::new_request(code.0, Default::default())
-        .with_body(body.to_json_bytes().unwrap())
+    RemotingCommand::new_request(code.0, ExtFields::new()).with_body(body.to_json_bytes().unwrap())
 }
 
 #[tokio::test]
@@ -956,7 +963,7 @@ async fn lock_and_unlock_batch_between_two_clients() {
     assert_eq!(lock("c1", &[1, 2, 3]).await, [1, 2]);
     let r = c
         .request(
-            RemotingCommand::new_request(RequestCode::LOCK_BATCH_MQ.0, Default::default()),
+            RemotingCommand::new_request(RequestCode::LOCK_BATCH_MQ.0, ExtFields::new()),
             T,
         )
         .await
@@ -1020,7 +1027,7 @@ async fn other_clients_heartbeats_and_headers_are_accepted() {
         r#"{"clientID":"10.0.0.9@go","producerDataSet":[],"consumerDataSet":[{"groupName":"GO","consumeType":"CONSUME_PASSIVELY","messageModel":"CLUSTERING","consumeFromWhere":"CONSUME_FROM_FIRST_OFFSET","unitMode":false,"subscriptionDataSet":[{"classFilterMode":false,"topic":"QT","subString":"TagA","tagsSet":["TagA"],"codeSet":["2598919"],"subVersion":1795513573873,"expressionType":"TAG"}]}]}"#,
     ];
     for (body, group) in bodies.into_iter().zip(["CPP", "GO"]) {
-        let hb = RemotingCommand::new_request(RequestCode::HEART_BEAT.0, Default::default())
+        let hb = RemotingCommand::new_request(RequestCode::HEART_BEAT.0, ExtFields::new())
             .with_body(Bytes::from_static(body.as_bytes()));
         let r = c.request(hb, T).await.unwrap();
         assert_eq!(r.code, 0, "{group}: {:?}", r.remark);
@@ -1035,7 +1042,7 @@ async fn other_clients_heartbeats_and_headers_are_accepted() {
         assert_eq!(got, [b"m0".to_vec(), b"m2".to_vec()], "{group}");
     }
     // A heartbeat rmq cannot read says which field, which value and what was expected.
-    let hb = RemotingCommand::new_request(RequestCode::HEART_BEAT.0, Default::default()).with_body(
+    let hb = RemotingCommand::new_request(RequestCode::HEART_BEAT.0, ExtFields::new()).with_body(
         Bytes::from_static(
             br#"{"clientID":"x","consumerDataSet":[{"groupName":"G","consumeType":9}]}"#,
         ),
@@ -1057,7 +1064,7 @@ async fn absurd_queue_counts_are_refused() {
     let env = start(dir.path(), &[]).await;
     let c = env.client().await;
     let mut req =
-        RemotingCommand::new_request(RequestCode::UPDATE_AND_CREATE_TOPIC.0, Default::default());
+        RemotingCommand::new_request(RequestCode::UPDATE_AND_CREATE_TOPIC.0, ExtFields::new());
     for (k, v) in [
         ("topic", "Huge"),
         ("defaultTopic", "TBW102"),

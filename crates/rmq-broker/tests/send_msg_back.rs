@@ -138,7 +138,11 @@ async fn three_retries(env: &Env, c: &Connection, original: &MessageExt) -> Vec<
         assert_eq!(r.code, 0, "{:?}", r.remark);
         env.deliver(level, 0).await;
         failed = env
-            .message("%RETRY%CG", 0, offset + retries.len() as i64)
+            .message(
+                "%RETRY%CG",
+                0,
+                offset + i64::try_from(retries.len()).unwrap(),
+            )
             .await;
         retries.push(failed.clone());
     }
@@ -386,13 +390,17 @@ async fn delayed_sends_are_parked_until_delivered() {
     assert_eq!(parked.msg_id, h.msg_id);
     assert_eq!(env.store.get_max_offset_in_queue("Later", 1), 0);
     env.deliver(2, 0).await;
-    let m = env.message("Later", 1, 0).await;
+    let delivered = env.message("Later", 1, 0).await;
     assert_eq!(
-        (m.body.as_ref(), m.uniq_msg_id(), m.flag),
+        (
+            delivered.body.as_ref(),
+            delivered.uniq_msg_id(),
+            delivered.flag
+        ),
         (&b"soon"[..], Some("U2"), 9)
     );
-    assert_eq!(m.properties.get("DELAY"), None);
-    assert_eq!(m.properties.get("REAL_TOPIC"), Some("Later"));
+    assert_eq!(delivered.properties.get("DELAY"), None);
+    assert_eq!(delivered.properties.get("REAL_TOPIC"), Some("Later"));
     // A DELAY that is not a level is refused with the reason.
     let bad = props(&[("DELAY", "x")]);
     let r = call(&c, send("Later", b"x", &bad)).await;

@@ -17,7 +17,9 @@ use rmq_protocol::header::{
     SendMessageResponseHeader,
 };
 use rmq_protocol::message_decoder::decode_message_at;
-use rmq_protocol::{CommandHeader, RemotingCommand, RemotingJson, RequestCode, ResponseCode};
+use rmq_protocol::{
+    CommandHeader, ExtFields, RemotingCommand, RemotingJson, RequestCode, ResponseCode,
+};
 use rmq_remoting::{connect, Connection, RequestHandler};
 
 mod common;
@@ -278,7 +280,7 @@ async fn check_transaction_state_goes_to_a_producer_connection() {
     };
     let r = producer
         .request(
-            RemotingCommand::new_request(RequestCode::HEART_BEAT.0, Default::default())
+            RemotingCommand::new_request(RequestCode::HEART_BEAT.0, ExtFields::new())
                 .with_body(hb.to_json_bytes().unwrap()),
             T,
         )

@@ -24,7 +24,9 @@ use rmq_protocol::header::pull::{
 };
 use rmq_protocol::header::send::ConsumerSendMsgBackRequestHeader;
 use rmq_protocol::message_decoder::{self, MessageExt};
-use rmq_protocol::{CommandHeader, RemotingCommand, RemotingJson, RequestCode, ResponseCode};
+use rmq_protocol::{
+    CommandHeader, ExtFields, RemotingCommand, RemotingJson, RequestCode, ResponseCode,
+};
 
 use crate::error::{ClientError, Result};
 use crate::instance::{expect_success, response_error, ClientInstance};
@@ -44,7 +46,7 @@ pub fn build_subscription(topic: &str, expression: &str) -> SubscriptionData {
     if expression.is_empty() || expression == SUB_ALL {
         return data;
     }
-    data.sub_string = expression.to_owned();
+    expression.clone_into(&mut data.sub_string);
     for tag in expression
         .split("||")
         .map(str::trim)
@@ -181,7 +183,8 @@ impl ClientInstance {
                 false,
             ),
             commit_offset: req.commit_offset.unwrap_or(0),
-            suspend_timeout_millis: req.suspend.as_millis() as i64,
+            // A timeout past i64::MAX ms (292 million years) waits forever either way.
+            suspend_timeout_millis: i64::try_from(req.suspend.as_millis()).unwrap_or(i64::MAX),
             subscription: Some(req.subscription.sub_string.clone()),
             sub_version: req.subscription.sub_version,
             expression_type: Some(req.subscription.expression_type.clone()),
@@ -217,7 +220,7 @@ impl ClientInstance {
                     addr: addr.clone(),
                     detail: format!("pulled messages do not decode: {e}"),
                 })?;
-            result.messages = self.process_pulled(&addr, req, messages, &h)?;
+            result.messages = self.process_pulled(&addr, req, messages, &h);
             // Everything filtered out by the exact tag check still advances the offset.
             if result.messages.is_empty() {
                 result.status = PullStatus::NoMatchedMsg;
@@ -234,7 +237,7 @@ impl ClientInstance {
         req: &PullRequest,
         messages: Vec<MessageExt>,
         h: &PullMessageResponseHeader,
-    ) -> Result<Vec<MessageExt>> {
+    ) -> Vec<MessageExt> {
         let sub = &req.subscription;
         let limit = self.config().max_decompressed_body_size;
         let retry_topic = format!("{RETRY_GROUP_TOPIC_PREFIX}{}", req.group);
@@ -242,7 +245,7 @@ impl ClientInstance {
         for mut m in messages {
             if m.topic == retry_topic {
                 if let Some(origin) = m.properties.get(PropertyKey::RETRY_TOPIC) {
-                    m.topic = origin.to_owned();
+                    origin.clone_into(&mut m.topic);
                 }
             }
             if !sub.tags_set.is_empty()
@@ -273,7 +276,7 @@ impl ClientInstance {
                 .put(PropertyKey::MAX_OFFSET, h.max_offset.to_string());
             out.push(m);
         }
-        Ok(out)
+        out
     }
 
     /// Hand a message the group failed to consume back to its broker
@@ -478,7 +481,7 @@ impl ClientInstance {
             consumer_group: group.to_owned(),
             mq_set: mqs,
         };
-        let cmd = RemotingCommand::new_request(RequestCode::LOCK_BATCH_MQ.0, Default::default())
+        let cmd = RemotingCommand::new_request(RequestCode::LOCK_BATCH_MQ.0, ExtFields::new())
             .with_body(encode_body(&body)?);
         let resp = self
             .invoke_ok(&addr, cmd, self.config().api_timeout)
@@ -508,7 +511,7 @@ impl ClientInstance {
             consumer_group: group.to_owned(),
             mq_set: mqs,
         };
-        let cmd = RemotingCommand::new_request(RequestCode::UNLOCK_BATCH_MQ.0, Default::default())
+        let cmd = RemotingCommand::new_request(RequestCode::UNLOCK_BATCH_MQ.0, ExtFields::new())
             .with_body(encode_body(&body)?);
         if oneway {
             self.invoke_oneway(&addr, cmd).await

@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 /// Latency thresholds (ms), `latencyMax`.
 pub const LATENCY_MAX: [u64; 7] = [50, 100, 550, 1000, 2000, 3000, 15000];
 /// Isolation for each threshold (ms), `notAvailableDuration`.
-pub const NOT_AVAILABLE_DURATION: [u64; 7] = [0, 0, 30000, 60000, 120000, 180000, 600000];
+pub const NOT_AVAILABLE_DURATION: [u64; 7] = [0, 0, 30_000, 60_000, 120_000, 180_000, 600_000];
 /// What a failed send counts as (ms), `isolation ? 30000 : latency`.
-pub const FAILED_SEND_LATENCY: u64 = 30000;
+pub const FAILED_SEND_LATENCY: u64 = 30_000;
 
 #[derive(Debug, Clone, Copy)]
 struct FaultItem {
@@ -98,12 +98,12 @@ mod tests {
             (49, 0),
             (100, 0),
             (549, 0),
-            (550, 30000),
-            (999, 30000),
-            (1000, 60000),
-            (2500, 120000),
-            (3000, 180000),
-            (FAILED_SEND_LATENCY, 600000),
+            (550, 30_000),
+            (999, 30_000),
+            (1000, 60_000),
+            (2500, 120_000),
+            (3000, 180_000),
+            (FAILED_SEND_LATENCY, 600_000),
         ] {
             assert_eq!(
                 LatencyFaultTolerance::not_available_duration(latency),
@@ -122,7 +122,7 @@ mod tests {
         assert!(f.is_available_at("a", t0));
         assert!(!f.is_available_at("b", t0));
         assert!(!f.is_available_at("b", t0 + Duration::from_millis(59_999)));
-        assert!(f.is_available_at("b", t0 + Duration::from_millis(60_000)));
+        assert!(f.is_available_at("b", t0 + Duration::from_secs(60)));
         assert!(f.is_available_at("never-seen", t0));
         // Among the avoided, the one free soonest.
         f.update_at("c", 550, t0);

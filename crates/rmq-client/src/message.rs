@@ -160,6 +160,10 @@ pub fn new_uniq_id() -> String {
     let prefix = PREFIX.get_or_init(|| {
         let mut s = String::with_capacity(32);
         let ip = local_ipv4().octets();
+        #[expect(
+            clippy::cast_possible_truncation,
+            reason = "the low 16 bits, as Java's (short) UtilAll.getPid()"
+        )]
         let pid = std::process::id() as u16;
         let salt = random_u32();
         for b in ip
@@ -172,6 +176,11 @@ pub fn new_uniq_id() -> String {
         s
     });
     let now = rmq_common::time::now_millis();
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "a month's milliseconds (< 2^32); Java's (int) cast would wrap the same way"
+    )]
     let since_month = (now - month_start_millis(now)) as u32;
     let count = COUNTER.fetch_add(1, Ordering::Relaxed);
     let mut id = String::with_capacity(32);
@@ -203,7 +212,12 @@ pub(crate) fn random_u32() -> u32 {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos()),
     );
-    h.finish() as u32
+    #[expect(
+        clippy::cast_possible_truncation,
+        reason = "the low 32 bits of the hash"
+    )]
+    let low = h.finish() as u32;
+    low
 }
 
 /// The address this host uses to reach the outside, or loopback.

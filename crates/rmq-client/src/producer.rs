@@ -369,12 +369,11 @@ impl Producer {
     /// Illegal messages, no route, an unreachable broker.
     pub async fn send_oneway(&self, msg: Message, queue: Option<MessageQueue>) -> Result<()> {
         let p = self.prepare(msg)?;
-        let mq = match queue {
-            Some(q) => q,
-            None => {
-                let route = self.publish_route(&p.topic).await?;
-                self.select_queue(&route, None)
-            }
+        let mq = if let Some(q) = queue {
+            q
+        } else {
+            let route = self.publish_route(&p.topic).await?;
+            self.select_queue(&route, None)
         };
         self.send_to(p, &mq, CommunicationMode::Oneway, self.config.send_timeout)
             .await
@@ -400,7 +399,8 @@ impl Producer {
             let t0 = Instant::now();
             match self.send_to(p.clone(), &mq, mode, remaining).await {
                 Ok(r) => {
-                    self.record_latency(&mq.broker_name, t0.elapsed().as_millis() as u64);
+                    let ms = u64::try_from(t0.elapsed().as_millis()).unwrap_or(u64::MAX);
+                    self.record_latency(&mq.broker_name, ms);
                     if r.status != SendStatus::SendOk
                         && self.config.retry_another_broker_when_not_store_ok
                     {
@@ -432,12 +432,12 @@ impl Producer {
         let last = last_err.unwrap_or(ClientError::Timeout {
             addr: brokers_sent.last().cloned().unwrap_or_default(),
             code: RequestCode::SEND_MESSAGE_V2.0,
-            timeout_ms: timeout.as_millis() as u64,
+            timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
         });
         Err(ClientError::SendFailed {
             topic: p.topic,
             attempts: brokers_sent.len(),
-            elapsed_ms: started.elapsed().as_millis() as u64,
+            elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
             brokers: brokers_sent,
             last: Box::new(last),
         })
@@ -492,12 +492,11 @@ impl Producer {
         mode: CommunicationMode,
         timeout: Duration,
     ) -> Result<SendResult> {
-        let addr = match self.instance.master_addr(&mq.broker_name) {
-            Ok(a) => a,
-            Err(_) => {
-                self.instance.update_route(&mq.topic).await?;
-                self.instance.master_addr(&mq.broker_name)?
-            }
+        let addr = if let Ok(a) = self.instance.master_addr(&mq.broker_name) {
+            a
+        } else {
+            self.instance.update_route(&mq.topic).await?;
+            self.instance.master_addr(&mq.broker_name)?
         };
         let header = SendMessageRequestHeaderV2 {
             a: self.config.group.clone(),

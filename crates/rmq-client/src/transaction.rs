@@ -143,13 +143,12 @@ impl Producer {
                     ids.len()
                 )));
             }
-            let slot = match per_queue.iter().position(|(q, _, _)| *q == batch.queue) {
-                Some(i) => i,
-                None => {
-                    let (addr, _) = self.half_broker_addr(&batch.queue, offsets[0]).await?;
-                    per_queue.push((batch.queue.clone(), addr, Vec::new()));
-                    per_queue.len() - 1
-                }
+            let slot = if let Some(i) = per_queue.iter().position(|(q, _, _)| *q == batch.queue) {
+                i
+            } else {
+                let (addr, _) = self.half_broker_addr(&batch.queue, offsets[0]).await?;
+                per_queue.push((batch.queue.clone(), addr, Vec::new()));
+                per_queue.len() - 1
             };
             let tran_state_offsets = batch.queue_offset..;
             for (tran_state_table_offset, (offset_id, msg_id)) in

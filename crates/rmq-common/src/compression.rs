@@ -165,7 +165,7 @@ impl CompressionType {
                 })
             }
             Self::Zstd => {
-                #[allow(clippy::cast_possible_wrap)] // clamped to 1..=19 first
+                #[expect(clippy::cast_possible_wrap, reason = "clamped to 1..=19 first")]
                 let level = level.clamp(1, 19) as i32;
                 zstd::stream::encode_all(body, level).map_err(fail)
             }

@@ -41,10 +41,8 @@ pub fn index_key_hash(key: &str) -> i32 {
 /// negative as a Java `int`.
 #[must_use]
 pub fn body_crc(body: &[u8]) -> i32 {
-    // The mask clears the sign bit, so the cast cannot change the value.
-    #[allow(clippy::cast_possible_wrap)]
-    let crc = (crc32fast::hash(body) & 0x7FFF_FFFF) as i32;
-    crc
+    // The mask clears the sign bit, so the value is the same as i32.
+    (crc32fast::hash(body) & 0x7FFF_FFFF).cast_signed()
 }
 
 #[cfg(test)]

@@ -10,7 +10,10 @@ pub const PROPERTY_SEPARATOR: char = '\u{2}';
 /// Names of the properties RocketMQ gives meaning to (`MessageConst`).
 pub struct PropertyKey;
 
-#[allow(missing_docs)]
+#[expect(
+    missing_docs,
+    reason = "each constant is its own RocketMQ property name"
+)]
 impl PropertyKey {
     pub const KEYS: &'static str = "KEYS";
     pub const TAGS: &'static str = "TAGS";

@@ -89,11 +89,13 @@ impl ExtFields {
     }
 
     /// The keys in order.
+    #[must_use]
     pub fn keys(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
         self.0.iter().map(|(k, _)| k.as_str())
     }
 
     /// The fields in key order.
+    #[must_use]
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &str)> + '_ {
         self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
     }
@@ -105,10 +107,10 @@ impl std::ops::Index<&str> for ExtFields {
     /// # Panics
     /// When `key` is absent, as a map's index does.
     fn index(&self, key: &str) -> &FieldStr {
-        match self.position(key) {
-            Ok(i) => &self.0[i].1,
-            Err(_) => panic!("no ext field `{key}`"),
-        }
+        let Ok(i) = self.position(key) else {
+            panic!("no ext field `{key}`")
+        };
+        &self.0[i].1
     }
 }
 

@@ -59,10 +59,14 @@ enum Int {
 }
 
 fn integer(v: &Value) -> Result<Int, Error> {
+    #[expect(
+        clippy::cast_precision_loss,
+        clippy::cast_possible_truncation,
+        reason = "Java's intValue() truncates; the range check is against i64's bounds as f64"
+    )]
     let from_f64 = |f: f64| {
         // Java's intValue() truncates; values outside i64 are not integers for any field.
         if f.is_finite() && f.trunc() >= i64::MIN as f64 && f.trunc() <= i64::MAX as f64 {
-            #[allow(clippy::cast_possible_truncation)]
             Some(Int::Signed(f.trunc() as i64))
         } else {
             None

@@ -108,20 +108,19 @@ impl Iterator for MessageIter {
         }
         let rest = self.buf.slice(self.pos..);
         match decode_message_at(&rest, self.pos) {
-            Ok(m) => match usize::try_from(m.store_size) {
+            Ok(m) => {
                 // The decoder checked MIN_RECORD_BYTES <= store_size <= rest.len().
-                Ok(size) => {
+                if let Ok(size) = usize::try_from(m.store_size) {
                     self.pos += size;
                     Some(Ok(m))
-                }
-                Err(_) => {
+                } else {
                     self.failed = true;
                     Some(Err(ProtocolError::BadMessage {
                         offset: self.pos,
                         reason: format!("negative TOTALSIZE {}", m.store_size),
                     }))
                 }
-            },
+            }
             Err(e) => {
                 self.failed = true;
                 Some(Err(e))

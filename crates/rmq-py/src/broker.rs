@@ -33,6 +33,10 @@ pub(crate) struct BrokerServer {
 impl BrokerServer {
     #[new]
     #[pyo3(signature = (store, config, host, port, handler=None))]
+    #[expect(
+        clippy::needless_pass_by_value,
+        reason = "pyo3 extracts Python arguments as owned values"
+    )]
     fn new(
         py: Python<'_>,
         store: PyRef<'_, PyMessageStore>,

@@ -42,8 +42,11 @@ impl StrColumn {
             self.validity[i / 8] |= 1 << (i % 8);
             self.data.extend_from_slice(v);
         }
-        // Offsets are i32: a call stops at MAX_BYTES, far below 2 GiB.
-        #[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_possible_wrap,
+            reason = "offsets are i32: a call stops at MAX_BYTES, far below 2 GiB"
+        )]
         let end = self.data.len() as i32;
         self.offsets.extend_from_slice(&end.to_le_bytes());
         self.len += 1;
@@ -103,7 +106,11 @@ impl Columns {
                 self.prop_values.push(Some(v.as_bytes()));
             }
         }
-        #[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_possible_wrap,
+            reason = "fewer entries than bytes, and a call stops at MAX_BYTES, far below 2 GiB"
+        )]
         let entries = self.prop_keys.len as i32;
         self.prop_offsets.extend_from_slice(&entries.to_le_bytes());
         self.rows += 1;
@@ -171,9 +178,8 @@ impl RangePull {
     ) -> tokio::task::JoinHandle<rmq_client::Result<PullResult>> {
         let mut req = self.request.clone();
         req.offset = offset;
-        #[allow(clippy::cast_possible_truncation)]
-        let n = (upto - offset).min(self.batch) as i32;
-        req.max_nums = n;
+        // `batch` comes from Python as any positive i64; a pull asks for at most i32::MAX.
+        req.max_nums = i32::try_from((upto - offset).min(self.batch)).unwrap_or(i32::MAX);
         let instance = self.instance.clone();
         tokio::spawn(async move { instance.pull(&req).await })
     }

@@ -67,6 +67,10 @@ impl ClientInstancePy {
     /// `[(topic, expression), ...]`.
     #[pyo3(signature = (group, subscriptions, message_model="CLUSTERING",
         consume_type="CONSUME_PASSIVELY", consume_from_where="CONSUME_FROM_LAST_OFFSET"))]
+    #[expect(
+        clippy::needless_pass_by_value,
+        reason = "pyo3 extracts Python arguments as owned values"
+    )]
     fn register_consumer(
         &self,
         group: &str,
@@ -140,7 +144,10 @@ impl ClientInstancePy {
     // The keywords are the Python signature; the Rust side takes them as one PullArgs.
     #[pyo3(signature = (group, queue, offset, max_nums, expression="*", sub_version=0,
         commit_offset=None, suspend_ms=0, timeout_ms=3000, broker_id=0))]
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the keyword arguments of the Python signature"
+    )]
     fn pull(
         &self,
         py: Python<'_>,
@@ -177,7 +184,10 @@ impl ClientInstancePy {
     /// Properties named in `skip_properties` are left out of the properties column.
     #[pyo3(signature = (group, queue, start, end, max_rows, batch=32, depth=4,
         timeout_ms=10000, skip_properties=Vec::new()))]
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the keyword arguments of the Python signature"
+    )]
     fn pull_columns(
         &self,
         py: Python<'_>,
@@ -205,7 +215,10 @@ impl ClientInstancePy {
     /// Pull without waiting: `callback(result, error)` runs on the callback thread.
     #[pyo3(signature = (callback, group, queue, offset, max_nums, expression="*",
         sub_version=0, commit_offset=None, suspend_ms=15000, timeout_ms=30000, broker_id=0))]
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the keyword arguments of the Python signature"
+    )]
     fn pull_async(
         &self,
         callback: Py<PyAny>,
@@ -309,6 +322,10 @@ impl ClientInstancePy {
     }
 
     /// Lock `queues` (all on `broker_name`) for this client; returns those now held.
+    #[expect(
+        clippy::needless_pass_by_value,
+        reason = "pyo3 extracts Python arguments as owned values"
+    )]
     fn lock_batch(
         &self,
         py: Python<'_>,
@@ -327,6 +344,10 @@ impl ClientInstancePy {
 
     /// Release this client's locks of `queues` on `broker_name`.
     #[pyo3(signature = (group, broker_name, queues, oneway=false))]
+    #[expect(
+        clippy::needless_pass_by_value,
+        reason = "pyo3 extracts Python arguments as owned values"
+    )]
     fn unlock_batch(
         &self,
         py: Python<'_>,

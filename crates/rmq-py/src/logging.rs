@@ -33,6 +33,7 @@
 //! longer possible. An `atexit` hook turns delivery to Python off first; from then on records
 //! go to stderr as one line each (`<LEVEL> <logger>: <message>`).
 
+use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::OnceLock;
@@ -120,9 +121,10 @@ impl Log for Bridge {
         let mut message = record.args().to_string();
         let dropped = self.dropped.swap(0, Ordering::Relaxed);
         if dropped > 0 {
-            message.push_str(&format!(
+            let _ = write!(
+                message,
                 " ({dropped} earlier records were dropped: the log queue was full)"
-            ));
+            );
         }
         let queued = Queued {
             level: record.level(),

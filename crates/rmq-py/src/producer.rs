@@ -133,10 +133,13 @@ impl NativeProducer {
     // The keywords are the Python signature; the Rust side takes them as one ProducerOptions.
     #[new]
     #[pyo3(signature = (instance, group, send_timeout_ms=3000, retry_times_when_send_failed=2,
-        retry_another_broker_when_not_store_ok=false, max_message_size=4194304,
+        retry_another_broker_when_not_store_ok=false, max_message_size=4_194_304,
         compress_msg_body_over_howmuch=4096, compress_level=5,
         send_latency_fault_enable=false, default_topic_queue_nums=4, compress_type="ZLIB"))]
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the keyword arguments of the Python signature"
+    )]
     fn new(
         py: Python<'_>,
         instance: &ClientInstancePy,
@@ -241,7 +244,10 @@ impl NativeProducer {
     // The keywords are the Python signature; the Rust side takes the rows as one ColumnRows.
     #[pyo3(signature = (topic, queue, start, end, body_offsets, body_data, id_head, first_id,
         tags=None, keys=None, properties=None))]
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the keyword arguments of the Python signature"
+    )]
     fn send_batch_columns(
         &self,
         py: Python<'_>,
@@ -277,6 +283,10 @@ impl NativeProducer {
 
     /// Send messages of one topic as one SEND_BATCH_MESSAGE.
     #[pyo3(signature = (messages, queue=None))]
+    #[expect(
+        clippy::needless_pass_by_value,
+        reason = "pyo3 extracts Python arguments as owned values"
+    )]
     fn send_batch(
         &self,
         py: Python<'_>,
@@ -322,6 +332,10 @@ impl NativeProducer {
     /// msg_id, queue_offset)` as a batch's SendResult has them (comma-separated ids), with one
     /// END_TRANSACTION request per half: a queue's halves in order, the queues in parallel.
     /// Returns how many were ended; raises the first failure after trying all.
+    #[expect(
+        clippy::needless_pass_by_value,
+        reason = "pyo3 extracts Python arguments as owned values"
+    )]
     fn end_transactions(
         &self,
         py: Python<'_>,

@@ -202,7 +202,10 @@ impl PyMessageStore {
 
     // The keywords are the Python signature; the Rust side takes them as one MessageFields.
     #[pyo3(signature = (topic, queue_id, body, properties=None, *, flag=0, sys_flag=0, born_timestamp=0, born_host="127.0.0.1:0", reconsume_times=0, prepared_transaction_offset=0))]
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the keyword arguments of the Python signature"
+    )]
     fn put_message(
         &self,
         py: Python<'_>,
@@ -293,7 +296,10 @@ impl PyMessageStore {
             tags.map(|t| t.iter().map(|s| rmq_common::java_string_hash(s)).collect());
         let store = Arc::clone(&self.inner);
         let r = py.detach(|| {
-            #[allow(clippy::cast_possible_truncation)]
+            #[expect(
+                clippy::cast_possible_truncation,
+                reason = "Java's intValue() keeps the low 32 bits"
+            )]
             let filter = codes
                 .as_ref()
                 .map(|set| move |code: i64| set.contains(&(code as i32)));
@@ -343,6 +349,10 @@ impl PyMessageStore {
         })
     }
 
+    #[expect(
+        clippy::needless_pass_by_value,
+        reason = "pyo3 extracts Python arguments as owned values"
+    )]
     fn deliver_scheduled(&self, py: Python<'_>, units: Vec<(i64, i32, i64)>) -> DeliverResult {
         let positions: Vec<(i64, i32)> = units.iter().map(|&(o, s, _)| (o, s)).collect();
         let store = Arc::clone(&self.inner);
@@ -372,9 +382,9 @@ impl PyMessageStore {
         end_timestamp: i64,
     ) -> PyResult<Vec<Py<StoredMessage>>> {
         let store = Arc::clone(&self.inner);
-        let sels =
+        let selected =
             py.detach(|| store.query_message(topic, key, max_num, begin_timestamp, end_timestamp));
-        decode_all(py, &sels)
+        decode_all(py, &selected)
     }
 
     fn get_offset_in_queue_by_time(

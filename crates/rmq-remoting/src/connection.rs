@@ -156,7 +156,10 @@ impl Connection {
     /// # Errors
     /// When the connection has closed, or when more than the connection's
     /// `max_queued_request_bytes` already wait for a peer that is not reading.
-    #[allow(clippy::unused_async)] // async in the API: a bounded queue may make it wait again
+    #[expect(
+        clippy::unused_async,
+        reason = "async in the API: a bounded queue may make it wait again"
+    )]
     pub async fn send(&self, reply: Reply) -> Result<(), RemotingError> {
         let weight = reply.weight();
         if let Err(queued) = self.0.budget.charge(Charge::Request, weight) {

@@ -155,7 +155,7 @@ async fn quiet_for(budget: &Budget, limit: Option<Duration>) {
         if idle >= limit {
             return;
         }
-        tokio::time::sleep(limit - idle).await;
+        tokio::time::sleep(limit.saturating_sub(idle)).await;
     }
 }
 
@@ -234,12 +234,13 @@ pub(crate) async fn write_loop(
     let mut buf = BytesMut::with_capacity(64 * 1024);
     let mut next: Option<Outgoing> = None;
     loop {
-        let item = match next.take() {
-            Some(r) => r,
-            None => tokio::select! {
+        let item = if let Some(r) = next.take() {
+            r
+        } else {
+            tokio::select! {
                 r = rx.recv() => match r { Some(r) => r, None => break },
                 _ = close.changed() => break,
-            },
+            }
         };
         let mut written = Written::default();
         written.add(&item);

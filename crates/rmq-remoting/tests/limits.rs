@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use rmq_protocol::{codec, RemotingCommand};
+use rmq_protocol::{codec, ExtFields, RemotingCommand};
 use rmq_remoting::{
     serve, BoxFuture, Connection, ConnectionLimits, Reply, RequestHandler, ServerConfig,
     ServerHandle,
@@ -42,7 +42,7 @@ async fn server(reply_bytes: usize, config: ServerConfig) -> (ServerHandle, Arc<
 }
 
 fn request_frame(opaque: i32) -> Vec<u8> {
-    let mut cmd = RemotingCommand::new_request(9001, Default::default());
+    let mut cmd = RemotingCommand::new_request(9001, ExtFields::new());
     cmd.opaque = opaque;
     let mut buf = BytesMut::new();
     codec::encode(&cmd, &mut buf).unwrap();

@@ -49,8 +49,8 @@ impl RequestHandler for Handler {
         match req.code {
             ECHO => {
                 let mut resp = RemotingCommand::response_to(&req, 0, None);
-                resp.body = req.body.clone();
-                resp.ext_fields = req.ext_fields.clone();
+                resp.body.clone_from(&req.body);
+                resp.ext_fields.clone_from(&req.ext_fields);
                 Box::pin(async move { Some(Reply::Command(resp)) })
             }
             FILE => {
@@ -316,7 +316,7 @@ const SLOW: i32 = 9006;
 impl RequestHandler for InlineHandler {
     fn handle(&self, _conn: Connection, req: RemotingCommand) -> BoxFuture<Option<Reply>> {
         let mut resp = RemotingCommand::response_to(&req, 0, None);
-        resp.body = req.body.clone();
+        resp.body.clone_from(&req.body);
         match req.code {
             SLOW => Box::pin(async move {
                 tokio::time::sleep(Duration::from_millis(300)).await;

@@ -11,6 +11,7 @@ use crate::format::{CqUnit, CQ_STORE_UNIT_SIZE};
 use crate::mapped_file::MappedFile;
 use crate::mapped_file_queue::MappedFileQueue;
 
+#[expect(clippy::cast_possible_wrap, reason = "the constant 20")]
 const UNIT: i64 = CQ_STORE_UNIT_SIZE as i64;
 
 /// A queue id that can name a ConsumeQueue: `0..=65535` (the range a put accepts). A

@@ -348,14 +348,14 @@ pub fn run_commit(
     least_pages: usize,
     thorough_ms: u64,
 ) {
-    let mut last = Instant::now();
+    let mut last_commit = Instant::now();
     while !waker.is_stopped() {
         let mut least = least_pages;
-        if last.elapsed() >= Duration::from_millis(thorough_ms) {
+        if last_commit.elapsed() >= Duration::from_millis(thorough_ms) {
             least = 0;
         }
         if queue.commit(least) {
-            last = Instant::now();
+            last_commit = Instant::now();
             flush_waker.wake();
         }
         waker.wait(Duration::from_millis(interval_ms));

@@ -588,7 +588,8 @@ impl std::fmt::Debug for SelectMappedBufferResult {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SelectMappedBufferResult")
             .field("start_offset", &self.start_offset)
+            .field("pos", &self.pos)
             .field("len", &self.len)
-            .finish()
+            .finish_non_exhaustive()
     }
 }

@@ -15,7 +15,10 @@
 //! broker changes them.
 //!
 //! The module is private to rmq-store: nothing outside the crate can reach a mapping.
-#![allow(unsafe_code)]
+#![allow(
+    unsafe_code,
+    reason = "the one module that maps files; every block says why it is sound"
+)]
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -264,7 +267,10 @@ impl MmapFile {
     /// # Safety
     /// `pos + len <= self.len`, and no other reference to these bytes exists while the slice
     /// lives.
-    #[allow(clippy::mut_from_ref)]
+    #[expect(
+        clippy::mut_from_ref,
+        reason = "callers keep ranges disjoint (see # Safety)"
+    )]
     unsafe fn raw_mut(&self, pos: usize, len: usize) -> &mut [u8] {
         // SAFETY: the caller keeps the range in bounds and exclusive.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.add(pos), len) }
@@ -496,7 +502,7 @@ impl DiskSpace {
         if usable == 0 {
             return 0.0;
         }
-        #[allow(clippy::cast_precision_loss)]
+        #[expect(clippy::cast_precision_loss, reason = "a ratio, for the disk guard")]
         let ratio = self.used as f64 / usable as f64;
         ratio.clamp(0.0, 1.0)
     }
@@ -506,7 +512,10 @@ impl DiskSpace {
 ///
 /// # Errors
 /// When `statvfs` fails (the path does not exist, ...).
-#[allow(clippy::useless_conversion)] // the statvfs field types differ between targets
+#[allow(
+    clippy::useless_conversion,
+    reason = "the statvfs field types differ between targets"
+)]
 pub(crate) fn disk_space(path: &Path) -> io::Result<DiskSpace> {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(path.as_os_str().as_bytes())

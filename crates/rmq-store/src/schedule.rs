@@ -270,7 +270,7 @@ mod tests {
     use super::*;
     use std::net::SocketAddr;
 
-    fn msg<'a>(props: &'a [u8], sys_flag: i32) -> MessageToStore<'a> {
+    fn msg(props: &[u8], sys_flag: i32) -> MessageToStore<'_> {
         MessageToStore {
             topic: "T",
             queue_id: 3,

@@ -88,12 +88,12 @@ fn put_get_across_file_rolls_with_blank_filler() {
         let r = put(
             &store,
             "TopicA",
-            (i % 3) as i32,
+            i32::try_from(i % 3).unwrap(),
             &body_of(i),
             &props("TagA", &format!("k{i}")),
         );
         assert_eq!(r.status, PutMessageStatus::PutOk);
-        assert_eq!(r.append.queue_offset, (i / 3) as i64);
+        assert_eq!(r.append.queue_offset, i64::try_from(i / 3).unwrap());
         offsets.push(r.append);
     }
     wait_dispatched(&store);
@@ -112,7 +112,7 @@ fn put_get_across_file_rolls_with_blank_filler() {
         BLANK_MAGIC_CODE
     );
     assert_eq!(
-        i32::from_be_bytes(first[pos..pos + 4].try_into().unwrap()) as usize,
+        usize::try_from(i32::from_be_bytes(first[pos..pos + 4].try_into().unwrap())).unwrap(),
         65536 - pos
     );
     // Records never span files.
@@ -139,7 +139,7 @@ fn put_get_across_file_rolls_with_blank_filler() {
             next = r.next_begin_offset;
         }
         let want: Vec<_> = (0..300)
-            .filter(|i| i % 3 == q as usize)
+            .filter(|i| i % 3 == usize::try_from(q).unwrap())
             .map(body_of)
             .collect();
         assert_eq!(got, want);
@@ -183,7 +183,7 @@ fn consume_queue_units_on_disk() {
         a.wrote_offset
     );
     assert_eq!(
-        i32::from_be_bytes(unit(0)[8..12].try_into().unwrap()) as usize,
+        usize::try_from(i32::from_be_bytes(unit(0)[8..12].try_into().unwrap())).unwrap(),
         a.wrote_bytes
     );
     assert_eq!(
@@ -267,17 +267,18 @@ fn abnormal_recovery_cuts_torn_tail_and_damaged_record() {
     let store = open(dir.path(), &[]);
     assert!(!store.last_exit_ok());
     let kept = 40 - 3;
+    let kept_offset = i64::try_from(kept).unwrap();
     assert_eq!(
         store.get_max_offset_in_queue("T", 0),
-        kept as i64,
+        kept_offset,
         "damaged record and what follows are cut"
     );
     let all: Vec<_> = bodies(&store, "T", 0, 0, 64);
-    let mut next = all.len() as i64;
+    let mut next = i64::try_from(all.len()).unwrap();
     let mut got = all;
-    while next < kept as i64 {
+    while next < kept_offset {
         let more = bodies(&store, "T", 0, next, 64);
-        next += more.len() as i64;
+        next += i64::try_from(more.len()).unwrap();
         got.extend(more);
     }
     assert_eq!(got, (0..kept).map(body_of).collect::<Vec<_>>());
@@ -287,10 +288,10 @@ fn abnormal_recovery_cuts_torn_tail_and_damaged_record() {
     assert_eq!(store.query_message("T", "key5", 32, 0, i64::MAX).len(), 1);
     // New puts continue right after the valid end, with the right queue offset.
     let r = put(&store, "T", 0, b"after", b"");
-    assert_eq!(r.append.queue_offset, kept as i64);
+    assert_eq!(r.append.queue_offset, kept_offset);
     wait_dispatched(&store);
     assert_eq!(
-        bodies(&store, "T", 0, kept as i64, 1),
+        bodies(&store, "T", 0, kept_offset, 1),
         vec![b"after".to_vec()]
     );
     store.shutdown().unwrap();
@@ -305,7 +306,7 @@ fn lost_consume_queues_and_index_are_rebuilt() {
             put(
                 &store,
                 "T",
-                (i % 2) as i32,
+                i32::try_from(i % 2).unwrap(),
                 &body_of(i),
                 &props("t", &format!("k{i}")),
             );
@@ -430,7 +431,13 @@ fn transient_store_pool_commits_then_serves() {
     }
     let mut got = Vec::new();
     while got.len() < 200 {
-        got.extend(bodies(&store, "T", 0, got.len() as i64, 32));
+        got.extend(bodies(
+            &store,
+            "T",
+            0,
+            i64::try_from(got.len()).unwrap(),
+            32,
+        ));
     }
     assert_eq!(got, (0..200).map(body_of).collect::<Vec<_>>());
     store.shutdown().unwrap();

@@ -27,6 +27,10 @@ use crate::state::BrokerState;
 use crate::transaction::{end_message_transaction, look_half_message, op_record};
 
 /// Serve an END_TRANSACTION.
+#[expect(
+    clippy::unused_async,
+    reason = "the same async signature as the other processors"
+)]
 pub async fn process(b: &BrokerState, conn: &Connection, req: &RemotingCommand) -> Option<Reply> {
     let h = decode_header!(req, EndTransactionRequestHeader);
     if b.store.config().broker_role == BrokerRole::Slave {

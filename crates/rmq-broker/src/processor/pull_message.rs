@@ -11,7 +11,7 @@ use rmq_protocol::body::{MessageModel, PERM_READ};
 use rmq_protocol::header::{pull_sys_flag, PullMessageRequestHeader, PullMessageResponseHeader};
 use rmq_protocol::{CommandHeader, RemotingCommand, ResponseCode};
 use rmq_remoting::{FileRegion, Reply};
-use rmq_store::GetMessageStatus;
+use rmq_store::GetMessageStatus as S;
 
 use super::{bad_header, response, StoreRegion};
 use crate::long_polling::TagFilter;
@@ -44,6 +44,10 @@ pub async fn process(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     }
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "PullMessageProcessor.processRequest's checks in Java's order, read top to bottom"
+)]
 fn pull_once(
     b: &BrokerState,
     req: &RemotingCommand,
@@ -154,7 +158,6 @@ fn pull_once(
     );
     b.stats
         .on_get(result.messages.len() as u64, started.elapsed());
-    use GetMessageStatus as S;
     let code = match result.status {
         S::Found => ResponseCode::SUCCESS,
         S::MessageWasRemoving | S::NoMatchedMessage => ResponseCode::PULL_RETRY_IMMEDIATELY,

@@ -90,9 +90,12 @@ fn route(
     let queue_id = if dlq.is_some() {
         0 // the DLQ has one queue (DLQ_NUMS_PER_GROUP)
     } else if h.queue_id < 0 {
-        #[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
+        #[expect(
+            clippy::cast_possible_truncation,
+            reason = "the remainder is below write_queue_nums, an i32"
+        )]
         let r = (rmq_common::time::now_millis().unsigned_abs()
-            % config.write_queue_nums.max(1).unsigned_abs() as u64) as i32;
+            % u64::from(config.write_queue_nums.max(1).unsigned_abs())) as i32;
         r
     } else {
         h.queue_id

@@ -42,6 +42,10 @@ pub const FIRST_RETRY_DELAY_LEVEL: i32 = 3;
 const TOPIC_FLAG_UNIT_SUB: i32 = 0x1 << 1;
 
 /// Serve a send-back.
+#[expect(
+    clippy::unused_async,
+    reason = "the same async signature as the other processors"
+)]
 pub async fn process(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let h = decode_header!(req, ConsumerSendMsgBackRequestHeader);
     let cmd = match send_back(b, req, &h) {

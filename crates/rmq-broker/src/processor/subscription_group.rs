@@ -2,6 +2,8 @@
 //! DELETE_SUBSCRIPTIONGROUP (207): the admin side of consumer groups (retry policy,
 //! broadcast, consume enable).
 
+use std::fmt::Write as _;
+
 use rmq_protocol::body::{SubscriptionGroupConfig, SubscriptionGroupWrapper};
 use rmq_protocol::header::DeleteSubscriptionGroupRequestHeader;
 use rmq_protocol::{RemotingCommand, RemotingJson, ResponseCode};
@@ -56,11 +58,12 @@ pub(crate) fn delete(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     };
     if h.remove_offset {
         let topics = b.offsets.remove_group(&h.group_name);
-        remark.push_str(&format!(
+        let _ = write!(
+            remark,
             "; offsets removed on {} topic(s): {}",
             topics.len(),
             topics.join(", ")
-        ));
+        );
     }
     log::info!("DELETE_SUBSCRIPTIONGROUP: {remark}");
     answer(req, ResponseCode::SUCCESS, remark)

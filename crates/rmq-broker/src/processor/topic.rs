@@ -19,8 +19,8 @@ pub fn create(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     if let Err(reason) = validate_topic(&h.topic) {
         return answer(req, ResponseCode::SYSTEM_ERROR, reason);
     }
-    if let Some(refused) = refuse_system_topic(req, &h.topic) {
-        return refused;
+    if is_system_topic(&h.topic) {
+        return refuse_system_topic(req, &h.topic);
     }
     if h.topic == b.config.broker_cluster_name {
         return answer(
@@ -69,8 +69,8 @@ pub fn delete(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
         Ok(h) => h,
         Err(e) => return bad_header(req, e),
     };
-    if let Some(refused) = refuse_system_topic(req, &h.topic) {
-        return refused;
+    if is_system_topic(&h.topic) {
+        return refuse_system_topic(req, &h.topic);
     }
     b.topics.delete(&h.topic);
     b.offsets.remove_topic(&h.topic);
@@ -78,14 +78,17 @@ pub fn delete(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
 }
 
 /// System topics cannot be created or deleted by clients (RocketMQ's `TopicValidator`).
-fn refuse_system_topic(req: &RemotingCommand, topic: &str) -> Option<Option<Reply>> {
-    SYSTEM_TOPICS.contains(&topic).then(|| {
-        answer(
-            req,
-            ResponseCode::SYSTEM_ERROR,
-            format!("The topic[{topic}] is conflict with system topic."),
-        )
-    })
+fn is_system_topic(topic: &str) -> bool {
+    SYSTEM_TOPICS.contains(&topic)
+}
+
+/// The answer to creating or deleting a system topic.
+fn refuse_system_topic(req: &RemotingCommand, topic: &str) -> Option<Reply> {
+    answer(
+        req,
+        ResponseCode::SYSTEM_ERROR,
+        format!("The topic[{topic}] is conflict with system topic."),
+    )
 }
 
 /// 305: the system topics (RocketMQ's `TopicValidator.getSystemTopicSet`), with this

@@ -2,7 +2,7 @@
 //! store in a temp dir, with small files; and what the test files share to talk to it
 //! (send requests, reading a queue back, asserting a refusal, recording what the broker
 //! sends a client).
-#![allow(dead_code)] // each test file uses its own part
+#![allow(dead_code, reason = "each test file uses its own part")]
 
 use std::net::SocketAddr;
 use std::path::Path;

@@ -2,6 +2,7 @@
 //! and the two structured values, `messageDelayLevel` and `deleteWhen`, whose parsers the
 //! store and the Python schedules use (the only copies).
 
+use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr};
 
 use super::ValueKind;
@@ -30,7 +31,9 @@ pub fn quote(text: &str) -> String {
                 out.push('\\');
                 out.push(c);
             }
-            c if c.is_control() => out.push_str(&format!("\\x{:02x}", u32::from(c))),
+            c if c.is_control() => {
+                let _ = write!(out, "\\x{:02x}", u32::from(c));
+            }
             c => out.push(c),
         }
     }

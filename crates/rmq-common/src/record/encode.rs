@@ -97,8 +97,11 @@ pub fn encode_record(dst: &mut [u8], msg: &MessageToStore<'_>, f: &StoreFields) 
     let v2 = topic.len() > TOPIC_V1_MAX_LEN;
     let total = dst.len();
     let mut w = Writer { buf: dst, pos: 0 };
-    // Lengths were checked by the caller (see above); the casts cannot truncate.
-    #[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_possible_wrap,
+        reason = "lengths were checked by the caller (see above); the casts cannot truncate"
+    )]
     {
         w.put(&(total as i32).to_be_bytes());
         let magic = if v2 {
@@ -139,8 +142,11 @@ pub fn encode_record(dst: &mut [u8], msg: &MessageToStore<'_>, f: &StoreFields) 
 /// # Panics
 /// When `dst` is shorter than 8 bytes.
 pub fn encode_blank(dst: &mut [u8], len: usize) {
-    // A file's remaining space: far below 2 GiB.
-    #[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_possible_wrap,
+        reason = "a file's remaining space: far below 2 GiB"
+    )]
     dst[..4].copy_from_slice(&(len as i32).to_be_bytes());
     dst[4..8].copy_from_slice(&BLANK_MAGIC_CODE.to_be_bytes());
 }

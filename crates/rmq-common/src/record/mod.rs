@@ -58,11 +58,11 @@ pub use view::{scan_record, DecodedRecord, Scan};
 use crate::sys_flag::{BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG};
 
 /// Magic of a message record whose topic length takes 1 byte.
-pub const MESSAGE_MAGIC_CODE_V1: i32 = 0xDAA3_20A7_u32 as i32;
+pub const MESSAGE_MAGIC_CODE_V1: i32 = i32::from_be_bytes([0xDA, 0xA3, 0x20, 0xA7]);
 /// Magic of a message record whose topic length takes 2 bytes.
-pub const MESSAGE_MAGIC_CODE_V2: i32 = 0xDAA3_20AB_u32 as i32;
+pub const MESSAGE_MAGIC_CODE_V2: i32 = i32::from_be_bytes([0xDA, 0xA3, 0x20, 0xAB]);
 /// Magic of the filler that pads a CommitLog file when the next record does not fit.
-pub const BLANK_MAGIC_CODE: i32 = 0xCBD4_3194_u32 as i32;
+pub const BLANK_MAGIC_CODE: i32 = i32::from_be_bytes([0xCB, 0xD4, 0x31, 0x94]);
 /// A BLANK filler is TOTALSIZE + MAGICCODE; a file keeps at least this much room for it.
 pub const END_FILE_MIN_BLANK_LENGTH: usize = 8;
 /// Longest topic with a 1-byte length field (Java `Byte.MAX_VALUE`).

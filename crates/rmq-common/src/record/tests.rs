@@ -61,7 +61,7 @@ fn record_layout_field_by_field() {
     let len = buf.len();
     let be32 = |p: usize| i32::from_be_bytes(buf[p..p + 4].try_into().unwrap());
     let be64 = |p: usize| i64::from_be_bytes(buf[p..p + 8].try_into().unwrap());
-    assert_eq!(be32(0) as usize, len);
+    assert_eq!(usize::try_from(be32(0)).unwrap(), len);
     assert_eq!(buf[4..8], [0xDA, 0xA3, 0x20, 0xA7]);
     assert_eq!(be32(8), crate::body_crc(b"hello"));
     assert_eq!(be32(12), 3);
@@ -81,7 +81,10 @@ fn record_layout_field_by_field() {
     assert_eq!(&buf[88..93], b"hello");
     assert_eq!(buf[93], 1);
     assert_eq!(buf[94], b'T');
-    assert_eq!(i16::from_be_bytes([buf[95], buf[96]]) as usize, props.len());
+    assert_eq!(
+        usize::try_from(i16::from_be_bytes([buf[95], buf[96]])).unwrap(),
+        props.len()
+    );
     assert_eq!(&buf[97..], props);
     let Scan::Message(r) = scan_record(&buf, true) else {
         panic!("not a record")

@@ -83,7 +83,7 @@ impl<'a> DecodedRecord<'a> {
     pub fn parse(buf: &'a [u8]) -> Result<Self, RecordError> {
         match header(buf, false)? {
             Some((total, v2)) => fields(&buf[..total], v2, false),
-            None => Err(RecordError::BadMagic(BLANK_MAGIC_CODE as u32)),
+            None => Err(RecordError::BadMagic(BLANK_MAGIC_CODE.cast_unsigned())),
         }
     }
 
@@ -118,7 +118,7 @@ fn header(buf: &[u8], blank_ok: bool) -> Result<Option<(usize, bool)>, RecordErr
         MESSAGE_MAGIC_CODE_V1 => false,
         MESSAGE_MAGIC_CODE_V2 => true,
         BLANK_MAGIC_CODE if blank_ok => return Ok(None),
-        other => return Err(RecordError::BadMagic(other as u32)),
+        other => return Err(RecordError::BadMagic(other.cast_unsigned())),
     };
     let bad = || RecordError::BadLength {
         field: "TOTALSIZE",
@@ -177,7 +177,7 @@ impl<'a> Reader<'a> {
         Ok(i64::from_be_bytes(self.array(field)?))
     }
 
-    fn len(&mut self, value: i64, field: &'static str, max: usize) -> Result<usize, RecordError> {
+    fn len(value: i64, field: &'static str, max: usize) -> Result<usize, RecordError> {
         usize::try_from(value)
             .ok()
             .filter(|&n| n <= max)
@@ -212,7 +212,7 @@ fn fields(rec: &[u8], v2: bool, check_crc: bool) -> Result<DecodedRecord<'_>, Re
     let reconsume_times = r.i32("RECONSUMETIMES")?;
     let prepared_transaction_offset = r.i64("PREPAREDTRANSACTIONOFFSET")?;
     let body_len = r.i32("BODYLENGTH")?;
-    let body_len = r.len(i64::from(body_len), "BODYLENGTH", i32::MAX as usize)?;
+    let body_len = Reader::len(i64::from(body_len), "BODYLENGTH", i32::MAX as usize)?;
     let body = r.take(body_len, "BODY")?;
     // Java reads the topic length signed (`get()` / `getShort()`); negative is an error.
     let topic_len = if v2 {
@@ -225,10 +225,10 @@ fn fields(rec: &[u8], v2: bool, check_crc: bool) -> Result<DecodedRecord<'_>, Re
     } else {
         TOPIC_V1_MAX_LEN
     };
-    let topic_len = r.len(topic_len, "TOPICLENGTH", max_topic)?;
+    let topic_len = Reader::len(topic_len, "TOPICLENGTH", max_topic)?;
     let topic = utf8(r.take(topic_len, "TOPIC")?, "TOPIC")?;
     let props_len = i16::from_be_bytes(r.array("PROPERTIESLENGTH")?);
-    let props_len = r.len(i64::from(props_len), "PROPERTIESLENGTH", i16::MAX as usize)?;
+    let props_len = Reader::len(i64::from(props_len), "PROPERTIESLENGTH", i16::MAX as usize)?;
     let properties = r.take(props_len, "PROPERTIES")?;
     let expected = record_len(sys_flag, body.len(), v2, topic.len(), properties.len());
     if expected != rec.len() {

@@ -22,6 +22,10 @@ pub struct KvTable {
 
 /// `SubscriptionGroupConfig` (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, 200).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "the JSON body of Java's SubscriptionGroupConfig, field for field"
+)]
 #[serde(rename_all = "camelCase", default)]
 pub struct SubscriptionGroupConfig {
     /// Broker id to consume from by default.
@@ -295,7 +299,6 @@ macro_rules! mq_keyed_body {
 
             fn to_json_bytes(&self) -> Result<Bytes> {
                 let mut out = Vec::with_capacity(64 + 96 * self.offset_table.0.len());
-                #[allow(clippy::redundant_closure_call)]
                 ($write)(self, &mut out)?;
                 Ok(Bytes::from(out))
             }

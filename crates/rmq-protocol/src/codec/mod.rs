@@ -185,10 +185,15 @@ fn write_prefix_and_header(
             max: MAX_FRAME_BYTES,
         });
     }
-    // Both fit: total <= 16 MiB and header_len < 2^24.
-    #[allow(clippy::cast_possible_truncation)]
+    #[expect(
+        clippy::cast_possible_truncation,
+        reason = "total <= 16 MiB, checked above"
+    )]
     let length = (total - LENGTH_FIELD_BYTES) as u32;
-    #[allow(clippy::cast_possible_truncation)]
+    #[expect(
+        clippy::cast_possible_truncation,
+        reason = "header_len < 2^24, checked above"
+    )]
     let word = (u32::from(cmd.serialize_type.code()) << 24) | header_len as u32;
     dst[start..start + 4].copy_from_slice(&length.to_be_bytes());
     dst[start + 4..start + 8].copy_from_slice(&word.to_be_bytes());

@@ -131,19 +131,20 @@ pub(super) fn decode_header(b: &[u8]) -> Result<RemotingCommand> {
     };
     let ext_len = r.i32("extFields length")?;
     let mut ext_fields = ExtFields::new();
-    if ext_len > 0 {
-        let region = r.take(ext_len as usize, "extFields")?;
+    // A negative length, like 0, means no extFields.
+    if let Ok(ext_len @ 1..) = usize::try_from(ext_len) {
+        let region = r.take(ext_len, "extFields")?;
         let base = r.pos - region.len();
-        let mut e = Reader { b: region, pos: 0 };
-        while e.pos < region.len() {
-            let decode = |e: &mut Reader<'_>| -> Result<(String, String)> {
-                let klen = e.i16("key length")?;
-                let k = e.string(i64::from(klen), "key")?;
-                let vlen = e.i32("value length")?;
-                let v = e.string(i64::from(vlen), "value")?;
+        let mut ext = Reader { b: region, pos: 0 };
+        while ext.pos < region.len() {
+            let decode = |ext: &mut Reader<'_>| -> Result<(String, String)> {
+                let klen = ext.i16("key length")?;
+                let k = ext.string(i64::from(klen), "key")?;
+                let vlen = ext.i32("value length")?;
+                let v = ext.string(i64::from(vlen), "value")?;
                 Ok((k, v))
             };
-            let (k, v) = decode(&mut e).map_err(|err| match err {
+            let (k, v) = decode(&mut ext).map_err(|err| match err {
                 ProtocolError::BadBinaryHeader { position, reason } => {
                     ProtocolError::BadBinaryHeader {
                         position: base + position,

@@ -160,14 +160,14 @@ macro_rules! command_header {
         }
 
         impl $crate::header::CommandHeader for $name {
-            #[allow(unused_mut)]
+            #[allow(unused_mut, reason = "a header without fields never pushes")]
             fn to_ext_fields(&self) -> $crate::command::ExtFields {
                 let mut m = $crate::command::ExtFields::new();
                 $( put_field!($kind m $key &self.$field); )*
                 m
             }
 
-            #[allow(unused_variables)]
+            #[allow(unused_variables, reason = "a header without fields never reads")]
             fn from_ext_fields(
                 fields: &$crate::command::ExtFields,
             ) -> $crate::error::Result<Self> {
@@ -198,7 +198,7 @@ pub use send::*;
 pub use transaction::*;
 
 #[cfg(test)]
-#[allow(unreachable_pub)]
+#[expect(unreachable_pub, reason = "command_header! makes the probe struct pub")]
 mod tests {
     use super::*;
 

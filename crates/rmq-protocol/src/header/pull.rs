@@ -59,6 +59,10 @@ pub mod pull_sys_flag {
 
     /// `PullSysFlag.buildSysFlag(commitOffset, suspend, subscription, classFilter)`.
     #[must_use]
+    #[expect(
+        clippy::fn_params_excessive_bools,
+        reason = "the four flags of Java's PullSysFlag.buildSysFlag, in its order"
+    )]
     pub const fn build(
         commit_offset: bool,
         suspend: bool,

@@ -194,28 +194,25 @@ impl MessageStore {
     /// # Errors
     /// A failed flush, or a shutdown while waiting.
     pub fn wait_durable(&self, end_offset: i64) -> Result<PutMessageStatus> {
-        match &self.group_commit {
-            Some(gc) => {
-                let timeout = Duration::from_millis(u64::from(self.config.sync_flush_timeout));
-                Ok(match gc.wait_for(end_offset, timeout)? {
-                    FlushOutcome::Flushed => PutMessageStatus::PutOk,
-                    FlushOutcome::Timeout => PutMessageStatus::FlushDiskTimeout,
-                })
-            }
-            None => {
-                // The async flush runs on its interval (flushIntervalCommitLog, as SPEC §3
-                // describes it) and is not woken by puts, which would turn it into many small
-                // syncs just behind the appender. The pool's commit thread is woken once
-                // `least` pages wait, so committed (readable) data follows appends closely.
-                if self.pool.is_some() {
-                    let q = self.commit_log.queue();
-                    let least = i64::from(self.config.commit_commit_log_least_pages) * 4096;
-                    if end_offset - q.committed_where() >= least {
-                        self.services.commit_waker.wake();
-                    }
+        if let Some(gc) = &self.group_commit {
+            let timeout = Duration::from_millis(u64::from(self.config.sync_flush_timeout));
+            Ok(match gc.wait_for(end_offset, timeout)? {
+                FlushOutcome::Flushed => PutMessageStatus::PutOk,
+                FlushOutcome::Timeout => PutMessageStatus::FlushDiskTimeout,
+            })
+        } else {
+            // The async flush runs on its interval (flushIntervalCommitLog, as SPEC §3
+            // describes it) and is not woken by puts, which would turn it into many small
+            // syncs just behind the appender. The pool's commit thread is woken once
+            // `least` pages wait, so committed (readable) data follows appends closely.
+            if self.pool.is_some() {
+                let q = self.commit_log.queue();
+                let least = i64::from(self.config.commit_commit_log_least_pages) * 4096;
+                if end_offset - q.committed_where() >= least {
+                    self.services.commit_waker.wake();
                 }
-                Ok(PutMessageStatus::PutOk)
             }
+            Ok(PutMessageStatus::PutOk)
         }
     }
 

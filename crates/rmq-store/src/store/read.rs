@@ -9,7 +9,10 @@ use crate::mapped_file::SelectMappedBufferResult;
 
 /// RocketMQ's `GetMessageStatus`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[allow(missing_docs)]
+#[expect(
+    missing_docs,
+    reason = "RocketMQ's GetMessageStatus names, documented as a whole"
+)]
 pub enum GetMessageStatus {
     Found,
     NoMatchedMessage,
@@ -74,6 +77,7 @@ impl GetMessageResult {
 }
 
 /// ConsumeQueue units as a count of queue offsets (a unit is 20 bytes).
+#[expect(clippy::cast_possible_wrap, reason = "the constant 20")]
 const UNIT: i64 = CQ_STORE_UNIT_SIZE as i64;
 
 impl MessageStore {
@@ -111,10 +115,10 @@ impl MessageStore {
         };
         let units = file.read_from(pos).unwrap_or(&[]);
         let max_phy = self.commit_log.max_offset();
-        #[allow(
+        #[expect(
             clippy::cast_precision_loss,
             clippy::cast_possible_truncation,
-            clippy::cast_sign_loss
+            reason = "a share of RAM in bytes: f64 holds it closely enough, the result fits i64"
         )]
         let memory = (self.memory_bytes as f64
             * f64::from(self.config.access_message_in_memory_max_ratio)
@@ -156,19 +160,16 @@ impl MessageStore {
                     continue;
                 }
             }
-            match self.commit_log.get_message(u.offset, size) {
-                Some(sel) => {
-                    res.buffer_total_size += sel.len();
-                    res.messages.push(sel);
-                    res.status = S::Found;
-                    next_phy_file_start = i64::MIN;
+            if let Some(sel) = self.commit_log.get_message(u.offset, size) {
+                res.buffer_total_size += sel.len();
+                res.messages.push(sel);
+                res.status = S::Found;
+                next_phy_file_start = i64::MIN;
+            } else {
+                if res.messages.is_empty() {
+                    res.status = S::MessageWasRemoving;
                 }
-                None => {
-                    if res.messages.is_empty() {
-                        res.status = S::MessageWasRemoving;
-                    }
-                    next_phy_file_start = self.commit_log.roll_next_file(u.offset);
-                }
+                next_phy_file_start = self.commit_log.roll_next_file(u.offset);
             }
         }
         res.next_begin_offset = offset + read_units;

@@ -112,12 +112,20 @@ pub fn human_readable_bytes(bytes: i64) -> String {
     if bytes < 1024 {
         return format!("{bytes} B");
     }
-    #[allow(clippy::cast_precision_loss)]
+    #[expect(clippy::cast_precision_loss, reason = "printed with one decimal")]
     let b = bytes as f64;
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "a log of a value >= 1024, clamped to 1..=6"
+    )]
     let exp = ((b.ln() / UNIT.ln()) as usize).clamp(1, 6);
     let prefix = &"KMGTPE"[exp - 1..exp];
-    #[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_possible_wrap,
+        reason = "exp is in 1..=6"
+    )]
     let scaled = b / UNIT.powi(exp as i32);
     format!("{scaled:.1} {prefix}iB")
 }

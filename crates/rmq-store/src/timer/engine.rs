@@ -327,6 +327,7 @@ impl TimerEngine {
     }
 }
 
+#[expect(clippy::cast_possible_wrap, reason = "the constant 56")]
 const ENTRY_I64: i64 = ENTRY_SIZE as i64;
 
 /// Recovery after the log's tail was lost: every slot whose chain ends at or beyond `end` is

@@ -41,7 +41,7 @@ impl TimerStats {
         );
         self.pending.store(pending, Ordering::Relaxed);
         if secs > 0.0 {
-            #[allow(clippy::cast_precision_loss)]
+            #[expect(clippy::cast_precision_loss, reason = "a rate per second, for display")]
             let rate = |a: u64, b: u64| (a.saturating_sub(b) as f64 / secs).to_bits();
             self.enqueue_tps
                 .store(rate(now.0, last.0), Ordering::Relaxed);

@@ -94,38 +94,33 @@ impl TimerWheel {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(StoreError::io(format!("reading {}", path.display()), e)),
         };
-        let (map, slots) = match existing {
-            Some(len) => {
-                let len = usize::try_from(len).unwrap_or(usize::MAX);
-                if len == 0 || !len.is_multiple_of(SLOT_SIZE) {
-                    return Err(StoreError::Corruption {
-                        file: path.to_path_buf(),
-                        offset: 0,
-                        reason: format!(
-                            "a time wheel is a whole number of {SLOT_SIZE}-byte slots, this file \
-                             has {len} bytes (damaged or not a timer wheel); move it away together \
-                             with timerlog/ and config/timercheck to start an empty wheel \
-                             (pending timer messages are then not delivered)"
-                        ),
-                    });
-                }
-                let map =
-                    OwnedMap::open(path, len).ctx(|| format!("mapping {}", path.display()))?;
-                (map, len / SLOT_SIZE)
+        let (map, slots) = if let Some(len) = existing {
+            let len = usize::try_from(len).unwrap_or(usize::MAX);
+            if len == 0 || !len.is_multiple_of(SLOT_SIZE) {
+                return Err(StoreError::Corruption {
+                    file: path.to_path_buf(),
+                    offset: 0,
+                    reason: format!(
+                        "a time wheel is a whole number of {SLOT_SIZE}-byte slots, this file \
+                         has {len} bytes (damaged or not a timer wheel); move it away together \
+                         with timerlog/ and config/timercheck to start an empty wheel \
+                         (pending timer messages are then not delivered)"
+                    ),
+                });
             }
-            None => {
-                if slots == 0 {
-                    return Err(StoreError::Config {
-                        key: "timerMaxDelaySec".into(),
-                        value: "0".into(),
-                        allowed: "the time wheel needs at least one slot".into(),
-                    });
-                }
-                let len = slots * SLOT_SIZE;
-                let map =
-                    OwnedMap::create(path, len).ctx(|| format!("creating {}", path.display()))?;
-                (map, slots)
+            let map = OwnedMap::open(path, len).ctx(|| format!("mapping {}", path.display()))?;
+            (map, len / SLOT_SIZE)
+        } else {
+            if slots == 0 {
+                return Err(StoreError::Config {
+                    key: "timerMaxDelaySec".into(),
+                    value: "0".into(),
+                    allowed: "the time wheel needs at least one slot".into(),
+                });
             }
+            let len = slots * SLOT_SIZE;
+            let map = OwnedMap::create(path, len).ctx(|| format!("creating {}", path.display()))?;
+            (map, slots)
         };
         Ok(Self {
             path: path.to_path_buf(),

@@ -2,7 +2,7 @@
 //! address, messages and property bytes to put, and waiting for dispatch to reach a queue.
 //!
 //! Each test file is its own crate and uses only some of these, hence `dead_code` allowed.
-#![allow(dead_code)]
+#![allow(dead_code, reason = "each test file uses its own part")]
 
 use std::net::SocketAddr;
 use std::path::Path;
