@@ -11,7 +11,10 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use rmq_broker::{BrokerConfig, BrokerController};
-use rmq_protocol::header::{SendMessageRequestHeaderV2, SendMessageResponseHeader};
+use rmq_common::Properties;
+use rmq_protocol::header::{
+    pull_sys_flag, PullMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader,
+};
 use rmq_protocol::message_decoder::{decode_message_at, MessageExt};
 use rmq_protocol::{CommandHeader, RemotingCommand, RequestCode, ResponseCode};
 use rmq_remoting::{connect, BoxFuture, Connection, Reply, RequestHandler, ServerHandle};
@@ -177,4 +180,45 @@ impl RequestHandler for Recorder {
         self.0.lock().unwrap().push(req);
         Box::pin(async { None })
     }
+}
+
+/// Properties of a test message: `tag`, `keys`, WAIT.
+pub(crate) fn props(tag: &str, keys: &str) -> String {
+    let mut p = Properties::new();
+    p.put("TAGS", tag);
+    p.put("KEYS", keys);
+    p.put("WAIT", "true");
+    p.encode()
+}
+
+/// SEND_MESSAGE_V2 from producer group PG with `tag` and key k1.
+pub(crate) fn send_v2(topic: &str, queue: i32, tag: &str, body: &[u8]) -> RemotingCommand {
+    send_request(&send_header("PG", topic, queue, props(tag, "k1")), body)
+}
+
+/// PULL_MESSAGE of consumer group CG by tag expression, suspended `suspend_ms` when nonzero.
+pub(crate) fn pull(
+    topic: &str,
+    queue: i32,
+    offset: i64,
+    sub: &str,
+    suspend_ms: i64,
+) -> RemotingCommand {
+    RemotingCommand::request_with_header(
+        RequestCode::PULL_MESSAGE.0,
+        &PullMessageRequestHeader {
+            consumer_group: "CG".into(),
+            topic: topic.into(),
+            queue_id: queue,
+            queue_offset: offset,
+            max_msg_nums: 32,
+            sys_flag: pull_sys_flag::build(false, suspend_ms > 0, true, false),
+            commit_offset: 0,
+            suspend_timeout_millis: suspend_ms,
+            subscription: Some(sub.into()),
+            sub_version: 0,
+            expression_type: Some("TAG".into()),
+            broker_name: None,
+        },
+    )
 }
