@@ -3,7 +3,7 @@
 # and print each run's criterion median for every benchmark the filter selects.
 #
 #   cargo bench -p rmq-benches --no-run                # in each checkout, note the binaries
-#   benches/ab.sh BASE_BIN NEW_BIN 'append_dispatch' 3  # 3 rounds of base then new
+#   benches/ab.sh BASE_BIN NEW_BIN 'append_dispatch' 3  # 3 rounds of both builds
 #
 # Output: one line per run and benchmark, `round build benchmark median`, then the load
 # average. Criterion's own reports go under $RMQ_BENCH_DIR/criterion-{base,new} (default
@@ -38,8 +38,15 @@ run() {
 echo "# $(date -u '+%F %T') UTC, $(nproc) CPUs, filter '$filter', $rounds rounds"
 i=1
 while [ "$i" -le "$rounds" ]; do
-    run "$i" "$base" base
-    run "$i" "$new" new
+    # Odd rounds run base first, even rounds new first, so that neither always meets the
+    # machine the other left behind.
+    if [ $((i % 2)) -eq 1 ]; then
+        run "$i" "$base" base
+        run "$i" "$new" new
+    else
+        run "$i" "$new" new
+        run "$i" "$base" base
+    fi
     echo "# load average after round $i: $(cut -d' ' -f1-3 /proc/loadavg)"
     i=$((i + 1))
 done

@@ -42,9 +42,23 @@ pub(crate) struct MmapFile {
     ptr: *mut u8,
     len: usize,
     /// End of the published bytes (`Release` on publish, `Acquire` on read).
-    published: AtomicUsize,
+    published: CachePadded<AtomicUsize>,
     /// Held while the unpublished part is written or the published end moves.
-    writing: AtomicBool,
+    writing: CachePadded<AtomicBool>,
+}
+
+/// An atomic on a cache line of its own. The dispatch thread reads `published` after every
+/// append; were the writer's claim flag on the same line, each claim and release would take the
+/// line away from the reader and back (without the padding: 1.20 µs per put against 0.91 µs
+/// before the accessors, in the store bench's steady state; see benches/RESULTS.md).
+#[repr(align(128))]
+struct CachePadded<T>(T);
+
+impl<T> std::ops::Deref for CachePadded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
 }
 
 /// Holds [`MmapFile::writing`] and lets it go on drop (a panicking writer included).
@@ -179,8 +193,8 @@ impl MmapFile {
             map,
             ptr,
             len,
-            published: AtomicUsize::new(published.min(len)),
-            writing: AtomicBool::new(false),
+            published: CachePadded(AtomicUsize::new(published.min(len))),
+            writing: CachePadded(AtomicBool::new(false)),
         })
     }
 
@@ -383,9 +397,9 @@ pub(crate) struct AnonBuffer {
     len: usize,
     locked: bool,
     /// End of the bytes the appender has published to the commit thread.
-    published: AtomicUsize,
+    published: CachePadded<AtomicUsize>,
     /// Held while the unpublished part is written or the published end moves.
-    writing: AtomicBool,
+    writing: CachePadded<AtomicBool>,
 }
 
 // SAFETY: same publish/acquire protocol as `MmapFile`, kept by the same methods: the appender
@@ -412,8 +426,8 @@ impl AnonBuffer {
                 ptr,
                 len,
                 locked: rc == 0,
-                published: AtomicUsize::new(0),
-                writing: AtomicBool::new(false),
+                published: CachePadded(AtomicUsize::new(0)),
+                writing: CachePadded(AtomicBool::new(false)),
             },
             err,
         ))
