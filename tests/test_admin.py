@@ -39,7 +39,6 @@ from helpers import (
 from rmq import fastjson
 from rmq._rmq import RemotingClient, RemotingRequest, RemotingResponse, RemotingServer
 from rmq.admin import main
-from rmq.admin.client import AdminRequestCode
 from rmq.admin.command import REGISTRY
 from rmq.admin.commands.consumer import version_desc
 from rmq.admin.output import parse_timestamp, table
@@ -1058,14 +1057,6 @@ def test_fastjson_reader() -> None:
             fastjson.loads(bad)
     with pytest.raises(fastjson.FastjsonError, match="nested too deeply"):
         fastjson.loads("{a:" * 300 + "1" + "}" * 300)
-
-
-def test_admin_request_codes_match_the_protocol_tables() -> None:
-    from rmq._rmq import request_codes
-
-    table_ = request_codes()
-    for code in AdminRequestCode:
-        assert table_[code.name] == code.value, code.name
 
 
 def test_version_desc_table_and_timestamps() -> None:

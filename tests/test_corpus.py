@@ -47,11 +47,12 @@ from vectors import (
     unb64,
 )
 
-from rmq._rmq import RemotingClient, request_codes
+from rmq._rmq import RemotingClient
+from rmq.codes import RequestCode
 
 CORPUS = Path(__file__).parent / "corpus"
 FLOWS = sorted(CORPUS.glob("*/*.jsonl"))
-CODE_NAMES = {v: k for k, v in request_codes().items()}
+CODE_NAMES = {c.value: c.name for c in RequestCode}
 ANSWER_TIMEOUT_S = 20.0
 JAVA_LONG_MAX = str(2**63 - 1)
 # A pull that overtook its consumer's heartbeat on Apache (a new subscription version not yet

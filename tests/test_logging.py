@@ -21,9 +21,8 @@ from rmq._rmq import (
     MessageStore,
     RemotingClient,
     reset_logging_cache,
-    response_codes,
 )
-from rmq.codes import RequestCode
+from rmq.codes import RequestCode, ResponseCode
 from test_client import wait_until
 
 
@@ -93,7 +92,7 @@ def pull_moved_offset(broker: BrokerServer) -> None:
         )
     finally:
         client.close()
-    assert resp.code == response_codes()["PULL_OFFSET_MOVED"], resp.remark
+    assert resp.code == ResponseCode.PULL_OFFSET_MOVED, resp.remark
 
 
 def send_malformed_frame(broker: BrokerServer) -> None:

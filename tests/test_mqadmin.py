@@ -26,7 +26,7 @@ import pytest
 import rmq
 from helpers import TEST_STORE_CONF, BrokerProcess, free_port, wait_until
 from rmq import fastjson
-from rmq._rmq import RemotingClient, SendResult, StoredMessage, decode_messages, request_codes
+from rmq._rmq import RemotingClient, SendResult, StoredMessage, decode_messages
 from rmq.codes import RequestCode, ResponseCode
 from test_broker_admin import RawConsumer
 
@@ -41,7 +41,6 @@ TOPIC = "MqadminTopic"
 GROUP = "MqadminGroup"
 PRODUCERS = "MqadminProducers"
 COUNT = 12
-CODE = request_codes()  # the broker codes rmq's Python side has no use for
 
 
 @dataclass
@@ -247,7 +246,7 @@ def test_consumer_and_producer_commands(env: Env) -> None:
     assert float(all_row[3]) > 0 and float(all_row[4]) > 0, all_row  # in / out TPS
     assert int(all_row[5]) >= COUNT and int(all_row[6]) >= COUNT, all_row  # in / out 24 h
     view = {"statsName": "GROUP_GET_NUMS", "statsKey": f"{TOPIC}@NoSuchGroup"}
-    missing = env.client.invoke(env.broker_addr, CODE["VIEW_BROKER_STATS_DATA"], view)
+    missing = env.client.invoke(env.broker_addr, RequestCode.VIEW_BROKER_STATS_DATA, view)
     assert missing.code == ResponseCode.SYSTEM_ERROR
     assert missing.remark and missing.remark.startswith("The stats <GROUP_GET_NUMS> <")
     allocation = json.loads(env.ok("allocateMQ", "-t", TOPIC, "-i", "10.0.0.1,10.0.0.2"))
@@ -271,7 +270,8 @@ def test_subscription_group_delete_removes_offsets(env: Env) -> None:
     group = "MqadminDoomed"
     ext = {"consumerGroup": group, "topic": TOPIC, "queueId": "1", "commitOffset": "1"}
     groups_of = lambda: json.loads(  # noqa: E731
-        env.client.invoke(env.broker_addr, CODE["GET_ALL_SUBSCRIPTIONGROUP_CONFIG"]).body or b"{}"
+        env.client.invoke(env.broker_addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG).body
+        or b"{}"
     )["subscriptionGroupTable"]
     # Without -r the group goes, its offsets stay.
     env.ok("updateSubGroup", "-c", CLUSTER, "-g", group, expect="success")
@@ -418,7 +418,7 @@ class RunningInfoConsumer(RawConsumer):
     (309) the way a Java consumer does."""
 
     def on_frame(self, header: dict[str, Any], body: bytes) -> None:
-        if header.get("code") == CODE["CONSUME_MESSAGE_DIRECTLY"] and not header["flag"] & 1:
+        if header.get("code") == RequestCode.CONSUME_MESSAGE_DIRECTLY and not header["flag"] & 1:
             (msg,) = decode_messages(body)  # the broker attached the stored message
             result = {
                 "order": False,
@@ -428,7 +428,7 @@ class RunningInfoConsumer(RawConsumer):
                 "spentTimeMills": 1,
             }
             self.respond(header["opaque"], ResponseCode.SUCCESS, json.dumps(result).encode())
-        if header.get("code") == CODE["GET_CONSUMER_RUNNING_INFO"] and not header["flag"] & 1:
+        if header.get("code") == RequestCode.GET_CONSUMER_RUNNING_INFO and not header["flag"] & 1:
             info = {
                 "properties": {"PROP_CONSUME_TYPE": "CONSUME_PASSIVELY", "asked": "yes"},
                 "subscriptionSet": [],
@@ -445,7 +445,7 @@ def test_consumer_status_and_direct_consume_are_relayed_to_the_consumer(env: Env
         out = env.ok("consumerStatus", "-g", group, "-i", "10.0.0.9@status")
         assert out.startswith("#Consumer Properties#\n"), out
         assert re.search(r"^asked\s+: yes$", out, re.M), out
-        (asked,) = consumer.requests(CODE["GET_CONSUMER_RUNNING_INFO"])
+        (asked,) = consumer.requests(RequestCode.GET_CONSUMER_RUNNING_INFO)
         assert asked[0]["extFields"]["clientId"] == "10.0.0.9@status"
         # queryMsgById -g -d: CONSUME_MESSAGE_DIRECTLY, the stored message relayed to it.
         pushed = env.ok(

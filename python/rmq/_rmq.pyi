@@ -91,9 +91,7 @@ __all__ = [
     "java_string_hash",
     "parse_delay_levels",
     "parse_delete_when",
-    "request_codes",
     "reset_logging_cache",
-    "response_codes",
     "store_config_defaults",
     "topic_list_json",
     "topic_route_data_json",
@@ -550,12 +548,6 @@ def _run_callbacks() -> None:
 
 def _stop_callbacks() -> None:
     """Stop running client callbacks (rmq calls it at interpreter exit)."""
-
-def request_codes() -> dict[str, int]:
-    """RocketMQ's request codes by Java constant name."""
-
-def response_codes() -> dict[str, int]:
-    """RocketMQ's response codes by Java constant name."""
 
 @final
 class RemotingRequest:

@@ -1,32 +1,12 @@
 //! Small facts and helpers of `rmq-common` and `rmq-protocol` that Python calls directly:
-//! the request and response code tables, Java's string hash, offset message ids, body
-//! decompression, and the module's version and queue-count limit.
-
-use std::collections::HashMap;
+//! Java's string hash, offset message ids, body decompression, and the module's version and
+//! queue-count limit. (The code tables are `RequestCode`/`ResponseCode` in `names.rs`.)
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::errors::{parse_addr, raise};
-
-/// RocketMQ's request codes by Java name (`RequestCode.java`), as `rmq-protocol` knows them.
-#[pyfunction]
-fn request_codes() -> HashMap<String, i32> {
-    rmq_protocol::RequestCode::ALL
-        .iter()
-        .map(|(c, name, _)| ((*name).to_owned(), c.0))
-        .collect()
-}
-
-/// RocketMQ's response codes by Java name (`ResponseCode.java`).
-#[pyfunction]
-fn response_codes() -> HashMap<String, i32> {
-    rmq_protocol::ResponseCode::ALL
-        .iter()
-        .map(|(c, name, _)| ((*name).to_owned(), c.0))
-        .collect()
-}
 
 /// Java's `String.hashCode()`.
 #[pyfunction]
@@ -73,8 +53,6 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("MAX_QUEUE_NUMS", rmq_protocol::body::MAX_QUEUE_NUMS)?;
     m.add_function(wrap_pyfunction!(decompress_body, m)?)?;
-    m.add_function(wrap_pyfunction!(request_codes, m)?)?;
-    m.add_function(wrap_pyfunction!(response_codes, m)?)?;
     m.add_function(wrap_pyfunction!(java_string_hash, m)?)?;
     m.add_function(wrap_pyfunction!(create_offset_msg_id, m)?)?;
     m.add_function(wrap_pyfunction!(decode_offset_msg_id, m)?)?;

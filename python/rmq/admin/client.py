@@ -36,7 +36,6 @@ __all__ = [
     "MASTER_ID",
     "Admin",
     "AdminError",
-    "AdminRequestCode",
     "BrokerData",
     "ClusterInfo",
     "QueueData",
@@ -58,10 +57,6 @@ NAMESRV_HINT = (
 BROKER_HINT = "is the broker running, and is the address one rmq clusterList shows?"
 
 
-AdminRequestCode = RequestCode
-"""The admin tool's request codes: :class:`rmq.codes.RequestCode` (every code Rust knows)."""
-
-
 class AdminError(RmqError):
     """A failure of the tool's own making or finding (an unknown cluster, a topic without a
     route, a bad argument value); the message says what to check."""
@@ -69,16 +64,12 @@ class AdminError(RmqError):
 
 @functools.cache
 def _request_names() -> dict[int, str]:
-    from rmq._rmq import request_codes
-
-    return {code: name for name, code in request_codes().items()}
+    return {c.value: c.name for c in RequestCode}
 
 
 @functools.cache
 def _response_names() -> dict[int, str]:
-    from rmq._rmq import response_codes
-
-    return {code: name for name, code in response_codes().items()}
+    return {c.value: c.name for c in ResponseCode}
 
 
 def _code_name(code: int) -> str:

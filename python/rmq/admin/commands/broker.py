@@ -7,7 +7,7 @@ import argparse
 import time
 from typing import Any
 
-from rmq.admin.client import MASTER_ID, Admin, AdminRequestCode, BrokerData
+from rmq.admin.client import MASTER_ID, Admin, BrokerData
 from rmq.admin.command import arg, broker_or_cluster, subcommand
 from rmq.admin.output import Result, table
 from rmq.codes import RequestCode
@@ -153,7 +153,7 @@ def get_broker_config(admin: Admin, args: argparse.Namespace) -> Result:
     configs: dict[str, dict[str, str]] = {}
     lines: list[str] = []
     for label, addr in _addresses(admin, args):
-        resp = admin.broker(addr, AdminRequestCode.GET_BROKER_CONFIG)
+        resp = admin.broker(addr, RequestCode.GET_BROKER_CONFIG)
         config = dict(sorted(_properties((resp.body or b"").decode("utf-8")).items()))
         configs[addr] = config
         lines.append(f"============{label}============")
@@ -177,6 +177,6 @@ def update_broker_config(admin: Admin, args: argparse.Namespace) -> Result:
     addrs = admin.masters(args.brokerAddr, args.clusterName)
     body = f"{key}={value}\n".encode()
     for addr in addrs:
-        admin.broker(addr, AdminRequestCode.UPDATE_BROKER_CONFIG, None, body)
+        admin.broker(addr, RequestCode.UPDATE_BROKER_CONFIG, None, body)
     lines = [f"update broker config success, {addr}" for addr in addrs]
     return Result({"key": key, "value": value, "brokers": addrs}, lines)

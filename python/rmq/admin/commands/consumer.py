@@ -13,7 +13,6 @@ from rmq.admin.client import (
     CONSUMER_NOT_ONLINE,
     Admin,
     AdminError,
-    AdminRequestCode,
     BrokerData,
 )
 from rmq.admin.command import arg, broker_or_cluster, subcommand
@@ -82,7 +81,7 @@ def consume_stats(
     for b in _group_brokers(admin, group, topic):
         addr = b.select_addr()
         assert addr is not None
-        body = admin.broker_json(addr, AdminRequestCode.GET_CONSUME_STATS, header)
+        body = admin.broker_json(addr, RequestCode.GET_CONSUME_STATS, header)
         tps += float(body.get("consumeTps") or 0)
         for key, offsets in (body.get("offsetTable") or {}).items():
             table_[fastjson.message_queue_key(key)] = offsets
@@ -98,7 +97,7 @@ def consumer_connection(admin: Admin, group: str, addr: str | None = None) -> di
         addr = brokers[0].select_addr()
         assert addr is not None
     body = admin.broker_json(
-        addr, AdminRequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": group}
+        addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": group}
     )
     if not body.get("connectionSet"):
         raise BrokerResponseError(
@@ -172,7 +171,7 @@ def update_sub_group(admin: Admin, args: argparse.Namespace) -> Result:
     addrs = admin.masters(args.brokerAddr, args.clusterName)
     body = json.dumps(config, separators=(",", ":")).encode()
     for addr in addrs:
-        admin.broker(addr, AdminRequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, body)
+        admin.broker(addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, body)
     lines = [f"create subscription group to {addr} success." for addr in addrs]
     lines.append(
         "SubscriptionGroupConfig ["
@@ -384,7 +383,7 @@ def reset_offset_by_time(admin: Admin, args: argparse.Namespace) -> Result:
         # The broker resets and tells the group's online consumers (INVOKE_BROKER_TO_RESET_OFFSET).
         resp = admin.broker(
             addr,
-            AdminRequestCode.INVOKE_BROKER_TO_RESET_OFFSET,
+            RequestCode.INVOKE_BROKER_TO_RESET_OFFSET,
             header,
             accept=(CONSUMER_NOT_ONLINE, ResponseCode.REQUEST_CODE_NOT_SUPPORTED),
         )
@@ -526,7 +525,7 @@ def delete_sub_group(admin: Admin, args: argparse.Namespace) -> Result:
     addrs = admin.masters(args.brokerAddr, args.clusterName)
     ext = {"groupName": group, "removeOffset": str(args.removeOffset).lower()}
     for addr in addrs:
-        admin.broker(addr, AdminRequestCode.DELETE_SUBSCRIPTIONGROUP, ext)
+        admin.broker(addr, RequestCode.DELETE_SUBSCRIPTIONGROUP, ext)
     lines = [f"delete subscription group [{group}] from broker [{addr}] success." for addr in addrs]
     return Result({"group": group, "removeOffset": args.removeOffset, "brokers": addrs}, lines)
 
@@ -547,7 +546,7 @@ def producer_connection(admin: Admin, args: argparse.Namespace) -> Result:
             continue
         try:
             body = admin.broker_json(
-                addr, AdminRequestCode.GET_PRODUCER_CONNECTION_LIST, {"producerGroup": group}
+                addr, RequestCode.GET_PRODUCER_CONNECTION_LIST, {"producerGroup": group}
             )
         except RmqError as exc:
             warnings.append(f"{addr}: {exc}")

@@ -17,7 +17,6 @@ from rmq.admin.client import (
     PERM_WRITE,
     Admin,
     AdminError,
-    AdminRequestCode,
 )
 from rmq.admin.command import arg, broker_or_cluster, subcommand
 from rmq.admin.output import Result, human_time, parse_bool, table
@@ -141,7 +140,7 @@ def delete_topic(admin: Admin, args: argparse.Namespace) -> Result:
     topic, cluster = args.topic.strip(), args.clusterName.strip()
     masters = admin.cluster_info().master_addrs(cluster)
     for addr in masters:
-        admin.broker(addr, AdminRequestCode.DELETE_TOPIC_IN_BROKER, {"topic": topic})
+        admin.broker(addr, RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": topic})
     namesrvs = admin.every_namesrv(
         RequestCode.DELETE_TOPIC_IN_NAMESRV, {"topic": topic, "clusterName": cluster}
     )
@@ -186,7 +185,7 @@ def topic_list(admin: Admin, args: argparse.Namespace) -> Result:
                 addr = first.select_addr()
                 if addr:
                     body = admin.broker_json(
-                        addr, AdminRequestCode.QUERY_TOPIC_CONSUME_BY_WHO, {"topic": topic}
+                        addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, {"topic": topic}
                     )
                     groups = sorted(str(g) for g in body.get("groupList") or ())
         except RmqError:
@@ -244,7 +243,7 @@ def topic_status(admin: Admin, args: argparse.Namespace) -> Result:
         addr = b.select_addr()
         if addr is None:
             continue
-        body = admin.broker_json(addr, AdminRequestCode.GET_TOPIC_STATS_INFO, {"topic": topic})
+        body = admin.broker_json(addr, RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic})
         for key, offsets in (body.get("offsetTable") or {}).items():
             stats[fastjson.message_queue_key(key)] = offsets
     if not stats:
