@@ -130,7 +130,7 @@ pub(crate) struct NativeProducer {
 
 #[pymethods]
 impl NativeProducer {
-    // The keywords are the Python signature; the Rust side takes them as one ProducerOptions.
+    // The keywords are the Python signature; they fill the Rust client's ProducerConfig.
     #[new]
     #[pyo3(signature = (instance, group, send_timeout_ms=3000, retry_times_when_send_failed=2,
         retry_another_broker_when_not_store_ok=false, max_message_size=4_194_304,
@@ -154,18 +154,18 @@ impl NativeProducer {
         default_topic_queue_nums: i32,
         compress_type: &str,
     ) -> PyResult<Self> {
-        let config = ProducerOptions {
-            send_timeout_ms,
-            retry_times_when_send_failed,
-            retry_another_broker_when_not_store_ok,
-            max_message_size,
-            compress_msg_body_over_howmuch,
-            compress_level,
-            send_latency_fault_enable,
-            default_topic_queue_nums,
-            compress_type,
-        }
-        .config(py, group)?;
+        let mut config = ProducerConfig::new(group);
+        config.compress_type = compress_type
+            .parse()
+            .map_err(|e| raise(py, "ConfigError", format!("compress_type: {e}")))?;
+        config.send_timeout = Duration::from_millis(send_timeout_ms);
+        config.retry_times_when_send_failed = retry_times_when_send_failed;
+        config.retry_another_broker_when_not_store_ok = retry_another_broker_when_not_store_ok;
+        config.max_message_size = max_message_size;
+        config.compress_over = compress_msg_body_over_howmuch;
+        config.compress_level = compress_level;
+        config.send_latency_fault_enable = send_latency_fault_enable;
+        config.default_topic_queue_nums = default_topic_queue_nums;
         Ok(Self {
             inner: Producer::new(instance.inner.clone(), config),
         })
@@ -404,38 +404,6 @@ impl NativeProducer {
                 p.instance().unregister_producer(&p.config().group).await;
             });
         });
-    }
-}
-
-/// `NativeProducer`'s settings as the Python keywords give them.
-struct ProducerOptions<'a> {
-    send_timeout_ms: u64,
-    retry_times_when_send_failed: u32,
-    retry_another_broker_when_not_store_ok: bool,
-    max_message_size: usize,
-    compress_msg_body_over_howmuch: usize,
-    compress_level: u32,
-    send_latency_fault_enable: bool,
-    default_topic_queue_nums: i32,
-    compress_type: &'a str,
-}
-
-impl ProducerOptions<'_> {
-    fn config(&self, py: Python<'_>, group: &str) -> PyResult<ProducerConfig> {
-        let mut config = ProducerConfig::new(group);
-        config.compress_type = self
-            .compress_type
-            .parse()
-            .map_err(|e| raise(py, "ConfigError", format!("compress_type: {e}")))?;
-        config.send_timeout = Duration::from_millis(self.send_timeout_ms);
-        config.retry_times_when_send_failed = self.retry_times_when_send_failed;
-        config.retry_another_broker_when_not_store_ok = self.retry_another_broker_when_not_store_ok;
-        config.max_message_size = self.max_message_size;
-        config.compress_over = self.compress_msg_body_over_howmuch;
-        config.compress_level = self.compress_level;
-        config.send_latency_fault_enable = self.send_latency_fault_enable;
-        config.default_topic_queue_nums = self.default_topic_queue_nums;
-        Ok(config)
     }
 }
 
