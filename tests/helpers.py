@@ -7,13 +7,15 @@ One copy here instead of one per test file; test files import from ``helpers`` (
 
 from __future__ import annotations
 
+import contextlib
+import os
 import queue
 import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import rmq
@@ -37,6 +39,33 @@ TEST_STORE_CONF = (
     "diskSpaceWarningLevelRatio = 99\n"
     "diskSpaceCleanForciblyRatio = 99\n"
 )
+
+
+@contextlib.contextmanager
+def small_filesystem(parent: Path, size_mib: int) -> Iterator[Path]:
+    """A tmpfs of ``size_mib`` MiB mounted on a new folder under ``parent``, unmounted after.
+
+    For the fault tests that need a disk that really fills (ENOSPC, the disk-usage ratio): a
+    test must not fill the machine's own disk. Mounting needs root, which this project's
+    machines and CI run as; anything else fails here with the reason.
+    """
+    mnt = parent / f"tmpfs-{size_mib}m"
+    mnt.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size_mib}m,mode=0755", "tmpfs", str(mnt)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(
+            f"could not mount a {size_mib} MiB tmpfs on {mnt} (uid {os.getuid()}): "
+            f"{done.stderr.strip()}; the fault tests need root to create a small filesystem"
+        )
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 def free_port() -> int:

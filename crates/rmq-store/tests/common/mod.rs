@@ -78,3 +78,36 @@ pub(crate) fn wait_dispatched(store: &MessageStore, topic: &str, q: i32, n: i64,
         std::thread::sleep(Duration::from_millis(2));
     }
 }
+
+/// A tmpfs of `size_mib` MiB mounted on `dir` (created) until dropped: a disk that really fills,
+/// for the ENOSPC and disk-usage tests, without filling the machine's. Mounting needs root,
+/// which this project's machines and CI run as; otherwise this panics with the reason.
+pub(crate) struct SmallFilesystem(std::path::PathBuf);
+
+impl SmallFilesystem {
+    pub(crate) fn mount(dir: &Path, size_mib: u32) -> Self {
+        std::fs::create_dir_all(dir).unwrap();
+        let out = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size_mib}m,mode=0755"), "tmpfs"])
+            .arg(dir)
+            .output()
+            .expect("run mount");
+        assert!(
+            out.status.success(),
+            "could not mount a {size_mib} MiB tmpfs on {}: {}; the fault tests need root",
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+        Self(dir.to_owned())
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for SmallFilesystem {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
