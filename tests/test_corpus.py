@@ -108,12 +108,16 @@ class ReplayConnection:
 
     def call(self, header_raw: bytes, body: bytes, oneway: bool) -> Frame | None:
         opaque = int(json.loads(header_raw)["opaque"])
+        # The answer's queue exists before the request leaves: were it made on first use, the
+        # reader thread and this one could each make one for the same opaque (defaultdict's
+        # insert is not atomic), and the answer would land in the queue this thread replaced.
+        answer = self.answers[opaque]
         with self.lock:
             self.sock.sendall(Frame(header_raw, body).encode())
         if oneway:
             return None
         try:
-            return self.answers[opaque].get(timeout=ANSWER_TIMEOUT_S)
+            return answer.get(timeout=ANSWER_TIMEOUT_S)
         except queue.Empty:
             return None
 
