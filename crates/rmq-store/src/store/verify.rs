@@ -1,0 +1,495 @@
+//! The start-up check of ConsumeQueues and index files against the CommitLog, run on every
+//! start (clean or not) at the end of [`recovery`](super::recovery), and the read path's
+//! guard that a unit's record is the one it claims to be.
+//!
+//! Recovery trusts a queue's units once they end inside the CommitLog; a unit overwritten,
+//! shifted or zeroed would then serve another message (or none) at its queue offset. So each
+//! queue is sampled: its unit sequence (every unit of the last [`SEQ_FILES`] files, a window
+//! at the start, middle and end of each older file: sizes positive, records in increasing
+//! CommitLog order and not overlapping) and the records behind its tail units, one unit per
+//! file and [`SPREAD_UNITS`] units spread across it (the record is valid; its size, queue
+//! offset, topic, queue id and tag hash are the unit's). Units below the CommitLog's min
+//! offset are expired, not damaged. Cost: a few CommitLog reads per queue and file, plus the
+//! ConsumeQueue tail recovery already reads; a full scan happens only to rebuild.
+//!
+//! A damaged queue is dropped and rebuilt by one dispatch pass from the CommitLog's min
+//! offset: dispatch skips every record an intact queue already holds (its units are
+//! idempotent by CommitLog offset) and the index skips what it already covers, so only the
+//! dropped queues get units, with their own queue offsets. An index file whose header or
+//! sampled entries disagree with the CommitLog is deleted with the newer files (entries are
+//! appended in CommitLog order and "already indexed" is judged by the newest file's end, so a
+//! file cannot be re-filled in the middle); the same pass re-indexes from the end of the last
+//! good file.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+use rmq_common::index_key_hash;
+use rmq_common::time::now_millis;
+
+use super::MessageStore;
+use crate::consume_queue::{ConsumeQueue, QueueId};
+use crate::dispatch::{DispatchRequest, SCHEDULE_TOPIC};
+use crate::error::{Result, StoreError};
+use crate::format::{CqUnit, DecodedRecord, CQ_STORE_UNIT_SIZE};
+use crate::index_file::IndexFile;
+
+/// Units checked against their records at the tail of each queue.
+const TAIL_UNITS: i64 = 4;
+/// Units checked against their records spread evenly across each queue.
+const SPREAD_UNITS: i64 = 8;
+/// Newest ConsumeQueue files whose unit sequence is checked unit by unit.
+const SEQ_FILES: usize = 3;
+/// Units per window in the sequence check of an older file.
+const SEQ_WINDOW: i64 = 4;
+/// Index entries (and slots) sampled per index file.
+const INDEX_SAMPLES: u32 = 16;
+
+#[expect(clippy::cast_possible_wrap, reason = "the constant 20")]
+const UNIT: i64 = CQ_STORE_UNIT_SIZE as i64;
+
+/// What the check and the read path found, for `brokerStatus` and tests.
+#[derive(Default)]
+pub(crate) struct CheckStats {
+    rebuilt_queues: AtomicU64,
+    rebuilt_index_files: AtomicU64,
+    skipped_units: AtomicU64,
+    last_skip_log: AtomicI64,
+}
+
+impl MessageStore {
+    /// Check every ConsumeQueue and index file; rebuild what is damaged (see the module doc).
+    pub(super) fn verify_consume_queues_and_index(&self) -> Result<()> {
+        let cl_min = self.commit_log.min_offset();
+        let mut damaged: Vec<(String, QueueId, String)> = Vec::new();
+        for cq in self.consume_queues.all() {
+            if let Err(why) = self.check_queue(&cq, cl_min) {
+                damaged.push((cq.topic().to_owned(), cq.queue_id(), why));
+            }
+        }
+        let mut from = i64::MAX;
+        if !damaged.is_empty() {
+            let set: HashSet<(&str, QueueId)> =
+                damaged.iter().map(|(t, q, _)| (t.as_str(), *q)).collect();
+            let removed = self
+                .consume_queues
+                .remove("", |t, cq| set.contains(&(t, cq.queue_id())));
+            for (_, _, cq) in removed {
+                cq.queue().destroy()?;
+            }
+            for (topic, qid, why) in &damaged {
+                log::warn!(
+                    "ConsumeQueue {topic}/{} is damaged ({why}); rebuilding it from the CommitLog",
+                    qid.get()
+                );
+            }
+            self.check_stats
+                .rebuilt_queues
+                .fetch_add(damaged.len() as u64, Ordering::Relaxed);
+            from = cl_min;
+        }
+        if self.config.message_index_enable {
+            if let Some(at) = self.check_index(cl_min)? {
+                from = from.min(at);
+            }
+        }
+        if from == i64::MAX {
+            return Ok(());
+        }
+        self.reput.set_reput_from_offset(from);
+        let targets = self.dispatch_targets();
+        while self.reput.do_reput(&targets) {}
+        if self.dispatch_behind_bytes() > 0 {
+            return Err(StoreError::ServiceNotAvailable(format!(
+                "rebuilding damaged ConsumeQueues or index files stopped at CommitLog offset {} \
+                 (see the error above, often a full disk); free space and start again",
+                self.reput.reput_from_offset()
+            )));
+        }
+        Ok(())
+    }
+
+    /// `Err(what is wrong)` when a sampled unit or the sampled sequence is damaged.
+    fn check_queue(&self, cq: &ConsumeQueue, cl_min: i64) -> std::result::Result<(), String> {
+        if cq.cut_in_middle() {
+            return Err("recovery cut it at a damaged unit with valid units after it".to_owned());
+        }
+        let (min, max) = (cq.min_offset_in_queue(), cq.max_offset_in_queue());
+        if max <= min {
+            return Ok(());
+        }
+        let per_file = i64::try_from(cq.queue().file_size()).unwrap_or(i64::MAX) / UNIT;
+        let files = cq.queue().files();
+        let mut seq = SeqCheck::new(self.commit_log.max_offset());
+        let mut samples: Vec<i64> = (max - TAIL_UNITS..max).collect();
+        samples.extend((0..SPREAD_UNITS).map(|k| min + (max - min) * k / SPREAD_UNITS));
+        for (n, f) in files.iter().enumerate() {
+            let file_start = f.file_from_offset() / UNIT;
+            let (first, end) = (file_start.max(min), (file_start + per_file).min(max));
+            if first >= end {
+                continue;
+            }
+            samples.push(first);
+            if n + SEQ_FILES >= files.len() {
+                seq.units(cq, first, end)?;
+                continue;
+            }
+            let mut cursor = first;
+            for start in [first, first + (end - first) / 2, end - SEQ_WINDOW] {
+                let start = start.max(cursor);
+                let stop = (start + SEQ_WINDOW).min(end);
+                if start < stop {
+                    seq.units(cq, start, stop)?;
+                    cursor = stop;
+                }
+            }
+        }
+        samples.retain(|&i| i >= min && i < max);
+        samples.sort_unstable();
+        samples.dedup();
+        for i in samples {
+            let u = cq
+                .get_unit(i)
+                .ok_or_else(|| format!("unit {i} cannot be read"))?;
+            if u.offset >= cl_min {
+                self.check_unit(cq.topic(), cq.queue_id().get(), i, &u)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `Err(what is wrong)` unless `u` (queue offset `index`) points at its own record.
+    fn check_unit(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        index: i64,
+        u: &CqUnit,
+    ) -> std::result::Result<(), String> {
+        let at = u.offset;
+        let size =
+            usize::try_from(u.size).map_err(|_| format!("unit {index} has size {}", u.size))?;
+        let sel = self.commit_log.get_message(at, size).ok_or_else(|| {
+            format!(
+                "unit {index} points at CommitLog offset {at} size {size}, outside the CommitLog"
+            )
+        })?;
+        let r = DecodedRecord::parse(sel.bytes())
+            .map_err(|e| format!("unit {index}: no valid record at CommitLog offset {at}: {e}"))?;
+        if r.total_size != size || r.physical_offset != at {
+            return Err(format!(
+                "unit {index} says size {size} at {at}; the record there is {} bytes at {}",
+                r.total_size, r.physical_offset
+            ));
+        }
+        if r.topic != topic || r.queue_id != queue_id || r.queue_offset != index {
+            return Err(format!(
+                "unit {index} points at the record of {}/{} queue offset {} (CommitLog offset {at})",
+                r.topic, r.queue_id, r.queue_offset
+            ));
+        }
+        // A parked message's unit carries its delivery time, computed with the delay levels
+        // configured when it was dispatched; they may have changed since.
+        if topic != SCHEDULE_TOPIC {
+            let tags =
+                DispatchRequest::from_record(&r, self.reput.delay_levels_ms()).map(|d| d.tags_code);
+            if tags != Some(u.tags_code) {
+                return Err(format!(
+                    "unit {index} has tags code {}, its record {tags:?}",
+                    u.tags_code
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The read path: whether the record `bytes` read through unit `index` of
+    /// `(topic, queue_id)` is that unit's. A mismatch is counted and logged (once per 10 s).
+    pub(super) fn record_is_units(
+        &self,
+        bytes: &[u8],
+        topic: &str,
+        queue_id: i32,
+        index: i64,
+    ) -> bool {
+        let why = match DecodedRecord::parse(bytes) {
+            Ok(r) if r.topic == topic && r.queue_id == queue_id && r.queue_offset == index => {
+                return true
+            }
+            Ok(r) => format!(
+                "the record of {}/{} queue offset {}",
+                r.topic, r.queue_id, r.queue_offset
+            ),
+            Err(e) => format!("no valid record ({e})"),
+        };
+        let n = self
+            .check_stats
+            .skipped_units
+            .fetch_add(1, Ordering::Relaxed)
+            + 1;
+        let now = now_millis();
+        let last = self.check_stats.last_skip_log.load(Ordering::Relaxed);
+        if now - last >= 10_000
+            && self
+                .check_stats
+                .last_skip_log
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            log::error!(
+                "ConsumeQueue {topic}/{queue_id} unit {index} points at {why}: the unit is \
+                 damaged and skipped ({n} skipped so far); restart the broker to rebuild the queue"
+            );
+        }
+        false
+    }
+
+    /// The check's figures for `brokerStatus`.
+    pub(super) fn check_runtime_info(&self) -> [(&'static str, String); 3] {
+        [
+            (
+                "consumeQueueRebuiltAtStart",
+                self.consume_queues_rebuilt().to_string(),
+            ),
+            (
+                "indexFileRebuiltAtStart",
+                self.index_files_rebuilt().to_string(),
+            ),
+            (
+                "consumeQueueUnitSkipped",
+                self.consume_queue_units_skipped().to_string(),
+            ),
+        ]
+    }
+
+    /// ConsumeQueues rebuilt at start-up.
+    #[must_use]
+    pub fn consume_queues_rebuilt(&self) -> u64 {
+        self.check_stats.rebuilt_queues.load(Ordering::Relaxed)
+    }
+
+    /// Index files deleted as damaged at start-up (their range was re-indexed).
+    #[must_use]
+    pub fn index_files_rebuilt(&self) -> u64 {
+        self.check_stats.rebuilt_index_files.load(Ordering::Relaxed)
+    }
+
+    /// ConsumeQueue units the read path skipped because their record is another message's.
+    #[must_use]
+    pub fn consume_queue_units_skipped(&self) -> u64 {
+        self.check_stats.skipped_units.load(Ordering::Relaxed)
+    }
+
+    /// Check the index files; on damage delete the first damaged one and the newer ones and
+    /// return where re-indexing starts.
+    fn check_index(&self, cl_min: i64) -> Result<Option<i64>> {
+        let files = self.index.files();
+        let mut prev_end = -1;
+        for (i, f) in files.iter().enumerate() {
+            if let Err(why) = self.check_index_file(f, prev_end, cl_min) {
+                log::warn!(
+                    "index file {} is damaged ({why}); deleting it and the {} newer ones and \
+                     rebuilding them from the CommitLog",
+                    f.path().display(),
+                    files.len() - i - 1
+                );
+                self.index.delete_from(i)?;
+                self.check_stats
+                    .rebuilt_index_files
+                    .fetch_add((files.len() - i) as u64, Ordering::Relaxed);
+                let good_end = i
+                    .checked_sub(1)
+                    .map_or(cl_min, |p| files[p].end_phy_offset());
+                return Ok(Some(good_end.max(cl_min)));
+            }
+            prev_end = f.end_phy_offset().max(prev_end);
+        }
+        Ok(None)
+    }
+
+    fn check_index_file(
+        &self,
+        f: &IndexFile,
+        prev_end: i64,
+        cl_min: i64,
+    ) -> std::result::Result<(), String> {
+        let h = f.header();
+        let (slots, num) = f.limits();
+        let count = u32::try_from(h.index_count).map_err(|_| "negative count".to_owned())?;
+        if count > num {
+            return Err(format!("index count {count} above maxIndexNum {num}"));
+        }
+        if count <= 1 {
+            return match f.entry(1) {
+                Some((0, 0, _, _)) | None => Ok(()),
+                Some(_) => Err("the header says empty but entries are stored".to_owned()),
+            };
+        }
+        let cl_max = self.commit_log.max_offset();
+        let slot_max = i64::from(slots).min(i64::from(count) - 1);
+        if h.begin_phy_offset < prev_end.max(0)
+            || h.begin_phy_offset > h.end_phy_offset
+            || h.end_phy_offset >= cl_max
+            || h.begin_timestamp <= 0
+            || h.hash_slot_count < 1
+            || i64::from(h.hash_slot_count) > slot_max
+        {
+            return Err(format!(
+                "header out of range: phy offsets {}..{} (CommitLog ends at {cl_max}, previous \
+                 file at {prev_end}), times {}..{}, {} slots used of {count} entries",
+                h.begin_phy_offset,
+                h.end_phy_offset,
+                h.begin_timestamp,
+                h.end_timestamp,
+                h.hash_slot_count
+            ));
+        }
+        for (phy, ts, what) in [
+            (h.begin_phy_offset, h.begin_timestamp, "first"),
+            (h.end_phy_offset, h.end_timestamp, "last"),
+        ] {
+            if phy >= cl_min {
+                let r = self.record_at(phy)?;
+                if r.1 != ts {
+                    return Err(format!(
+                        "the {what} entry's record at {phy} was stored at {}, the header says {ts}",
+                        r.1
+                    ));
+                }
+            }
+        }
+        let last = count - 1;
+        let mut picks: Vec<u32> = (0..INDEX_SAMPLES)
+            .map(|k| 1 + (last - 1) * k / INDEX_SAMPLES)
+            .collect();
+        picks.push(last);
+        for n in picks {
+            self.check_index_entry(f, n, &h, cl_min)?;
+        }
+        for k in 0..INDEX_SAMPLES.min(slots) {
+            let s = u32::try_from(u64::from(slots) * u64::from(k) / u64::from(INDEX_SAMPLES))
+                .unwrap_or(0);
+            match f.slot(s) {
+                Some(v) if v >= 0 && v < h.index_count => {}
+                v => return Err(format!("slot {s} holds {v:?}, entries end at {last}")),
+            }
+        }
+        Ok(())
+    }
+
+    fn check_index_entry(
+        &self,
+        f: &IndexFile,
+        n: u32,
+        h: &crate::index_file::IndexHeader,
+        cl_min: i64,
+    ) -> std::result::Result<(), String> {
+        let Some((hash, phy, diff, prev)) = f.entry(n) else {
+            return Err(format!("entry {n} cannot be read"));
+        };
+        let bad = |what: &str| Err(format!("entry {n}: {what}"));
+        if phy < h.begin_phy_offset || phy > h.end_phy_offset {
+            return bad(&format!(
+                "CommitLog offset {phy} outside the header's range"
+            ));
+        }
+        if diff < 0 {
+            return bad(&format!("time {diff} s after the first entry"));
+        }
+        if prev < 0 || i64::from(prev) >= i64::from(n) {
+            return bad(&format!("previous entry {prev}"));
+        }
+        if phy < cl_min {
+            return Ok(());
+        }
+        let sel = self
+            .look_message_by_offset(phy)
+            .ok_or_else(|| format!("entry {n}: no record at CommitLog offset {phy}"))?;
+        let r = DecodedRecord::parse(sel.bytes()).map_err(|e| format!("entry {n}: {e}"))?;
+        let req = DispatchRequest::from_record(&r, &[]).ok_or("a record above 2 GiB")?;
+        let hit = req
+            .uniq_key
+            .into_iter()
+            .chain(req.keys.into_iter().flat_map(|k| k.split(' ')))
+            .any(|k| index_key_hash(&format!("{}#{k}", r.topic)) == hash);
+        if hit {
+            Ok(())
+        } else {
+            bad(&format!("key hash {hash} is no key of the record at {phy}"))
+        }
+    }
+
+    /// `(CommitLog offset, store time)` of the record at `phy`.
+    fn record_at(&self, phy: i64) -> std::result::Result<(i64, i64), String> {
+        let sel = self
+            .look_message_by_offset(phy)
+            .ok_or_else(|| format!("no record at CommitLog offset {phy}"))?;
+        let r = DecodedRecord::parse(sel.bytes()).map_err(|e| e.to_string())?;
+        Ok((r.physical_offset, r.store_timestamp))
+    }
+}
+
+/// The sequence check: units in increasing CommitLog order, each a record's size.
+struct SeqCheck {
+    cl_max: i64,
+    /// `(queue offset, end of its record)` of the last unit seen.
+    last: Option<(i64, i64)>,
+}
+
+impl SeqCheck {
+    fn new(cl_max: i64) -> Self {
+        Self { cl_max, last: None }
+    }
+
+    /// Check units `from..to` of `cq` (after those checked before).
+    fn units(&mut self, cq: &ConsumeQueue, from: i64, to: i64) -> std::result::Result<(), String> {
+        let mut i = from;
+        while i < to {
+            let (file, pos) = cq
+                .units_from(i)
+                .ok_or_else(|| format!("unit {i} cannot be read"))?;
+            let bytes = file.read_from(pos).unwrap_or(&[]);
+            let mut read = 0;
+            for chunk in bytes.chunks_exact(CQ_STORE_UNIT_SIZE) {
+                if i >= to {
+                    break;
+                }
+                let u = CqUnit::decode(chunk).ok_or("short unit")?;
+                self.unit(i, &u)?;
+                i += 1;
+                read += 1;
+            }
+            if read == 0 {
+                return Err(format!("unit {i} cannot be read"));
+            }
+        }
+        Ok(())
+    }
+
+    fn unit(&mut self, i: i64, u: &CqUnit) -> std::result::Result<(), String> {
+        if u.size <= 0 || u.size == i32::MAX || u.offset < 0 {
+            return Err(format!(
+                "unit {i} is blank or zeroed (offset {}, size {})",
+                u.offset, u.size
+            ));
+        }
+        let end = u.offset + i64::from(u.size);
+        if end > self.cl_max {
+            return Err(format!(
+                "unit {i} ends at {end}, past the CommitLog's end {}",
+                self.cl_max
+            ));
+        }
+        if let Some((j, prev_end)) = self.last {
+            if u.offset < prev_end {
+                return Err(format!(
+                    "unit {i} points at CommitLog offset {}, before the end {prev_end} of unit \
+                     {j}'s record",
+                    u.offset
+                ));
+            }
+        }
+        self.last = Some((i, end));
+        Ok(())
+    }
+}
