@@ -133,9 +133,13 @@ impl ConsumeQueue {
                 idx += 1;
                 continue;
             }
-            // Units after the first invalid one (not a torn last unit): a hole, not a tail.
+            // Data after the first invalid unit (past a torn last unit): a hole, not a tail.
             let after = raw.get(pos + CQ_STORE_UNIT_SIZE..).unwrap_or(&[]);
-            if idx + 1 < files.len() || after.iter().any(|&b| b != 0) {
+            let later = files[idx + 1..].iter().map(|f| f.raw_from(0));
+            if std::iter::once(after)
+                .chain(later)
+                .any(|b| b.iter().any(|&b| b != 0))
+            {
                 self.cut_in_middle.store(true, Ordering::Release);
             }
             break f.offset_of(pos);
