@@ -234,3 +234,45 @@ fn a_unit_whose_record_has_another_queue_offset_is_not_served() {
     assert_each_offset_is_its_own(&store, 0, 20);
     store.shutdown().unwrap();
 }
+
+#[test]
+fn expired_heads_and_queues_starting_above_zero_are_not_damage() {
+    let dir = tempfile::tempdir().unwrap();
+    let extra = [
+        ("mappedFileSizeConsumeQueue", "2000"),
+        ("mappedFileSizeCommitLog", "65536"),
+        ("destroyMapedFileIntervalForcibly", "0"),
+    ];
+    let big = vec![b'x'; 1000];
+    let store = common::open(dir.path(), &extra);
+    for _ in 0..300 {
+        store.put_message(&common::msg("T", 0, &big, b"")).unwrap();
+    }
+    common::wait_dispatched(&store, "T", 0, 300, 10);
+    store.set_file_reserved_time(0);
+    while store.get_min_phy_offset() < 3 * 65536 {
+        store.delete_expired_files(false);
+    }
+    let min = store.get_min_offset_in_queue("T", 0);
+    assert!(
+        min > 100,
+        "the queue's head files went with the CommitLog's: min {min}"
+    );
+    store.shutdown().unwrap();
+    // Expired head files are not damage.
+    let store = common::open(dir.path(), &extra);
+    assert_eq!(store.consume_queues_rebuilt(), 0);
+    assert_eq!(store.get_min_offset_in_queue("T", 0), min);
+    store.shutdown().unwrap();
+    // Lost queue files are rebuilt from what the CommitLog still holds: the queue starts
+    // above its first file's start, padded with blank units; that is not damage either.
+    std::fs::remove_dir_all(dir.path().join("consumequeue")).unwrap();
+    let store = common::open(dir.path(), &extra);
+    assert_eq!(store.get_min_offset_in_queue("T", 0), min);
+    store.shutdown().unwrap();
+    let store = common::open(dir.path(), &extra);
+    assert_eq!(store.consume_queues_rebuilt(), 0);
+    assert_eq!(store.get_min_offset_in_queue("T", 0), min);
+    assert_eq!(store.get_max_offset_in_queue("T", 0), 300);
+    store.shutdown().unwrap();
+}

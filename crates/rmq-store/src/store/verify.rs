@@ -114,12 +114,23 @@ impl MessageStore {
         if cq.cut_in_middle() {
             return Err("recovery cut it at a damaged unit with valid units after it".to_owned());
         }
-        let (min, max) = (cq.min_offset_in_queue(), cq.max_offset_in_queue());
+        let files = cq.queue().files();
+        let Some(first_file) = files.first() else {
+            return Ok(());
+        };
+        // Retention deletes head files; blank units pad a queue that starts above its first
+        // file's start (dispatch's `fill_pre_blank`). Neither is damage.
+        let max = cq.max_offset_in_queue();
+        let mut min = cq
+            .min_offset_in_queue()
+            .max(first_file.file_from_offset() / UNIT);
+        while min < max && cq.get_unit(min).is_some_and(|u| u.size == i32::MAX) {
+            min += 1;
+        }
         if max <= min {
             return Ok(());
         }
         let per_file = i64::try_from(cq.queue().file_size()).unwrap_or(i64::MAX) / UNIT;
-        let files = cq.queue().files();
         let mut seq = SeqCheck::new(self.commit_log.max_offset());
         let mut samples: Vec<i64> = (max - TAIL_UNITS..max).collect();
         samples.extend((0..SPREAD_UNITS).map(|k| min + (max - min) * k / SPREAD_UNITS));
@@ -406,7 +417,8 @@ impl MessageStore {
             .look_message_by_offset(phy)
             .ok_or_else(|| format!("entry {n}: no record at CommitLog offset {phy}"))?;
         let r = DecodedRecord::parse(sel.bytes()).map_err(|e| format!("entry {n}: {e}"))?;
-        let req = DispatchRequest::from_record(&r, &[]).ok_or("a record above 2 GiB")?;
+        let req = DispatchRequest::from_record(&r, self.reput.delay_levels_ms())
+            .ok_or("a record above 2 GiB")?;
         let hit = req
             .uniq_key
             .into_iter()
