@@ -211,27 +211,39 @@ fn a_damaged_index_file_is_rebuilt_and_queries_by_key_work() {
 #[test]
 fn a_unit_whose_record_has_another_queue_offset_is_not_served() {
     let dir = tempfile::tempdir().unwrap();
-    fill(dir.path(), 1, 20);
+    fill(dir.path(), 1, 600);
     let store = open(dir.path());
     assert_eq!(store.consume_queues_rebuilt(), 0);
-    // Damage while running (the start-up check cannot see it): unit 5 now points at the
-    // record of queue offset 9.
-    let nine = read_unit(dir.path(), 0, 9);
-    write_unit(dir.path(), 0, 5, &nine);
-    // A pull from 5 skips the damaged unit and goes on with 6.
+    // Damage while running, where the start-up check's sampling does not look (file 1 of
+    // 6, between its windows): unit 120 now points at the record of queue offset 119.
+    let prev = read_unit(dir.path(), 0, 119);
+    write_unit(dir.path(), 0, 120, &prev);
+    // A pull from 120 skips the damaged unit and goes on with 121.
     assert_eq!(
-        pull(&store, 0, 5, 1),
-        vec![(6, body(0, 6))],
-        "unit 5 must not serve message 9"
+        pull(&store, 0, 120, 1),
+        vec![(121, body(0, 121))],
+        "unit 120 must not serve message 119"
     );
-    let got: Vec<i64> = pull(&store, 0, 4, 3).into_iter().map(|(o, _)| o).collect();
-    assert_eq!(got, vec![4, 6, 7], "the damaged unit is skipped");
+    let got: Vec<i64> = pull(&store, 0, 119, 3)
+        .into_iter()
+        .map(|(o, _)| o)
+        .collect();
+    assert_eq!(got, vec![119, 121, 122], "the damaged unit is skipped");
     assert_eq!(store.consume_queue_units_skipped(), 2);
     store.shutdown().unwrap();
-    // The next start finds the damage and rebuilds the queue.
+    let marker = dir.path().join("damaged_consume_queues");
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "T\t0\n");
+    // The next start rebuilds the queue the pulls found damaged.
     let store = open(dir.path());
     assert_eq!(store.consume_queues_rebuilt(), 1);
-    assert_each_offset_is_its_own(&store, 0, 20);
+    assert_each_offset_is_its_own(&store, 0, 600);
+    assert!(
+        !marker.exists(),
+        "the note is removed once the queue is rebuilt"
+    );
+    store.shutdown().unwrap();
+    let store = open(dir.path());
+    assert_eq!(store.consume_queues_rebuilt(), 0);
     store.shutdown().unwrap();
 }
 

@@ -11,7 +11,7 @@
 //! | [`retention`] | deleting expired files, removing ConsumeQueues, the disk-full guard |
 //! | [`services`] | the background threads and flushing ConsumeQueues, index and checkpoint |
 //! | [`runtime_info`] | figures for `brokerStatus` |
-//! | [`verify`] | the start-up check of ConsumeQueues and index files, rebuilding damage |
+//! | [`verify`], [`verify_index`] | the start-up check of ConsumeQueues and index files, rebuilding damage |
 //!
 //! Dispatch is [`crate::dispatch::ReputService`], the ConsumeQueue table
 //! [`crate::consume_queue_table`]. Threads:
@@ -34,6 +34,7 @@ mod retention;
 mod runtime_info;
 mod services;
 mod verify;
+mod verify_index;
 
 use std::fs::{File, OpenOptions};
 use std::net::SocketAddr;

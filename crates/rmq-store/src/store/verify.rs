@@ -12,6 +12,10 @@
 //! offset are expired, not damaged. Cost: a few CommitLog reads per queue and file, plus the
 //! ConsumeQueue tail recovery already reads; a full scan happens only to rebuild.
 //!
+//! The read path skips a unit whose record is another message's and notes its queue in
+//! [`DAMAGED_QUEUES_FILE`], so the next start rebuilds that queue even when sampling would
+//! miss the unit.
+//!
 //! A damaged queue is dropped and rebuilt by one dispatch pass from the CommitLog's min
 //! offset: dispatch skips every record an intact queue already holds (its units are
 //! idempotent by CommitLog offset) and the index skips what it already covers, so only the
@@ -19,12 +23,13 @@
 //! sampled entries disagree with the CommitLog is deleted with the newer files (entries are
 //! appended in CommitLog order and "already indexed" is judged by the newest file's end, so a
 //! file cannot be re-filled in the middle); the same pass re-indexes from the end of the last
-//! good file.
+//! good file. The index check itself is [`verify_index`](super::verify_index).
 
 use std::collections::HashSet;
+use std::io::Write;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 
-use rmq_common::index_key_hash;
 use rmq_common::time::now_millis;
 
 use super::MessageStore;
@@ -32,7 +37,6 @@ use crate::consume_queue::{ConsumeQueue, QueueId};
 use crate::dispatch::{DispatchRequest, SCHEDULE_TOPIC};
 use crate::error::{Result, StoreError};
 use crate::format::{CqUnit, DecodedRecord, CQ_STORE_UNIT_SIZE};
-use crate::index_file::IndexFile;
 
 /// Units checked against their records at the tail of each queue.
 const TAIL_UNITS: i64 = 4;
@@ -42,8 +46,10 @@ const SPREAD_UNITS: i64 = 8;
 const SEQ_FILES: usize = 3;
 /// Units per window in the sequence check of an older file.
 const SEQ_WINDOW: i64 = 4;
-/// Index entries (and slots) sampled per index file.
-const INDEX_SAMPLES: u32 = 16;
+
+/// Under the store root: `topic<TAB>queueId` lines, one per queue the read path found
+/// damaged; read and removed by the next start's check.
+pub(crate) const DAMAGED_QUEUES_FILE: &str = "damaged_consume_queues";
 
 #[expect(clippy::cast_possible_wrap, reason = "the constant 20")]
 const UNIT: i64 = CQ_STORE_UNIT_SIZE as i64;
@@ -52,18 +58,30 @@ const UNIT: i64 = CQ_STORE_UNIT_SIZE as i64;
 #[derive(Default)]
 pub(crate) struct CheckStats {
     rebuilt_queues: AtomicU64,
-    rebuilt_index_files: AtomicU64,
+    pub(super) rebuilt_index_files: AtomicU64,
     skipped_units: AtomicU64,
     last_skip_log: AtomicI64,
+    /// Queues already noted in [`DAMAGED_QUEUES_FILE`] by this run.
+    noted: Mutex<HashSet<(String, i32)>>,
 }
 
 impl MessageStore {
     /// Check every ConsumeQueue and index file; rebuild what is damaged (see the module doc).
     pub(super) fn verify_consume_queues_and_index(&self) -> Result<()> {
         let cl_min = self.commit_log.min_offset();
+        let marker = self.root.join(DAMAGED_QUEUES_FILE);
+        let noted = std::fs::read_to_string(&marker).unwrap_or_default();
+        let noted: HashSet<(&str, &str)> =
+            noted.lines().filter_map(|l| l.split_once('\t')).collect();
         let mut damaged: Vec<(String, QueueId, String)> = Vec::new();
         for cq in self.consume_queues.all() {
-            if let Err(why) = self.check_queue(&cq, cl_min) {
+            let qid = cq.queue_id().get().to_string();
+            let checked = if noted.contains(&(cq.topic(), qid.as_str())) {
+                Err("pulls found units pointing at other messages".to_owned())
+            } else {
+                self.check_queue(&cq, cl_min)
+            };
+            if let Err(why) = checked {
                 damaged.push((cq.topic().to_owned(), cq.queue_id(), why));
             }
         }
@@ -94,7 +112,7 @@ impl MessageStore {
             }
         }
         if from == i64::MAX {
-            return Ok(());
+            return remove_marker(&marker);
         }
         self.reput.set_reput_from_offset(from);
         let targets = self.dispatch_targets();
@@ -106,7 +124,7 @@ impl MessageStore {
                 self.reput.reput_from_offset()
             )));
         }
-        Ok(())
+        remove_marker(&marker)
     }
 
     /// `Err(what is wrong)` when a sampled unit or the sampled sequence is damaged.
@@ -238,6 +256,7 @@ impl MessageStore {
             .skipped_units
             .fetch_add(1, Ordering::Relaxed)
             + 1;
+        self.note_damaged_queue(topic, queue_id);
         let now = now_millis();
         let last = self.check_stats.last_skip_log.load(Ordering::Relaxed);
         if now - last >= 10_000
@@ -249,10 +268,35 @@ impl MessageStore {
         {
             log::error!(
                 "ConsumeQueue {topic}/{queue_id} unit {index} points at {why}: the unit is \
-                 damaged and skipped ({n} skipped so far); restart the broker to rebuild the queue"
+                 damaged and skipped ({n} skipped so far); the next start rebuilds the queue \
+                 from the CommitLog"
             );
         }
         false
+    }
+
+    /// Note `(topic, queue_id)` in [`DAMAGED_QUEUES_FILE`] (once per run) for the next start.
+    fn note_damaged_queue(&self, topic: &str, queue_id: i32) {
+        let mut noted = self
+            .check_stats
+            .noted
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if !noted.insert((topic.to_owned(), queue_id)) {
+            return;
+        }
+        let path = self.root.join(DAMAGED_QUEUES_FILE);
+        let written = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| writeln!(f, "{topic}\t{queue_id}").and_then(|()| f.sync_all()));
+        if let Err(e) = written {
+            log::error!(
+                "could not note damaged ConsumeQueue {topic}/{queue_id} in {}: {e}",
+                path.display()
+            );
+        }
     }
 
     /// The check's figures for `brokerStatus`.
@@ -290,154 +334,14 @@ impl MessageStore {
     pub fn consume_queue_units_skipped(&self) -> u64 {
         self.check_stats.skipped_units.load(Ordering::Relaxed)
     }
+}
 
-    /// Check the index files; on damage delete the first damaged one and the newer ones and
-    /// return where re-indexing starts.
-    fn check_index(&self, cl_min: i64) -> Result<Option<i64>> {
-        let files = self.index.files();
-        let mut prev_end = -1;
-        for (i, f) in files.iter().enumerate() {
-            if let Err(why) = self.check_index_file(f, prev_end, cl_min) {
-                log::warn!(
-                    "index file {} is damaged ({why}); deleting it and the {} newer ones and \
-                     rebuilding them from the CommitLog",
-                    f.path().display(),
-                    files.len() - i - 1
-                );
-                self.index.delete_from(i)?;
-                self.check_stats
-                    .rebuilt_index_files
-                    .fetch_add((files.len() - i) as u64, Ordering::Relaxed);
-                let good_end = i
-                    .checked_sub(1)
-                    .map_or(cl_min, |p| files[p].end_phy_offset());
-                return Ok(Some(good_end.max(cl_min)));
-            }
-            prev_end = f.end_phy_offset().max(prev_end);
+fn remove_marker(path: &std::path::Path) -> Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(StoreError::io(format!("removing {}", path.display()), e))
         }
-        Ok(None)
-    }
-
-    fn check_index_file(
-        &self,
-        f: &IndexFile,
-        prev_end: i64,
-        cl_min: i64,
-    ) -> std::result::Result<(), String> {
-        let h = f.header();
-        let (slots, num) = f.limits();
-        let count = u32::try_from(h.index_count).map_err(|_| "negative count".to_owned())?;
-        if count > num {
-            return Err(format!("index count {count} above maxIndexNum {num}"));
-        }
-        if count <= 1 {
-            return match f.entry(1) {
-                Some((0, 0, _, _)) | None => Ok(()),
-                Some(_) => Err("the header says empty but entries are stored".to_owned()),
-            };
-        }
-        let cl_max = self.commit_log.max_offset();
-        let slot_max = i64::from(slots).min(i64::from(count) - 1);
-        if h.begin_phy_offset < prev_end.max(0)
-            || h.begin_phy_offset > h.end_phy_offset
-            || h.end_phy_offset >= cl_max
-            || h.begin_timestamp <= 0
-            || h.hash_slot_count < 1
-            || i64::from(h.hash_slot_count) > slot_max
-        {
-            return Err(format!(
-                "header out of range: phy offsets {}..{} (CommitLog ends at {cl_max}, previous \
-                 file at {prev_end}), times {}..{}, {} slots used of {count} entries",
-                h.begin_phy_offset,
-                h.end_phy_offset,
-                h.begin_timestamp,
-                h.end_timestamp,
-                h.hash_slot_count
-            ));
-        }
-        for (phy, ts, what) in [
-            (h.begin_phy_offset, h.begin_timestamp, "first"),
-            (h.end_phy_offset, h.end_timestamp, "last"),
-        ] {
-            if phy >= cl_min {
-                let r = self.record_at(phy)?;
-                if r.1 != ts {
-                    return Err(format!(
-                        "the {what} entry's record at {phy} was stored at {}, the header says {ts}",
-                        r.1
-                    ));
-                }
-            }
-        }
-        let last = count - 1;
-        let mut picks: Vec<u32> = (0..INDEX_SAMPLES)
-            .map(|k| 1 + (last - 1) * k / INDEX_SAMPLES)
-            .collect();
-        picks.push(last);
-        for n in picks {
-            self.check_index_entry(f, n, &h, cl_min)?;
-        }
-        for k in 0..INDEX_SAMPLES.min(slots) {
-            let s = u32::try_from(u64::from(slots) * u64::from(k) / u64::from(INDEX_SAMPLES))
-                .unwrap_or(0);
-            match f.slot(s) {
-                Some(v) if v >= 0 && v < h.index_count => {}
-                v => return Err(format!("slot {s} holds {v:?}, entries end at {last}")),
-            }
-        }
-        Ok(())
-    }
-
-    fn check_index_entry(
-        &self,
-        f: &IndexFile,
-        n: u32,
-        h: &crate::index_file::IndexHeader,
-        cl_min: i64,
-    ) -> std::result::Result<(), String> {
-        let Some((hash, phy, diff, prev)) = f.entry(n) else {
-            return Err(format!("entry {n} cannot be read"));
-        };
-        let bad = |what: &str| Err(format!("entry {n}: {what}"));
-        if phy < h.begin_phy_offset || phy > h.end_phy_offset {
-            return bad(&format!(
-                "CommitLog offset {phy} outside the header's range"
-            ));
-        }
-        if diff < 0 {
-            return bad(&format!("time {diff} s after the first entry"));
-        }
-        if prev < 0 || i64::from(prev) >= i64::from(n) {
-            return bad(&format!("previous entry {prev}"));
-        }
-        if phy < cl_min {
-            return Ok(());
-        }
-        let sel = self
-            .look_message_by_offset(phy)
-            .ok_or_else(|| format!("entry {n}: no record at CommitLog offset {phy}"))?;
-        let r = DecodedRecord::parse(sel.bytes()).map_err(|e| format!("entry {n}: {e}"))?;
-        let req = DispatchRequest::from_record(&r, self.reput.delay_levels_ms())
-            .ok_or("a record above 2 GiB")?;
-        let hit = req
-            .uniq_key
-            .into_iter()
-            .chain(req.keys.into_iter().flat_map(|k| k.split(' ')))
-            .any(|k| index_key_hash(&format!("{}#{k}", r.topic)) == hash);
-        if hit {
-            Ok(())
-        } else {
-            bad(&format!("key hash {hash} is no key of the record at {phy}"))
-        }
-    }
-
-    /// `(CommitLog offset, store time)` of the record at `phy`.
-    fn record_at(&self, phy: i64) -> std::result::Result<(i64, i64), String> {
-        let sel = self
-            .look_message_by_offset(phy)
-            .ok_or_else(|| format!("no record at CommitLog offset {phy}"))?;
-        let r = DecodedRecord::parse(sel.bytes()).map_err(|e| e.to_string())?;
-        Ok((r.physical_offset, r.store_timestamp))
+        _ => Ok(()),
     }
 }
 
