@@ -3,7 +3,7 @@
 //! dispatch thread (and recovery, before sharing) writes; pullers read published units.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 
 use crate::error::{Result, StoreError};
@@ -53,6 +53,9 @@ pub struct ConsumeQueue {
     max_physic_offset: AtomicI64,
     /// Byte position of the first valid unit.
     min_logic_offset: AtomicI64,
+    /// Recovery cut this queue in the middle (valid-looking units followed the cut), so the
+    /// re-dispatch may not refill it: the start-up check rebuilds it.
+    cut_in_middle: AtomicBool,
 }
 
 impl ConsumeQueue {
@@ -68,6 +71,7 @@ impl ConsumeQueue {
             queue: MappedFileQueue::new(dir, file_size)?,
             max_physic_offset: AtomicI64::new(-1),
             min_logic_offset: AtomicI64::new(0),
+            cut_in_middle: AtomicBool::new(false),
         })
     }
 
@@ -129,6 +133,15 @@ impl ConsumeQueue {
                 idx += 1;
                 continue;
             }
+            // Data after the first invalid unit (past a torn last unit): a hole, not a tail.
+            let after = raw.get(pos + CQ_STORE_UNIT_SIZE..).unwrap_or(&[]);
+            let later = files[idx + 1..].iter().map(|f| f.raw_from(0));
+            if std::iter::once(after)
+                .chain(later)
+                .any(|b| b.iter().any(|&b| b != 0))
+            {
+                self.cut_in_middle.store(true, Ordering::Release);
+            }
             break f.offset_of(pos);
         };
         self.queue.set_flushed_where(process);
@@ -136,6 +149,12 @@ impl ConsumeQueue {
         self.queue.truncate_dirty_files(process)?;
         self.max_physic_offset.store(max_phy, Ordering::Release);
         Ok(max_phy)
+    }
+
+    /// Whether recovery cut this queue in the middle rather than at a torn tail.
+    #[must_use]
+    pub fn cut_in_middle(&self) -> bool {
+        self.cut_in_middle.load(Ordering::Acquire)
     }
 
     /// Append the unit for queue offset `cq_offset` (dispatch). Idempotent: a unit whose
@@ -252,6 +271,17 @@ impl ConsumeQueue {
                 };
                 if u.size != i32::MAX && u.offset + i64::from(u.size) > phy_offset {
                     cut_at = Some(f.offset_of(pos));
+                    // A later unit inside the CommitLog: this one was damage, not a tail.
+                    if let Some(n) =
+                        CqUnit::decode(raw.get(pos + CQ_STORE_UNIT_SIZE..).unwrap_or(&[]))
+                    {
+                        if n.size > 0
+                            && n.size != i32::MAX
+                            && n.offset + i64::from(n.size) <= phy_offset
+                        {
+                            self.cut_in_middle.store(true, Ordering::Release);
+                        }
+                    }
                     break 'files;
                 }
                 if u.size != i32::MAX {

@@ -26,15 +26,19 @@ pub const INDEX_HEADER_SIZE: usize = 40;
 const HASH_SLOT_SIZE: usize = 4;
 const INDEX_SIZE: usize = 20;
 
+/// The header (`index_count` read as at least 1: entry 0 is never used).
 #[derive(Debug, Clone, Copy, Default)]
-struct IndexHeader {
-    begin_timestamp: i64,
-    end_timestamp: i64,
-    begin_phy_offset: i64,
-    end_phy_offset: i64,
-    hash_slot_count: i32,
-    index_count: i32,
+pub(crate) struct IndexHeader {
+    pub(crate) begin_timestamp: i64,
+    pub(crate) end_timestamp: i64,
+    pub(crate) begin_phy_offset: i64,
+    pub(crate) end_phy_offset: i64,
+    pub(crate) hash_slot_count: i32,
+    pub(crate) index_count: i32,
 }
+
+/// One entry as stored: `(keyHash, phyOffset, timeDiff in s, prevIndex)`.
+pub(crate) type IndexEntry = (i32, i64, i32, i32);
 
 impl IndexHeader {
     fn encode(&self) -> [u8; INDEX_HEADER_SIZE] {
@@ -134,11 +138,41 @@ impl IndexFile {
         &self.path
     }
 
-    fn header(&self) -> IndexHeader {
+    pub(crate) fn header(&self) -> IndexHeader {
         self.state
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .header
+    }
+
+    /// `(maxHashSlotNum, maxIndexNum)` the file was opened with.
+    pub(crate) fn limits(&self) -> (u32, u32) {
+        (self.hash_slot_num, self.index_num)
+    }
+
+    /// Slot `n` (the newest entry of its bucket), for the start-up check.
+    pub(crate) fn slot(&self, n: u32) -> Option<i32> {
+        let st = self.state.read().unwrap_or_else(PoisonError::into_inner);
+        let b = st.map.get(
+            INDEX_HEADER_SIZE + n as usize * HASH_SLOT_SIZE,
+            HASH_SLOT_SIZE,
+        )?;
+        Some(i32::from_be_bytes(b.try_into().ok()?))
+    }
+
+    /// Entry `n`, for the start-up check.
+    pub(crate) fn entry(&self, n: u32) -> Option<IndexEntry> {
+        let st = self.state.read().unwrap_or_else(PoisonError::into_inner);
+        let abs = INDEX_HEADER_SIZE
+            + self.hash_slot_num as usize * HASH_SLOT_SIZE
+            + n as usize * INDEX_SIZE;
+        let e = st.map.get(abs, INDEX_SIZE)?;
+        Some((
+            i32::from_be_bytes(e[0..4].try_into().ok()?),
+            i64::from_be_bytes(e[4..12].try_into().ok()?),
+            i32::from_be_bytes(e[12..16].try_into().ok()?),
+            i32::from_be_bytes(e[16..20].try_into().ok()?),
+        ))
     }
 
     /// CommitLog offset of the newest entry.
@@ -371,6 +405,28 @@ impl IndexService {
                 continue;
             }
             files.push(Arc::new(f));
+        }
+        Ok(())
+    }
+
+    /// The files, oldest first (the start-up check reads them).
+    pub(crate) fn files(&self) -> Vec<Arc<IndexFile>> {
+        self.files
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Delete file `i` and every newer one (the start-up check found file `i` damaged;
+    /// dispatch rebuilds from the end of file `i - 1`).
+    ///
+    /// # Errors
+    /// When a file cannot be removed.
+    pub(crate) fn delete_from(&self, i: usize) -> Result<()> {
+        let mut files = self.files.write().unwrap_or_else(PoisonError::into_inner);
+        let at = i.min(files.len());
+        for f in files.split_off(at) {
+            std::fs::remove_file(f.path()).ctx(|| format!("removing {}", f.path().display()))?;
         }
         Ok(())
     }

@@ -11,6 +11,7 @@
 //! | [`retention`] | deleting expired files, removing ConsumeQueues, the disk-full guard |
 //! | [`services`] | the background threads and flushing ConsumeQueues, index and checkpoint |
 //! | [`runtime_info`] | figures for `brokerStatus` |
+//! | [`verify`], [`verify_index`] | the start-up check of ConsumeQueues and index files, rebuilding damage |
 //!
 //! Dispatch is [`crate::dispatch::ReputService`], the ConsumeQueue table
 //! [`crate::consume_queue_table`]. Threads:
@@ -32,6 +33,8 @@ mod recovery;
 mod retention;
 mod runtime_info;
 mod services;
+mod verify;
+mod verify_index;
 
 use std::fs::{File, OpenOptions};
 use std::net::SocketAddr;
@@ -83,6 +86,7 @@ pub struct MessageStore {
     lock_file: File,
     timer: crate::timer::TimerSettings,
     timer_stats: crate::timer::TimerStats,
+    check_stats: verify::CheckStats,
 }
 
 fn total_memory_bytes() -> u64 {
@@ -177,6 +181,7 @@ impl MessageStore {
             lock_file,
             timer: crate::timer::TimerSettings::from_config(&config),
             timer_stats: crate::timer::TimerStats::default(),
+            check_stats: verify::CheckStats::default(),
             config,
         };
         store.recover()?;

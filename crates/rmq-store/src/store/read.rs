@@ -161,6 +161,10 @@ impl MessageStore {
                 }
             }
             if let Some(sel) = self.commit_log.get_message(u.offset, size) {
+                // A damaged unit may point at another message: never serve it at this offset.
+                if !self.record_is_units(sel.bytes(), topic, queue_id, offset + read_units - 1) {
+                    continue;
+                }
                 res.buffer_total_size += sel.len();
                 res.messages.push(sel);
                 res.status = S::Found;

@@ -74,6 +74,7 @@ impl MessageStore {
                 self.reput.reput_from_offset()
             )));
         }
+        self.verify_consume_queues_and_index()?;
         let mut table: FxHashMap<String, Vec<i64>> = FxHashMap::default();
         for cq in self.consume_queues.all() {
             let v = table.entry(cq.topic().to_owned()).or_default();

@@ -79,6 +79,7 @@ impl MessageStore {
             ),
             ("commitLogDirCapacity", self.dir_capacity()),
         ];
+        info.extend(self.check_runtime_info());
         if self.config.timer_wheel_enable {
             let queue_max = self.get_max_offset_in_queue(crate::timer::TIMER_TOPIC, 0);
             info.extend(self.timer_stats.runtime_info(now_millis(), queue_max));
