@@ -6,6 +6,7 @@
 use super::MessageStore;
 use crate::format::{scan_record, CqUnit, Scan, CQ_STORE_UNIT_SIZE};
 use crate::mapped_file::SelectMappedBufferResult;
+use rmq_common::record::{MESSAGE_MAGIC_CODE_V1, MESSAGE_MAGIC_CODE_V2};
 
 /// RocketMQ's `GetMessageStatus`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,6 +140,10 @@ impl MessageStore {
             if next_phy_file_start != i64::MIN && u.offset < next_phy_file_start {
                 continue;
             }
+            if u.size == i32::MAX {
+                // A blank unit: no record (a queue's padded head, or one recovery found damaged).
+                continue;
+            }
             let in_disk = max_phy - u.offset > memory;
             // A unit with a negative size (damage) points at no message: skip it rather than
             // read it as an empty one.
@@ -160,7 +165,27 @@ impl MessageStore {
                     continue;
                 }
             }
+            if self
+                .commit_log
+                .damaged()
+                .overlaps(u.offset, i64::from(u.size))
+            {
+                // Recovery found the record damaged: the unit is passed over, never served.
+                continue;
+            }
             if let Some(sel) = self.commit_log.get_message(u.offset, size) {
+                if !header_matches(sel.bytes(), u) {
+                    // Damage recovery did not look at (it reads only the newest files after a
+                    // clean shutdown): pass the unit over rather than send wrong bytes.
+                    log::warn!(
+                        "ConsumeQueue {topic}/{queue_id} unit at queue offset {} points at \
+                         CommitLog offset {} ({} bytes), which holds no such record; skipped",
+                        offset + read_units - 1,
+                        u.offset,
+                        u.size
+                    );
+                    continue;
+                }
                 res.buffer_total_size += sel.len();
                 res.messages.push(sel);
                 res.status = S::Found;
@@ -201,9 +226,13 @@ impl MessageStore {
         }
     }
 
-    /// The record at CommitLog offset `phy_offset`.
+    /// The record at CommitLog offset `phy_offset` (`None` when it is not there, or lies in a
+    /// range recovery found damaged).
     #[must_use]
     pub fn look_message_by_offset(&self, phy_offset: i64) -> Option<SelectMappedBufferResult> {
+        if self.commit_log.damaged().overlaps(phy_offset, 1) {
+            return None;
+        }
         let head = self.commit_log.get_message(phy_offset, 4)?;
         let size = usize::try_from(i32::from_be_bytes(head.bytes().try_into().ok()?)).ok()?;
         if size < 8 {
@@ -212,4 +241,18 @@ impl MessageStore {
         let sel = self.commit_log.get_message(phy_offset, size)?;
         matches!(scan_record(sel.bytes(), false), Scan::Message(_)).then_some(sel)
     }
+}
+
+/// Whether `rec` starts like the record `u` points at: TOTALSIZE equal to the unit's size, a
+/// message magic code, and PHYSICALOFFSET equal to the unit's offset. A few bytes of a record
+/// about to be sent, so cheap; the full decode and CRC are the consumer's.
+fn header_matches(rec: &[u8], u: CqUnit) -> bool {
+    let field = |at: usize, n: usize| rec.get(at..at + n);
+    let be32 = |b: &[u8]| b.try_into().map(i32::from_be_bytes).ok();
+    let be64 = |b: &[u8]| b.try_into().map(i64::from_be_bytes).ok();
+    field(0, 4).and_then(be32) == Some(u.size)
+        && field(4, 4)
+            .and_then(be32)
+            .is_some_and(|m| m == MESSAGE_MAGIC_CODE_V1 || m == MESSAGE_MAGIC_CODE_V2)
+        && field(28, 8).and_then(be64) == Some(u.offset)
 }

@@ -1,0 +1,172 @@
+//! The CommitLog walk of recovery (where valid records end, and which ranges in between are
+//! damaged) and the look-ahead that dispatch shares with it. A record is valid when its magic, TOTALSIZE and fields agree, its body CRC
+//! matches (with `checkCRCOnRecover`) and its PHYSICALOFFSET field equals its position.
+//!
+//! At an invalid record the walk does not stop: it looks ahead, in the same file and in every
+//! later one, for the next position where a record is valid (or where the BLANK filler runs
+//! exactly to the end of its file). If there is one, the bytes in between are a damaged range
+//! (logged with file, offset and length, and kept in [`crate::damaged`]) and the walk goes
+//! on from there; only when nothing valid follows is the invalid spot a torn tail, and the
+//! log ends there. Looking ahead tests each byte that could start a magic code, so a flipped
+//! byte costs one record, not the rest of the log; a random match would need a valid magic,
+//! a consistent layout and its own position in the PHYSICALOFFSET field (and the CRC).
+
+use std::sync::Arc;
+
+use crate::damaged::DamagedRange;
+use crate::format::{scan_record, Scan};
+use crate::mapped_file::MappedFile;
+
+/// First bytes of the V1/V2 message magic (`0xDAA320A7`/`0xDAA320AB`) and of the BLANK magic
+/// (`0xCBD43194`): where a look-ahead candidate can start.
+const MAGIC_FIRST_BYTES: (u8, u8) = (0xDA, 0xCB);
+
+/// What the walk found.
+pub(crate) struct ScanOutcome {
+    /// Global offset where valid data ends.
+    pub(crate) end: i64,
+    /// Damaged ranges skipped on the way.
+    pub(crate) damaged: Vec<DamagedRange>,
+}
+
+/// What starts at one position.
+enum At {
+    /// A valid record of this many bytes.
+    Record(usize),
+    /// The BLANK filler, or the end of the file: the next file follows.
+    EndOfFile,
+    /// Neither; why.
+    Bad(String),
+}
+
+/// What starts at `raw[pos]`, `raw[0]` being at global offset `base`.
+fn check_at(raw: &[u8], base: i64, pos: usize, check_crc: bool) -> At {
+    if pos >= raw.len() {
+        return At::EndOfFile;
+    }
+    match scan_record(&raw[pos..], check_crc) {
+        Scan::Message(r) if Some(r.physical_offset) == offset(base, pos) => {
+            At::Record(r.total_size)
+        }
+        Scan::Message(r) => At::Bad(format!(
+            "PHYSICALOFFSET field {} does not match the position",
+            r.physical_offset
+        )),
+        Scan::Blank => At::EndOfFile,
+        Scan::Invalid(e) => At::Bad(e.to_string()),
+    }
+}
+
+fn offset(base: i64, pos: usize) -> Option<i64> {
+    base.checked_add(i64::try_from(pos).ok()?)
+}
+
+/// Whether the walk can resume at `pos`: a valid record, or a BLANK filler whose TOTALSIZE
+/// reaches exactly the end of `raw` (the end of the file).
+fn resumes_at(raw: &[u8], base: i64, pos: usize, check_crc: bool) -> bool {
+    match check_at(raw, base, pos, check_crc) {
+        At::Record(_) => true,
+        At::EndOfFile => raw
+            .get(pos..pos + 4)
+            .and_then(|b| <[u8; 4]>::try_from(b).ok())
+            .and_then(|b| usize::try_from(i32::from_be_bytes(b)).ok())
+            .is_some_and(|size| size == raw.len() - pos),
+        At::Bad(_) => false,
+    }
+}
+
+/// The first position at or after `from` in `raw` (a whole file or its readable part from
+/// global offset `base`) where a walk can resume: a valid record, or the BLANK filler to the
+/// end of the file.
+pub(crate) fn next_valid_in(raw: &[u8], base: i64, from: usize, check_crc: bool) -> Option<usize> {
+    let mut p = from;
+    while p + 8 <= raw.len() {
+        let (a, b) = MAGIC_FIRST_BYTES;
+        let k = memchr::memchr2(a, b, &raw[p + 4..])?;
+        let cand = p + k;
+        if resumes_at(raw, base, cand, check_crc) {
+            return Some(cand);
+        }
+        p = cand + 1;
+    }
+    None
+}
+
+/// The next position at or after `(idx, from)` where the walk can resume.
+fn find_resume(
+    files: &[Arc<MappedFile>],
+    idx: usize,
+    from: usize,
+    check_crc: bool,
+) -> Option<(usize, usize)> {
+    files.iter().enumerate().skip(idx).find_map(|(j, f)| {
+        let from = if j == idx { from } else { 0 };
+        next_valid_in(f.raw_from(0), f.file_from_offset(), from, check_crc).map(|p| (j, p))
+    })
+}
+
+/// Walk the CommitLog from the start of `files[start]`; see the module doc.
+pub(crate) fn scan_commit_log(
+    files: &[Arc<MappedFile>],
+    start: usize,
+    check_crc: bool,
+) -> ScanOutcome {
+    let mut damaged = Vec::new();
+    let (mut idx, mut pos) = (start, 0usize);
+    loop {
+        let f = &files[idx];
+        let raw = f.raw_from(0);
+        match check_at(raw, f.file_from_offset(), pos, check_crc) {
+            At::Record(n) => pos += n,
+            At::EndOfFile if idx + 1 < files.len() => (idx, pos) = (idx + 1, 0),
+            At::EndOfFile => {
+                return ScanOutcome {
+                    end: f.offset_of(f.file_size()),
+                    damaged,
+                }
+            }
+            At::Bad(reason) => match find_resume(files, idx, pos + 1, check_crc) {
+                Some((j, p)) => {
+                    let mut from = pos;
+                    for (k, g) in files.iter().enumerate().take(j + 1).skip(idx) {
+                        let until = if k == j { p } else { g.file_size() };
+                        if until > from {
+                            damaged.push(report_damage(g, from, until - from, &reason));
+                        }
+                        from = 0;
+                    }
+                    (idx, pos) = (j, p);
+                }
+                None => {
+                    if raw[pos..].iter().take(64).any(|&b| b != 0) {
+                        log::warn!(
+                            "CommitLog {} offset {pos}: {reason}; no valid record follows it in \
+                             this file or a later one, so this is the torn tail of the last \
+                             write and the CommitLog ends here (the bytes after it are cut)",
+                            f.path().display()
+                        );
+                    }
+                    return ScanOutcome {
+                        end: f.offset_of(pos),
+                        damaged,
+                    };
+                }
+            },
+        }
+    }
+}
+
+fn report_damage(f: &MappedFile, pos: usize, len: usize, reason: &str) -> DamagedRange {
+    log::error!(
+        "CommitLog {} offset {pos}: {len} bytes are damaged and unreadable ({reason}); valid \
+         records follow, so recovery skips this range (at CommitLog offset {}) and keeps \
+         everything after it; a message stored there is lost",
+        f.path().display(),
+        f.offset_of(pos)
+    );
+    DamagedRange {
+        file: f.path().to_owned(),
+        offset: f.offset_of(pos),
+        len: i64::try_from(len).unwrap_or(i64::MAX),
+    }
+}
