@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+import rmq
 from helpers import (
     TEST_STORE_CONF,
     BrokerProcess,
@@ -21,8 +23,6 @@ from helpers import (
     route_queues,
     wait_until,
 )
-
-import rmq
 from rmq._rmq import ClientInstance, RemotingClient, decode_messages
 from rmq.codes import RequestCode
 
@@ -115,9 +115,9 @@ def pull_all(b: Broker, expect_at_least: int = 0) -> dict[int, int]:
         wait_until(lambda: len(route_queues(inst, TOPIC)) == QUEUES, "the topic's route")
         mqs = route_queues(inst, TOPIC)
         seen: dict[int, int] = {}
+        want = expect_at_least // QUEUES
         for mq in mqs:
-            if expect_at_least:
-                want = expect_at_least // QUEUES
+            if want:
                 wait_until(lambda mq=mq: inst.max_offset(mq) >= want, "dispatch")
             offset, end = 0, inst.max_offset(mq)
             while offset < end:

@@ -75,14 +75,21 @@ fn resumes_at(raw: &[u8], base: i64, pos: usize, check_crc: bool) -> bool {
     }
 }
 
-/// The first position at or after `from` in `raw` (a whole file or its readable part from
+/// The first position in `from..until` of `raw` (a whole file or its readable part from
 /// global offset `base`) where a walk can resume: a valid record, or the BLANK filler to the
 /// end of the file.
-pub(crate) fn next_valid_in(raw: &[u8], base: i64, from: usize, check_crc: bool) -> Option<usize> {
+pub(crate) fn next_valid_in(
+    raw: &[u8],
+    base: i64,
+    from: usize,
+    until: usize,
+    check_crc: bool,
+) -> Option<usize> {
+    let until = until.min(raw.len().saturating_sub(7));
     let mut p = from;
-    while p + 8 <= raw.len() {
+    while p < until {
         let (a, b) = MAGIC_FIRST_BYTES;
-        let k = memchr::memchr2(a, b, &raw[p + 4..])?;
+        let k = memchr::memchr2(a, b, &raw[p + 4..until + 4])?;
         let cand = p + k;
         if resumes_at(raw, base, cand, check_crc) {
             return Some(cand);
@@ -92,7 +99,9 @@ pub(crate) fn next_valid_in(raw: &[u8], base: i64, from: usize, check_crc: bool)
     None
 }
 
-/// The next position at or after `(idx, from)` where the walk can resume.
+/// The next position at or after `(idx, from)` where the walk can resume. Only the parts of
+/// each file that hold data are searched: a hole (a sparse file's unwritten tail) holds no
+/// record, and reading it would only fault in pages of zeroes.
 fn find_resume(
     files: &[Arc<MappedFile>],
     idx: usize,
@@ -100,8 +109,19 @@ fn find_resume(
     check_crc: bool,
 ) -> Option<(usize, usize)> {
     files.iter().enumerate().skip(idx).find_map(|(j, f)| {
-        let from = if j == idx { from } else { 0 };
-        next_valid_in(f.raw_from(0), f.file_from_offset(), from, check_crc).map(|p| (j, p))
+        let raw = f.raw_from(0);
+        let len = raw.len() as u64;
+        let mut at = if j == idx { from as u64 } else { 0 };
+        // A whole record is written data: it never spans a hole.
+        while let Some((start, end)) = crate::mmap::next_data(f.file(), at, len) {
+            let from = usize::try_from(start.max(at)).ok()?;
+            let until = usize::try_from(end).ok()?;
+            if let Some(p) = next_valid_in(raw, f.file_from_offset(), from, until, check_crc) {
+                return Some((j, p));
+            }
+            at = end.max(start + 1);
+        }
+        None
     })
 }
 
@@ -125,34 +145,48 @@ pub(crate) fn scan_commit_log(
                     damaged,
                 }
             }
-            At::Bad(reason) => match find_resume(files, idx, pos + 1, check_crc) {
-                Some((j, p)) => {
-                    let mut from = pos;
-                    for (k, g) in files.iter().enumerate().take(j + 1).skip(idx) {
-                        let until = if k == j { p } else { g.file_size() };
-                        if until > from {
-                            damaged.push(report_damage(g, from, until - from, &reason));
-                        }
-                        from = 0;
-                    }
+            At::Bad(reason) => {
+                if let Some((j, p)) = find_resume(files, idx, pos + 1, check_crc) {
+                    record_damage(&files[idx..=j], pos, p, &reason, &mut damaged);
                     (idx, pos) = (j, p);
+                    continue;
                 }
-                None => {
-                    if raw[pos..].iter().take(64).any(|&b| b != 0) {
-                        log::warn!(
-                            "CommitLog {} offset {pos}: {reason}; no valid record follows it in \
-                             this file or a later one, so this is the torn tail of the last \
-                             write and the CommitLog ends here (the bytes after it are cut)",
-                            f.path().display()
-                        );
-                    }
-                    return ScanOutcome {
-                        end: f.offset_of(pos),
-                        damaged,
-                    };
+                if raw[pos..].iter().take(64).any(|&b| b != 0) {
+                    log::warn!(
+                        "CommitLog {} offset {pos}: {reason}; no valid record follows it in \
+                         this file or a later one, so this is the torn tail of the last write \
+                         and the CommitLog ends here (the bytes after it are cut)",
+                        f.path().display()
+                    );
                 }
-            },
+                return ScanOutcome {
+                    end: f.offset_of(pos),
+                    damaged,
+                };
+            }
         }
+    }
+}
+
+/// The range from `pos` in the first of `files` to `resume` in the last, one entry per file.
+fn record_damage(
+    files: &[Arc<MappedFile>],
+    pos: usize,
+    resume: usize,
+    reason: &str,
+    out: &mut Vec<DamagedRange>,
+) {
+    let mut from = pos;
+    for (k, g) in files.iter().enumerate() {
+        let until = if k + 1 == files.len() {
+            resume
+        } else {
+            g.file_size()
+        };
+        if until > from {
+            out.push(report_damage(g, from, until - from, reason));
+        }
+        from = 0;
     }
 }
 

@@ -211,7 +211,7 @@ impl ReputService {
                         // scan (it reads only the newest files). Resume at the next valid
                         // record of the file, as recovery would, else at the next file.
                         let base = reput - i64::try_from(pos).unwrap_or(0);
-                        let next = next_valid_in(bytes, base, pos + 1, true);
+                        let next = next_valid_in(bytes, base, pos + 1, bytes.len(), true);
                         let past = next.map_or_else(
                             || t.commit_log.roll_next_file(reput),
                             |p| base + i64::try_from(p).unwrap_or(0),

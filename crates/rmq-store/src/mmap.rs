@@ -558,6 +558,32 @@ pub(crate) fn disk_used_ratio(path: &Path) -> io::Result<f64> {
     disk_space(path).map(|d| d.used_ratio())
 }
 
+/// The next stretch of `file` at or after `from` that holds data, as `(start, end)` (Linux
+/// `SEEK_DATA`/`SEEK_HOLE`): recovery's look-ahead skips holes instead of faulting in pages
+/// that only read as zeroes. `None` when only a hole follows; where the file system cannot
+/// tell, everything from `from` to `len` counts as data.
+pub(crate) fn next_data(file: &File, from: u64, len: u64) -> Option<(u64, u64)> {
+    if from >= len {
+        return None;
+    }
+    let fd = file.as_raw_fd();
+    let off = libc::off_t::try_from(from).ok()?;
+    // SAFETY: lseek on a descriptor `file` owns; it moves only the descriptor's offset, which
+    // nothing in the store uses (writes use pwrite, sendfile an explicit offset).
+    let start = unsafe { libc::lseek(fd, off, libc::SEEK_DATA) };
+    if start < 0 {
+        return match io::Error::last_os_error().raw_os_error() {
+            Some(libc::ENXIO) => None,
+            _ => Some((from, len)),
+        };
+    }
+    // SAFETY: as above.
+    let end = unsafe { libc::lseek(fd, start, libc::SEEK_HOLE) };
+    let start = u64::try_from(start).ok()?;
+    let end = u64::try_from(end).map_or(len, |e| e.min(len));
+    (start < len).then_some((start, end))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

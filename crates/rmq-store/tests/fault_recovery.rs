@@ -137,17 +137,19 @@ fn file_start(p: &Path) -> i64 {
 /// After the damage: exactly `victim` is gone, its queue's later messages keep their queue
 /// offsets, the range is reported, and the store carries on.
 fn assert_only_victim_lost(store: &MessageStore, stored: &[Stored], victim: usize) {
-    let n = stored.len();
     let seen = read_all(store);
-    assert_eq!(seen.len(), n - 1, "exactly one message lost");
+    assert_eq!(seen.len(), stored.len() - 1, "exactly one message lost");
     assert!(!seen.contains(&victim));
-    let i = info(store);
-    assert_eq!(i["commitLogDamagedRanges"], "1");
-    assert_eq!(i["commitLogDamagedBytes"], stored[victim].size.to_string());
+    let figures = info(store);
+    assert_eq!(figures["commitLogDamagedRanges"], "1");
+    assert_eq!(
+        figures["commitLogDamagedBytes"],
+        stored[victim].size.to_string()
+    );
     // Queue offsets are unchanged: the message after the victim in its queue is still at its
     // own offset, and the next put gets the next one.
     let q = stored[victim].queue;
-    let per_queue = i64::try_from((0..n).filter(|&j| stored[j].queue == q).count()).unwrap();
+    let per_queue = i64::try_from(stored.iter().filter(|s| s.queue == q).count()).unwrap();
     assert_eq!(store.get_max_offset_in_queue(TOPIC, q), per_queue);
     let victim_qoff = i64::try_from(victim).unwrap() / i64::from(QUEUES);
     let r = store.get_message(TOPIC, q, victim_qoff + 1, 1, None);
@@ -156,10 +158,10 @@ fn assert_only_victim_lost(store: &MessageStore, stored: &[Stored], victim: usiz
     };
     assert_eq!(index_of(rec.body), victim + 4);
     assert_eq!(rec.queue_offset, victim_qoff + 1);
-    let p = store
+    let after = store
         .put_message(&common::msg(TOPIC, q, b"after", b""))
         .unwrap();
-    assert_eq!(p.append.queue_offset, per_queue);
+    assert_eq!(after.append.queue_offset, per_queue);
     // Its key finds nothing; a neighbour's key finds its message.
     assert!(store
         .query_message(TOPIC, &format!("key{victim}"), 8, 0, i64::MAX)
@@ -301,7 +303,7 @@ fn a_short_commit_log_file_is_extended_and_served() {
         .unwrap()
         .set_len(u64::try_from(cut_at - from).unwrap())
         .unwrap();
-    let lost: BTreeSet<usize> = (0..stored.len())
+    let gone: BTreeSet<usize> = (0..stored.len())
         .filter(|&i| {
             let s = stored[i];
             s.phy + i64::try_from(s.size).unwrap() > cut_at && s.phy < from + 262_144
@@ -315,8 +317,8 @@ fn a_short_commit_log_file_is_extended_and_served() {
     assert_eq!(std::fs::metadata(middle).unwrap().len(), 262_144);
     assert_eq!(store.get_max_phy_offset(), end);
     let seen = read_all(&store);
-    let want: BTreeSet<usize> = (0..stored.len()).filter(|i| !lost.contains(i)).collect();
-    assert!(!lost.is_empty());
+    let want: BTreeSet<usize> = (0..stored.len()).filter(|i| !gone.contains(i)).collect();
+    assert!(!gone.is_empty());
     assert_eq!(seen, want, "only the records past the cut are lost");
     assert_eq!(info(&store)["commitLogDamagedRanges"], "1");
     let r = store

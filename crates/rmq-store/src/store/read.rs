@@ -165,25 +165,8 @@ impl MessageStore {
                     continue;
                 }
             }
-            if self
-                .commit_log
-                .damaged()
-                .overlaps(u.offset, i64::from(u.size))
-            {
-                // Recovery found the record damaged: the unit is passed over, never served.
-                continue;
-            }
             if let Some(sel) = self.commit_log.get_message(u.offset, size) {
-                if !header_matches(sel.bytes(), u) {
-                    // Damage recovery did not look at (it reads only the newest files after a
-                    // clean shutdown): pass the unit over rather than send wrong bytes.
-                    log::warn!(
-                        "ConsumeQueue {topic}/{queue_id} unit at queue offset {} points at \
-                         CommitLog offset {} ({} bytes), which holds no such record; skipped",
-                        offset + read_units - 1,
-                        u.offset,
-                        u.size
-                    );
+                if !self.servable(&sel, u, topic, queue_id) {
                     continue;
                 }
                 res.buffer_total_size += sel.len();
@@ -200,6 +183,30 @@ impl MessageStore {
         res.next_begin_offset = offset + read_units;
         res.suggest_pulling_from_slave = max_phy - max_phy_pulling > memory;
         res
+    }
+
+    /// Whether the record `sel` that unit `u` selected may be sent: not in a range recovery
+    /// found damaged, and starting like the record the unit points at (damage recovery did
+    /// not look at, as it reads only the newest files after a clean stop). Otherwise the unit
+    /// is passed over rather than wrong bytes sent.
+    fn servable(&self, sel: &SelectMappedBufferResult, u: CqUnit, topic: &str, qid: i32) -> bool {
+        if self
+            .commit_log
+            .damaged()
+            .overlaps(u.offset, i64::from(u.size))
+        {
+            return false;
+        }
+        if header_matches(sel.bytes(), u) {
+            return true;
+        }
+        log::warn!(
+            "ConsumeQueue {topic}/{qid}: a unit points at CommitLog offset {} ({} bytes), which \
+             holds no such record; the unit is skipped",
+            u.offset,
+            u.size
+        );
+        false
     }
 
     fn is_batch_full(
