@@ -75,9 +75,10 @@ fn resumes_at(raw: &[u8], base: i64, pos: usize, check_crc: bool) -> bool {
     }
 }
 
-/// The first position in `from..until` of `raw` (a whole file or its readable part from
-/// global offset `base`) where a walk can resume: a valid record, or the BLANK filler to the
-/// end of the file.
+/// The first position at or after `from` of `raw` (a whole file or its readable part from
+/// global offset `base`) where a walk can resume, a valid record or the BLANK filler to the
+/// end of the file, among those whose magic code starts before `until`: the search reads no
+/// byte from `until` on, except to check a candidate.
 pub(crate) fn next_valid_in(
     raw: &[u8],
     base: i64,
@@ -85,13 +86,12 @@ pub(crate) fn next_valid_in(
     until: usize,
     check_crc: bool,
 ) -> Option<usize> {
-    let until = until.min(raw.len().saturating_sub(7));
+    let until = until.min(raw.len());
     let mut p = from;
-    while p < until {
+    while p + 8 <= raw.len() && p + 4 < until {
         let (a, b) = MAGIC_FIRST_BYTES;
-        let k = memchr::memchr2(a, b, &raw[p + 4..until + 4])?;
-        let cand = p + k;
-        if resumes_at(raw, base, cand, check_crc) {
+        let cand = p + memchr::memchr2(a, b, &raw[p + 4..until])?;
+        if cand + 8 <= raw.len() && resumes_at(raw, base, cand, check_crc) {
             return Some(cand);
         }
         p = cand + 1;
@@ -109,20 +109,30 @@ fn find_resume(
     check_crc: bool,
 ) -> Option<(usize, usize)> {
     files.iter().enumerate().skip(idx).find_map(|(j, f)| {
-        let raw = f.raw_from(0);
-        let len = raw.len() as u64;
-        let mut at = if j == idx { from as u64 } else { 0 };
-        // A whole record is written data: it never spans a hole.
-        while let Some((start, end)) = crate::mmap::next_data(f.file(), at, len) {
-            let from = usize::try_from(start.max(at)).ok()?;
-            let until = usize::try_from(end).ok()?;
-            if let Some(p) = next_valid_in(raw, f.file_from_offset(), from, until, check_crc) {
-                return Some((j, p));
-            }
-            at = end.max(start + 1);
-        }
-        None
+        // Without read-ahead, reading a stretch does not turn the unwritten extents after it
+        // into cached pages that the next SEEK_DATA would report as data.
+        f.advise_random(true);
+        let found = resume_in_file(f, if j == idx { from } else { 0 }, check_crc);
+        f.advise_random(false);
+        found.map(|p| (j, p))
     })
+}
+
+/// [`next_valid_in`] over the stretches of `f` from `from` that hold data. A whole record is
+/// written data: it never spans a hole.
+fn resume_in_file(f: &MappedFile, from: usize, check_crc: bool) -> Option<usize> {
+    let raw = f.raw_from(0);
+    let len = raw.len() as u64;
+    let mut at = from as u64;
+    while let Some((start, end)) = crate::mmap::next_data(f.file(), at, len) {
+        let from = usize::try_from(start.max(at)).ok()?;
+        let until = usize::try_from(end).ok()?;
+        if let Some(p) = next_valid_in(raw, f.file_from_offset(), from, until, check_crc) {
+            return Some(p);
+        }
+        at = end.max(start + 1);
+    }
+    None
 }
 
 /// Walk the CommitLog from the start of `files[start]`; see the module doc.

@@ -302,6 +302,18 @@ impl MmapFile {
         self.map.flush_range(pos, len)
     }
 
+    /// Read faults bring in only the page touched (`MADV_RANDOM`) while `on`, normal
+    /// read-ahead otherwise: recovery's look-ahead reads scattered stretches and must not
+    /// pull in the file's unwritten tail around them. Advice only; a refusal changes nothing.
+    pub(crate) fn advise_random(&self, on: bool) {
+        let advice = if on {
+            memmap2::Advice::Random
+        } else {
+            memmap2::Advice::Normal
+        };
+        let _ = self.map.advise(advice);
+    }
+
     /// Fault every page in for writing, so the appender never takes a page fault. Uses
     /// `MADV_POPULATE_WRITE` where the kernel has it (5.14+), else touches each page.
     pub(crate) fn prefault(&self) {
