@@ -334,7 +334,7 @@ mod tests {
         let log = TimerLog::open(dir.path(), 560).unwrap();
         log.append(&entry(0, -1)).unwrap();
         drop(log);
-        // A file longer than the configured size names itself (a short one is extended).
+        // A file longer than the configured size names itself.
         let f = dir.path().join(crate::format::file_name(0));
         std::fs::OpenOptions::new()
             .write(true)
