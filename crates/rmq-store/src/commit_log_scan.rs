@@ -1,6 +1,7 @@
 //! The CommitLog walk of recovery (where valid records end, and which ranges in between are
-//! damaged) and the look-ahead that dispatch shares with it. A record is valid when its magic, TOTALSIZE and fields agree, its body CRC
-//! matches (with `checkCRCOnRecover`) and its PHYSICALOFFSET field equals its position.
+//! damaged) and the look-ahead that dispatch shares with it. A record is valid when its
+//! magic, TOTALSIZE and fields agree, its body CRC matches (with `checkCRCOnRecover`) and its
+//! PHYSICALOFFSET field equals its position.
 //!
 //! At an invalid record the walk does not stop: it looks ahead, in the same file and in every
 //! later one, for the next position where a record is valid (or where the BLANK filler runs
@@ -9,7 +10,12 @@
 //! on from there; only when nothing valid follows is the invalid spot a torn tail, and the
 //! log ends there. Looking ahead tests each byte that could start a magic code, so a flipped
 //! byte costs one record, not the rest of the log; a random match would need a valid magic,
-//! a consistent layout and its own position in the PHYSICALOFFSET field (and the CRC).
+//! a consistent layout and its own position in the 8-byte PHYSICALOFFSET field (and the
+//! CRC), so the record after a candidate is not checked too.
+//!
+//! The look-ahead reads only the stretches of a file that hold data (`SEEK_DATA`), without
+//! read-ahead: the unwritten tail of the newest file, where every clean start looks, stays
+//! out of the page cache (about 1 ms per start instead of about 1 s per GiB of tail).
 
 use std::sync::Arc;
 
