@@ -11,6 +11,7 @@ use rmq_common::fx::FxHashMap;
 use rmq_common::sys_flag::{self, TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE};
 
 use crate::consume_queue::QueueId;
+use crate::damaged::DamagedRanges;
 use crate::error::{Result, StoreError};
 use crate::format::{
     calc_msg_length, encode_record, MessageToStore, StoreFields, END_FILE_MIN_BLANK_LENGTH,
@@ -79,6 +80,8 @@ pub struct CommitLog {
     begin_lock_timestamp: AtomicI64,
     store_host: SocketAddr,
     max_message_size: usize,
+    /// Ranges recovery found damaged and skipped.
+    damaged: DamagedRanges,
 }
 
 impl CommitLog {
@@ -96,6 +99,7 @@ impl CommitLog {
             begin_lock_timestamp: AtomicI64::new(0),
             store_host,
             max_message_size,
+            damaged: DamagedRanges::default(),
         }
     }
 
@@ -103,6 +107,12 @@ impl CommitLog {
     #[must_use]
     pub fn queue(&self) -> &MappedFileQueue {
         &self.queue
+    }
+
+    /// The ranges recovery found damaged and skipped (see [`crate::damaged`]).
+    #[must_use]
+    pub fn damaged(&self) -> &DamagedRanges {
+        &self.damaged
     }
 
     /// The broker address written into every record.

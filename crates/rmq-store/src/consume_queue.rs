@@ -179,19 +179,44 @@ impl ConsumeQueue {
         if expect < current {
             return Ok(()); // duplicate
         }
-        if expect != current {
-            log::warn!(
-                "consume queue {}/{} order looks wrong: expected unit at {expect}, \
-                 file is at {current}",
-                self.topic,
-                self.queue_id.get()
-            );
-        }
+        let file = if expect > current {
+            self.fill_gap(current, expect)?
+        } else {
+            file
+        };
         if file.append_bytes(&unit.encode()) {
             self.max_physic_offset
                 .store(unit.offset + i64::from(unit.size), Ordering::Release);
         }
         Ok(())
+    }
+
+    /// Records of this queue between two dispatched ones are missing from the CommitLog
+    /// (recovery skipped them as damaged): blank units stand in for them, so every later
+    /// record keeps its own queue offset (reads pass blank units over). Returns the file to
+    /// append the next unit to.
+    fn fill_gap(&self, current: i64, expect: i64) -> Result<Arc<MappedFile>> {
+        log::warn!(
+            "ConsumeQueue {}/{}: queue offsets {}..{} have no record in the CommitLog (damaged \
+             and skipped); blank units stand in for them",
+            self.topic,
+            self.queue_id.get(),
+            current / UNIT,
+            expect / UNIT
+        );
+        let blank = CqUnit {
+            offset: 0,
+            size: i32::MAX,
+            tags_code: 0,
+        }
+        .encode();
+        loop {
+            let file = self.queue.last_mapped_file_for_append(expect)?;
+            let at_expect = file.offset_of(file.wrote_position()) >= expect;
+            if (at_expect && !file.is_full()) || (!at_expect && !file.append_bytes(&blank)) {
+                return Ok(file);
+            }
+        }
     }
 
     fn fill_pre_blank(&self, file: &MappedFile, until: i64) {

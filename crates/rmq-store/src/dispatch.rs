@@ -1,7 +1,9 @@
 //! Dispatch ("reput"): turning CommitLog records into ConsumeQueue units and IndexFile
 //! entries. A message is visible to consumers only once dispatched. [`DispatchRequest`] holds
 //! the decoding rules; [`ReputService`] (RocketMQ's `ReputMessageService`) owns the dispatch
-//! position and runs the passes, on the `rmq-reput` thread and during recovery.
+//! position and runs the passes, on the `rmq-reput` thread and during recovery. Damaged
+//! CommitLog ranges are never dispatched: those recovery found ([`crate::damaged`]) are
+//! jumped over, and an invalid record it did not scan is skipped to the next valid one.
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
@@ -12,6 +14,7 @@ use rmq_common::sys_flag::{transaction_value, TRANSACTION_COMMIT_TYPE, TRANSACTI
 use rmq_common::time::now_millis;
 
 use crate::commit_log::CommitLog;
+use crate::commit_log_scan::next_valid_in;
 use crate::consume_queue::QueueId;
 use crate::consume_queue_table::{ConsumeQueueTable, DispatchCache};
 use crate::error::{Result, StoreError};
@@ -164,7 +167,13 @@ impl ReputService {
         }
         let start = reput;
         let mut cache = t.consume_queues.lock_dispatch_cache();
+        let damaged = t.commit_log.damaged();
         while reput < t.commit_log.max_offset() {
+            if let Some(past) = damaged.skip_from(reput) {
+                // Recovery found these bytes damaged: nothing in them is dispatched.
+                reput = past;
+                continue;
+            }
             let Some(data) = t.commit_log.get_data(reput) else {
                 break;
             };
@@ -189,16 +198,30 @@ impl ReputService {
                         }
                         pos += r.total_size;
                         reput += i64::from(req.msg_size);
+                        if damaged.skip_from(reput).is_some() {
+                            break;
+                        }
                     }
                     Scan::Blank => {
                         reput = t.commit_log.roll_next_file(reput);
                         break;
                     }
                     Scan::Invalid(reason) => {
-                        // Published bytes are whole records; this is a bug or damage. Skip
-                        // to the next file rather than spin.
-                        log::error!("dispatch found an invalid record at {reput}: {reason}");
-                        reput = t.commit_log.roll_next_file(reput);
+                        // Published bytes are whole records: this is damage recovery did not
+                        // scan (it reads only the newest files). Resume at the next valid
+                        // record of the file, as recovery would, else at the next file.
+                        let base = reput - i64::try_from(pos).unwrap_or(0);
+                        let next = next_valid_in(bytes, base, pos + 1, bytes.len(), true);
+                        let past = next.map_or_else(
+                            || t.commit_log.roll_next_file(reput),
+                            |p| base + i64::try_from(p).unwrap_or(0),
+                        );
+                        log::error!(
+                            "dispatch found an invalid record at CommitLog offset {reput} \
+                             ({reason}): {} damaged bytes are skipped, dispatch resumes at {past}",
+                            past - reput
+                        );
+                        reput = past;
                         break;
                     }
                 }

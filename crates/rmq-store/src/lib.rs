@@ -19,7 +19,7 @@
 //!
 //! # Modules
 //! [`format`] (bytes on disk) → `mmap` (crate-private, the only `unsafe`) → [`mapped_file`] →
-//! [`mapped_file_queue`] → [`commit_log`], [`consume_queue`] (and their table),
+//! [`mapped_file_queue`] → [`commit_log`] (and its [`damaged`] ranges), [`consume_queue`] (and their table),
 //! [`index_file`] → [`dispatch`] (the reput service) → [`store`] (the facade: recovery, put,
 //! read, queries, retention, background services, one file each); [`schedule`] parks delayed messages in
 //! `SCHEDULE_TOPIC_XXXX` on put and re-puts them when the broker's scheduler says they are due;
@@ -27,9 +27,11 @@
 
 pub mod checkpoint;
 pub mod commit_log;
+mod commit_log_scan;
 pub mod config;
 pub mod consume_queue;
 mod consume_queue_table;
+pub mod damaged;
 pub mod dispatch;
 pub mod error;
 pub mod flush;

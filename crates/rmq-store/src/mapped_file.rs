@@ -418,6 +418,11 @@ impl MappedFile {
         self.mmap.prefault();
     }
 
+    /// Recovery's look-ahead: read faults without read-ahead while `on` (see `mmap`).
+    pub(crate) fn advise_random(&self, on: bool) {
+        self.mmap.advise_random(on);
+    }
+
     /// Last modification time of the file on disk.
     #[must_use]
     pub fn last_modified(&self) -> SystemTime {

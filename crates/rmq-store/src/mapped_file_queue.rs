@@ -45,6 +45,8 @@ pub struct MappedFileQueue {
     pool: Option<Arc<TransientStorePool>>,
     allocator: Option<Allocator>,
     for_sync_flush: bool,
+    /// `load` extends a file shorter than `file_size` instead of refusing it.
+    extend_short_files: bool,
 }
 
 impl MappedFileQueue {
@@ -65,6 +67,7 @@ impl MappedFileQueue {
             pool: None,
             allocator: None,
             for_sync_flush: false,
+            extend_short_files: false,
         })
     }
 
@@ -79,6 +82,16 @@ impl MappedFileQueue {
     #[must_use]
     pub fn with_sync_flush_layout(mut self, for_sync_flush: bool) -> Self {
         self.for_sync_flush = for_sync_flush;
+        self
+    }
+
+    /// Have `load` extend a file shorter than the configured size (with a warning) and serve
+    /// what it holds. For the CommitLog, whose recovery finds where records end; a short
+    /// ConsumeQueue or timer log file is still refused, as its recovery would cut the queue
+    /// there and drop the files after it.
+    #[must_use]
+    pub fn with_short_files_extended(mut self) -> Self {
+        self.extend_short_files = true;
         self
     }
 
@@ -109,20 +122,58 @@ impl MappedFileQueue {
     /// Open every file in the directory, in offset order, all positions at their end.
     ///
     /// # Errors
-    /// A file with the wrong size or a bad name stops the load with a message naming it.
+    /// A file of the wrong size (a shorter one is extended when so configured, see
+    /// `fit_size`) or with a bad name stops the load with a message naming it.
     pub fn load(&self) -> Result<()> {
         let paths = sorted_files(&self.dir)?;
         let mut files = self.files.write().unwrap_or_else(PoisonError::into_inner);
         for p in paths {
-            if std::fs::metadata(&p).is_ok_and(|m| m.len() == 0) {
+            let len = std::fs::metadata(&p)
+                .ctx(|| format!("reading the size of {}", p.display()))?
+                .len();
+            if len == 0 {
                 // Created but never allocated (a crash or a full disk at creation): no data.
                 log::warn!("removing empty file {}", p.display());
                 std::fs::remove_file(&p).ctx(|| format!("removing {}", p.display()))?;
                 continue;
             }
+            self.fit_size(&p, len)?;
             let f = MappedFile::open(&p, self.file_size)?;
             f.set_write_through_file(self.for_sync_flush);
             files.push(Arc::new(f));
+        }
+        Ok(())
+    }
+
+    /// With [`with_short_files_extended`](Self::with_short_files_extended), a file shorter
+    /// than the configured size (copied without its zero tail, or cut by a crash or a tool)
+    /// is extended with a hole to that size and served: recovery then finds where its records
+    /// end. A longer one cannot be ours at this size: an error says what to do.
+    fn fit_size(&self, p: &Path, len: u64) -> Result<()> {
+        let want = self.file_size as u64;
+        if len > want {
+            return Err(StoreError::Corruption {
+                file: p.to_owned(),
+                offset: want,
+                reason: format!(
+                    "the file is {len} bytes, longer than the configured file size {want} \
+                     (mappedFileSizeCommitLog / mappedFileSizeConsumeQueue): set the key back \
+                     to the size the store was written with, or move the store away"
+                ),
+            });
+        }
+        if len < want && self.extend_short_files {
+            log::warn!(
+                "store file {} is {len} bytes, shorter than the configured {want}: extending \
+                 it to {want} bytes (the added bytes read as zeroes) and serving the records \
+                 it holds",
+                p.display()
+            );
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(p)
+                .and_then(|f| f.set_len(want))
+                .ctx(|| format!("extending {} from {len} to {want} bytes", p.display()))?;
         }
         Ok(())
     }
@@ -634,7 +685,7 @@ mod tests {
     }
 
     #[test]
-    fn load_refuses_wrong_sizes_and_drops_empty_files() {
+    fn load_extends_short_files_when_asked_refuses_long_ones_drops_empty_ones() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("00000000000000000000"), vec![0u8; 4096]).unwrap();
         std::fs::write(dir.path().join("00000000000000004096"), b"").unwrap();
@@ -642,11 +693,36 @@ mod tests {
         q.load().unwrap();
         assert_eq!(q.files().len(), 1);
         assert!(!dir.path().join("00000000000000004096").exists());
-        std::fs::write(dir.path().join("00000000000000004096"), vec![0u8; 100]).unwrap();
+        // A short file is refused, or (CommitLog) keeps its bytes and is extended with zeroes
+        // to the configured size.
+        let short = dir.path().join("00000000000000004096");
+        std::fs::write(&short, vec![7u8; 100]).unwrap();
         let q = MappedFileQueue::new(dir.path(), 4096).unwrap();
         let e = q.load().unwrap_err().to_string();
         assert!(
-            e.contains("00000000000000004096") && e.contains("configured file size"),
+            e.contains("00000000000000004096") && e.contains("is 100 bytes"),
+            "{e}"
+        );
+        let q = MappedFileQueue::new(dir.path(), 4096)
+            .unwrap()
+            .with_short_files_extended();
+        q.load().unwrap();
+        assert_eq!(q.files().len(), 2);
+        assert_eq!(std::fs::metadata(&short).unwrap().len(), 4096);
+        let f = q.last_mapped_file().unwrap();
+        assert_eq!(f.read(0, 100).unwrap(), [7u8; 100]);
+        assert!(f.raw_from(100).iter().all(|&b| b == 0));
+        drop((f, q));
+        // A longer one cannot be of this size: the error names it and says what to do.
+        std::fs::write(&short, vec![0u8; 5000]).unwrap();
+        let q = MappedFileQueue::new(dir.path(), 4096)
+            .unwrap()
+            .with_short_files_extended();
+        let e = q.load().unwrap_err().to_string();
+        assert!(
+            e.contains("00000000000000004096")
+                && e.contains("longer than the configured file size 4096")
+                && e.contains("set the key back"),
             "{e}"
         );
     }

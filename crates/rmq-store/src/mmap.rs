@@ -302,6 +302,18 @@ impl MmapFile {
         self.map.flush_range(pos, len)
     }
 
+    /// Read faults bring in only the page touched (`MADV_RANDOM`) while `on`, normal
+    /// read-ahead otherwise: recovery's look-ahead reads scattered stretches and must not
+    /// pull in the file's unwritten tail around them. Advice only; a refusal changes nothing.
+    pub(crate) fn advise_random(&self, on: bool) {
+        let advice = if on {
+            memmap2::Advice::Random
+        } else {
+            memmap2::Advice::Normal
+        };
+        let _ = self.map.advise(advice);
+    }
+
     /// Fault every page in for writing, so the appender never takes a page fault. Uses
     /// `MADV_POPULATE_WRITE` where the kernel has it (5.14+), else touches each page.
     pub(crate) fn prefault(&self) {
@@ -556,6 +568,32 @@ pub(crate) fn disk_space(path: &Path) -> io::Result<DiskSpace> {
 /// When `statvfs` fails (the path does not exist, ...).
 pub(crate) fn disk_used_ratio(path: &Path) -> io::Result<f64> {
     disk_space(path).map(|d| d.used_ratio())
+}
+
+/// The next stretch of `file` at or after `from` that holds data, as `(start, end)` (Linux
+/// `SEEK_DATA`/`SEEK_HOLE`): recovery's look-ahead skips holes instead of faulting in pages
+/// that only read as zeroes. `None` when only a hole follows; where the file system cannot
+/// tell, everything from `from` to `len` counts as data.
+pub(crate) fn next_data(file: &File, from: u64, len: u64) -> Option<(u64, u64)> {
+    if from >= len {
+        return None;
+    }
+    let fd = file.as_raw_fd();
+    let off = libc::off_t::try_from(from).ok()?;
+    // SAFETY: lseek on a descriptor `file` owns; it moves only the descriptor's offset, which
+    // nothing in the store uses (writes use pwrite, sendfile an explicit offset).
+    let start = unsafe { libc::lseek(fd, off, libc::SEEK_DATA) };
+    if start < 0 {
+        return match io::Error::last_os_error().raw_os_error() {
+            Some(libc::ENXIO) => None,
+            _ => Some((from, len)),
+        };
+    }
+    // SAFETY: as above.
+    let end = unsafe { libc::lseek(fd, start, libc::SEEK_HOLE) };
+    let start = u64::try_from(start).ok()?;
+    let end = u64::try_from(end).map_or(len, |e| e.min(len));
+    (start < len).then_some((start, end))
 }
 
 #[cfg(test)]

@@ -143,7 +143,8 @@ impl MessageStore {
         };
         let mut cl_queue =
             MappedFileQueue::new(root.join("commitlog"), config.mapped_file_size_commit_log)?
-                .with_sync_flush_layout(config.flush_disk_type == FlushDiskType::SyncFlush);
+                .with_sync_flush_layout(config.flush_disk_type == FlushDiskType::SyncFlush)
+                .with_short_files_extended();
         if let Some(p) = &pool {
             cl_queue = cl_queue.with_pool(Arc::clone(p));
         }

@@ -6,6 +6,7 @@
 use super::MessageStore;
 use crate::format::{scan_record, CqUnit, Scan, CQ_STORE_UNIT_SIZE};
 use crate::mapped_file::SelectMappedBufferResult;
+use rmq_common::record::{MESSAGE_MAGIC_CODE_V1, MESSAGE_MAGIC_CODE_V2};
 
 /// RocketMQ's `GetMessageStatus`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,6 +140,10 @@ impl MessageStore {
             if next_phy_file_start != i64::MIN && u.offset < next_phy_file_start {
                 continue;
             }
+            if u.size == i32::MAX {
+                // A blank unit: no record (a queue's padded head, or one recovery found damaged).
+                continue;
+            }
             let in_disk = max_phy - u.offset > memory;
             // A unit with a negative size (damage) points at no message: skip it rather than
             // read it as an empty one.
@@ -161,8 +166,11 @@ impl MessageStore {
                 }
             }
             if let Some(sel) = self.commit_log.get_message(u.offset, size) {
-                // A damaged unit may point at another message: never serve it at this offset.
-                if !self.record_is_units(sel.bytes(), topic, queue_id, offset + read_units - 1) {
+                // A damaged unit may point into damaged bytes or at another message: never
+                // serve it at this offset.
+                if !self.servable(&sel, u, topic, queue_id)
+                    || !self.record_is_units(sel.bytes(), topic, queue_id, offset + read_units - 1)
+                {
                     continue;
                 }
                 res.buffer_total_size += sel.len();
@@ -179,6 +187,30 @@ impl MessageStore {
         res.next_begin_offset = offset + read_units;
         res.suggest_pulling_from_slave = max_phy - max_phy_pulling > memory;
         res
+    }
+
+    /// Whether the record `sel` that unit `u` selected may be sent: not in a range recovery
+    /// found damaged, and starting like the record the unit points at (damage recovery did
+    /// not look at, as it reads only the newest files after a clean stop). Otherwise the unit
+    /// is passed over rather than wrong bytes sent.
+    fn servable(&self, sel: &SelectMappedBufferResult, u: CqUnit, topic: &str, qid: i32) -> bool {
+        if self
+            .commit_log
+            .damaged()
+            .overlaps(u.offset, i64::from(u.size))
+        {
+            return false;
+        }
+        if header_matches(sel.bytes(), u) {
+            return true;
+        }
+        log::warn!(
+            "ConsumeQueue {topic}/{qid}: a unit points at CommitLog offset {} ({} bytes), which \
+             holds no such record; the unit is skipped",
+            u.offset,
+            u.size
+        );
+        false
     }
 
     fn is_batch_full(
@@ -205,9 +237,13 @@ impl MessageStore {
         }
     }
 
-    /// The record at CommitLog offset `phy_offset`.
+    /// The record at CommitLog offset `phy_offset` (`None` when it is not there, or lies in a
+    /// range recovery found damaged).
     #[must_use]
     pub fn look_message_by_offset(&self, phy_offset: i64) -> Option<SelectMappedBufferResult> {
+        if self.commit_log.damaged().overlaps(phy_offset, 1) {
+            return None;
+        }
         let head = self.commit_log.get_message(phy_offset, 4)?;
         let size = usize::try_from(i32::from_be_bytes(head.bytes().try_into().ok()?)).ok()?;
         if size < 8 {
@@ -216,4 +252,18 @@ impl MessageStore {
         let sel = self.commit_log.get_message(phy_offset, size)?;
         matches!(scan_record(sel.bytes(), false), Scan::Message(_)).then_some(sel)
     }
+}
+
+/// Whether `rec` starts like the record `u` points at: TOTALSIZE equal to the unit's size, a
+/// message magic code, and PHYSICALOFFSET equal to the unit's offset. A few bytes of a record
+/// about to be sent, so cheap; the full decode and CRC are the consumer's.
+fn header_matches(rec: &[u8], u: CqUnit) -> bool {
+    let field = |at: usize, n: usize| rec.get(at..at + n);
+    let be32 = |b: &[u8]| b.try_into().map(i32::from_be_bytes).ok();
+    let be64 = |b: &[u8]| b.try_into().map(i64::from_be_bytes).ok();
+    field(0, 4).and_then(be32) == Some(u.size)
+        && field(4, 4)
+            .and_then(be32)
+            .is_some_and(|m| m == MESSAGE_MAGIC_CODE_V1 || m == MESSAGE_MAGIC_CODE_V2)
+        && field(28, 8).and_then(be64) == Some(u.offset)
 }

@@ -1,14 +1,17 @@
 //! Load-time recovery (RocketMQ's `recover`), run by [`MessageStore::open`] before the store
 //! is shared: find where valid CommitLog records end (from the last three files after a
-//! clean shutdown, from the checkpoint's file after a crash), cut torn tails there, cut
-//! ConsumeQueue units beyond it, re-dispatch what the ConsumeQueues and the index miss, and
-//! rebuild the table of next queue offsets.
+//! clean shutdown, from the checkpoint's file after a crash), skipping damaged ranges that
+//! valid records follow ([`crate::commit_log_scan`]), cut the torn tail there (later files
+//! hold nothing valid by then), cut ConsumeQueue units beyond it, re-dispatch what the
+//! ConsumeQueues and the index miss (dispatch jumps over the damaged ranges), and rebuild
+//! the table of next queue offsets.
 
 use std::sync::Arc;
 
 use rmq_common::fx::FxHashMap;
 
 use super::MessageStore;
+use crate::commit_log_scan::scan_commit_log;
 use crate::error::{Result, StoreError};
 use crate::format::{scan_record, Scan};
 use crate::mapped_file::MappedFile;
@@ -24,15 +27,15 @@ impl MessageStore {
         let files = queue.files();
         let process = if files.is_empty() {
             0
-        } else if self.last_exit_ok {
-            scan_valid_end(
-                &files,
-                files.len().saturating_sub(3),
-                self.config.check_crc_on_recover,
-            )
         } else {
-            let start = self.abnormal_recovery_start(&files);
-            scan_valid_end(&files, start, self.config.check_crc_on_recover)
+            let start = if self.last_exit_ok {
+                files.len().saturating_sub(3)
+            } else {
+                self.abnormal_recovery_start(&files)
+            };
+            let scan = scan_commit_log(&files, start, self.config.check_crc_on_recover);
+            self.commit_log.damaged().set(scan.damaged);
+            scan.end
         };
         if !files.is_empty() && !self.last_exit_ok {
             log::warn!(
@@ -106,46 +109,4 @@ impl MessageStore {
         }
         0
     }
-}
-
-/// Global offset where valid records end, scanning from `files[start]`.
-fn scan_valid_end(files: &[Arc<MappedFile>], start: usize, check_crc: bool) -> i64 {
-    let mut idx = start;
-    loop {
-        let f = &files[idx];
-        let raw = f.raw_from(0);
-        let mut pos = 0usize;
-        let end_of_file = loop {
-            match scan_record(&raw[pos..], check_crc) {
-                Scan::Message(r) => {
-                    if r.physical_offset != f.offset_of(pos) {
-                        report_cut(f, pos, "physical offset field does not match the position");
-                        break false;
-                    }
-                    pos += r.total_size;
-                }
-                Scan::Blank => break true,
-                Scan::Invalid(reason) => {
-                    if raw[pos..].iter().take(64).any(|&b| b != 0) {
-                        report_cut(f, pos, &reason.to_string());
-                    }
-                    break false;
-                }
-            }
-        };
-        if end_of_file && idx + 1 < files.len() {
-            idx += 1;
-            continue;
-        }
-        let pos = if end_of_file { f.file_size() } else { pos };
-        return f.offset_of(pos);
-    }
-}
-
-fn report_cut(f: &MappedFile, pos: usize, reason: &str) {
-    log::warn!(
-        "recovery stops at {} offset {pos}: {reason}; the bytes after it were never \
-         acknowledged as durable (or are damaged) and are cut",
-        f.path().display()
-    );
 }

@@ -1,5 +1,6 @@
 //! Figures [`MessageStore`] reports for `brokerStatus` (RocketMQ's `getRuntimeInfo`):
-//! put counters, offsets, disk use, pool state and, with the timer wheel on, its figures.
+//! put counters, offsets, disk use, pool state, the CommitLog ranges recovery found damaged
+//! and, with the timer wheel on, the wheel's figures.
 
 use std::sync::atomic::Ordering;
 
@@ -11,6 +12,7 @@ impl MessageStore {
     /// Figures for `brokerStatus`-style reporting.
     #[must_use]
     pub fn runtime_info(&self) -> Vec<(&'static str, String)> {
+        let (damaged_ranges, damaged_bytes) = self.commit_log.damaged().totals();
         let mut info = vec![
             (
                 "putMessageTimesTotal",
@@ -78,6 +80,8 @@ impl MessageStore {
                 ),
             ),
             ("commitLogDirCapacity", self.dir_capacity()),
+            ("commitLogDamagedRanges", damaged_ranges.to_string()),
+            ("commitLogDamagedBytes", damaged_bytes.to_string()),
         ];
         info.extend(self.check_runtime_info());
         if self.config.timer_wheel_enable {

@@ -334,13 +334,13 @@ mod tests {
         let log = TimerLog::open(dir.path(), 560).unwrap();
         log.append(&entry(0, -1)).unwrap();
         drop(log);
-        // A short (truncated) file names itself.
+        // A file longer than the configured size names itself.
         let f = dir.path().join(crate::format::file_name(0));
         std::fs::OpenOptions::new()
             .write(true)
             .open(&f)
             .unwrap()
-            .set_len(100)
+            .set_len(1000)
             .unwrap();
         let e = TimerLog::open(dir.path(), 560).err().unwrap().to_string();
         assert!(e.contains(&f.display().to_string()), "{e}");
