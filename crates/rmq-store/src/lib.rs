@@ -20,7 +20,7 @@
 //! # Modules
 //! [`format`] (bytes on disk) → `mmap` (crate-private, the only `unsafe`) → [`mapped_file`] →
 //! [`mapped_file_queue`] → [`commit_log`], [`consume_queue`] (and their table),
-//! [`index_file`] → [`dispatch`] (the reput service) → [`store`] (the facade: recovery, put,
+//! [`index_file`] (suspended while it cannot be written: `index_suspend`) → [`dispatch`] (the reput service) → [`store`] (the facade: recovery, put,
 //! read, queries, retention, background services, one file each); [`schedule`] parks delayed messages in
 //! `SCHEDULE_TOPIC_XXXX` on put and re-puts them when the broker's scheduler says they are due;
 //! [`timer`] does the same for RocketMQ 5 timer messages in a time wheel of its own.
@@ -35,6 +35,7 @@ pub mod error;
 pub mod flush;
 pub mod format;
 pub mod index_file;
+mod index_suspend;
 pub mod mapped_file;
 pub mod mapped_file_queue;
 pub(crate) mod mmap;
