@@ -85,10 +85,10 @@ pub struct CommitLog {
     keep_free: u64,
 }
 
-/// Free space a CommitLog reservation leaves on the partition: 1/32 of it, at least 8 MiB
-/// and at most 1 GiB.
+/// Free space a CommitLog reservation leaves on the partition: 1/32 of it (8 MiB of a
+/// 256 MiB volume), at least 64 KiB and at most 1 GiB.
 fn keep_free_for(total: u64) -> u64 {
-    (total / 32).clamp(8 << 20, 1 << 30)
+    (total / 32).clamp(64 << 10, 1 << 30)
 }
 
 impl CommitLog {
@@ -113,7 +113,7 @@ impl CommitLog {
     }
 
     /// Bytes of the partition a CommitLog append leaves free for the ConsumeQueues, the index
-    /// and config files: 1/32 of the partition, at least 8 MiB, at most 1 GiB.
+    /// and config files: 1/32 of the partition, at least 64 KiB, at most 1 GiB.
     #[must_use]
     pub fn keep_free(&self) -> u64 {
         self.keep_free

@@ -24,7 +24,9 @@
 //! read, queries, retention, background services, one file each); [`schedule`] parks delayed messages in
 //! `SCHEDULE_TOPIC_XXXX` on put and re-puts them when the broker's scheduler says they are due;
 //! [`timer`] does the same for RocketMQ 5 timer messages in a time wheel of its own.
+//! [`atomic_file`] replaces the small files rmq persists (config JSON, checkpoints) safely.
 
+pub mod atomic_file;
 pub mod checkpoint;
 pub mod commit_log;
 pub mod config;
