@@ -11,7 +11,7 @@ use rmq_store::atomic_file::{write_file_atomic as write, AtomicWrite};
 
 /// Replace the file at `path` with `data`: a `.tmp` file (synced with `sync`), the old file
 /// kept as `.bak` with `backup`, a rename, the directory synced with `sync`. Raises `OSError`
-/// (errno, message naming the file and the step, filename) and leaves the old file as it was.
+/// (errno, a message naming the file and the step) and leaves the old file as it was.
 #[pyfunction]
 #[pyo3(signature = (path, data, *, backup=false, sync=true))]
 fn write_file_atomic(
@@ -24,7 +24,7 @@ fn write_file_atomic(
     py.detach(|| write(&path, data, AtomicWrite { backup, sync }))
         .map_err(|e| {
             let errno = e.source.raw_os_error().unwrap_or(0);
-            PyOSError::new_err((errno, e.to_string(), e.path.display().to_string()))
+            PyOSError::new_err((errno, e.to_string()))
         })
 }
 

@@ -285,7 +285,9 @@ def run_broker(
             store.shutdown()
         except RmqError as exc:
             clean = False
-            log.error("shutdown: the store did not close cleanly (%s); the next start recovers", exc)
+            log.error(
+                "shutdown: the store did not close cleanly (%s); the next start recovers", exc
+            )
         if embedded is not None:
             embedded[0].shutdown()
     log.info("shutdown complete" if clean else "shutdown complete, store not closed cleanly")
