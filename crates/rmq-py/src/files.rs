@@ -14,6 +14,10 @@ use rmq_store::atomic_file::{write_file_atomic as write, AtomicWrite};
 /// (errno, a message naming the file and the step) and leaves the old file as it was.
 #[pyfunction]
 #[pyo3(signature = (path, data, *, backup=false, sync=true))]
+#[expect(
+    clippy::needless_pass_by_value,
+    reason = "pyo3 extracts str and os.PathLike into an owned PathBuf"
+)]
 fn write_file_atomic(
     py: Python<'_>,
     path: PathBuf,

@@ -106,8 +106,8 @@ impl IndexGate {
         }
         let upto = req.commit_log_offset;
         match backfill(index, commit_log, delay_levels_ms, s.from, upto) {
-            Ok(at) if at >= upto => match index.build_index(&ireq) {
-                Ok(()) => {
+            Ok(at) if at >= upto => {
+                if index.build_index(&ireq).is_ok() {
                     log::info!(
                         "indexing resumed: the keys of {} messages stored while it was \
                          suspended are indexed again (back-filled from CommitLog offset {})",
@@ -115,13 +115,12 @@ impl IndexGate {
                         s.from
                     );
                     *state = None;
-                }
-                Err(_) => {
+                } else {
                     s.from = upto;
                     s.next_try_ms = now + RETRY_MS;
                     s.missed += 1;
                 }
-            },
+            }
             Ok(at) => {
                 // Caught up part of the way: go on with the next message, no pause.
                 s.from = at;

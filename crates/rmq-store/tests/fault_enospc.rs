@@ -250,7 +250,7 @@ fn an_index_without_space_is_suspended_and_back_filled_when_space_returns() {
         next += 1;
         !store.index_suspended()
     });
-    wait_dispatched(&store, "I", 0, next as i64, 10);
+    wait_dispatched(&store, "I", 0, i64::try_from(next).unwrap(), 10);
     let unfound: Vec<usize> = (0..next).filter(|&i| found(i) != 1).collect();
     assert!(unfound.is_empty(), "keys not back-filled: {unfound:?}");
     store.shutdown().unwrap();
