@@ -96,6 +96,7 @@ __all__ = [
     "store_config_defaults",
     "topic_list_json",
     "topic_route_data_json",
+    "write_file_atomic",
 ]
 
 # Names owned by the Rust crates (crates/rmq-py/src/names.rs): system topics and prefixes
