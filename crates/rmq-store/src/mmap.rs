@@ -167,7 +167,7 @@ fn allocate(file: &File, from: usize, to: usize, how: Reserve) -> io::Result<()>
 /// The ranges `[start, end)` of `file` at or above `from` and below `len` that hold data
 /// (allocated blocks, or pages in the cache), by `lseek(SEEK_DATA / SEEK_HOLE)`. A file system
 /// without those reports the whole range as data, as the kernel's generic code does.
-pub(crate) fn data_ranges(file: &File, from: usize, len: usize) -> Vec<(usize, usize)> {
+fn data_ranges(file: &File, from: usize, len: usize) -> Vec<(usize, usize)> {
     let fd = file.as_raw_fd();
     let seek = |pos: usize, whence: libc::c_int| -> Option<usize> {
         let off = libc::off_t::try_from(pos).ok()?;
