@@ -234,11 +234,18 @@ impl MappedFileQueue {
             .map_or(-1, |f| f.file_from_offset())
     }
 
-    /// End of the readable data.
+    /// End of the readable data. A full file without a pool buffer ends at its size: one
+    /// opened from disk is readable only up to the end of its data (the hole after a BLANK
+    /// record is not published, see `MmapFile::open`), yet nothing follows in it.
     #[must_use]
     pub fn max_offset(&self) -> i64 {
-        self.last_mapped_file()
-            .map_or(0, |f| f.offset_of(f.read_position()))
+        self.last_mapped_file().map_or(0, |f| {
+            if f.is_full() && !f.has_write_buffer() {
+                f.offset_of(f.file_size())
+            } else {
+                f.offset_of(f.read_position())
+            }
+        })
     }
 
     /// Global offset up to which data is durable.
@@ -660,6 +667,23 @@ mod tests {
             e.contains("00000000000000004096") && e.contains("configured file size"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_full_sparse_file_reopened_ends_at_its_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let q = MappedFileQueue::new(dir.path(), 1 << 20).unwrap();
+        let f = q.last_mapped_file_for_append(0).unwrap();
+        f.append_record(100, &mut Vec::new(), |b| b.fill(1))
+            .unwrap();
+        f.append_blank().unwrap();
+        assert_eq!(q.max_offset(), 1 << 20);
+        drop((f, q));
+        let q = MappedFileQueue::new(dir.path(), 1 << 20).unwrap();
+        q.load().unwrap();
+        let f = q.last_mapped_file().unwrap();
+        assert!(f.read_position() < 1 << 20, "only its data is published");
+        assert_eq!(q.max_offset(), 1 << 20);
     }
 
     #[test]
