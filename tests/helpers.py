@@ -30,8 +30,8 @@ START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 60.0
 
 # Store keys every test broker adds: small ConsumeQueue and IndexFile files (the defaults, 6 MB
-# per queue and 420 MB per index, are allocated up front and fill /tmp over a run) and the disk
-# guards at 99 %, so a busy shared disk does not make the test's own writes be refused.
+# per queue and 420 MB per index, are sparse but map that much each) and the disk guards at 99 %,
+# so a busy shared disk does not make the test's own writes be refused.
 TEST_STORE_CONF = (
     "mappedFileSizeConsumeQueue = 6000\n"
     "maxHashSlotNum = 5000\n"

@@ -4,6 +4,7 @@ The native module owns bytes and files; everything here releases the GIL while i
 Errors are raised as classes of :mod:`rmq.errors` (the one exception tree).
 """
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from enum import IntEnum
 from typing import Final, final
@@ -95,6 +96,7 @@ __all__ = [
     "store_config_defaults",
     "topic_list_json",
     "topic_route_data_json",
+    "write_file_atomic",
 ]
 
 # Names owned by the Rust crates (crates/rmq-py/src/names.rs): system topics and prefixes
@@ -326,6 +328,12 @@ def decompress_body(sys_flag: int, body: bytes, max_size: int = 4194304) -> byte
     (ZLIB, LZ4 or ZSTD, RocketMQ's sysFlag bits 0 and 8..10), else ``body`` itself. Raises
     ``rmq.errors.ClientError`` for an unknown compression type, corrupt data, or more than
     ``max_size`` decompressed bytes."""
+
+def write_file_atomic(
+    path: str | os.PathLike[str], data: bytes, *, backup: bool = False, sync: bool = True
+) -> None:
+    """Replace ``path`` with ``data`` (temp file, rename; ``.bak`` kept with ``backup``);
+    ``OSError`` naming the file on failure, the old file left as it was."""
 
 def java_string_hash(s: str) -> int:
     """Java's ``String.hashCode()`` of ``s`` (the ConsumeQueue tags code of a tag)."""

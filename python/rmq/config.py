@@ -29,7 +29,6 @@ allowed::
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import difflib
 import enum
@@ -46,7 +45,7 @@ from typing import Any
 from rmq.errors import ConfigError
 
 try:
-    from rmq._rmq import ConfigKey, check_config_value, config_schema
+    from rmq._rmq import ConfigKey, check_config_value, config_schema, write_file_atomic
 except ImportError as exc:  # pragma: no cover - only without a build
     raise ImportError(
         "rmq's native module (rmq._rmq) is not built or not importable; "
@@ -250,8 +249,10 @@ def update_properties_text(text: str, updates: Mapping[str, str]) -> str:
 
 def write_properties_update(path: str | os.PathLike[str], updates: Mapping[str, str]) -> None:
     """Set ``updates`` in the properties file at ``path`` (see :func:`update_properties_text`),
-    atomically: the new text goes to a temporary file in the same directory, is flushed to disk
-    and renamed over the old one, so a crash leaves either the old or the new file.
+    atomically (:func:`rmq._rmq.write_file_atomic`): the new text goes to a temporary file in
+    the same directory, is flushed to disk and renamed over the old one (keeping its
+    permissions), so a crash leaves either the old or the new file, and a failed write the old
+    one.
 
     Raises :class:`OSError` when the file cannot be read or replaced.
     """
@@ -263,24 +264,7 @@ def write_properties_update(path: str | os.PathLike[str], updates: Mapping[str, 
     except UnicodeDecodeError:
         encoding, text = "latin-1", data.decode("latin-1")
     new = update_properties_text(text, updates).encode(encoding, errors="backslashreplace")
-    directory = os.path.dirname(os.path.abspath(target))
-    tmp = os.path.join(directory, f".{os.path.basename(target)}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(new)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, os.stat(target).st_mode & 0o7777)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    dir_fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    write_file_atomic(target, new)
 
 
 # --------------------------------------------------------------------------------------------

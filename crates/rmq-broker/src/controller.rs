@@ -196,11 +196,25 @@ impl BrokerController {
     ///
     /// # Errors
     /// A file cannot be written (the others are still attempted).
+    /// A file that cannot be written keeps its previous version; the first error is returned
+    /// and any further one logged, so each file that failed is named once.
     pub fn persist(&self) -> Result<(), BrokerError> {
-        let a = self.broker.offsets.persist();
-        let b = self.broker.groups.persist();
-        let c = self.broker.topics.persist();
-        a.and(b).and(c)
+        let results = [
+            self.broker.offsets.persist(),
+            self.broker.groups.persist(),
+            self.broker.topics.persist(),
+        ];
+        let mut first = None;
+        for r in results {
+            if let Err(e) = r {
+                if first.is_none() {
+                    first = Some(e);
+                } else {
+                    log::error!("{e}; its previous version is kept");
+                }
+            }
+        }
+        first.map_or(Ok(()), Err)
     }
 
     /// Stop the periodic services and persist. The server handle is shut down by its owner.

@@ -2,16 +2,11 @@
 //! fall back to the `.bak` copy.
 
 use std::fs;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::error::BrokerError;
 
-fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
-    let mut s = path.as_os_str().to_owned();
-    s.push(suffix);
-    PathBuf::from(s)
-}
+use rmq_store::atomic_file::{with_suffix, write_file_atomic, AtomicWrite};
 
 fn io<'a>(
     context: &'static str,
@@ -24,26 +19,23 @@ fn io<'a>(
     }
 }
 
-/// Write `data` to `path`: a `.tmp` file, fsynced, the old file kept as `.bak`, then an
-/// atomic rename and a directory fsync. A crash leaves the old or the new file, never a torn one.
+/// Write `data` to `path` with the store's one atomic replacement
+/// ([`rmq_store::atomic_file`]): the old file kept as `.bak`, synced. A crash leaves the old or
+/// the new file, never a torn one; a failure (a full disk) leaves the old file and no temp file.
 pub(crate) fn write_atomic(path: &Path, data: &[u8]) -> Result<(), BrokerError> {
-    let dir = path.parent().unwrap_or_else(|| Path::new("."));
-    fs::create_dir_all(dir).map_err(io("creating config directory", dir))?;
-    let tmp = with_suffix(path, ".tmp");
-    {
-        let mut f = fs::File::create(&tmp).map_err(io("creating", &tmp))?;
-        f.write_all(data).map_err(io("writing", &tmp))?;
-        f.sync_all().map_err(io("syncing", &tmp))?;
-    }
-    if path.exists() {
-        let bak = with_suffix(path, ".bak");
-        fs::copy(path, &bak).map_err(io("backing up to", &bak))?;
-    }
-    fs::rename(&tmp, path).map_err(io("renaming into", path))?;
-    if let Ok(d) = fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
+    write_file_atomic(
+        path,
+        data,
+        AtomicWrite {
+            backup: true,
+            sync: true,
+        },
+    )
+    .map_err(|e| BrokerError::Io {
+        context: e.step,
+        path: e.path,
+        source: e.source,
+    })
 }
 
 /// Read and parse `path`, or its `.bak` when `path` is missing or unreadable as `T`.

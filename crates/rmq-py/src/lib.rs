@@ -6,7 +6,7 @@
 //! (`client`, with its callback thread in `callbacks`), the producer (`producer`), the
 //! consumer calls (`consumer`, `columns`), the broker server (`broker`), the remoting
 //! transport (`remoting`), the bridge from Rust's `log` records into Python's `logging`
-//! (`logging`), the config schema (`config_schema`), the names and codes Rust owns (`names`) and small protocol helpers (`common`).
+//! (`logging`), the config schema (`config_schema`), the names and codes Rust owns (`names`), small protocol helpers (`common`) and the atomic file replacement (`files`).
 
 mod broker;
 mod callbacks;
@@ -16,6 +16,7 @@ mod common;
 mod config_schema;
 mod consumer;
 mod errors;
+mod files;
 mod logging;
 mod names;
 mod producer;
@@ -42,5 +43,6 @@ fn _rmq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     callbacks::register(m)?;
     config_schema::register(m)?;
     names::register(m)?;
+    files::register(m)?;
     Ok(())
 }

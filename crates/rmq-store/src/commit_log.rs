@@ -1,7 +1,10 @@
 //! The CommitLog: every message of every topic, appended to one [`MappedFileQueue`] in
 //! RocketMQ's record layout. The put lock covers only what must be serial (store timestamp,
 //! queue offset, the copy into the mapped tail); validation and the body CRC happen before
-//! it, flushing after it.
+//! it, flushing after it. Files are sparse; an append first reserves its blocks, and a
+//! reservation that would leave less than [`CommitLog::keep_free`] bytes of the partition
+//! free is refused (the put fails with "disk full"), so the ConsumeQueues and the index of
+//! what was stored still find room.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -82,12 +85,21 @@ pub struct CommitLog {
     max_message_size: usize,
     /// Ranges recovery found damaged and skipped.
     damaged: DamagedRanges,
+    keep_free: u64,
+}
+
+/// Free space a CommitLog reservation leaves on the partition: 1/32 of it (8 MiB of a
+/// 256 MiB volume), at least 64 KiB and at most 1 GiB.
+fn keep_free_for(total: u64) -> u64 {
+    (total / 32).clamp(64 << 10, 1 << 30)
 }
 
 impl CommitLog {
     /// A CommitLog over `queue`.
     #[must_use]
     pub fn new(queue: MappedFileQueue, store_host: SocketAddr, max_message_size: usize) -> Self {
+        let keep_free =
+            crate::mmap::disk_space(queue.dir()).map_or(8 << 20, |d| keep_free_for(d.total));
         Self {
             queue,
             put: Mutex::new(PutState {
@@ -100,7 +112,40 @@ impl CommitLog {
             store_host,
             max_message_size,
             damaged: DamagedRanges::default(),
+            keep_free,
         }
+    }
+
+    /// Bytes of the partition a CommitLog append leaves free for the ConsumeQueues, the index
+    /// and config files: 1/32 of the partition, at least 64 KiB, at most 1 GiB.
+    #[must_use]
+    pub fn keep_free(&self) -> u64 {
+        self.keep_free
+    }
+
+    /// Refuse an append that would need new blocks while the partition has less than
+    /// [`keep_free`](Self::keep_free) plus one reservation step free; the append itself then
+    /// reserves (and may still meet ENOSPC, refused the same way).
+    fn check_space(&self, file: &MappedFile, end: usize) -> Result<()> {
+        if file.is_reserved(end) {
+            return Ok(());
+        }
+        let Ok(disk) = crate::mmap::disk_space(self.queue.dir()) else {
+            return Ok(());
+        };
+        let need = file.reserve_step() as u64 + self.keep_free;
+        if disk.available < need {
+            return Err(StoreError::ServiceNotAvailable(format!(
+                "disk full: {} MiB free on the partition of {}, and the CommitLog keeps {} MiB \
+                 of it for the ConsumeQueues and the index; the message was not stored. Free \
+                 space on that partition (delete other files, or let retention delete expired \
+                 CommitLog files) and send again",
+                disk.available >> 20,
+                self.queue.dir().display(),
+                self.keep_free >> 20
+            )));
+        }
+        Ok(())
     }
 
     /// The files.
@@ -261,6 +306,7 @@ impl CommitLog {
                 )));
             }
         }
+        self.check_space(&file, file.wrote_position() + len)?;
         let mut scratch = std::mem::take(&mut st.scratch);
         let tx = sys_flag::transaction_value(msg.sys_flag);
         let queued = tx != TRANSACTION_PREPARED_TYPE && tx != TRANSACTION_ROLLBACK_TYPE;

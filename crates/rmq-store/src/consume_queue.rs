@@ -172,7 +172,7 @@ impl ConsumeQueue {
         if file.wrote_position() == 0 && current < expect && self.queue.files().len() == 1 {
             // A queue that starts above 0 (its head expired, or its files were lost): pad the
             // first file with blank units up to `expect` and start reading there.
-            self.fill_pre_blank(&file, expect);
+            self.fill_pre_blank(&file, expect)?;
             self.min_logic_offset.store(expect, Ordering::Release);
         }
         let current = file.offset_of(file.wrote_position());
@@ -184,7 +184,9 @@ impl ConsumeQueue {
         } else {
             file
         };
-        if file.append_bytes(&unit.encode()) {
+        // A unit that cannot be written (no space) is an error: dispatch keeps the record
+        // and retries, rather than skip a queue offset.
+        if file.append_bytes(&unit.encode())? {
             self.max_physic_offset
                 .store(unit.offset + i64::from(unit.size), Ordering::Release);
         }
@@ -213,13 +215,13 @@ impl ConsumeQueue {
         loop {
             let file = self.queue.last_mapped_file_for_append(expect)?;
             let at_expect = file.offset_of(file.wrote_position()) >= expect;
-            if (at_expect && !file.is_full()) || (!at_expect && !file.append_bytes(&blank)) {
+            if (at_expect && !file.is_full()) || (!at_expect && !file.append_bytes(&blank)?) {
                 return Ok(file);
             }
         }
     }
 
-    fn fill_pre_blank(&self, file: &MappedFile, until: i64) {
+    fn fill_pre_blank(&self, file: &MappedFile, until: i64) -> Result<()> {
         let blank = CqUnit {
             offset: 0,
             size: i32::MAX,
@@ -227,7 +229,7 @@ impl ConsumeQueue {
         }
         .encode();
         while file.offset_of(file.wrote_position()) < until {
-            if !file.append_bytes(&blank) {
+            if !file.append_bytes(&blank)? {
                 break;
             }
         }
@@ -235,6 +237,7 @@ impl ConsumeQueue {
         self.queue
             .set_flushed_where(self.queue.flushed_where().max(file.file_from_offset()));
         self.queue.set_committed_where(at);
+        Ok(())
     }
 
     /// The unit at queue offset `index`.

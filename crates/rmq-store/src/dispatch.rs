@@ -19,7 +19,8 @@ use crate::consume_queue::QueueId;
 use crate::consume_queue_table::{ConsumeQueueTable, DispatchCache};
 use crate::error::{Result, StoreError};
 use crate::format::{scan_record, CqUnit, DecodedRecord, Scan};
-use crate::index_file::{IndexRequest, IndexService};
+use crate::index_file::IndexService;
+use crate::index_suspend::IndexGate;
 pub use crate::schedule::SCHEDULE_TOPIC;
 use crate::schedule::{delay_level, deliver_timestamp};
 
@@ -115,6 +116,8 @@ pub(crate) struct ReputService {
     last_error_log: AtomicI64,
     /// `messageDelayLevel` in ms: parked messages' units carry their delivery time.
     delay_levels_ms: Vec<i64>,
+    /// Indexing, or suspended for want of space.
+    index_gate: IndexGate,
     listener: RwLock<Option<Arc<MessageArrivingListener>>>,
 }
 
@@ -125,8 +128,14 @@ impl ReputService {
             last_dispatched_store_ts: AtomicI64::new(0),
             last_error_log: AtomicI64::new(0),
             delay_levels_ms,
+            index_gate: IndexGate::default(),
             listener: RwLock::new(None),
         }
+    }
+
+    /// Whether indexing is suspended (it could not be written; see `index_suspend`).
+    pub(crate) fn index_suspended(&self) -> bool {
+        self.index_gate.is_suspended()
     }
 
     /// The delay level table in milliseconds.
@@ -189,7 +198,7 @@ impl ReputService {
                             reput = t.commit_log.roll_next_file(reput);
                             break;
                         };
-                        if let Err(e) = self.dispatch(&req, &mut cache, t.index) {
+                        if let Err(e) = self.dispatch(&req, &mut cache, t) {
                             // Keep the record undispatched and retry later, so it is not
                             // skipped (e.g. a ConsumeQueue file could not be created).
                             self.report_dispatch_error(&e, reput);
@@ -253,7 +262,7 @@ impl ReputService {
         &self,
         req: &DispatchRequest<'_>,
         cache: &mut DispatchCache<'_>,
-        index: Option<&IndexService>,
+        t: &DispatchTargets<'_>,
     ) -> Result<()> {
         self.last_dispatched_store_ts
             .fetch_max(req.store_timestamp, Ordering::AcqRel);
@@ -266,18 +275,11 @@ impl ReputService {
             };
             cq?.put_message_position_info(unit, req.consume_queue_offset)?;
         }
-        if let Some(index) = index.filter(|_| req.keys.is_some() || req.uniq_key.is_some()) {
-            let ireq = IndexRequest {
-                topic: req.topic,
-                keys: req.keys,
-                uniq_key: req.uniq_key,
-                commit_log_offset: req.commit_log_offset,
-                store_timestamp: req.store_timestamp,
-                sys_flag: req.sys_flag,
-            };
-            if let Err(e) = index.build_index(&ireq) {
-                log::error!("building index: {e}");
-            }
+        if let Some(index) = t.index {
+            // Never an error: an index that cannot be written is suspended (index_suspend),
+            // and the ConsumeQueues go on.
+            self.index_gate
+                .index(index, req, t.commit_log, &self.delay_levels_ms);
         }
         if req.is_queued() {
             let listener = self

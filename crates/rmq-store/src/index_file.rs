@@ -11,14 +11,16 @@
 //! Entry 0 is never used, so a zero slot means "empty". Keys are not stored: a hit is a
 //! candidate that the caller confirms against the message. Slots are overwritten in place,
 //! so every access goes through one `RwLock` per file (the dispatch thread writes, queries
-//! read).
+//! read). Files are sparse (420 MB with the default `maxHashSlotNum`/`maxIndexNum`, of which
+//! a page gets a block when first written); a write that finds no space fails cleanly and
+//! [`crate::index_suspend`] suspends indexing until space returns.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use rmq_common::index_key_hash;
 
-use crate::error::{IoContext, Result};
+use crate::error::{IoContext, Result, StoreError};
 use crate::mmap::OwnedMap;
 
 /// Size of the header.
@@ -82,11 +84,14 @@ struct IndexState {
 }
 
 impl IndexState {
-    fn write_header(&mut self) {
+    fn write_header(&mut self) -> std::io::Result<()> {
         let encoded = self.header.encode();
-        if let Some(b) = self.map.get_mut(0, INDEX_HEADER_SIZE) {
-            b.copy_from_slice(&encoded);
-        }
+        self.map.write(0, &encoded)
+    }
+
+    fn read_i32(&self, pos: usize) -> Option<i32> {
+        let mut b = [0u8; 4];
+        self.map.read(pos, &mut b).then(|| i32::from_be_bytes(b))
     }
 }
 
@@ -95,10 +100,10 @@ fn file_len(slots: u32, num: u32) -> usize {
 }
 
 impl IndexFile {
-    /// Create a new, empty index file.
+    /// Create a new, empty index file (sparse: only its header gets a block now).
     ///
     /// # Errors
-    /// When the file cannot be allocated.
+    /// When the file cannot be created or its header written (no file is left then).
     pub fn create(path: &Path, hash_slot_num: u32, index_num: u32) -> Result<Self> {
         let map = OwnedMap::create(path, file_len(hash_slot_num, index_num))
             .ctx(|| format!("creating index file {}", path.display()))?;
@@ -107,7 +112,14 @@ impl IndexFile {
             ..IndexHeader::default()
         };
         let mut state = IndexState { header, map };
-        state.write_header();
+        if let Err(e) = state.write_header() {
+            drop(state);
+            let _ = std::fs::remove_file(path);
+            return Err(StoreError::io(
+                format!("writing the header of index file {}", path.display()),
+                e,
+            ));
+        }
         Ok(Self {
             path: path.to_owned(),
             hash_slot_num,
@@ -123,7 +135,12 @@ impl IndexFile {
     pub fn load(path: &Path, hash_slot_num: u32, index_num: u32) -> Result<Self> {
         let map = OwnedMap::open(path, file_len(hash_slot_num, index_num))
             .ctx(|| format!("opening index file {}", path.display()))?;
-        let header = IndexHeader::decode(map.get(0, INDEX_HEADER_SIZE).unwrap_or(&[0; 40]));
+        let mut raw = [0u8; INDEX_HEADER_SIZE];
+        let header = IndexHeader::decode(if map.read(0, &mut raw) {
+            &raw
+        } else {
+            &[0; INDEX_HEADER_SIZE]
+        });
         Ok(Self {
             path: path.to_owned(),
             hash_slot_num,
@@ -153,11 +170,10 @@ impl IndexFile {
     /// Slot `n` (the newest entry of its bucket), for the start-up check.
     pub(crate) fn slot(&self, n: u32) -> Option<i32> {
         let st = self.state.read().unwrap_or_else(PoisonError::into_inner);
-        let b = st.map.get(
-            INDEX_HEADER_SIZE + n as usize * HASH_SLOT_SIZE,
-            HASH_SLOT_SIZE,
-        )?;
-        Some(i32::from_be_bytes(b.try_into().ok()?))
+        let mut b = [0u8; HASH_SLOT_SIZE];
+        st.map
+            .read(INDEX_HEADER_SIZE + n as usize * HASH_SLOT_SIZE, &mut b)
+            .then(|| i32::from_be_bytes(b))
     }
 
     /// Entry `n`, for the start-up check.
@@ -166,7 +182,10 @@ impl IndexFile {
         let abs = INDEX_HEADER_SIZE
             + self.hash_slot_num as usize * HASH_SLOT_SIZE
             + n as usize * INDEX_SIZE;
-        let e = st.map.get(abs, INDEX_SIZE)?;
+        let mut e = [0u8; INDEX_SIZE];
+        if !st.map.read(abs, &mut e) {
+            return None;
+        }
         Some((
             i32::from_be_bytes(e[0..4].try_into().ok()?),
             i64::from_be_bytes(e[4..12].try_into().ok()?),
@@ -205,21 +224,24 @@ impl IndexFile {
         u32::try_from(self.header().index_count).unwrap_or(u32::MAX) >= self.index_num
     }
 
-    /// Index `key` → `phy_offset`. False when the file is full.
-    pub fn put_key(&self, key: &str, phy_offset: i64, store_timestamp: i64) -> bool {
+    /// Index `key` → `phy_offset`. `Ok(false)` when the file is full.
+    ///
+    /// # Errors
+    /// When a block under the entry or its slot cannot be allocated (a full disk); the file
+    /// is unchanged then (an entry written without its slot and count is never read).
+    pub fn put_key(&self, key: &str, phy_offset: i64, store_timestamp: i64) -> Result<bool> {
         let mut st = self.state.write().unwrap_or_else(PoisonError::into_inner);
         let mut h = st.header;
         let count = u32::try_from(h.index_count).unwrap_or(u32::MAX);
         if count >= self.index_num {
-            return false;
+            return Ok(false);
         }
         let key_hash = index_key_hash(key);
         let slot_pos = key_hash.unsigned_abs() % self.hash_slot_num;
         let abs_slot = INDEX_HEADER_SIZE + slot_pos as usize * HASH_SLOT_SIZE;
-        let Some(slot) = st.map.get(abs_slot, HASH_SLOT_SIZE) else {
-            return false;
+        let Some(mut slot_value) = st.read_i32(abs_slot) else {
+            return Ok(false);
         };
-        let mut slot_value = i32::from_be_bytes(slot[..4].try_into().unwrap_or([0; 4]));
         if slot_value <= 0 || slot_value > h.index_count {
             slot_value = 0;
         }
@@ -231,16 +253,17 @@ impl IndexFile {
         let abs_index = INDEX_HEADER_SIZE
             + self.hash_slot_num as usize * HASH_SLOT_SIZE
             + count as usize * INDEX_SIZE;
-        let Some(entry) = st.map.get_mut(abs_index, INDEX_SIZE) else {
-            return false;
-        };
+        let mut entry = [0u8; INDEX_SIZE];
         entry[0..4].copy_from_slice(&key_hash.to_be_bytes());
         entry[4..12].copy_from_slice(&phy_offset.to_be_bytes());
         entry[12..16].copy_from_slice(&time_diff.to_be_bytes());
         entry[16..20].copy_from_slice(&slot_value.to_be_bytes());
-        if let Some(slot) = st.map.get_mut(abs_slot, HASH_SLOT_SIZE) {
-            slot.copy_from_slice(&h.index_count.to_be_bytes());
-        }
+        let path = &self.path;
+        let failed = |e| StoreError::io(format!("writing index file {}", path.display()), e);
+        st.map.write(abs_index, &entry).map_err(failed)?;
+        st.map
+            .write(abs_slot, &h.index_count.to_be_bytes())
+            .map_err(failed)?;
         if h.index_count <= 1 {
             h.begin_phy_offset = phy_offset;
             h.begin_timestamp = store_timestamp;
@@ -252,8 +275,9 @@ impl IndexFile {
         h.end_phy_offset = phy_offset;
         h.end_timestamp = store_timestamp;
         st.header = h;
-        st.write_header();
-        true
+        // The header's page has had its block since the file was created.
+        st.write_header().map_err(failed)?;
+        Ok(true)
     }
 
     /// Whether entries of this file can fall in `[begin, end]`.
@@ -280,10 +304,9 @@ impl IndexFile {
         let key_hash = index_key_hash(key);
         let slot_pos = key_hash.unsigned_abs() % self.hash_slot_num;
         let abs_slot = INDEX_HEADER_SIZE + slot_pos as usize * HASH_SLOT_SIZE;
-        let Some(slot) = st.map.get(abs_slot, HASH_SLOT_SIZE) else {
+        let Some(mut next) = st.read_i32(abs_slot) else {
             return;
         };
-        let mut next = i32::from_be_bytes(slot.try_into().unwrap_or([0; 4]));
         let mut steps = 0;
         while next > 0 && next < h.index_count && out.len() < max_num && steps < h.index_count {
             steps += 1;
@@ -293,9 +316,10 @@ impl IndexFile {
             let abs = INDEX_HEADER_SIZE
                 + self.hash_slot_num as usize * HASH_SLOT_SIZE
                 + entry * INDEX_SIZE;
-            let Some(e) = st.map.get(abs, INDEX_SIZE) else {
+            let mut e = [0u8; INDEX_SIZE];
+            if !st.map.read(abs, &mut e) {
                 break;
-            };
+            }
             let hash = i32::from_be_bytes(e[0..4].try_into().unwrap_or([0; 4]));
             let phy = i64::from_be_bytes(e[4..12].try_into().unwrap_or([0; 8]));
             let diff = i32::from_be_bytes(e[12..16].try_into().unwrap_or([0; 4]));
@@ -497,7 +521,7 @@ impl IndexService {
             buf.push_str(req.topic);
             buf.push('#');
             buf.push_str(k);
-            while !file.put_key(&buf, req.commit_log_offset, req.store_timestamp) {
+            while !file.put_key(&buf, req.commit_log_offset, req.store_timestamp)? {
                 file = self.writable_file()?;
             }
         }
@@ -586,7 +610,9 @@ mod tests {
         let f = IndexFile::create(&p, 4, 16).unwrap();
         // 4 slots force collisions into chains.
         for i in 0..10 {
-            assert!(f.put_key(&format!("T#k{}", i % 3), 100 + i, 1_000_000 + i * 1000));
+            assert!(f
+                .put_key(&format!("T#k{}", i % 3), 100 + i, 1_000_000 + i * 1000)
+                .unwrap());
         }
         let mut out = Vec::new();
         f.select_phy_offsets(&mut out, "T#k1", 32, 0, i64::MAX);

@@ -20,11 +20,13 @@
 //! # Modules
 //! [`format`] (bytes on disk) → `mmap` (crate-private, the only `unsafe`) → [`mapped_file`] →
 //! [`mapped_file_queue`] → [`commit_log`] (and its [`damaged`] ranges), [`consume_queue`] (and their table),
-//! [`index_file`] → [`dispatch`] (the reput service) → [`store`] (the facade: recovery, put,
+//! [`index_file`] (suspended while it cannot be written: `index_suspend`) → [`dispatch`] (the reput service) → [`store`] (the facade: recovery, put,
 //! read, queries, retention, background services, one file each); [`schedule`] parks delayed messages in
 //! `SCHEDULE_TOPIC_XXXX` on put and re-puts them when the broker's scheduler says they are due;
 //! [`timer`] does the same for RocketMQ 5 timer messages in a time wheel of its own.
+//! [`atomic_file`] replaces the small files rmq persists (config JSON, checkpoints) safely.
 
+pub mod atomic_file;
 pub mod checkpoint;
 pub mod commit_log;
 mod commit_log_scan;
@@ -37,6 +39,7 @@ pub mod error;
 pub mod flush;
 pub mod format;
 pub mod index_file;
+mod index_suspend;
 pub mod mapped_file;
 pub mod mapped_file_queue;
 pub(crate) mod mmap;

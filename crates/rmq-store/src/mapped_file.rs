@@ -4,7 +4,9 @@
 //! `committed` follows `wrote` at once; with one, the commit thread moves it. `committed` is
 //! the mapping's published end, kept by `mmap::MmapFile` (and `wrote`, with a pool, the
 //! buffer's), which hands out only published bytes to readers and unpublished ones to the
-//! writer.
+//! writer. Files are sparse unless pre-allocated; every append first reserves the blocks it
+//! will write ([`MappedFile::reserve`]), so a full disk refuses the append instead of
+//! faulting.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
@@ -12,7 +14,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::SystemTime;
 
 use crate::error::{IoContext, Result};
-use crate::mmap::{AnonBuffer, MmapFile, OS_PAGE_SIZE};
+use crate::mmap::{AnonBuffer, MmapFile, Prealloc, Reserve, OS_PAGE_SIZE};
 use crate::transient_store_pool::TransientStorePool;
 
 /// A mapped file and its positions.
@@ -41,36 +43,42 @@ fn pages(n: usize) -> usize {
 }
 
 impl MappedFile {
-    /// Create a new file of `file_size` bytes starting at global offset `from`.
+    /// Create a new, sparse file of `file_size` bytes starting at global offset `from`.
     ///
     /// # Errors
-    /// When the file cannot be allocated or mapped (ENOSPC included).
+    /// When the file cannot be created or mapped; no file is left behind then.
     pub fn create(dir: &Path, from: i64, file_size: usize) -> std::io::Result<Self> {
-        Self::create_with(dir, from, file_size, false)
+        Self::create_with(dir, from, file_size, false, false)
     }
 
     /// [`create`](Self::create), laid out for SYNC_FLUSH when `for_sync_flush`: every put then
-    /// syncs a few new records, so the file is zero-filled (no unwritten extent to convert on
-    /// each sync) and appends are written with `pwrite` and made durable with `fdatasync`.
-    /// Stores through the mapping would re-fault every page after each writeback and mark
-    /// whole folios dirty; `msync` of such pages is several times slower than `fdatasync` of
-    /// `pwrite`n blocks (see benches/RESULTS.md). Readers use the mapping either way: the
-    /// page cache is one.
+    /// syncs a few new records, so appends are written with `pwrite` and made durable with
+    /// `fdatasync`, and the blocks ahead of them are reserved by writing zeros (no unwritten
+    /// extent to convert on each sync). Stores through the mapping would re-fault every page
+    /// after each writeback and mark whole folios dirty; `msync` of such pages is several times
+    /// slower than `fdatasync` of `pwrite`n blocks (see benches/RESULTS.md). Readers use the
+    /// mapping either way: the page cache is one.
+    ///
+    /// With `preallocate` (`warmMapedFileEnable`) every block is allocated now (zero-filled
+    /// and synced for SYNC_FLUSH), as before files were sparse; otherwise the file is sparse,
+    /// as RocketMQ's `setLength` makes it.
     ///
     /// # Errors
-    /// As [`create`](Self::create).
+    /// As [`create`](Self::create); ENOSPC when `preallocate` finds no room.
     pub fn create_with(
         dir: &Path,
         from: i64,
         file_size: usize,
         for_sync_flush: bool,
+        preallocate: bool,
     ) -> std::io::Result<Self> {
         let path = dir.join(crate::format::file_name(from));
-        let mmap = if for_sync_flush {
-            MmapFile::create_zeroed(&path, file_size)?
-        } else {
-            MmapFile::create(&path, file_size)?
+        let prealloc = match (preallocate, for_sync_flush) {
+            (false, _) => Prealloc::Sparse,
+            (true, false) => Prealloc::Allocate,
+            (true, true) => Prealloc::Zeros,
         };
+        let mmap = MmapFile::create(&path, file_size, prealloc)?;
         let f = Self::with(path, from, file_size, mmap, 0);
         f.set_write_through_file(for_sync_flush);
         Ok(f)
@@ -219,6 +227,10 @@ impl MappedFile {
                 self.path.display()
             )));
         }
+        // Also for the pool buffer and `pwrite`: their bytes reach the file later or now,
+        // and a failure there would be after the put was acknowledged, or a torn record.
+        self.reserve(wrote + len)
+            .map_err(|e| self.disk_full(len, &e))?;
         if let Some((buf, _)) = self.write_buffer.get() {
             if buf.write(wrote, len, encode).is_none() {
                 return Err(crate::error::StoreError::MessageIllegal(format!(
@@ -235,14 +247,49 @@ impl MappedFile {
                 .file()
                 .write_all_at(scratch, wrote as u64)
                 .ctx(|| format!("writing {}", self.path.display()))?;
-        } else if self.mmap.write(wrote, len, encode).is_none() {
-            return Err(crate::error::StoreError::MessageIllegal(format!(
-                "a {len}-byte record cannot be written at {wrote} of {}",
-                self.path.display()
-            )));
+        } else {
+            self.mmap
+                .write(wrote, len, encode)
+                .map_err(|e| self.disk_full(len, &e))?;
         }
         self.publish(wrote + len);
         Ok(())
+    }
+
+    /// Allocate the blocks below `end` (a step ahead, see `MmapFile::reserve`): zeros for a
+    /// file appended with `pwrite`, `fallocate` otherwise.
+    ///
+    /// # Errors
+    /// ENOSPC or another OS error.
+    pub(crate) fn reserve(&self, end: usize) -> std::io::Result<()> {
+        let how = if self.write_through_file.load(Ordering::Relaxed) {
+            Reserve::Zeros
+        } else {
+            Reserve::Allocate
+        };
+        self.mmap.reserve(end, how)
+    }
+
+    /// Whether the blocks below `end` are allocated already.
+    #[must_use]
+    pub(crate) fn is_reserved(&self, end: usize) -> bool {
+        end <= self.mmap.reserved()
+    }
+
+    /// How far one reservation reaches past the bytes it is made for.
+    #[must_use]
+    pub(crate) fn reserve_step(&self) -> usize {
+        self.mmap.reserve_step()
+    }
+
+    /// The put refused because `e` (ENOSPC) kept a `len`-byte record from being written.
+    fn disk_full(&self, len: usize, e: &std::io::Error) -> crate::error::StoreError {
+        crate::error::StoreError::ServiceNotAvailable(format!(
+            "disk full: no space for a {len}-byte record in {} ({e}); the message was not \
+             stored. Free space on that partition (delete other files, or let retention delete \
+             expired CommitLog files) and send again",
+            self.path.display()
+        ))
     }
 
     /// Fill the rest of the file with a BLANK record (its 8-byte header; the rest is padding)
@@ -268,22 +315,21 @@ impl MappedFile {
         }
     }
 
-    /// Append `data` whole into the mapping, or nothing if it does not fit (ConsumeQueue
-    /// units, written by the single dispatch thread).
-    pub(crate) fn append_bytes(&self, data: &[u8]) -> bool {
+    /// Append `data` whole into the mapping; `Ok(false)`, and nothing written, if it does not
+    /// fit (ConsumeQueue units and timer-log entries, written by one thread each).
+    ///
+    /// # Errors
+    /// When the blocks under it cannot be allocated (ENOSPC); nothing is written then.
+    pub(crate) fn append_bytes(&self, data: &[u8]) -> Result<bool> {
         let wrote = self.wrote.load(Ordering::Relaxed);
         if self.file_size - wrote < data.len() {
-            return false;
+            return Ok(false);
         }
-        if self
-            .mmap
+        self.mmap
             .write(wrote, data.len(), |dst| dst.copy_from_slice(data))
-            .is_none()
-        {
-            return false;
-        }
+            .ctx(|| format!("writing {} at {wrote}", self.path.display()))?;
         self.publish(wrote + data.len());
-        true
+        Ok(true)
     }
 
     /// Move pool-buffer bytes into the file when at least `least_pages` dirty pages (or any,
@@ -394,26 +440,18 @@ impl MappedFile {
         self.flushed.store(pos, Ordering::Release);
     }
 
-    /// Zero `[pos, file_size)` so a later scan cannot mistake stale bytes for records.
-    /// Recovery only (before the store is shared).
+    /// Zero `[pos, file_size)` so a later scan cannot mistake stale bytes for records (only
+    /// where the file holds data: holes read as zeros). Recovery only (before the store is
+    /// shared), after [`set_positions`](Self::set_positions)`(pos)`.
     pub(crate) fn zero_tail(&self, pos: usize) -> Result<()> {
-        let len = self.file_size.saturating_sub(pos);
-        let zeroed = self.mmap.write(pos, len, |tail| {
-            let dirty = tail.iter().any(|&b| b != 0);
-            if dirty {
-                tail.fill(0);
-            }
-            dirty
-        });
-        if zeroed == Some(true) {
-            self.mmap
-                .flush_range(pos, len)
-                .ctx(|| format!("zeroing the tail of {}", self.path.display()))?;
-        }
+        self.mmap
+            .zero_unpublished(pos)
+            .ctx(|| format!("zeroing the tail of {}", self.path.display()))?;
         Ok(())
     }
 
-    /// Pre-fault the mapping for writing.
+    /// Pre-fault the mapping for writing (a file created with `preallocate` only: the pages
+    /// of a sparse file are not faulted in, see `MmapFile::prefault`).
     pub fn warm(&self) {
         self.mmap.prefault();
     }
@@ -468,7 +506,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let f = MappedFile::create(dir.path(), 8192, 8192).unwrap();
         assert_eq!(f.path().file_name().unwrap(), "00000000000000008192");
-        assert!(f.append_bytes(b"hello"));
+        assert!(f.append_bytes(b"hello").unwrap());
         assert_eq!(f.wrote_position(), 5);
         assert_eq!(f.read_position(), 5);
         assert_eq!(f.flushed_position(), 0);
@@ -476,13 +514,13 @@ mod tests {
         assert!(f.read(0, 6).is_none());
         assert_eq!(f.flush(1).unwrap(), 0, "one page not yet dirty enough");
         assert_eq!(f.flush(0).unwrap(), 5);
-        assert!(!f.append_bytes(&[0u8; 8192]));
+        assert!(!f.append_bytes(&[0u8; 8192]).unwrap());
     }
 
     #[test]
     fn sync_flush_layout_writes_through_the_file() {
         let dir = tempfile::tempdir().unwrap();
-        let f = MappedFile::create_with(dir.path(), 0, 8192, true).unwrap();
+        let f = MappedFile::create_with(dir.path(), 0, 8192, true, false).unwrap();
         let mut scratch = Vec::new();
         f.append_record(5, &mut scratch, |d| d.copy_from_slice(b"hello"))
             .unwrap();

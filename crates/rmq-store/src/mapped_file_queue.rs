@@ -1,7 +1,7 @@
 //! An ordered directory of same-size [`MappedFile`]s addressed by a global offset: the
-//! CommitLog is one, each ConsumeQueue is one. New CommitLog files are created, allocated
-//! and pre-faulted by an allocator thread one file ahead, so rolling over never waits for
-//! the disk on the put path.
+//! CommitLog is one, each ConsumeQueue is one. New CommitLog files are created by an
+//! allocator thread one file ahead (sparse, or allocated and pre-faulted with
+//! `warmMapedFileEnable`), so rolling over never waits for the disk on the put path.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -95,7 +95,8 @@ impl MappedFileQueue {
         self
     }
 
-    /// Create files one ahead on a background thread, pre-faulted when `warm`.
+    /// Create files one ahead on a background thread; allocated and pre-faulted when `warm`,
+    /// sparse otherwise.
     #[must_use]
     pub fn with_allocator(mut self, warm: bool) -> Self {
         self.allocator = Some(Allocator::start(
@@ -221,11 +222,13 @@ impl MappedFileQueue {
         };
         let file = match &self.allocator {
             Some(a) => a.take(from)?,
-            None => MappedFile::create_with(&self.dir, from, self.file_size, self.for_sync_flush)
-                .map_err(|source| StoreError::CreateMappedFileFailed {
-                path: self.dir.join(crate::format::file_name(from)),
-                source,
-            })?,
+            None => {
+                MappedFile::create_with(&self.dir, from, self.file_size, self.for_sync_flush, false)
+                    .map_err(|source| StoreError::CreateMappedFileFailed {
+                        path: self.dir.join(crate::format::file_name(from)),
+                        source,
+                    })?
+            }
         };
         if let Some(pool) = &self.pool {
             match pool.borrow_buffer() {
@@ -282,11 +285,18 @@ impl MappedFileQueue {
             .map_or(-1, |f| f.file_from_offset())
     }
 
-    /// End of the readable data.
+    /// End of the readable data. A full file without a pool buffer ends at its size: one
+    /// opened from disk is readable only up to the end of its data (the hole after a BLANK
+    /// record is not published, see `MmapFile::open`), yet nothing follows in it.
     #[must_use]
     pub fn max_offset(&self) -> i64 {
-        self.last_mapped_file()
-            .map_or(0, |f| f.offset_of(f.read_position()))
+        self.last_mapped_file().map_or(0, |f| {
+            if f.is_full() && !f.has_write_buffer() {
+                f.offset_of(f.file_size())
+            } else {
+                f.offset_of(f.read_position())
+            }
+        })
     }
 
     /// Global offset up to which data is durable.
@@ -511,6 +521,7 @@ struct Allocator {
     dir: PathBuf,
     size: usize,
     for_sync_flush: bool,
+    warm: bool,
     state: Arc<(Mutex<AllocState>, Condvar)>,
     handle: Mutex<Option<JoinHandle<()>>>,
 }
@@ -544,7 +555,7 @@ impl Allocator {
                         s = st.1.wait(s).unwrap_or_else(PoisonError::into_inner);
                     }
                 };
-                let made = MappedFile::create_with(&thread_dir, from, size, for_sync_flush)
+                let made = MappedFile::create_with(&thread_dir, from, size, for_sync_flush, warm)
                     .inspect(|f| {
                         if warm {
                             f.warm();
@@ -567,6 +578,7 @@ impl Allocator {
             dir,
             size,
             for_sync_flush,
+            warm,
             state,
             handle: Mutex::new(handle),
         }
@@ -591,8 +603,14 @@ impl Allocator {
                     let _ = std::fs::remove_file(stale.path());
                 }
                 drop(s);
-                let f = MappedFile::create_with(&self.dir, from, self.size, self.for_sync_flush)
-                    .map_err(failed)?;
+                let f = MappedFile::create_with(
+                    &self.dir,
+                    from,
+                    self.size,
+                    self.for_sync_flush,
+                    self.warm,
+                )
+                .map_err(failed)?;
                 s = lock(m);
                 f
             }
@@ -633,7 +651,7 @@ mod tests {
         for _ in 0..files {
             let f = q.last_mapped_file_for_append(0).unwrap();
             let n = f.file_size() - f.wrote_position();
-            assert!(f.append_bytes(&vec![1u8; n]));
+            assert!(f.append_bytes(&vec![1u8; n]).unwrap());
         }
     }
 
@@ -728,6 +746,23 @@ mod tests {
     }
 
     #[test]
+    fn a_full_sparse_file_reopened_ends_at_its_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let q = MappedFileQueue::new(dir.path(), 1 << 20).unwrap();
+        let f = q.last_mapped_file_for_append(0).unwrap();
+        f.append_record(100, &mut Vec::new(), |b| b.fill(1))
+            .unwrap();
+        f.append_blank().unwrap();
+        assert_eq!(q.max_offset(), 1 << 20);
+        drop((f, q));
+        let q = MappedFileQueue::new(dir.path(), 1 << 20).unwrap();
+        q.load().unwrap();
+        let f = q.last_mapped_file().unwrap();
+        assert!(f.read_position() < 1 << 20, "only its data is published");
+        assert_eq!(q.max_offset(), 1 << 20);
+    }
+
+    #[test]
     fn expiry_by_offset_keeps_a_contiguous_tail() {
         let dir = tempfile::tempdir().unwrap();
         let q = MappedFileQueue::new(dir.path(), 40).unwrap();
@@ -735,7 +770,7 @@ mod tests {
             let f = q.last_mapped_file_for_append(0).unwrap();
             let mut b = [0u8; 20];
             b[..8].copy_from_slice(&(unit * 100).to_be_bytes());
-            assert!(f.append_bytes(&b));
+            assert!(f.append_bytes(&b).unwrap());
         }
         // Files hold units (0,100), (200,300), (400,500); delete those whose last unit < 250.
         let n =

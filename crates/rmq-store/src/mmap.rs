@@ -1,6 +1,16 @@
 //! The one module of rmq that talks to the OS below `std`: file mappings, anonymous
-//! `mlock`ed buffers for the transient store pool, `fallocate` and `statvfs`. Every `unsafe`
-//! block in the project is here, each with the invariant that makes it sound.
+//! `mlock`ed buffers for the transient store pool, `fallocate`, `lseek(SEEK_DATA)` and
+//! `statvfs`. Every `unsafe` block in the project is here, each with the invariant that makes
+//! it sound.
+//!
+//! Files are created sparse (RocketMQ's `setLength`) unless asked to be allocated up front
+//! ([`Prealloc`]). A store through a shared mapping into a hole of a full file system raises
+//! SIGBUS and kills the process, and on tmpfs even a *load* from a hole does (the page is
+//! allocated on the fault). So no byte is touched through a mapping unless its block is known
+//! to be allocated: [`MmapFile`] reserves blocks ahead of its writer with `fallocate` (or
+//! zeros written with `pwrite`), which fails cleanly with ENOSPC, and publishes, at open, only
+//! up to the end of the file's data; [`OwnedMap`] keeps a bit per page, reserves a page before
+//! its first store and reads a hole as zeros without touching it.
 //!
 //! The central invariant, kept by the types here rather than by their callers: a byte range
 //! of a shared mapping ([`MmapFile`], [`AnonBuffer`]) is written by one writer at a time
@@ -23,6 +33,7 @@
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -30,6 +41,165 @@ use memmap2::{MmapMut, MmapOptions};
 
 /// Size of an OS page; flush and commit thresholds count these.
 pub(crate) const OS_PAGE_SIZE: usize = 4096;
+
+/// How the blocks of a new file are allocated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Prealloc {
+    /// Not at all: a sparse file of the full length, as RocketMQ's `setLength`. Blocks are
+    /// reserved ahead of the writer as it goes.
+    Sparse,
+    /// All of them, as unwritten extents (`posix_fallocate`), for `warmMapedFileEnable`.
+    Allocate,
+    /// All of them, written with zeros and synced: `warmMapedFileEnable` under SYNC_FLUSH,
+    /// whose every sync would otherwise also convert an unwritten extent.
+    Zeros,
+}
+
+/// How blocks ahead of a writer are reserved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reserve {
+    /// `posix_fallocate` (unwritten extents; a metadata change only).
+    Allocate,
+    /// Zeros written with `pwrite`: for files appended with `pwrite` and synced with
+    /// `fdatasync` at every put, whose syncs then find written blocks and change no metadata,
+    /// except the one sync per reserved chunk.
+    Zeros,
+}
+
+/// Smallest and largest step a sequential writer's reservation advances by.
+const MIN_RESERVE_CHUNK: usize = 16 << 10;
+const MAX_RESERVE_CHUNK: usize = 4 << 20;
+
+/// The reservation step for a file of `len` bytes: 1/256 of it, within
+/// [`MIN_RESERVE_CHUNK`]..=[`MAX_RESERVE_CHUNK`] (4 MiB for a 1 GiB CommitLog file, 24 KiB for
+/// a 6 MB ConsumeQueue file).
+fn reserve_chunk(len: usize) -> usize {
+    (len / 256)
+        .clamp(MIN_RESERVE_CHUNK, MAX_RESERVE_CHUNK)
+        .next_multiple_of(OS_PAGE_SIZE)
+}
+
+/// Open `path` for reading and writing, creating it if missing, with a length of `len` and
+/// its blocks allocated as `prealloc` says. On any failure a file this call created is
+/// removed again, so a full disk leaves no partial or empty file behind.
+fn create_file(path: &Path, len: usize, prealloc: Prealloc) -> io::Result<File> {
+    let (file, created) = match OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(path)
+    {
+        Ok(f) => (f, true),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            (OpenOptions::new().read(true).write(true).open(path)?, false)
+        }
+        Err(e) => return Err(e),
+    };
+    let sized = size_file(&file, path, len, prealloc);
+    if let Err(e) = sized {
+        if created {
+            let _ = std::fs::remove_file(path);
+        }
+        return Err(e);
+    }
+    Ok(file)
+}
+
+fn size_file(file: &File, path: &Path, len: usize, prealloc: Prealloc) -> io::Result<()> {
+    let cur = file.metadata()?.len();
+    if cur > len as u64 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "{} is {cur} bytes, larger than the configured {len}",
+                path.display()
+            ),
+        ));
+    }
+    if cur < len as u64 {
+        file.set_len(len as u64)?;
+    }
+    match prealloc {
+        Prealloc::Sparse => Ok(()),
+        Prealloc::Allocate => allocate(file, 0, len, Reserve::Allocate),
+        Prealloc::Zeros => {
+            allocate(file, 0, len, Reserve::Zeros)?;
+            file.sync_data()
+        }
+    }
+}
+
+/// Give `[from, to)` of `file` real blocks, as `how` says.
+///
+/// # Errors
+/// ENOSPC (or another OS error); blocks allocated before the failure may stay allocated.
+fn allocate(file: &File, from: usize, to: usize, how: Reserve) -> io::Result<()> {
+    if to <= from {
+        return Ok(());
+    }
+    match how {
+        Reserve::Allocate => {
+            let off = libc::off_t::try_from(from)
+                .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "file too large"))?;
+            let n = libc::off_t::try_from(to - from)
+                .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "file too large"))?;
+            // SAFETY: plain FFI call on a valid, open descriptor; no memory is passed.
+            let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), off, n) };
+            if rc == 0 {
+                Ok(())
+            } else {
+                Err(io::Error::from_raw_os_error(rc))
+            }
+        }
+        Reserve::Zeros => {
+            static ZEROS: [u8; 64 << 10] = [0; 64 << 10];
+            let mut pos = from;
+            while pos < to {
+                let n = ZEROS.len().min(to - pos);
+                file.write_all_at(&ZEROS[..n], pos as u64)?;
+                pos += n;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The ranges `[start, end)` of `file` at or above `from` and below `len` that hold data
+/// (allocated blocks, or pages in the cache), by `lseek(SEEK_DATA / SEEK_HOLE)`. A file system
+/// without those reports the whole range as data, as the kernel's generic code does.
+fn data_ranges(file: &File, from: usize, len: usize) -> Vec<(usize, usize)> {
+    let fd = file.as_raw_fd();
+    let seek = |pos: usize, whence: libc::c_int| -> Option<usize> {
+        let off = libc::off_t::try_from(pos).ok()?;
+        // SAFETY: plain FFI call on a valid, open descriptor; no memory is passed. The file
+        // position it moves is not used by anything here (all I/O is positional).
+        let r = unsafe { libc::lseek(fd, off, whence) };
+        usize::try_from(r).ok()
+    };
+    let mut out = Vec::new();
+    let mut pos = from;
+    while pos < len {
+        let Some(start) = seek(pos, libc::SEEK_DATA) else {
+            if out.is_empty() && pos == from {
+                let e = io::Error::last_os_error();
+                if e.raw_os_error() != Some(libc::ENXIO) {
+                    out.push((from, len)); // no SEEK_DATA here: assume all data
+                }
+            }
+            break;
+        };
+        if start >= len {
+            break;
+        }
+        let end = seek(start, libc::SEEK_HOLE).unwrap_or(len).min(len);
+        if end <= start {
+            break;
+        }
+        out.push((start, end));
+        pos = end;
+    }
+    out
+}
 
 /// A file mapped read-write in full, shared between one writer and many readers, that
 /// keeps the publish protocol itself: bytes below the published end are read through
@@ -45,6 +215,11 @@ pub(crate) struct MmapFile {
     published: CachePadded<AtomicUsize>,
     /// Held while the unpublished part is written or the published end moves.
     writing: CachePadded<AtomicBool>,
+    /// Every block below this is allocated: [`write`](Self::write) stores only below it.
+    /// Moved (under the write claim) by [`reserve`](Self::reserve).
+    reserved: AtomicUsize,
+    /// Step by which `reserved` advances.
+    chunk: usize,
 }
 
 /// An atomic on a cache line of its own. The dispatch thread reads `published` after every
@@ -53,6 +228,10 @@ pub(crate) struct MmapFile {
 /// before the accessors, in the store bench's steady state; see benches/RESULTS.md).
 #[repr(align(128))]
 struct CachePadded<T>(T);
+
+fn invalid(msg: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, msg)
+}
 
 impl<T> std::ops::Deref for CachePadded<T> {
     type Target = T;
@@ -91,79 +270,20 @@ unsafe impl Send for MmapFile {}
 unsafe impl Sync for MmapFile {}
 
 impl MmapFile {
-    /// Create (or reuse, if it already has the right size) a file of `len` bytes with its
-    /// blocks allocated up front, so that a full disk shows up here as an error instead of a
-    /// SIGBUS on a later write through the mapping, and map it.
+    /// Create (or reuse, if it is not larger) a file of `len` bytes, its blocks allocated as
+    /// `prealloc` says, and map it. On failure a file this call created is removed.
     ///
     /// # Errors
     /// Any OS error, ENOSPC included.
-    pub(crate) fn create(path: &Path, len: usize) -> io::Result<Self> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)?;
-        let cur = file.metadata()?.len();
-        if cur > len as u64 {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!(
-                    "{} is {cur} bytes, larger than the configured {len}",
-                    path.display()
-                ),
-            ));
-        }
-        let off_len = libc::off_t::try_from(len)
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "file too large"))?;
-        // SAFETY: plain FFI call on a valid, open descriptor; no memory is passed.
-        let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, off_len) };
-        if rc != 0 {
-            if cur == 0 {
-                // Do not leave an empty file behind: the next start would trip over it.
-                let _ = std::fs::remove_file(path);
-            }
-            return Err(io::Error::from_raw_os_error(rc));
-        }
-        Self::map(file, len, 0)
+    pub(crate) fn create(path: &Path, len: usize, prealloc: Prealloc) -> io::Result<Self> {
+        let file = create_file(path, len, prealloc)?;
+        let reserved = if prealloc == Prealloc::Sparse { 0 } else { len };
+        Self::map(file, len, 0, reserved)
     }
 
-    /// Like [`create`](Self::create), but writes real zeros into every block and syncs them,
-    /// instead of reserving unwritten extents. Under SYNC_FLUSH every put syncs a few new
-    /// pages; on an allocated-but-unwritten extent each such sync must also convert the
-    /// extent (a metadata write), which halves the sync rate (see benches/RESULTS.md).
-    ///
-    /// # Errors
-    /// Any OS error, ENOSPC included; a partial file is removed.
-    pub(crate) fn create_zeroed(path: &Path, len: usize) -> io::Result<Self> {
-        use std::os::unix::fs::FileExt;
-        let existed = path.exists();
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)?;
-        let zeros = vec![0u8; 1 << 20];
-        let mut pos = 0usize;
-        let filled = (|| {
-            while pos < len {
-                let n = zeros.len().min(len - pos);
-                file.write_all_at(&zeros[..n], pos as u64)?;
-                pos += n;
-            }
-            file.sync_data()
-        })();
-        if let Err(e) = filled {
-            if !existed {
-                let _ = std::fs::remove_file(path);
-            }
-            return Err(e);
-        }
-        Self::map(file, len, 0)
-    }
-
-    /// Map an existing file whose size must be exactly `len`.
+    /// Map an existing file whose size must be exactly `len`. It is published up to the end
+    /// of its data (a sparse file's hole after it is never read through the mapping), and
+    /// blocks below that end count as reserved.
     ///
     /// # Errors
     /// I/O errors, or a size mismatch (a truncated or foreign file).
@@ -180,10 +300,11 @@ impl MmapFile {
                 ),
             ));
         }
-        Self::map(file, len, len)
+        let data_end = data_ranges(&file, 0, len).last().map_or(0, |&(_, e)| e);
+        Self::map(file, len, data_end, data_end)
     }
 
-    fn map(file: File, len: usize, published: usize) -> io::Result<Self> {
+    fn map(file: File, len: usize, published: usize, reserved: usize) -> io::Result<Self> {
         // SAFETY: the file is held open by `self` for the mapping's life and is never
         // truncated while mapped (the store directory is locked; see module docs).
         let mut map = unsafe { MmapOptions::new().len(len).map_mut(&file)? };
@@ -195,13 +316,9 @@ impl MmapFile {
             len,
             published: CachePadded(AtomicUsize::new(published.min(len))),
             writing: CachePadded(AtomicBool::new(false)),
+            reserved: AtomicUsize::new(reserved.min(len)),
+            chunk: reserve_chunk(len),
         })
-    }
-
-    /// Length of the mapping.
-    #[must_use]
-    pub(crate) fn len(&self) -> usize {
-        self.len
     }
 
     /// The underlying file (for `sendfile` and `fdatasync`).
@@ -231,24 +348,107 @@ impl MmapFile {
 
     /// Let `f` write the unpublished bytes `[pos, pos + len)`; `None` (and `f` not called)
     /// when the range is out of bounds or starts below the published end.
+    ///
+    /// # Errors
+    /// `InvalidInput` for such a range; the reservation's error (ENOSPC) when the blocks
+    /// under it cannot be allocated, and then `f` is not called either.
     pub(crate) fn write<R>(
         &self,
         pos: usize,
         len: usize,
         f: impl FnOnce(&mut [u8]) -> R,
-    ) -> Option<R> {
-        let end = pos.checked_add(len)?;
-        if end > self.len {
-            return None;
-        }
+    ) -> io::Result<R> {
+        let end = pos
+            .checked_add(len)
+            .filter(|&end| end <= self.len)
+            .ok_or_else(|| invalid(format!("{len} bytes at {pos} are outside the file")))?;
         let _claim = WriteClaim::take(&self.writing);
         if pos < self.published.load(Ordering::Acquire) {
-            return None;
+            return Err(invalid(format!(
+                "{pos} is below the published end of the file"
+            )));
         }
+        self.reserve_claimed(end, Reserve::Allocate)?;
         // SAFETY: in bounds; at or above the published end, which cannot move while the
         // claim is held, so no reader sees these bytes, and the claim makes this the only
-        // writer. The slice does not outlive `f`.
-        Some(f(unsafe { self.raw_mut(pos, len) }))
+        // writer; below the reserved end, so every block under them is allocated and the
+        // store cannot fault (SIGBUS on a full disk). The slice does not outlive `f`.
+        Ok(f(unsafe { self.raw_mut(pos, len) }))
+    }
+
+    /// Allocate the blocks below `end` that are not yet (see [`Reserve`]), in steps of 1/256
+    /// of the file, or exactly up to `end` when a whole step does not fit.
+    ///
+    /// # Errors
+    /// ENOSPC or another OS error; nothing counts as reserved then.
+    pub(crate) fn reserve(&self, end: usize, how: Reserve) -> io::Result<()> {
+        if end <= self.reserved.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let _claim = WriteClaim::take(&self.writing);
+        self.reserve_claimed(end, how)
+    }
+
+    fn reserve_claimed(&self, end: usize, how: Reserve) -> io::Result<()> {
+        let from = self.reserved.load(Ordering::Acquire);
+        if end <= from {
+            return Ok(());
+        }
+        if end > self.len {
+            return Err(invalid(format!(
+                "cannot reserve {end} bytes of a {}-byte file",
+                self.len
+            )));
+        }
+        let step = end.next_multiple_of(self.chunk).min(self.len);
+        let exact = end.next_multiple_of(OS_PAGE_SIZE).min(self.len);
+        let to = match allocate(&self.file, from, step, how) {
+            Ok(()) => step,
+            Err(_) if exact < step => {
+                allocate(&self.file, from, exact, how)?;
+                exact
+            }
+            Err(e) => return Err(e),
+        };
+        self.reserved.store(to, Ordering::Release);
+        Ok(())
+    }
+
+    /// End of the blocks known to be allocated.
+    #[must_use]
+    pub(crate) fn reserved(&self) -> usize {
+        self.reserved.load(Ordering::Acquire)
+    }
+
+    /// The step [`reserve`](Self::reserve) advances by.
+    #[must_use]
+    pub(crate) fn reserve_step(&self) -> usize {
+        self.chunk
+    }
+
+    /// Recovery: zero every non-zero byte at or above `from` and the published end, so a later scan
+    /// cannot mistake stale bytes for records. Only ranges holding data are looked at (a
+    /// hole reads as zeros and must not be touched through the mapping). Returns whether
+    /// anything was zeroed (and then synced).
+    ///
+    /// # Errors
+    /// When the sync of a zeroed range fails.
+    pub(crate) fn zero_unpublished(&self, from: usize) -> io::Result<bool> {
+        let _claim = WriteClaim::take(&self.writing);
+        let from = from.max(self.published.load(Ordering::Acquire));
+        let mut zeroed = false;
+        for (start, end) in data_ranges(&self.file, from, self.len) {
+            // SAFETY: in bounds (`data_ranges` clips to the length); at or above the published
+            // end with the claim held, so no other access to these bytes exists; the range holds
+            // data, so its blocks are allocated and the stores cannot fault.
+            let bytes = unsafe { self.raw_mut(start, end - start) };
+            if bytes.iter().any(|&b| b != 0) {
+                bytes.fill(0);
+                self.map.flush_range(start, end - start)?;
+                zeroed = true;
+            }
+        }
+        Ok(zeroed)
     }
 
     /// Make the bytes below `end` readable (the published end only grows here).
@@ -316,7 +516,12 @@ impl MmapFile {
 
     /// Fault every page in for writing, so the appender never takes a page fault. Uses
     /// `MADV_POPULATE_WRITE` where the kernel has it (5.14+), else touches each page.
+    /// Does nothing unless every block of the file is allocated (created with
+    /// [`Prealloc::Allocate`] or [`Prealloc::Zeros`]): faulting a hole in could SIGBUS.
     pub(crate) fn prefault(&self) {
+        if self.reserved.load(Ordering::Acquire) < self.len {
+            return;
+        }
         // SAFETY: advice on our own live mapping; it changes no memory contents.
         let rc = unsafe {
             libc::madvise(
@@ -328,7 +533,8 @@ impl MmapFile {
         if rc == 0 {
             return;
         }
-        // Touch only unpublished pages, under the write claim: no reader or writer is there.
+        // Touch only unpublished pages, under the write claim: no reader or writer is there,
+        // and every block is allocated (checked above).
         let _claim = WriteClaim::take(&self.writing);
         let mut pos = self
             .published
@@ -349,47 +555,140 @@ impl MmapFile {
 /// A mapped file with one owner: reads through `&self`, writes only through `&mut self`, so
 /// the borrow checker (or the lock the owner keeps it under) rules out a write racing a read,
 /// and bytes may be rewritten in place. The index files (under their header lock) and the
-/// timer wheel (owned by the timer thread) are these.
-pub(crate) struct OwnedMap(MmapFile);
+/// timer wheel (owned by the timer thread) are these. They are written at scattered places
+/// (hash slots), so instead of a reserved end the map keeps one bit per page: set once the
+/// page's block is allocated. A page is allocated before its first store; a read of a page
+/// without a block returns zeros without touching the mapping.
+pub(crate) struct OwnedMap {
+    map: MmapFile,
+    /// Bit `p` set: page `p` has a block.
+    allocated: Vec<u64>,
+}
 
 impl OwnedMap {
-    /// See [`MmapFile::create`].
+    /// Create a sparse file of `len` bytes (or reuse one that is not larger) and map it.
     ///
     /// # Errors
-    /// Any OS error, ENOSPC included.
+    /// Any OS error; a file this call created is removed then.
     pub(crate) fn create(path: &Path, len: usize) -> io::Result<Self> {
-        MmapFile::create(path, len).map(Self)
+        let map = MmapFile::create(path, len, Prealloc::Sparse)?;
+        let mut m = Self::with_pages(map);
+        m.mark_data_pages();
+        Ok(m)
     }
 
-    /// See [`MmapFile::open`].
+    /// Map an existing file whose size must be exactly `len`.
     ///
     /// # Errors
     /// I/O errors, or a size mismatch.
     pub(crate) fn open(path: &Path, len: usize) -> io::Result<Self> {
-        MmapFile::open(path, len).map(Self)
+        let mut m = Self::with_pages(MmapFile::open(path, len)?);
+        m.mark_data_pages();
+        Ok(m)
+    }
+
+    fn with_pages(map: MmapFile) -> Self {
+        let pages = map.len.div_ceil(OS_PAGE_SIZE);
+        Self {
+            map,
+            allocated: vec![0; pages.div_ceil(64)],
+        }
+    }
+
+    fn mark_data_pages(&mut self) {
+        for (start, end) in data_ranges(&self.map.file, 0, self.map.len) {
+            for p in start / OS_PAGE_SIZE..end.div_ceil(OS_PAGE_SIZE) {
+                self.allocated[p / 64] |= 1 << (p % 64);
+            }
+        }
+    }
+
+    fn has_block(&self, page: usize) -> bool {
+        self.allocated[page / 64] & (1 << (page % 64)) != 0
     }
 
     /// Length of the mapping.
     pub(crate) fn len(&self) -> usize {
-        self.0.len()
+        self.map.len
     }
 
-    /// Bytes `[pos, pos + len)`; `None` when out of bounds.
-    pub(crate) fn get(&self, pos: usize, len: usize) -> Option<&[u8]> {
-        if pos.checked_add(len)? > self.0.len {
-            return None;
+    /// Copy bytes `[pos, pos + out.len())` into `out` (zeros where the file has a hole);
+    /// false, and `out` untouched, when out of bounds.
+    pub(crate) fn read(&self, pos: usize, out: &mut [u8]) -> bool {
+        if pos
+            .checked_add(out.len())
+            .is_none_or(|end| end > self.map.len)
+        {
+            return false;
         }
-        // SAFETY: in bounds; writes need `&mut self`, so none happens while this borrow lives.
-        Some(unsafe { self.0.raw(pos, len) })
+        let mut done = 0;
+        while done < out.len() {
+            let at = pos + done;
+            let n = (OS_PAGE_SIZE - at % OS_PAGE_SIZE).min(out.len() - done);
+            let dst = &mut out[done..done + n];
+            if self.has_block(at / OS_PAGE_SIZE) {
+                // SAFETY: in bounds (checked above); writes need `&mut self`, so none happens
+                // while this borrow lives; the page has a block, so the load cannot fault.
+                dst.copy_from_slice(unsafe { self.map.raw(at, n) });
+            } else {
+                dst.fill(0);
+            }
+            done += n;
+        }
+        true
     }
 
-    /// Bytes `[pos, pos + len)` to write; `None` when out of bounds.
-    pub(crate) fn get_mut(&mut self, pos: usize, len: usize) -> Option<&mut [u8]> {
-        if pos.checked_add(len)? > self.0.len {
-            return None;
+    /// Store `data` at `pos`, allocating the blocks of its pages first.
+    ///
+    /// # Errors
+    /// `InvalidInput` when out of bounds; ENOSPC (or another OS error) when a block cannot
+    /// be allocated, and then nothing is stored.
+    pub(crate) fn write(&mut self, pos: usize, data: &[u8]) -> io::Result<()> {
+        self.reserve(pos, data.len())?;
+        // SAFETY: in bounds (`reserve` checked it); `&mut self` excludes every other borrow
+        // of the mapping; every page of the range has a block (reserved above), so the stores
+        // cannot fault.
+        unsafe { self.map.raw_mut(pos, data.len()) }.copy_from_slice(data);
+        Ok(())
+    }
+
+    /// Allocate the blocks of the pages under `[pos, pos + len)` that have none.
+    ///
+    /// # Errors
+    /// `InvalidInput` when out of bounds; ENOSPC (or another OS error).
+    pub(crate) fn reserve(&mut self, pos: usize, len: usize) -> io::Result<()> {
+        let end = pos
+            .checked_add(len)
+            .filter(|&end| end <= self.map.len)
+            .ok_or_else(|| invalid(format!("{len} bytes at {pos} are outside the file")))?;
+        if len == 0 {
+            return Ok(());
         }
-        // SAFETY: in bounds; `&mut self` excludes every other borrow of the mapping.
-        Some(unsafe { self.0.raw_mut(pos, len) })
+        let (first, last) = (pos / OS_PAGE_SIZE, (end - 1) / OS_PAGE_SIZE);
+        for p in first..=last {
+            if !self.has_block(p) {
+                let from = p * OS_PAGE_SIZE;
+                allocate(
+                    &self.map.file,
+                    from,
+                    (from + OS_PAGE_SIZE).min(self.map.len),
+                    Reserve::Allocate,
+                )?;
+                self.allocated[p / 64] |= 1 << (p % 64);
+            }
+        }
+        Ok(())
+    }
+
+    /// Bytes of the file with a block, by this map's count.
+    #[cfg(test)]
+    #[must_use]
+    pub(crate) fn allocated_bytes(&self) -> usize {
+        self.allocated
+            .iter()
+            .map(|w| w.count_ones() as usize)
+            .sum::<usize>()
+            * OS_PAGE_SIZE
     }
 
     /// See [`MmapFile::flush_range`].
@@ -397,7 +696,7 @@ impl OwnedMap {
     /// # Errors
     /// The OS error.
     pub(crate) fn flush_range(&self, pos: usize, len: usize) -> io::Result<()> {
-        self.0.flush_range(pos, len)
+        self.map.flush_range(pos, len)
     }
 }
 
@@ -604,7 +903,7 @@ mod tests {
     fn create_write_read_flush() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("f");
-        let m = MmapFile::create(&p, 8192).unwrap();
+        let m = MmapFile::create(&p, 8192, Prealloc::Allocate).unwrap();
         m.prefault();
         m.write(10, 3, |b| b.copy_from_slice(b"abc")).unwrap();
         assert!(m.read(10, 3).is_none(), "not published yet");
@@ -612,19 +911,79 @@ mod tests {
         m.flush_range(0, 8192).unwrap();
         assert_eq!(m.read(10, 3).unwrap(), b"abc");
         assert!(m.read(8190, 3).is_none());
-        assert!(m.write(usize::MAX, 2, |_| ()).is_none());
-        assert!(m.write(12, 2, |_| ()).is_none(), "below the published end");
+        assert!(m.write(usize::MAX, 2, |_| ()).is_err());
+        assert!(m.write(12, 2, |_| ()).is_err(), "below the published end");
         m.rewind_for_recovery(10);
-        assert_eq!(m.write(10, 3, |b| b.fill(0)), Some(()));
+        assert!(m.zero_unpublished(0).unwrap());
+        assert!(!m.zero_unpublished(0).unwrap(), "nothing left to zero");
         drop(m);
         assert_eq!(std::fs::metadata(&p).unwrap().len(), 8192);
         let m = MmapFile::open(&p, 8192).unwrap();
         assert_eq!(
             m.read(10, 3).unwrap(),
             [0; 3],
-            "an opened file is published whole"
+            "an opened file is published up to the end of its data"
         );
         assert!(MmapFile::open(&p, 4096).is_err());
+    }
+
+    fn blocks(p: &Path) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(p).unwrap().blocks() * 512
+    }
+
+    #[test]
+    fn sparse_files_reserve_ahead_of_the_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        let len = 64 << 20;
+        let m = MmapFile::create(&p, len, Prealloc::Sparse).unwrap();
+        assert_eq!(std::fs::metadata(&p).unwrap().len(), len as u64);
+        assert_eq!(blocks(&p), 0, "created sparse");
+        assert_eq!(m.reserve_step(), 256 << 10);
+        m.write(0, 100, |b| b.fill(7)).unwrap();
+        assert_eq!(m.reserved(), 256 << 10, "one step ahead");
+        m.publish(100);
+        m.reserve(300 << 10, Reserve::Zeros).unwrap();
+        assert_eq!(m.reserved(), 512 << 10);
+        m.prefault(); // a sparse file is not faulted in
+        drop(m);
+        assert!(blocks(&p) <= 1 << 20, "{} bytes allocated", blocks(&p));
+        let m = MmapFile::open(&p, len).unwrap();
+        assert!(
+            m.published() >= 100 && m.published() <= 1 << 20,
+            "{}",
+            m.published()
+        );
+        assert_eq!(m.read(0, 100).unwrap(), [7; 100]);
+        assert!(m.read(len - 10, 10).is_none(), "the hole is not published");
+        assert!(
+            MmapFile::create(&p, 4096, Prealloc::Sparse).is_err(),
+            "larger file kept"
+        );
+        assert!(p.exists());
+    }
+
+    #[test]
+    fn owned_map_reads_holes_as_zeros_and_allocates_on_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        let len = 16 << 20;
+        let mut m = OwnedMap::create(&p, len).unwrap();
+        let mut b = [1u8; 8];
+        assert!(m.read(len - 8, &mut b));
+        assert_eq!(b, [0; 8]);
+        assert!(!m.read(len - 4, &mut b), "out of bounds");
+        assert_eq!(m.allocated_bytes(), 0);
+        m.write(OS_PAGE_SIZE - 2, b"abcd").unwrap();
+        assert_eq!(m.allocated_bytes(), 2 * OS_PAGE_SIZE, "both pages under it");
+        assert!(m.write(len - 1, b"ab").is_err());
+        drop(m);
+        assert!(blocks(&p) <= 64 << 10, "{}", blocks(&p));
+        let m = OwnedMap::open(&p, len).unwrap();
+        let mut b = [0u8; 4];
+        assert!(m.read(OS_PAGE_SIZE - 2, &mut b));
+        assert_eq!(&b, b"abcd");
     }
 
     #[test]

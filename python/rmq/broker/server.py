@@ -18,6 +18,7 @@ import logging
 import os
 import signal
 import threading
+import time
 from types import FrameType
 from typing import TYPE_CHECKING
 
@@ -143,7 +144,9 @@ def run_broker(
     *,
     config_path: str | None = None,
 ) -> int:
-    """Run until SIGTERM or SIGINT; return the exit status (0 after a clean shutdown).
+    """Run until SIGTERM or SIGINT; return the exit status: 0 once the store closed cleanly
+    (even if a config file could not be written then: its previous version is kept and the
+    error is logged), 1 when the store's final flush failed or it could not start.
 
     ``config_path`` is the file ``config`` was loaded from: UPDATE_BROKER_CONFIG writes accepted
     changes back to it.
@@ -246,26 +249,84 @@ def run_broker(
         if config.broker_role is not BrokerRole.SLAVE:  # a slave's halves are its master's
             transactions.start()
         ticks = 0
+        persist_failures = PersistFailures()
         while not stopping.wait(1.0):
             ticks += 1
             if ticks % int(PERSIST_INTERVAL_S) == 0:
                 try:
                     server.persist()
+                    persist_failures.ok()
                 except RmqError as exc:
-                    log.error("persisting broker state failed: %s (retrying)", exc)
+                    persist_failures.failed(exc)
             if embedded is not None and ticks % 5 == 0:
                 embedded[1].routes.scan_not_active_broker()
     finally:
         registrar.stop(unregister=True)
         scheduler.stop()
         transactions.stop()
-        server.shutdown()
+        try:
+            server.shutdown()
+        except RmqError as exc:
+            # The file named keeps its previous version (written at most PERSIST_INTERVAL_S
+            # earlier): consumers may get the messages of those seconds again, nothing else.
+            log.error(
+                "shutdown: could not persist the broker state (%s); the previous version of "
+                "that file is kept, so the offsets committed in the last %d s may be consumed "
+                "again after the restart",
+                exc,
+                int(PERSIST_INTERVAL_S),
+            )
         if delay is not None:
             # After the server: sends that were still being answered are parked by now; the
             # offsets written here are what the next start continues from.
             delay.stop()
-        store.shutdown()
+        clean = True
+        try:
+            store.shutdown()
+        except RmqError as exc:
+            clean = False
+            log.error(
+                "shutdown: the store did not close cleanly (%s); the next start recovers", exc
+            )
         if embedded is not None:
             embedded[0].shutdown()
-    log.info("shutdown complete")
-    return 0
+    log.info("shutdown complete" if clean else "shutdown complete, store not closed cleanly")
+    # The exit status says whether the *store* closed cleanly: 1 when its final flush failed
+    # (the next start runs crash recovery). A config file that could not be written (a full
+    # disk) does not make it 1: the previous version is kept, nothing stored is lost, and the
+    # error line above names the file.
+    return 0 if clean else 1
+
+
+class PersistFailures:
+    """The periodic persist's errors, logged once when they start, again at most every 5
+    minutes while they last, and once when persisting works again (a full disk must not log
+    a line every few seconds)."""
+
+    REMIND_S = 300.0
+
+    def __init__(self) -> None:
+        self.since: float | None = None
+        self.logged = 0.0
+        self.count = 0
+
+    def failed(self, exc: RmqError) -> None:
+        now = time.monotonic()
+        self.count += 1
+        if self.since is None or now - self.logged >= self.REMIND_S:
+            if self.since is None:
+                self.since = now
+            self.logged = now
+            log.error(
+                "persisting broker state failed: %s (the previous version of the file is kept; "
+                "retrying every %d s, failed %d times so far)",
+                exc,
+                int(PERSIST_INTERVAL_S),
+                self.count,
+            )
+
+    def ok(self) -> None:
+        if self.since is not None:
+            log.info("persisting broker state works again after %d failures", self.count)
+        self.since = None
+        self.count = 0

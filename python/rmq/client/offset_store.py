@@ -10,13 +10,12 @@ import json
 import logging
 import os
 import re
-import tempfile
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from pathlib import Path
 
-from rmq._rmq import ClientInstance
+from rmq._rmq import ClientInstance, write_file_atomic
 from rmq.client.message_queue import MessageQueue
 
 __all__ = [
@@ -116,7 +115,8 @@ def default_offset_dir() -> Path:
 
 class LocalFileOffsetStore(OffsetStore):
     """Broadcasting: offsets in ``<dir>/<client id>/<group>/offsets.json``, written atomically
-    (temp file + rename, previous version kept as ``offsets.json.bak``)."""
+    (:func:`rmq._rmq.write_file_atomic`: temp file + rename, previous version kept as
+    ``offsets.json.bak``)."""
 
     def __init__(self, client_id: str, group: str, directory: Path | None = None) -> None:
         super().__init__()
@@ -154,17 +154,5 @@ class LocalFileOffsetStore(OffsetStore):
             for mq, offset in sorted(merged.items())
         )
         text = '{"offsetTable":{' + entries + "}}"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".offsets.", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
-            if self.path.exists():
-                os.replace(self.path, self.path.with_name("offsets.json.bak"))
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_file_atomic(self.path, text.encode(), backup=True)
         self._loaded = merged

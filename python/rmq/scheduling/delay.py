@@ -20,7 +20,8 @@ code. This module decides when those messages are delivered:
 
 Progress is ``{storePathRootDir}/config/delayOffset.json`` in RocketMQ's format
 (``{"offsetTable":{1:12,2:0}}``: fastjson's bare integer keys, which this module also reads
-quoted), written through a temp file and a rename with the previous version kept as ``.bak``:
+quoted), written through a temp file and a rename with the previous version kept as ``.bak``
+(:func:`rmq._rmq.write_file_atomic`; a failed write keeps the old file and is logged):
 
 * right after every delivery (no fsync: the write survives the broker process being killed,
   like the page cache holding the delivered messages themselves), so a broker killed with
@@ -48,7 +49,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from rmq._rmq import SCHEDULE_TOPIC
+from rmq._rmq import SCHEDULE_TOPIC, write_file_atomic
 from rmq.config import schema_default
 
 __all__ = [
@@ -159,37 +160,15 @@ def load_delay_offsets(path: Path) -> dict[int, int]:
 def write_delay_offsets(
     path: Path, table: Mapping[int, int], *, sync: bool, previous: str | None = None
 ) -> str:
-    """Write ``table`` to ``path`` as RocketMQ does (``MixAll.string2File``): the previous
-    content to ``.bak``, the new one to ``.tmp``, then a rename over ``path``. With ``sync`` the
-    new file and the directory are fsynced. ``previous`` is the content last written (read from
-    ``path`` when None). Returns the content written."""
+    """Write ``table`` to ``path`` as RocketMQ does (``MixAll.string2File``), through the one
+    atomic replacement (:func:`rmq._rmq.write_file_atomic`): the previous version kept as
+    ``.bak`` (unless ``previous``, the content last written, is the same), the new one written
+    to ``.tmp`` and renamed over ``path``. With ``sync`` the new file and the directory are
+    fsynced. Raises ``OSError`` naming the file (the old file is then unchanged). Returns the
+    content written."""
     text = format_delay_offsets(table)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if previous is None:
-        try:
-            previous = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            previous = None
-    if previous is not None and previous != text:
-        _write(path.with_name(path.name + ".bak"), previous, sync=False)
-    tmp = path.with_name(path.name + ".tmp")
-    _write(tmp, text, sync=sync)
-    os.replace(tmp, path)
-    if sync:
-        fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+    write_file_atomic(path, text.encode("utf-8"), backup=previous != text, sync=sync)
     return text
-
-
-def _write(path: Path, text: str, *, sync: bool) -> None:
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        if sync:
-            fh.flush()
-            os.fsync(fh.fileno())
 
 
 # --------------------------------------------------------------------------------------------

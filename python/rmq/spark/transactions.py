@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
 import threading
 import time
@@ -32,7 +31,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from rmq._rmq import StoredMessage
+from rmq._rmq import StoredMessage, write_file_atomic
 from rmq.client.transaction import LocalTransactionState, TransactionProducer
 from rmq.errors import ConfigError, RmqError
 
@@ -101,7 +100,8 @@ class SinkCommitLog:
         return frozenset(record["tasks"])
 
     def record(self, batch_id: int, tokens: Iterable[str], rows: int) -> None:
-        """Write the record of ``batch_id`` durably (temp file, fsync, rename, fsync dir)."""
+        """Write the record of ``batch_id`` durably (:func:`rmq._rmq.write_file_atomic`: temp
+        file, fsync, rename, fsync dir)."""
         self.dir.mkdir(parents=True, exist_ok=True)
         body = json.dumps(
             {
@@ -111,19 +111,7 @@ class SinkCommitLog:
                 "committedAt": int(time.time() * 1000),
             }
         ).encode()
-        tmp = self.dir / f".{batch_id}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            os.write(fd, body)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, self._path(batch_id))
-        dfd = os.open(self.dir, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
+        write_file_atomic(self._path(batch_id), body)
         for old in self.dir.iterdir():
             if old.name.isdigit() and int(old.name) <= batch_id - RECORDS_KEPT:
                 old.unlink(missing_ok=True)

@@ -144,7 +144,8 @@ pub static BROKER_KEYS: &[K] = &[
     K::new("fastFailIfNoBufferInStorePool", BOOL, Some("false"), Store,
         "Refuse a put at once when the pool has no free buffer."),
     K::new("warmMapedFileEnable", BOOL, Some("false"), Store,
-        "Pre-fault each new CommitLog file before it is written."),
+        "Allocate every block of each new CommitLog file (zero-filled under SYNC_FLUSH) and \
+         pre-fault it; otherwise files are sparse, blocks reserved as they are written."),
     K::new("diskSpaceCleanForciblyRatio", int(10, 99), Some("85"), Store,
         "Disk usage (%) above which even unexpired files are deleted, oldest first.")
         .hint(" (percent)"),

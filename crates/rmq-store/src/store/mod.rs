@@ -207,6 +207,14 @@ impl MessageStore {
         }
     }
 
+    /// Whether indexing is suspended because the index could not be written (a full disk;
+    /// see `index_suspend`): messages are stored and consumed, queries by key miss those
+    /// stored since, until it resumes and back-fills them.
+    #[must_use]
+    pub fn index_suspended(&self) -> bool {
+        self.reput.index_suspended()
+    }
+
     /// The ConsumeQueue of `(topic, queue_id)`, if it exists.
     #[must_use]
     pub fn get_consume_queue(&self, topic: &str, queue_id: i32) -> Option<Arc<ConsumeQueue>> {

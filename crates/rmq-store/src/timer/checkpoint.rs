@@ -15,10 +15,9 @@
 //! most the second being delivered), and with an fsync (after syncing log and wheel) every
 //! flush interval and at shutdown.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::error::{IoContext, Result, StoreError};
+use crate::error::{Result, StoreError};
 
 const MAGIC: &[u8; 4] = b"TMRC";
 const VERSION: u32 = 1;
@@ -125,23 +124,15 @@ impl TimerCheckpoint {
     /// # Errors
     /// The I/O error.
     pub fn save(&self, p: &TimerProgress, sync: bool) -> Result<()> {
-        let dir = self.path.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir).ctx(|| format!("creating {}", dir.display()))?;
-        let tmp = self.path.with_extension("tmp");
-        let mut f = std::fs::File::create(&tmp).ctx(|| format!("creating {}", tmp.display()))?;
-        f.write_all(&p.encode())
-            .ctx(|| format!("writing {}", tmp.display()))?;
-        if sync {
-            f.sync_all().ctx(|| format!("syncing {}", tmp.display()))?;
-        }
-        drop(f);
-        std::fs::rename(&tmp, &self.path).ctx(|| format!("renaming {}", tmp.display()))?;
-        if sync {
-            if let Ok(d) = std::fs::File::open(dir) {
-                let _ = d.sync_all();
-            }
-        }
-        Ok(())
+        crate::atomic_file::write_file_atomic(
+            &self.path,
+            &p.encode(),
+            crate::atomic_file::AtomicWrite {
+                backup: false,
+                sync,
+            },
+        )
+        .map_err(|e| StoreError::io(format!("{} {}", e.step, e.path.display()), e.source))
     }
 }
 

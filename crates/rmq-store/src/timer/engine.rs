@@ -201,6 +201,8 @@ impl TimerEngine {
     }
 
     fn link(&mut self, mut e: TimerEntry) -> Result<()> {
+        // The slot's block first: an entry appended to the log must not miss its link.
+        self.wheel.reserve(e.slot)?;
         let s = self.wheel.get(e.slot);
         e.pos = self.log.end();
         let slot = if s.holds(e.slot) {
@@ -220,8 +222,7 @@ impl TimerEngine {
             }
         };
         self.log.append(&e)?;
-        self.wheel.put(&slot);
-        Ok(())
+        self.wheel.put(&slot)
     }
 
     /// Whether the next second to read is over at `now_ms` (a second is delivered once it has
@@ -358,7 +359,9 @@ fn repair_dangling(wheel: &mut TimerWheel, log: &TimerLog, end: i64) -> usize {
             fixed.num,
             s.num
         );
-        wheel.put(&fixed);
+        if let Err(err) = wheel.put(&fixed) {
+            log::error!("repairing timer wheel second {}: {err}", s.time);
+        }
     }
     dangling.len()
 }
@@ -371,23 +374,42 @@ fn relink_recovered(wheel: &mut TimerWheel, e: &TimerEntry) -> bool {
         if s.last >= e.pos {
             return false;
         }
-        wheel.put(&Slot {
-            last: e.pos,
-            num: s.num.saturating_add(1),
-            ..s
-        });
-        return true;
+        return put_or_log(
+            wheel,
+            &Slot {
+                last: e.pos,
+                num: s.num.saturating_add(1),
+                ..s
+            },
+        );
     }
     if s.num > 0 && s.time > e.slot {
         return false; // the slot moved on to a later round: this second was read
     }
-    wheel.put(&Slot {
-        time: e.slot,
-        first: e.pos,
-        last: e.pos,
-        num: 1,
-    });
-    true
+    put_or_log(
+        wheel,
+        &Slot {
+            time: e.slot,
+            first: e.pos,
+            last: e.pos,
+            num: 1,
+        },
+    )
+}
+
+/// Recovery's slot write: true when written; a failure (a full disk) is logged and the entry
+/// stays unlinked.
+fn put_or_log(wheel: &mut TimerWheel, slot: &Slot) -> bool {
+    match wheel.put(slot) {
+        Ok(()) => true,
+        Err(err) => {
+            log::error!(
+                "relinking a recovered timer of second {}: {err}; it is not delivered",
+                slot.time
+            );
+            false
+        }
+    }
 }
 
 #[cfg(test)]
@@ -504,13 +526,15 @@ mod tests {
             first: 0,
             last: 0,
             num: 1,
-        });
+        })
+        .unwrap();
         w.put(&Slot {
             time: 4,
             first: 0,
             last: 0,
             num: 0,
-        });
+        })
+        .unwrap();
         drop(w);
         let (mut e, rec) = TimerEngine::open(dir.path(), 8, LOG_FILE, 0).unwrap();
         assert_eq!((rec.replayed, rec.relinked), (2, 2));

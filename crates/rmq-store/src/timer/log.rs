@@ -182,7 +182,7 @@ impl TimerLog {
             });
         }
         let file = self.queue.last_mapped_file_for_append(end)?;
-        if !file.append_bytes(&e.encode()) {
+        if !file.append_bytes(&e.encode())? {
             return Err(StoreError::Corruption {
                 file: file.path().to_path_buf(),
                 offset: u64::try_from(end).unwrap_or(0),

@@ -151,25 +151,43 @@ impl TimerWheel {
     /// The slot second `time` maps to (it may hold another round: check [`Slot::holds`]).
     #[must_use]
     pub fn get(&self, time: i64) -> Slot {
+        let mut b = [0u8; SLOT_SIZE];
+        if self.map.read(self.index(time) * SLOT_SIZE, &mut b) {
+            Slot::decode(&b)
+        } else {
+            Slot::default()
+        }
+    }
+
+    /// Allocate the block under the slot of second `time`, so a [`put`](Self::put) to it
+    /// cannot fail for want of space (the wheel file is sparse).
+    ///
+    /// # Errors
+    /// ENOSPC or another OS error, naming the file.
+    pub fn reserve(&mut self, time: i64) -> Result<()> {
         let at = self.index(time) * SLOT_SIZE;
         self.map
-            .get(at, SLOT_SIZE)
-            .map(Slot::decode)
-            .unwrap_or_default()
+            .reserve(at, SLOT_SIZE)
+            .ctx(|| format!("allocating a slot of {}", self.path.display()))
     }
 
     /// Overwrite the slot of `slot.time`.
-    pub fn put(&mut self, slot: &Slot) {
+    ///
+    /// # Errors
+    /// When the block under the slot cannot be allocated (see [`reserve`](Self::reserve)).
+    pub fn put(&mut self, slot: &Slot) -> Result<()> {
         let at = self.index(slot.time) * SLOT_SIZE;
-        if let Some(dst) = self.map.get_mut(at, SLOT_SIZE) {
-            dst.copy_from_slice(&slot.encode());
-        }
+        self.map
+            .write(at, &slot.encode())
+            .ctx(|| format!("writing a slot of {}", self.path.display()))
     }
 
     /// Every non-empty slot (a scan of the whole file).
     pub fn occupied(&self) -> impl Iterator<Item = Slot> + '_ {
         (0..self.slots).filter_map(|i| {
-            let s = self.map.get(i * SLOT_SIZE, SLOT_SIZE).map(Slot::decode)?;
+            let mut b = [0u8; SLOT_SIZE];
+            self.map.read(i * SLOT_SIZE, &mut b).then_some(())?;
+            let s = Slot::decode(&b);
             (s.num > 0).then_some(s)
         })
     }
@@ -207,7 +225,7 @@ mod tests {
             last: 560,
             num: 4,
         };
-        w.put(&s);
+        w.put(&s).unwrap();
         assert_eq!(w.get(1_700_000_003), s);
         assert!(w.get(1_700_000_003).holds(1_700_000_003));
         // The same ring index, another round: the slot is there but does not hold that second.
