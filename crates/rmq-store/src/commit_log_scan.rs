@@ -152,7 +152,14 @@ pub(crate) fn scan_commit_log(
     loop {
         let f = &files[idx];
         let raw = f.raw_from(0);
-        match check_at(raw, f.file_from_offset(), pos, check_crc) {
+        // A file is readable only up to where its data ends (a sparse file's unwritten tail
+        // is not mapped for reading): past that is no record, not the end of the file.
+        let at = if pos >= raw.len() && raw.len() < f.file_size() {
+            At::Bad("the file holds no data past here".to_owned())
+        } else {
+            check_at(raw, f.file_from_offset(), pos, check_crc)
+        };
+        match at {
             At::Record(n) => pos += n,
             At::EndOfFile if idx + 1 < files.len() => (idx, pos) = (idx + 1, 0),
             At::EndOfFile => {

@@ -363,3 +363,25 @@ fn a_long_commit_log_file_is_refused_with_what_to_do() {
         "{e}"
     );
 }
+
+#[test]
+fn a_store_killed_with_a_sparse_unwritten_file_reopens_empty() {
+    // Killed right after making its first CommitLog file: sparse, nothing written. Such a
+    // file is readable only up to its data, none: that is the end of the log, not a full
+    // file (this once made recovery claim the whole file and then fail to dispatch it).
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("commitlog")).unwrap();
+    std::fs::File::create(dir.path().join("commitlog").join(format!("{:020}", 0)))
+        .unwrap()
+        .set_len(262_144)
+        .unwrap();
+    std::fs::File::create(dir.path().join("abort")).unwrap();
+    let store = open(dir.path());
+    assert!(!store.last_exit_ok());
+    let first = store
+        .put_message(&common::msg(TOPIC, 0, b"one", b""))
+        .unwrap();
+    assert_eq!(first.append.wrote_offset, 0);
+    assert_eq!(first.append.queue_offset, 0);
+    store.shutdown().unwrap();
+}
