@@ -168,7 +168,7 @@ chaos: build chaos-tools
 
 chaos-tools:
 	@[ -e /dev/fuse ] || { echo "error: make chaos needs /dev/fuse (the FUSE kernel module)"; exit 1; }
-	@ldconfig -p | grep -q 'libfuse3\.so\.3' || { \
+	@[ -n "$$(ldconfig -p | grep 'libfuse3\.so\.3')" ] || { \
 		echo "installing libfuse3-3 and fuse3 (the power-loss layer of make chaos)"; \
 		apt-get update -q && apt-get install -y -q --no-install-recommends libfuse3-3 fuse3; }
 

@@ -44,11 +44,12 @@ def load_average() -> str:
 def _phase_row(p: dict[str, Any]) -> str:
     if "error" in p:
         cells = [p["phase"], p["flush"], p["crash"], str(p.get("cycles", 0)), "error"]
-        return "| " + " | ".join(cells) + " |" + " |" * 5
+        return "| " + " | ".join(cells) + " |" + " |" * 7
     return (
         f"| {p['phase']} | {p['flush']} | {p['crash']} | {p['cycles']} | {p['acked']} "
         f"| **{p['lost']}** | {p['duplicated']} | {p['unacked_present']} "
-        f"| {p['lost_per_crash_max']} | {p['served_twice']} |"
+        f"| {p['lost_per_crash_max']} | {p['acked_lost_from_commitlog']} "
+        f"| {p['acked_in_commitlog_unreachable']} | {p['served_twice']} |"
     )
 
 
@@ -66,8 +67,9 @@ def markdown(report: dict[str, Any]) -> str:
         "## Crash cycles",
         "",
         "| phase | flush | crash | cycles | acked | lost | duplicated | unacked but present "
-        "| most lost in one crash | served at a wrong queue offset |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| most lost in one crash | of them gone from the CommitLog | of them in the CommitLog "
+        "but unreachable | reads served at a wrong queue offset |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
         *(_phase_row(p) for p in report["phases"]),
         "",
     ]
@@ -76,9 +78,11 @@ def markdown(report: dict[str, Any]) -> str:
             lines += [f"- **{p['phase']}** failed: {p['error'][:500]}", ""]
         elif p["flush"] == "ASYNC_FLUSH" and p["crash"] == "powerloss":
             ms = 1000 * p["lost_per_crash_max"] / max(1, p["acked_per_second"])
+            size = p["store_config"].get("mappedFileSizeCommitLog", str(1 << 20))
             lines += [
-                f"- {p['phase']}: at most {p['lost_per_crash_max']} acked messages lost in one "
-                f"power loss, about {ms:.0f} ms of load at {p['acked_per_second']} acked/s.",
+                f"- {p['phase']} ({int(size) >> 20} MiB CommitLog files): at most "
+                f"{p['lost_per_crash_max']} acked messages lost in one power loss, about "
+                f"{ms:.0f} ms of load at {p['acked_per_second']} acked/s.",
             ]
     sc = report.get("selfcheck", {})
     lines += [
