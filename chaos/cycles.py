@@ -110,6 +110,7 @@ def run(
         progress(f"{name}: walking the CommitLog record by record")
         in_log = commitlog_keys(store, extra or {})
         acked_in_log = sum(1 for k in load.acked if k in in_log)
+        gone_by_cycle = collections.Counter(load.acked[k] for k in load.acked if k not in in_log)
         lost_by_cycle = collections.Counter(
             load.acked[k] for k in load.acked if k not in got.counts
         )
@@ -123,6 +124,8 @@ def run(
             lost_per_crash_max=max(lost_by_cycle.values(), default=0),
             lost_by_crash={str(k): v for k, v in sorted(lost_by_cycle.items())},
             acked_lost_from_commitlog=t.acked - acked_in_log,
+            lost_from_commitlog_per_crash_max=max(gone_by_cycle.values(), default=0),
+            lost_from_commitlog_by_crash={str(k): v for k, v in sorted(gone_by_cycle.items())},
             acked_in_commitlog_unreachable=sum(
                 1 for k in load.acked if k in in_log and k not in got.counts
             ),

@@ -48,6 +48,7 @@ def _connect(port: int) -> socket.socket:
 
 def _closed_by_peer(s: socket.socket) -> bool:
     """Whether the broker closed ``s`` (a readable socket with nothing to read), at once."""
+    s.setblocking(False)  # with a timeout set, recv would first wait for it
     try:
         return s.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
     except BlockingIOError:

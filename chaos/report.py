@@ -77,12 +77,13 @@ def markdown(report: dict[str, Any]) -> str:
         if "error" in p:
             lines += [f"- **{p['phase']}** failed: {p['error'][:500]}", ""]
         elif p["flush"] == "ASYNC_FLUSH" and p["crash"] == "powerloss":
-            ms = 1000 * p["lost_per_crash_max"] / max(1, p["acked_per_second"])
+            worst = p["lost_from_commitlog_per_crash_max"]
+            ms = 1000 * worst / max(1, p["acked_per_second"])
             size = p["store_config"].get("mappedFileSizeCommitLog", str(1 << 20))
             lines += [
-                f"- {p['phase']} ({int(size) >> 20} MiB CommitLog files): at most "
-                f"{p['lost_per_crash_max']} acked messages lost in one power loss, about "
-                f"{ms:.0f} ms of load at {p['acked_per_second']} acked/s.",
+                f"- {p['phase']} ({int(size) >> 20} MiB CommitLog files): at most {worst} acked "
+                f"messages gone from the CommitLog in one power loss, about {ms:.0f} ms of load "
+                f"at {p['acked_per_second']} acked/s.",
             ]
     sc = report.get("selfcheck", {})
     lines += [
