@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from chaos.cluster import STORE_CONF
+
 
 def machine() -> dict[str, Any]:
     cpu = "unknown"
@@ -79,9 +81,12 @@ def markdown(report: dict[str, Any]) -> str:
         elif p["flush"] == "ASYNC_FLUSH" and p["crash"] == "powerloss":
             worst = p["lost_from_commitlog_per_crash_max"]
             ms = 1000 * worst / max(1, p["acked_per_second"])
-            size = p["store_config"].get("mappedFileSizeCommitLog", str(1 << 20))
+            conf = {**STORE_CONF, **p["store_config"]}
+            size = int(conf["mappedFileSizeCommitLog"]) >> 20
+            units = int(conf["mappedFileSizeConsumeQueue"]) // 20
             lines += [
-                f"- {p['phase']} ({int(size) >> 20} MiB CommitLog files): at most {worst} acked "
+                f"- {p['phase']} ({size} MiB CommitLog files, ConsumeQueue files of {units} "
+                f"units): at most {worst} acked "
                 f"messages gone from the CommitLog in one power loss, about {ms:.0f} ms of load "
                 f"at {p['acked_per_second']} acked/s.",
             ]
