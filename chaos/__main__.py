@@ -58,7 +58,7 @@ def _failures(rep: dict[str, Any]) -> list[str]:
         if p["served_twice"]:
             out.append(
                 f"{p['phase']}: {p['served_twice']} reads served a stored message at a queue "
-                "offset other than its own (ConsumeQueue units left past the recovered CommitLog)"
+                "offset other than its own (a ConsumeQueue unit pointing at another record)"
             )
     if "memory_error" in rep:
         out.append(f"memory could not run: {rep['memory_error'][:300]}")
