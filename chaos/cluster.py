@@ -42,11 +42,14 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _child(args: list[str], log: Path, cwd: Path) -> subprocess.Popen[bytes]:
+def _child(
+    args: list[str], log: Path, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
     with log.open("ab") as out:
         return subprocess.Popen(
             [sys.executable, *args],
             cwd=cwd,
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=out,
@@ -197,13 +200,14 @@ class PowerLossMount:
         mountpoint.mkdir(parents=True, exist_ok=True)
 
     def mount(self) -> None:
-        repo = Path(__file__).resolve().parent.parent
-        env_path = os.environ.get("PYTHONPATH", "")
-        os.environ["PYTHONPATH"] = f"{repo}{os.pathsep}{env_path}" if env_path else str(repo)
+        # The daemon runs in another folder: it finds the chaos package through PYTHONPATH.
+        repo = str(Path(__file__).resolve().parent.parent)
+        paths = [repo, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
         self.proc = _child(
             ["-m", "chaos.powerloss_fs", str(self.backing), str(self.mountpoint)],
             self.log,
             self.backing.parent,
+            {**os.environ, "PYTHONPATH": os.pathsep.join(paths)},
         )
         deadline = time.monotonic() + 30
         while not os.path.ismount(self.mountpoint):
