@@ -2,6 +2,8 @@
 #
 #   make run [ARGS="-c broker.conf"]   build (release) and start a broker
 #   make test                          build, all lints, Rust tests, Python tests
+#   make chaos [CHAOS_ARGS=...]          the fault campaign (not part of `make test`): report in
+#                                      target/chaos/, figures quoted in RELIABILITY.md
 #   make build | lint | fmt | bench | clean | distclean
 #
 # Works from a fresh clone: the first target that needs Python tools creates .venv and installs
@@ -27,13 +29,14 @@ export PYO3_PYTHON := $(VENV_ABS)/bin/python
 section = @printf '\n==== %s ====\n' "$(1)"
 
 .PHONY: help venv build run lint lint-rust lint-python stubtest test test-rust test-python java-tools \
-	go-tools node-tools bench \
+	go-tools node-tools bench chaos chaos-tools \
 	fmt clean distclean
 
 help:
 	@echo "make run [ARGS='-c broker.conf']  build in release mode and start a broker"
 	@echo "make test                         build, lint, cargo test, pytest (what CI runs)"
 	@echo "make build                        maturin develop --release into .venv"
+	@echo "make chaos [CHAOS_ARGS='--kill9-cycles 5']  fault campaign, report in target/chaos"
 	@echo "make lint | stubtest | fmt | bench | clean | distclean"
 
 # ---- Python virtualenv ------------------------------------------------------------------------
@@ -71,9 +74,9 @@ lint-rust: $(VENV_STAMP)
 
 lint-python: $(VENV_STAMP)
 	$(call section,lint: ruff check)
-	$(VENV)/bin/ruff check python tests
+	$(VENV)/bin/ruff check python tests chaos
 	$(call section,lint: ruff format --check)
-	$(VENV)/bin/ruff format --check python tests
+	$(VENV)/bin/ruff format --check python tests chaos
 	$(call section,lint: mypy --strict)
 	$(VENV)/bin/mypy
 
@@ -84,8 +87,8 @@ stubtest: $(VENV_STAMP)
 
 fmt: $(VENV_STAMP)
 	cargo fmt --all
-	$(VENV)/bin/ruff format python tests
-	$(VENV)/bin/ruff check --fix python tests
+	$(VENV)/bin/ruff format python tests chaos
+	$(VENV)/bin/ruff check --fix python tests chaos
 
 # ---- test -------------------------------------------------------------------------------------
 
@@ -140,6 +143,34 @@ bench: build
 	else \
 		echo "python -m rmq.bench is not part of this build yet; skipped"; \
 	fi
+
+# ---- chaos: the long fault campaign -----------------------------------------------------------
+
+CHAOS_ARGS ?=
+
+# chaos/ (python -m chaos): kill -9 and power-loss cycles of a real broker under load with
+# acked-key accounting, memory per idle connection and per stalled frame; ~10 min on 2 cores.
+# Its power-loss layer is a FUSE file system (chaos/powerloss_fs.py, mfusepy from
+# requirements-dev.txt) on libfuse 3; it mounts as root through /dev/fuse.
+chaos: build chaos-tools
+	$(call section,chaos: python -m chaos $(CHAOS_ARGS))
+	PYTHONPATH=$(CURDIR) $(PY) -m chaos --out target/chaos $(CHAOS_ARGS)
+	$(call section,chaos: fuzzing)
+	@# Fuzzing: `make fuzz` (cargo fuzz on the frame codec and the record decoder) runs here once
+	@# the Makefile has it; its output goes to target/chaos/fuzz.log and its figures to the
+	@# "Fuzzing" section of RELIABILITY.md.
+	@if grep -q '^fuzz:' Makefile; then \
+		$(MAKE) --no-print-directory fuzz 2>&1 | tee target/chaos/fuzz.log; \
+	else \
+		echo "make fuzz is not part of this build yet; skipped"; \
+	fi
+	$(call section,chaos: done: target/chaos/report.md)
+
+chaos-tools:
+	@[ -e /dev/fuse ] || { echo "error: make chaos needs /dev/fuse (the FUSE kernel module)"; exit 1; }
+	@[ -n "$$(ldconfig -p | grep 'libfuse3\.so\.3')" ] || { \
+		echo "installing libfuse3-3 and fuse3 (the power-loss layer of make chaos)"; \
+		apt-get update -q && apt-get install -y -q --no-install-recommends libfuse3-3 fuse3; }
 
 # ---- clean ------------------------------------------------------------------------------------
 
