@@ -414,13 +414,29 @@ impl IndexService {
     }
 
     /// Open the files. After a crash, files holding entries newer than the checkpoint's
-    /// index time are deleted: dispatch rebuilds them from the CommitLog.
+    /// index time are deleted: dispatch rebuilds them from the CommitLog. So is a file of the
+    /// wrong size (cut short by a crash or power loss while it was being made), with every
+    /// newer one: the index is derived data, and its entries must stay in CommitLog order.
     ///
     /// # Errors
     /// When a file cannot be opened or removed.
     pub fn load(&self, last_exit_ok: bool, checkpoint_index_ts: i64) -> Result<()> {
         let paths = crate::mapped_file_queue::sorted_files(&self.dir)?;
         let mut files = self.files.write().unwrap_or_else(PoisonError::into_inner);
+        let want = file_len(self.hash_slot_num, self.index_num) as u64;
+        let bad = paths
+            .iter()
+            .position(|p| std::fs::metadata(p).is_ok_and(|m| m.len() != want));
+        let mut paths = paths;
+        if let Some(i) = bad {
+            for p in paths.split_off(i) {
+                log::warn!(
+                    "index file {} is not {want} bytes (maxHashSlotNum/maxIndexNum, or cut                      short by a crash): it and any newer index file are deleted and rebuilt                      from the CommitLog",
+                    p.display()
+                );
+                std::fs::remove_file(&p).ctx(|| format!("removing {}", p.display()))?;
+            }
+        }
         for p in paths {
             let f = IndexFile::load(&p, self.hash_slot_num, self.index_num)?;
             if !last_exit_ok && f.end_timestamp() > checkpoint_index_ts {

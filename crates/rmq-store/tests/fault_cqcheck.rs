@@ -288,3 +288,29 @@ fn expired_heads_and_queues_starting_above_zero_are_not_damage() {
     assert_eq!(store.get_max_offset_in_queue("T", 0), 300);
     store.shutdown().unwrap();
 }
+
+#[test]
+fn an_index_file_cut_short_is_rebuilt_instead_of_stopping_the_start() {
+    // A power loss while an index file was being made can leave it at 0 bytes: the store
+    // still opens, and the keys it held are found again.
+    let dir = tempfile::tempdir().unwrap();
+    fill(dir.path(), 1, 600);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir.path().join("index"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 3);
+    std::fs::File::create(&files[1]).unwrap(); // truncated to 0 bytes
+    let store = open(dir.path());
+    let found = (0..600)
+        .filter(|i| {
+            store
+                .query_message("T", &format!("k0-{i}"), 32, 0, i64::MAX)
+                .len()
+                == 1
+        })
+        .count();
+    assert_eq!(found, 600);
+    store.shutdown().unwrap();
+}
