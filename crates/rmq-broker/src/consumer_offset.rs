@@ -130,6 +130,28 @@ impl ConsumerOffsetManager {
             .collect()
     }
 
+    /// Every committed offset as a hold on its queue's unconsumed messages (the retention
+    /// floor of forced deletion, `rmq_store::MessageStore::set_consume_progress`).
+    #[must_use]
+    pub fn queue_holds(&self) -> Vec<rmq_store::QueueHold> {
+        let table = self.lock();
+        let mut out = Vec::with_capacity(table.values().map(HashMap::len).sum());
+        for (k, queues) in table.iter() {
+            let Some((topic, group)) = k.split_once('@') else {
+                continue;
+            };
+            for (&queue_id, &offset) in queues {
+                out.push(rmq_store::QueueHold {
+                    holder: format!("subscription group {group}"),
+                    topic: topic.to_owned(),
+                    queue_id,
+                    offset,
+                });
+            }
+        }
+        out
+    }
+
     /// The whole table as RocketMQ serializes it.
     #[must_use]
     pub fn wrapper(&self) -> ConsumerOffsetSerializeWrapper {

@@ -88,7 +88,13 @@ impl SmallFilesystem {
     pub(crate) fn mount(dir: &Path, size_mib: u32) -> Self {
         std::fs::create_dir_all(dir).unwrap();
         let out = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size_mib}m,mode=0755"), "tmpfs"])
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size_mib}m,mode=0755"),
+                "tmpfs",
+            ])
             .arg(dir)
             .output()
             .expect("run mount");
@@ -108,6 +114,9 @@ impl SmallFilesystem {
 
 impl Drop for SmallFilesystem {
     fn drop(&mut self) {
-        let _ = std::process::Command::new("umount").arg("-l").arg(&self.0).status();
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
     }
 }
