@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+import rmq
 from helpers import (
     BrokerProcess,
     create_topic,
@@ -23,8 +25,6 @@ from helpers import (
     update_offset_header,
     wait_until,
 )
-
-import rmq
 from rmq._rmq import RemotingClient, decode_messages
 from rmq.codes import RequestCode, ResponseCode
 from rmq.errors import RmqError

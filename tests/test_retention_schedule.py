@@ -100,7 +100,9 @@ class FakeStore:
         self.called.set()
         size = 1 << 20
         reason = "forced" if force else "expired"
-        files = [(f"{i * size:020d}", i * size, (i + 1) * size, reason) for i in range(self.deletes)]
+        files = [
+            (f"{i * size:020d}", i * size, (i + 1) * size, reason) for i in range(self.deletes)
+        ]
         return FakeStore.Report(files, self.held)
 
     def disk_used_ratio(self) -> float:

@@ -4,10 +4,10 @@ nameserver registration, and the broker's schedules.
 
 Python decides; Rust moves the bytes. This module wires the pieces and owns the timers:
 register with every nameserver every ``registerNameServerPeriod`` ms (and at once when topics
-change), persist consumer offsets every 5 s, delete CommitLog files at ``deleteWhen`` or when the disk
-fills (never what a group, timer or delay level still needs), deliver
-delayed messages when due (:class:`rmq.scheduling.delay.DelayService`, on a master), ask
-producers about unfinished transactions every ``transactionCheckInterval`` ms
+change), persist consumer offsets every 5 s, delete CommitLog files at ``deleteWhen`` or when
+the disk fills (never what a group, timer or delay level still needs), deliver delayed messages
+when due (:class:`rmq.scheduling.delay.DelayService`, on a master), ask producers about
+unfinished transactions every ``transactionCheckInterval`` ms
 (:mod:`rmq.scheduling.transaction`). SIGTERM or SIGINT stop it cleanly: unregister, stop
 serving, stop delivering and write the delay offsets, persist, flush, remove the ``abort``
 file.
