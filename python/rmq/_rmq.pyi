@@ -59,6 +59,7 @@ __all__ = [
     "TRANS_OP_REMOVE_TAG",
     "BrokerServer",
     "ClientInstance",
+    "CommitLogCleanReport",
     "ConfigKey",
     "ConsumeQueueUnits",
     "DeliverResult",

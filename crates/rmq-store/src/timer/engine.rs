@@ -526,6 +526,31 @@ mod tests {
     }
 
     #[test]
+    fn the_pending_floor_is_the_oldest_undelivered_record_across_rounds_and_restarts() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut e = open(dir.path(), 8, 0);
+        assert_eq!(e.pending_floor(), None);
+        // (due second, CommitLog offset): the oldest record is due last, beyond this round.
+        for (i, (d, py)) in [(2, 500), (5, 300), (30, 100)].into_iter().enumerate() {
+            e.enqueue(d, py, 1, i64::try_from(i).unwrap()).unwrap();
+        }
+        assert_eq!(e.pending_floor(), Some(100));
+        // Delivering seconds 2 and 5 (and sending the far timer round) keeps it.
+        assert_eq!(run_until(&mut e, 6), [(2, 2, 0), (5, 5, 1)]);
+        assert_eq!(e.pending_floor(), Some(100));
+        e.sync().unwrap();
+        drop(e);
+        // A restart walks the chains again.
+        let (mut e, _) = TimerEngine::open(dir.path(), 8, LOG_FILE, 999).unwrap();
+        assert_eq!(e.pending_floor(), Some(100));
+        e.enqueue(40, 900, 1, 3).unwrap();
+        assert_eq!(run_until(&mut e, 30), [(30, 30, 2)]);
+        assert_eq!(e.pending_floor(), Some(900), "only the later timer is left");
+        assert_eq!(run_until(&mut e, 40), [(40, 40, 3)]);
+        assert_eq!(e.pending_floor(), None);
+    }
+
+    #[test]
     fn a_clean_restart_keeps_everything_pending_and_repeats_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let mut e = open(dir.path(), 8, 0);
