@@ -182,6 +182,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_committed_offset_holds_its_queue_for_retention() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = ConsumerOffsetManager::new(dir.path()).unwrap();
+        m.commit("G", "T", 0, 12);
+        m.commit("G@x", "T", 1, 3);
+        m.commit("G", "%RETRY%G", 0, 0);
+        let mut holds: Vec<_> = m
+            .queue_holds()
+            .into_iter()
+            .map(|h| (h.holder, h.topic, h.queue_id, h.offset))
+            .collect();
+        holds.sort();
+        let hold = |g: &str, t: &str, q, o| (format!("subscription group {g}"), t.into(), q, o);
+        assert_eq!(
+            holds,
+            [
+                hold("G", "%RETRY%G", 0, 0),
+                hold("G", "T", 0, 12),
+                hold("G@x", "T", 1, 3)
+            ]
+        );
+    }
+
+    #[test]
     fn fastjson_file_loads_and_round_trips() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
