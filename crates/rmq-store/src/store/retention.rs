@@ -1,8 +1,10 @@
 //! Retention and the disk guard of [`MessageStore`]: deleting CommitLog files older than
-//! `fileReservedTime` (and the ConsumeQueue and index files below the new minimum), removing
-//! ConsumeQueues of expired or unused topics, and refusing writes while the disk is above
-//! `diskSpaceWarningLevelRatio`. *When* to delete is the retention scheduler's decision
-//! (Python); the `rmq-clean` thread only runs [`MessageStore::check_disk_space`].
+//! `fileReservedTime`, or unexpired ones when forced (and the ConsumeQueue and index files below
+//! the new minimum), never past the retention floor ([`super::floor`]); removing ConsumeQueues
+//! of expired or unused topics; and refusing writes while the disk is above
+//! `diskSpaceWarningLevelRatio`, with a remark naming what holds the disk. *When* to delete is
+//! the retention scheduler's decision (Python); the `rmq-clean` thread only runs
+//! [`MessageStore::check_disk_space`].
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
