@@ -223,6 +223,7 @@ class FakeStore:
     refuse_after: int | None = None
     delivered: list[tuple[int, int, int]] = field(default_factory=list)
     delay_levels_ms: list[int] = field(default_factory=lambda: [1000, 2000])
+    told: dict[int, int] | None = None
 
     @dataclass
     class Units:
@@ -248,6 +249,9 @@ class FakeStore:
         picked = queue[offset - lo : offset - lo + max_count] if offset >= lo else []
         return FakeStore.Units(lo, lo + len(queue), picked)
 
+    def set_delay_offsets(self, offsets: dict[int, int]) -> None:
+        self.told = dict(offsets)
+
     def deliver_scheduled(self, units: list[tuple[int, int, int]]) -> FakeStore.Result:
         n = len(units)
         error = None
@@ -269,6 +273,7 @@ def test_offsets_are_corrected_and_refusals_retried(
     service.load()
     # Level 1 starts at its queue's first offset; level 2 (no queue) at 0; level 7 is kept.
     assert service.offsets == {1: 2, 2: 0, 7: 3}
+    assert store.told == {1: 2, 2: 0, 7: 3}, "retention keeps parked messages from there"
     assert "delay level 2: offset 40 is outside its queue" in caplog.text
 
     store.refuse_after = 3

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from datetime import datetime
 
 import pytest
 
 from rmq.scheduling.retention import (
     Decision,
+    RetentionLog,
     RetentionPolicy,
     RetentionScheduler,
     decide,
@@ -86,11 +88,22 @@ class FakeStore:
         self.calls: list[bool] = []
         self.called = threading.Event()
         self.checks = 0
+        self.held: tuple[int, str, str] | None = None
 
-    def delete_expired_files(self, force: bool = False) -> int:
+    @dataclass
+    class Report:
+        deleted: list[tuple[str, int, int, str]]
+        held: tuple[int, str, str] | None = None
+
+    def clean_commit_log(self, force: bool = False) -> FakeStore.Report:
         self.calls.append(force)
         self.called.set()
-        return self.deletes
+        size = 1 << 20
+        reason = "forced" if force else "expired"
+        files = [
+            (f"{i * size:020d}", i * size, (i + 1) * size, reason) for i in range(self.deletes)
+        ]
+        return FakeStore.Report(files, self.held)
 
     def disk_used_ratio(self) -> float:
         return self.ratio
@@ -145,3 +158,30 @@ def test_scheduler_survives_a_failing_check(caplog: pytest.LogCaptureFixture) ->
     finally:
         scheduler.stop()
     assert "expired-file check failed" in caplog.text
+
+
+def test_each_decision_is_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("INFO", logger="rmq.scheduling.retention")
+    store = FakeStore(ratio=0.97, deletes=2)
+    store.held = (2 << 20, "subscription group G on T/3", "at queue offset 17 of 40")
+    scheduler_memo = RetentionLog()
+    assert run_once(store, POLICY, at(12), scheduler_memo) == 2
+    deleted = [r.getMessage() for r in caplog.records if "deleted" in r.getMessage()]
+    assert deleted == [
+        "deleted 2 CommitLog file(s) (2 forced): 00000000000000000000 to 00000000000001048576, "
+        "offsets [0, 2097152); disk 97.0% used, over diskSpaceCleanForciblyRatio 85%"
+    ]
+    # The hold: named once, with what to do, however often the check finds it again.
+    store.deletes = 0
+    for _ in range(5):
+        assert run_once(store, POLICY, at(12), scheduler_memo) == 0
+    held = [r.getMessage() for r in caplog.records if "stops at offset" in r.getMessage()]
+    assert len(held) == 1, held
+    assert "subscription group G on T/3 still needs it (at queue offset 17 of 40)" in held[0]
+    assert "cleanUnconsumedFileForciblyEnable=true" in held[0]
+    # Once another holder is the oldest, that one is named (once).
+    store.held = (3 << 20, "delay level 2 on SCHEDULE_TOPIC_XXXX/1", "at queue offset 0 of 5")
+    run_once(store, POLICY, at(12), scheduler_memo)
+    run_once(store, POLICY, at(12), scheduler_memo)
+    held = [r.getMessage() for r in caplog.records if "stops at offset" in r.getMessage()]
+    assert len(held) == 2 and "delay level 2" in held[1]

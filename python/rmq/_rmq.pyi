@@ -60,6 +60,7 @@ __all__ = [
     "TRANS_OP_REMOVE_TAG",
     "BrokerServer",
     "ClientInstance",
+    "CommitLogCleanReport",
     "ConfigKey",
     "ConsumeQueueUnits",
     "DeliverResult",
@@ -433,6 +434,19 @@ class DeliverResult:
     None. The units from ``processed`` on are to be tried again later."""
 
 @final
+class CommitLogCleanReport:
+    """What one CommitLog deletion pass did."""
+
+    @property
+    def deleted(self) -> list[tuple[str, int, int, str]]:
+        """Files deleted, oldest first: ``(file name, from offset, to offset, reason)``, reason
+        ``"expired"`` or ``"forced"``."""
+    @property
+    def held(self) -> tuple[int, str, str] | None:
+        """``(CommitLog offset, holder, detail)`` that kept the next file the pass would have
+        deleted, e.g. ``(1048576, "subscription group G on T/3", "at queue offset 17 of 40")``."""
+
+@final
 class MessageStore:
     """One broker's storage engine over a store root directory.
 
@@ -527,9 +541,22 @@ class MessageStore:
     def flush(self) -> int:
         """Flush everything now; returns the flushed CommitLog offset."""
     def delete_expired_files(self, force: bool = False) -> int:
-        """Delete CommitLog files older than fileReservedTime (all but the active one when
-        ``force``), then ConsumeQueue and index entries below the new min offset; files still
-        being read are kept until destroyMapedFileIntervalForcibly. Returns files deleted."""
+        """Delete CommitLog files older than fileReservedTime (unexpired ones too when
+        ``force``), never past the retention floor (see :meth:`clean_commit_log`), then
+        ConsumeQueue and index entries below the new min offset; files still being read are
+        kept until destroyMapedFileIntervalForcibly. Returns files deleted."""
+    def clean_commit_log(self, force: bool = False) -> CommitLogCleanReport:
+        """One deletion pass, as :meth:`delete_expired_files`, reported file by file. Never
+        past the retention floor: expiry keeps pending timers and undelivered delay-level
+        messages; forced deletion also keeps what a subscription group has not consumed
+        (unless ``cleanUnconsumedFileForciblyEnable``)."""
+    def retention_floor(self) -> tuple[int, str, str] | None:
+        """The lowest CommitLog offset still needed (by a subscription group, a timer, a
+        delay level or dispatch), by whom and where it stands; ``None`` when nothing holds
+        any."""
+    def set_delay_offsets(self, offsets: dict[int, int]) -> None:
+        """The delay scheduler's progress (level -> next offset to deliver): parked messages
+        from there on are kept by retention. Until the first call every parked one is."""
     @property
     def file_reserved_time(self) -> int:
         """Hours a CommitLog file is kept (``fileReservedTime``), as in effect now."""

@@ -130,6 +130,28 @@ impl ConsumerOffsetManager {
             .collect()
     }
 
+    /// Every committed offset as a hold on its queue's unconsumed messages (the retention
+    /// floor of forced deletion, `rmq_store::MessageStore::set_consume_progress`).
+    #[must_use]
+    pub fn queue_holds(&self) -> Vec<rmq_store::QueueHold> {
+        let table = self.lock();
+        let mut out = Vec::with_capacity(table.values().map(HashMap::len).sum());
+        for (k, queues) in table.iter() {
+            let Some((topic, group)) = k.split_once('@') else {
+                continue;
+            };
+            for (&queue_id, &offset) in queues {
+                out.push(rmq_store::QueueHold {
+                    holder: format!("subscription group {group}"),
+                    topic: topic.to_owned(),
+                    queue_id,
+                    offset,
+                });
+            }
+        }
+        out
+    }
+
     /// The whole table as RocketMQ serializes it.
     #[must_use]
     pub fn wrapper(&self) -> ConsumerOffsetSerializeWrapper {
@@ -158,6 +180,30 @@ impl ConsumerOffsetManager {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_committed_offset_holds_its_queue_for_retention() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = ConsumerOffsetManager::new(dir.path()).unwrap();
+        m.commit("G", "T", 0, 12);
+        m.commit("G@x", "T", 1, 3);
+        m.commit("G", "%RETRY%G", 0, 0);
+        let mut holds: Vec<_> = m
+            .queue_holds()
+            .into_iter()
+            .map(|h| (h.holder, h.topic, h.queue_id, h.offset))
+            .collect();
+        holds.sort();
+        let hold = |g: &str, t: &str, q, o| (format!("subscription group {g}"), t.into(), q, o);
+        assert_eq!(
+            holds,
+            [
+                hold("G", "%RETRY%G", 0, 0),
+                hold("G", "T", 0, 12),
+                hold("G@x", "T", 1, 3)
+            ]
+        );
+    }
 
     #[test]
     fn fastjson_file_loads_and_round_trips() {

@@ -66,6 +66,13 @@ impl BrokerController {
                 }
             },
         ));
+        // Forced deletion keeps what a group has not consumed (the store's retention floor).
+        let weak = Arc::downgrade(&broker);
+        broker.store.set_consume_progress(Arc::new(move || {
+            weak.upgrade()
+                .map(|b| b.offsets.queue_holds())
+                .unwrap_or_default()
+        }));
         Ok(Self {
             broker,
             tasks: Mutex::new(Vec::new()),

@@ -5,8 +5,10 @@
 //! (`errors`), the store (`store`), stored messages (`stored_message`), the client core
 //! (`client`, with its callback thread in `callbacks`), the producer (`producer`), the
 //! consumer calls (`consumer`, `columns`), the broker server (`broker`), the remoting
-//! transport (`remoting`), the bridge from Rust's `log` records into Python's `logging`
-//! (`logging`), the config schema (`config_schema`), the names and codes Rust owns (`names`), small protocol helpers (`common`) and the atomic file replacement (`files`).
+//! transport (`remoting`), retention passes and their floor (`retention`), the bridge from
+//! Rust's `log` records into Python's `logging` (`logging`), the config schema
+//! (`config_schema`), the names and codes Rust owns (`names`), small protocol helpers
+//! (`common`) and the atomic file replacement (`files`).
 
 mod broker;
 mod callbacks;
@@ -21,6 +23,7 @@ mod logging;
 mod names;
 mod producer;
 mod remoting;
+mod retention;
 mod runtime;
 mod store;
 mod stored_message;
@@ -36,6 +39,7 @@ fn _rmq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     stored_message::register(m)?;
     broker::register(m)?;
     remoting::register(m)?;
+    retention::register(m)?;
     client::register(m)?;
     producer::register(m)?;
     consumer::register(m)?;

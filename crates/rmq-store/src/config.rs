@@ -242,6 +242,9 @@ store_config! {
     "destroyMapedFileIntervalForcibly" => destroy_mapped_file_interval_forcibly: u32;
     /// Delete even unexpired files when the disk is over diskSpaceCleanForciblyRatio.
     "cleanFileForciblyEnable" => clean_file_forcibly_enable: bool;
+    /// Let forced deletion delete unconsumed messages, pending timers and undelivered
+    /// delay-level messages, as RocketMQ does (off: the retention floor keeps them).
+    "cleanUnconsumedFileForciblyEnable" => clean_unconsumed_file_forcibly_enable: bool;
     /// Verify body CRCs during recovery.
     "checkCRCOnRecover" => check_crc_on_recover: bool;
     /// Build the IndexFile (query by key).

@@ -54,9 +54,10 @@ pub use consume_queue::QueueId;
 pub use error::{Result, StoreError};
 pub use format::{CqUnit, DecodedRecord, MessageToStore};
 pub use mapped_file::SelectMappedBufferResult;
+pub use mapped_file_queue::DeletedFile;
 pub use schedule::{DeliverOutcome, SCHEDULE_TOPIC};
 pub use store::{
-    ConsumeQueueUnits, GetMessageResult, GetMessageStatus, MessageStore, PutMessageResult,
-    PutMessageStatus,
+    CleanReport, ConsumeProgress, ConsumeQueueUnits, DeleteReason, GetMessageResult,
+    GetMessageStatus, MessageStore, PutMessageResult, PutMessageStatus, QueueHold, RetentionHold,
 };
 pub use timer::TIMER_TOPIC;

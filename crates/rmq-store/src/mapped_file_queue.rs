@@ -30,6 +30,17 @@ pub(crate) fn sorted_files(dir: &Path) -> Result<Vec<PathBuf>> {
 /// At most this many files are deleted by one expiry pass.
 pub const DELETE_FILES_BATCH_MAX: usize = 10;
 
+/// A file [`MappedFileQueue::delete_oldest_while`] deleted, and the offsets it covered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeletedFile {
+    /// Its path.
+    pub path: PathBuf,
+    /// Offset of its first byte.
+    pub from: i64,
+    /// Offset one past its last byte (the next file's start).
+    pub to: i64,
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -417,33 +428,29 @@ impl MappedFileQueue {
         Ok(())
     }
 
-    /// Delete the oldest files last written before `now - expired_ms` (any age when
-    /// `clean_immediately`), never the newest file, at most [`DELETE_FILES_BATCH_MAX`]. A file
-    /// still held by a reader is kept until `forcibly_ms` after the first refusal, and the
-    /// pass stops there so deletion stays a prefix. Returns how many were deleted.
-    pub fn delete_expired_by_time(
+    /// Delete the oldest files, in order, while `may_delete` agrees, never the newest file,
+    /// at most [`DELETE_FILES_BATCH_MAX`], pausing `interval_ms` between two. A file still
+    /// held by a reader is kept until `forcibly_ms` after the first refusal, and the pass
+    /// stops there so deletion stays a prefix. Returns the files deleted, oldest first.
+    pub fn delete_oldest_while(
         &self,
         now_ms: i64,
-        expired_ms: i64,
         interval_ms: u64,
         forcibly_ms: i64,
-        clean_immediately: bool,
-    ) -> usize {
+        mut may_delete: impl FnMut(&MappedFile) -> bool,
+    ) -> Vec<DeletedFile> {
         let snapshot = self.files();
-        let mut deleted = 0;
+        let mut deleted = Vec::new();
         for f in snapshot.iter().take(snapshot.len().saturating_sub(1)) {
-            let modified = f
-                .last_modified()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-            if !(clean_immediately || now_ms >= modified.saturating_add(expired_ms)) {
+            if !may_delete(f) || !self.try_delete(f, now_ms, forcibly_ms) {
                 break;
             }
-            if !self.try_delete(f, now_ms, forcibly_ms) {
-                break;
-            }
-            deleted += 1;
-            if deleted >= DELETE_FILES_BATCH_MAX {
+            deleted.push(DeletedFile {
+                path: f.path().to_path_buf(),
+                from: f.file_from_offset(),
+                to: f.file_from_offset() + self.size_i64(),
+            });
+            if deleted.len() >= DELETE_FILES_BATCH_MAX {
                 break;
             }
             if interval_ms > 0 {

@@ -4,9 +4,10 @@ nameserver registration, and the broker's schedules.
 
 Python decides; Rust moves the bytes. This module wires the pieces and owns the timers:
 register with every nameserver every ``registerNameServerPeriod`` ms (and at once when topics
-change), persist consumer offsets every 5 s, delete expired files at ``deleteWhen``, deliver
-delayed messages when due (:class:`rmq.scheduling.delay.DelayService`, on a master), ask
-producers about unfinished transactions every ``transactionCheckInterval`` ms
+change), persist consumer offsets every 5 s, delete CommitLog files at ``deleteWhen`` or when
+the disk fills (never what a group, timer or delay level still needs), deliver delayed messages
+when due (:class:`rmq.scheduling.delay.DelayService`, on a master), ask producers about
+unfinished transactions every ``transactionCheckInterval`` ms
 (:mod:`rmq.scheduling.transaction`). SIGTERM or SIGINT stop it cleanly: unregister, stop
 serving, stop delivering and write the delay offsets, persist, flush, remove the ``abort``
 file.
@@ -60,6 +61,7 @@ def retention_policy(config: BrokerConfig) -> RetentionPolicy:
     """The expired-file schedule of a broker config (whose store keys the store has accepted)."""
     forcibly = config.store.get("diskSpaceCleanForciblyRatio")
     forcibly_enable = config.store.get("cleanFileForciblyEnable", "true").lower() == "true"
+    unconsumed = config.store.get("cleanUnconsumedFileForciblyEnable", "false").lower() == "true"
     return RetentionPolicy(
         delete_when=config.delete_when,
         interval_s=config.clean_resource_interval / 1000,
@@ -68,6 +70,7 @@ def retention_policy(config: BrokerConfig) -> RetentionPolicy:
             int(forcibly) / 100 if forcibly is not None else DISK_SPACE_CLEAN_FORCIBLY_RATIO
         ),
         clean_file_forcibly_enable=forcibly_enable,
+        clean_unconsumed_file_forcibly_enable=unconsumed,
     )
 
 

@@ -31,6 +31,10 @@ quoted), written through a temp file and a rename with the previous version kept
 * with an fsync every ``flushDelayOffsetInterval`` ms (10 s) and when the service stops, so a
   clean shutdown (SIGTERM) neither repeats nor loses a delivery.
 
+The store is told the progress too (``MessageStore.set_delay_offsets``, at load and after each
+delivery): CommitLog retention keeps every parked message from there on, expiry included, since
+a parked message deleted before it is due would never reach its topic.
+
 Under ASYNC_FLUSH a machine crash (not a process kill) may lose the last delivered messages
 along with any other unflushed message; under SYNC_FLUSH a delivery is durable before its offset
 is written.
@@ -189,6 +193,8 @@ class ScheduleStore(Protocol):
 
     def topic_queues(self) -> dict[str, list[int]]: ...
 
+    def set_delay_offsets(self, offsets: dict[int, int]) -> None: ...
+
 
 class _Units(Protocol):
     @property
@@ -298,6 +304,8 @@ class DelayService:
                 offsets[level] = fixed
         with self._lock:
             self._offsets = offsets
+        # Retention keeps every parked message from these offsets on (until now it kept all).
+        self._store.set_delay_offsets(offsets)
         try:
             self._written = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
@@ -431,6 +439,9 @@ class DelayService:
     def _set_offset(self, level: int, offset: int) -> None:
         with self._lock:
             self._offsets[level] = offset
+            table = dict(self._offsets)
+        # Retention may now delete what was delivered (a stale table only keeps more).
+        self._store.set_delay_offsets(table)
 
     def _log_failure(self, level: int, error: str) -> None:
         now = time.monotonic()

@@ -157,6 +157,11 @@ pub static BROKER_KEYS: &[K] = &[
         "How long a file still being read may delay its deletion.").hint(MS),
     K::new("cleanFileForciblyEnable", BOOL, Some("true"), Store,
         "Delete even unexpired files when the disk is over diskSpaceCleanForciblyRatio."),
+    K::new("cleanUnconsumedFileForciblyEnable", BOOL, Some("false"), Store,
+        "Let forced deletion (disk over diskSpaceCleanForciblyRatio) delete messages that a \
+         subscription group has not consumed, or that are still waiting as timer or delay-level \
+         messages, as RocketMQ does. Off: they are kept, and writes are refused at \
+         diskSpaceWarningLevelRatio until space is freed."),
     K::new("checkCRCOnRecover", BOOL, Some("true"), Store, "Verify body CRCs during recovery."),
     K::new("messageIndexEnable", BOOL, Some("true"), Store, "Build the IndexFile (query by key)."),
     K::new("maxHashSlotNum", int(16, 50_000_000), Some("5000000"), Store,

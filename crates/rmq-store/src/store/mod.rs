@@ -9,6 +9,7 @@
 //! | [`read`] | the pull path: `get_message` and reading a record by CommitLog offset |
 //! | [`query`] | offset and time lookups, ConsumeQueue unit reads, key queries |
 //! | [`retention`] | deleting expired files, removing ConsumeQueues, the disk-full guard |
+//! | [`floor`] | the retention floor: the oldest record a consumer, timer or delay level needs |
 //! | [`services`] | the background threads and flushing ConsumeQueues, index and checkpoint |
 //! | [`runtime_info`] | figures for `brokerStatus` |
 //! | [`verify`], [`verify_index`] | the start-up check of ConsumeQueues and index files, rebuilding damage |
@@ -26,6 +27,7 @@
 //! | `rmq-clean` | the disk-full guard: refuse writes above `diskSpaceWarningLevelRatio` |
 //! | `rmq-timer` | timer messages: the time wheel's enqueue and delivery ([`crate::timer`]) |
 
+mod floor;
 mod put;
 mod query;
 mod read;
@@ -43,9 +45,11 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 pub use crate::dispatch::MessageArrivingListener;
+pub use floor::{ConsumeProgress, QueueHold, RetentionHold};
 pub use put::{PutMessageResult, PutMessageStatus};
 pub use query::ConsumeQueueUnits;
 pub use read::{GetMessageResult, GetMessageStatus};
+pub use retention::{CleanReport, DeleteReason};
 pub use runtime_info::human_readable_bytes;
 
 use crate::checkpoint::StoreCheckpoint;
@@ -87,6 +91,8 @@ pub struct MessageStore {
     timer: crate::timer::TimerSettings,
     timer_stats: crate::timer::TimerStats,
     check_stats: verify::CheckStats,
+    /// Who still needs which CommitLog records ([`floor`]).
+    holds: floor::Holds,
 }
 
 fn total_memory_bytes() -> u64 {
@@ -183,6 +189,9 @@ impl MessageStore {
             timer: crate::timer::TimerSettings::from_config(&config),
             timer_stats: crate::timer::TimerStats::default(),
             check_stats: verify::CheckStats::default(),
+            holds: floor::Holds::new(
+                config.timer_wheel_enable && config.broker_role != crate::config::BrokerRole::Slave,
+            ),
             config,
         };
         store.recover()?;

@@ -59,12 +59,7 @@ impl MessageStore {
             ));
         }
         if self.disk_full.load(Ordering::Acquire) {
-            return Err(StoreError::ServiceNotAvailable(format!(
-                "disk full: the partition of {} is over diskSpaceWarningLevelRatio ({} %); writes \
-                 resume once space is freed (delete files or raise fileReservedTime pressure)",
-                self.commit_log.queue().dir().display(),
-                self.config.disk_space_warning_level_ratio
-            )));
+            return Err(StoreError::ServiceNotAvailable(self.disk_full_remark()));
         }
         let held = self.commit_log.lock_time_millis();
         if held > i64::from(self.config.os_page_cache_busy_timeout_mills) && held < 10_000_000 {

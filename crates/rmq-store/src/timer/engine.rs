@@ -17,6 +17,7 @@
 //! updating its slot) is linked; the log is cut at the first damaged entry. Enqueueing resumes
 //! after the highest ConsumeQueue offset found in the log, delivery at the checkpoint's second.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::checkpoint::{TimerCheckpoint, TimerProgress};
@@ -54,6 +55,9 @@ pub struct TimerEngine {
     read_slot: i64,
     queue_offset: i64,
     synced_log_pos: i64,
+    /// Lowest CommitLog offset linked into each second still to read (the retention floor of
+    /// pending timers, kept as timers are linked, so the chains are walked only on open).
+    pending_min_py: BTreeMap<i64, i64>,
 }
 
 impl TimerEngine {
@@ -106,15 +110,48 @@ impl TimerEngine {
                 .min()
                 .map_or(now_slot, |t| t.min(now_slot)),
         };
-        let engine = Self {
+        let mut engine = Self {
             wheel,
             log,
             checkpoint,
             read_slot,
             queue_offset: progress.queue_offset.max(max_queue_offset + 1),
             synced_log_pos: progress.log_pos.min(end),
+            pending_min_py: BTreeMap::new(),
         };
+        engine.load_pending_min_py();
         Ok((engine, rec))
+    }
+
+    /// Walk the chain of every second still to read, noting its lowest CommitLog offset. A
+    /// broken chain is noted as far as it goes (its second will be skipped on delivery).
+    fn load_pending_min_py(&mut self) {
+        let pending: Vec<Slot> = self
+            .wheel
+            .occupied()
+            .filter(|s| s.time >= self.read_slot)
+            .collect();
+        for s in pending {
+            let (entries, err) = self.chain(&s);
+            if let Some(e) = err {
+                log::warn!("timer second {}: {e}", s.time);
+            }
+            for e in entries {
+                self.note_pending(&e);
+            }
+        }
+    }
+
+    fn note_pending(&mut self, e: &TimerEntry) {
+        let min = self.pending_min_py.entry(e.slot).or_insert(e.offset_py);
+        *min = (*min).min(e.offset_py);
+    }
+
+    /// The lowest CommitLog offset of a timer not delivered yet (`None`: none pending): the
+    /// store keeps the parked record of every timer the wheel still holds.
+    #[must_use]
+    pub fn pending_floor(&self) -> Option<i64> {
+        self.pending_min_py.values().copied().min()
     }
 
     /// Next second to deliver.
@@ -222,7 +259,9 @@ impl TimerEngine {
             }
         };
         self.log.append(&e)?;
-        self.wheel.put(&slot)
+        self.wheel.put(&slot)?;
+        self.note_pending(&e);
+        Ok(())
     }
 
     /// Whether the next second to read is over at `now_ms` (a second is delivered once it has
@@ -246,15 +285,31 @@ impl TimerEngine {
         if !s.holds(t) {
             return Ok(Vec::new());
         }
+        match self.chain(&s) {
+            (entries, None) => Ok(entries),
+            (_, Some(e)) => Err(e),
+        }
+    }
+
+    /// The entries of slot `s`'s chain, oldest first, and the error that cut it short.
+    fn chain(&self, s: &Slot) -> (Vec<TimerEntry>, Option<StoreError>) {
+        let t = s.time;
         let mut out = Vec::with_capacity(usize::try_from(s.num).unwrap_or(0));
         let mut p = s.last;
+        let mut err = None;
         // A chain never holds more entries than the log; the bound stops a cycle in a
         // damaged log.
         let bound = (self.log.end() - self.log.min_offset()) / ENTRY_I64 + 1;
         while p >= 0 && i64::try_from(out.len()).unwrap_or(i64::MAX) < bound {
-            let e = self.log.read(p)?;
+            let e = match self.log.read(p) {
+                Ok(e) => e,
+                Err(e) => {
+                    err = Some(e);
+                    break;
+                }
+            };
             if e.slot != t {
-                return Err(StoreError::Corruption {
+                err = Some(StoreError::Corruption {
                     file: self.wheel.path().to_path_buf(),
                     offset: u64::try_from(p).unwrap_or(0),
                     reason: format!(
@@ -262,6 +317,7 @@ impl TimerEngine {
                         e.slot
                     ),
                 });
+                break;
             }
             out.push(e);
             if p == s.first {
@@ -270,11 +326,12 @@ impl TimerEngine {
             p = e.prev;
         }
         out.reverse();
-        Ok(out)
+        (out, err)
     }
 
     /// The next second was delivered: move on.
     pub fn advance(&mut self) {
+        self.pending_min_py.remove(&self.read_slot);
         self.read_slot += 1;
     }
 
@@ -489,6 +546,31 @@ mod tests {
         // Slots of an earlier round are reused without losing anything.
         e.enqueue(205, 0, 1, 99).unwrap();
         assert_eq!(run_until(&mut e, 210), [(205, 205, 99)]);
+    }
+
+    #[test]
+    fn the_pending_floor_is_the_oldest_undelivered_record_across_rounds_and_restarts() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut e = open(dir.path(), 8, 0);
+        assert_eq!(e.pending_floor(), None);
+        // (due second, CommitLog offset): the oldest record is due last, beyond this round.
+        for (i, (d, py)) in [(2, 500), (5, 300), (30, 100)].into_iter().enumerate() {
+            e.enqueue(d, py, 1, i64::try_from(i).unwrap()).unwrap();
+        }
+        assert_eq!(e.pending_floor(), Some(100));
+        // Delivering seconds 2 and 5 (and sending the far timer round) keeps it.
+        assert_eq!(run_until(&mut e, 6), [(2, 2, 0), (5, 5, 1)]);
+        assert_eq!(e.pending_floor(), Some(100));
+        e.sync().unwrap();
+        drop(e);
+        // A restart walks the chains again.
+        let (mut e, _) = TimerEngine::open(dir.path(), 8, LOG_FILE, 999).unwrap();
+        assert_eq!(e.pending_floor(), Some(100));
+        e.enqueue(40, 900, 1, 3).unwrap();
+        assert_eq!(run_until(&mut e, 30), [(30, 30, 2)]);
+        assert_eq!(e.pending_floor(), Some(900), "only the later timer is left");
+        assert_eq!(run_until(&mut e, 40), [(40, 40, 3)]);
+        assert_eq!(e.pending_floor(), None);
     }
 
     #[test]

@@ -93,6 +93,7 @@ impl TimerService {
     pub(crate) fn run(mut self, store: &Arc<MessageStore>, waker: &Waker) {
         let mut last_sync = Instant::now();
         let mut totals = (0, 0);
+        let mut published = false;
         loop {
             let stopping = waker.is_stopped();
             if self.engine.is_none() && store.get_max_offset_in_queue(TIMER_TOPIC, 0) > 0 {
@@ -140,6 +141,13 @@ impl TimerService {
                 if let Err(e) = engine.sync() {
                     self.log_error(&format!("syncing the timer wheel and log: {e}"));
                 }
+                published = false;
+            }
+            if !published {
+                // What retention must keep: both values of this one moment (see
+                // `MessageStore::publish_timer_hold`); stale later, which only keeps more.
+                store.publish_timer_hold(engine.pending_floor(), engine.queue_offset());
+                published = true;
             }
             self.engine = Some(engine);
             if stopping {
