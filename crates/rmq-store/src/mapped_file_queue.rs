@@ -336,23 +336,35 @@ impl MappedFileQueue {
         self.committed_where.store(v, Ordering::Release);
     }
 
-    /// Flush the file at the flush position. Returns true when the position moved.
+    /// Flush the file at the flush position and, each time that completes a full file, the
+    /// next one too. Returns true when the position moved.
+    ///
+    /// RocketMQ flushes one file per call; with small files and a busy producer its
+    /// asynchronous flush then falls further behind every interval (`make chaos` lost 85 % of
+    /// the acked messages to power losses with 1 MiB files). Going on past full files keeps
+    /// what a power loss can take to about one flush interval, whatever the file size.
     ///
     /// # Errors
     /// When the sync fails.
     pub fn flush(&self, least_pages: usize) -> Result<bool> {
-        let old = self.flushed_where();
-        let Some(file) = self.find_mapped_file_by_offset(old, old == 0) else {
-            return Ok(false);
-        };
-        let ts = file.store_timestamp();
-        let pos = file.flush(least_pages)?;
-        let now = file.offset_of(pos);
-        self.flushed_where.fetch_max(now, Ordering::AcqRel);
-        if least_pages == 0 && ts > 0 {
-            self.store_timestamp.fetch_max(ts, Ordering::AcqRel);
+        let start = self.flushed_where();
+        loop {
+            let old = self.flushed_where();
+            let Some(file) = self.find_mapped_file_by_offset(old, old == 0) else {
+                break;
+            };
+            let ts = file.store_timestamp();
+            let pos = file.flush(least_pages)?;
+            let now = file.offset_of(pos);
+            self.flushed_where.fetch_max(now, Ordering::AcqRel);
+            if least_pages == 0 && ts > 0 {
+                self.store_timestamp.fetch_max(ts, Ordering::AcqRel);
+            }
+            if now == old || pos < file.file_size() {
+                break;
+            }
         }
-        Ok(now != old)
+        Ok(self.flushed_where() != start)
     }
 
     /// Flush until everything readable up to `target` is durable (at most across one roll).
@@ -693,6 +705,15 @@ mod tests {
         assert!(q.flush_to(8192).unwrap());
         assert_eq!(q.flushed_where(), 8192);
         assert!(!q.flush(0).unwrap(), "nothing left to flush");
+    }
+
+    #[test]
+    fn one_flush_catches_up_across_full_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let q = MappedFileQueue::new(dir.path(), 4096).unwrap();
+        fill(&q, 3);
+        assert!(q.flush(0).unwrap());
+        assert_eq!(q.flushed_where(), 3 * 4096);
     }
 
     #[test]
