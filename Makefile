@@ -3,6 +3,7 @@
 #   make run [ARGS="-c broker.conf"]   build (release) and start a broker
 #   make test                          build, all lints, Rust tests, Python tests
 #   make build | lint | fmt | bench | clean | distclean
+#   make fuzz [FUZZ_SECONDS=60]        cargo fuzz on the decoders (nightly; not part of `test`)
 #
 # Works from a fresh clone: the first target that needs Python tools creates .venv and installs
 # requirements-dev.txt into it; cargo installs the toolchain pinned in rust-toolchain.toml.
@@ -19,6 +20,7 @@ PY := $(VENV)/bin/python
 VENV_STAMP := $(VENV)/.rmq-dev-installed
 ARGS ?=
 BENCH_ARGS ?=
+FUZZ_SECONDS ?= 60
 
 # Every cargo build (maturin's, clippy's, cargo test's) sees the same interpreter, so pyo3's
 # build script does not re-run, and rebuild pyo3, each time a different step starts.
@@ -27,13 +29,14 @@ export PYO3_PYTHON := $(VENV_ABS)/bin/python
 section = @printf '\n==== %s ====\n' "$(1)"
 
 .PHONY: help venv build run lint lint-rust lint-python stubtest test test-rust test-python java-tools \
-	go-tools node-tools bench \
+	go-tools node-tools bench fuzz \
 	fmt clean distclean
 
 help:
 	@echo "make run [ARGS='-c broker.conf']  build in release mode and start a broker"
 	@echo "make test                         build, lint, cargo test, pytest (what CI runs)"
 	@echo "make build                        maturin develop --release into .venv"
+	@echo "make fuzz [FUZZ_SECONDS=60]       cargo fuzz each decoder target (installs nightly + cargo-fuzz)"
 	@echo "make lint | stubtest | fmt | bench | clean | distclean"
 
 # ---- Python virtualenv ------------------------------------------------------------------------
@@ -140,6 +143,15 @@ bench: build
 	else \
 		echo "python -m rmq.bench is not part of this build yet; skipped"; \
 	fi
+
+# ---- fuzz -------------------------------------------------------------------------------------
+
+# The frame codec, header, record, message-body and JSON-body decoders under libFuzzer
+# (fuzz/README.md). Needs nightly, which fuzz/run.sh installs with cargo-fuzz; fuzz/ is a
+# workspace of its own, so nothing else here needs nightly. Not part of `test`.
+fuzz:
+	$(call section,fuzz: cargo fuzz $(FUZZ_SECONDS) s per target)
+	FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh
 
 # ---- clean ------------------------------------------------------------------------------------
 
