@@ -5,6 +5,7 @@
 #   make chaos [CHAOS_ARGS=...]          the fault campaign (not part of `make test`): report in
 #                                      target/chaos/, figures quoted in RELIABILITY.md
 #   make build | lint | fmt | bench | clean | distclean
+#   make fuzz [FUZZ_SECONDS=60]        cargo fuzz on the decoders (nightly; not part of `test`)
 #
 # Works from a fresh clone: the first target that needs Python tools creates .venv and installs
 # requirements-dev.txt into it; cargo installs the toolchain pinned in rust-toolchain.toml.
@@ -21,6 +22,7 @@ PY := $(VENV)/bin/python
 VENV_STAMP := $(VENV)/.rmq-dev-installed
 ARGS ?=
 BENCH_ARGS ?=
+FUZZ_SECONDS ?= 60
 
 # Every cargo build (maturin's, clippy's, cargo test's) sees the same interpreter, so pyo3's
 # build script does not re-run, and rebuild pyo3, each time a different step starts.
@@ -29,7 +31,7 @@ export PYO3_PYTHON := $(VENV_ABS)/bin/python
 section = @printf '\n==== %s ====\n' "$(1)"
 
 .PHONY: help venv build run lint lint-rust lint-python stubtest test test-rust test-python java-tools \
-	go-tools node-tools bench chaos chaos-tools \
+	go-tools node-tools bench chaos chaos-tools fuzz \
 	fmt clean distclean
 
 help:
@@ -37,6 +39,7 @@ help:
 	@echo "make test                         build, lint, cargo test, pytest (what CI runs)"
 	@echo "make build                        maturin develop --release into .venv"
 	@echo "make chaos [CHAOS_ARGS='--kill9-cycles 5']  fault campaign, report in target/chaos"
+	@echo "make fuzz [FUZZ_SECONDS=60]       cargo fuzz each decoder target (installs nightly + cargo-fuzz)"
 	@echo "make lint | stubtest | fmt | bench | clean | distclean"
 
 # ---- Python virtualenv ------------------------------------------------------------------------
@@ -171,6 +174,15 @@ chaos-tools:
 	@[ -n "$$(ldconfig -p | grep 'libfuse3\.so\.3')" ] || { \
 		echo "installing libfuse3-3 and fuse3 (the power-loss layer of make chaos)"; \
 		apt-get update -q && apt-get install -y -q --no-install-recommends libfuse3-3 fuse3; }
+
+# ---- fuzz -------------------------------------------------------------------------------------
+
+# The frame codec, header, record, message-body and JSON-body decoders under libFuzzer
+# (fuzz/README.md). Needs nightly, which fuzz/run.sh installs with cargo-fuzz; fuzz/ is a
+# workspace of its own, so nothing else here needs nightly. Not part of `test`.
+fuzz:
+	$(call section,fuzz: cargo fuzz $(FUZZ_SECONDS) s per target)
+	FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh
 
 # ---- clean ------------------------------------------------------------------------------------
 

@@ -46,6 +46,11 @@ def test_fastjson_errors_say_where_and_what() -> None:
     with pytest.raises(fastjson.FastjsonError, match="extra data"):
         fastjson.loads(b"{a:1} tail")
     assert fastjson.loads("{1:{'x':[1,2]}}") == {"1": {"x": [1, 2]}}
+    # Nesting deeper than Python's parser can recurse (a nameserver got this as a
+    # REGISTER_BROKER body and logged a RecursionError traceback): a FastjsonError.
+    for deep in ("[" * 100_000 + "]" * 100_000, "{a:" * 100_000 + "1" + "}" * 100_000):
+        with pytest.raises(fastjson.FastjsonError, match="nested too deeply"):
+            fastjson.loads(deep)
 
 
 def test_namesrv_bodies_have_apaches_field_order() -> None:

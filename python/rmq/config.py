@@ -408,6 +408,11 @@ class BrokerConfig:
     server_channel_max_idle_time_seconds: int = _default("serverChannelMaxIdleTimeSeconds")
     """``serverChannelMaxIdleTimeSeconds``: seconds without traffic either way after which a
     client connection is closed (0: never). Clients heartbeat every 30 s."""
+    cluster_topic_enable: bool = _default("clusterTopicEnable")
+    """``clusterTopicEnable``: the topic named after the cluster is readable and writable
+    (otherwise sends to it are NO_PERMISSION, as in RocketMQ)."""
+    broker_topic_enable: bool = _default("brokerTopicEnable")
+    """``brokerTopicEnable``: the topic named after the broker is readable and writable."""
     store: dict[str, str] = field(default_factory=dict)
     """Store keys for ``rmq._rmq.MessageStore``, as strings (checked by the native store)."""
 
@@ -474,6 +479,8 @@ _FIELDS: dict[str, str] = {
     "rejectTransactionMessage": "reject_transaction_message",
     "rocketmq.broker.rebalance.lockMaxLiveTime": "rebalance_lock_max_live_time",
     "serverChannelMaxIdleTimeSeconds": "server_channel_max_idle_time_seconds",
+    "clusterTopicEnable": "cluster_topic_enable",
+    "brokerTopicEnable": "broker_topic_enable",
 }
 
 BROKER_KEYS: dict[str, _Key] = {key: _Key(attr, SCHEMA[key]) for key, attr in _FIELDS.items()}

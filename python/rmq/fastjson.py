@@ -33,11 +33,20 @@ def loads(data: bytes | str) -> Any:
         return json.loads(text)
     except ValueError:
         pass
+    except RecursionError:
+        raise FastjsonError(_TOO_DEEP) from None
     try:
         standard = fastjson_to_json(text)
     except ValueError as exc:
         raise FastjsonError(f"{exc}; the peer did not send a JSON body") from None
-    return json.loads(standard)
+    try:
+        return json.loads(standard)
+    except RecursionError:
+        raise FastjsonError(_TOO_DEEP) from None
+
+
+# json.loads recurses per level of nesting: hostile input must not become a RecursionError.
+_TOO_DEEP = "JSON nested too deeply for Python's parser; the peer did not send a usable body"
 
 
 def message_queue_key(key: str) -> MessageQueue:

@@ -154,10 +154,19 @@ impl BrokerController {
             .unwrap_or_else(PoisonError::into_inner)
             .extend([hold_task, scan_task, stats_task]);
         let idle = b.config.server_channel_max_idle_time_seconds;
+        let idle_timeout = (idle > 0).then(|| Duration::from_secs(idle));
+        let defaults = ServerConfig::default();
+        // A frame stalled mid-way is idle traffic too: never given longer than an idle
+        // connection (RocketMQ's all-idle handler closes both after the same time).
+        let frame_stall_timeout = match (defaults.frame_stall_timeout, idle_timeout) {
+            (Some(stall), Some(idle)) => Some(stall.min(idle)),
+            (stall, _) => stall,
+        };
         let server_config = ServerConfig {
             transfer_by_heap: b.config.transfer_msg_by_heap,
-            idle_timeout: (idle > 0).then(|| Duration::from_secs(idle)),
-            ..ServerConfig::default()
+            idle_timeout,
+            frame_stall_timeout,
+            ..defaults
         };
         rmq_remoting::serve(listen_addr, Arc::new(Dispatcher(b)), server_config).await
     }

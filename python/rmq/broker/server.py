@@ -115,6 +115,8 @@ def broker_keys(config: BrokerConfig) -> dict[str, str]:
         "rejectTransactionMessage": str(config.reject_transaction_message).lower(),
         "rocketmq.broker.rebalance.lockMaxLiveTime": str(config.rebalance_lock_max_live_time),
         "serverChannelMaxIdleTimeSeconds": str(config.server_channel_max_idle_time_seconds),
+        "clusterTopicEnable": str(config.cluster_topic_enable).lower(),
+        "brokerTopicEnable": str(config.broker_topic_enable).lower(),
     }
 
 
