@@ -170,11 +170,7 @@ fn a_damaged_index_file_is_rebuilt_and_queries_by_key_work() {
     let dir = tempfile::tempdir().unwrap();
     // maxIndexNum 256: 600 keyed messages fill three index files.
     fill(dir.path(), 1, 600);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir.path().join("index"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
+    let files = index_files(dir.path());
     assert_eq!(files.len(), 3);
     // The second file's header is zeroed: it looks empty, its keys unfindable.
     let f = std::fs::OpenOptions::new()
@@ -295,11 +291,7 @@ fn an_index_file_cut_short_is_rebuilt_instead_of_stopping_the_start() {
     // still opens, and the keys it held are found again.
     let dir = tempfile::tempdir().unwrap();
     fill(dir.path(), 1, 600);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir.path().join("index"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
+    let files = index_files(dir.path());
     assert_eq!(files.len(), 3);
     std::fs::File::create(&files[1]).unwrap(); // truncated to 0 bytes
     let store = open(dir.path());
@@ -313,4 +305,14 @@ fn an_index_file_cut_short_is_rebuilt_instead_of_stopping_the_start() {
         .count();
     assert_eq!(found, 600);
     store.shutdown().unwrap();
+}
+
+/// The index files of the store in `dir`, oldest first.
+fn index_files(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir.join("index"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    files
 }
