@@ -152,7 +152,7 @@ bench: build
 CHAOS_ARGS ?=
 
 # chaos/ (python -m chaos): kill -9 and power-loss cycles of a real broker under load with
-# acked-key accounting, memory per idle connection and per stalled frame; ~10 min on 2 cores.
+# acked-key accounting, memory per idle connection and per stalled frame; ~7 min on 2 cores, then make fuzz (~6 min).
 # Its power-loss layer is a FUSE file system (chaos/powerloss_fs.py, mfusepy from
 # requirements-dev.txt) on libfuse 3; it mounts as root through /dev/fuse.
 chaos: build chaos-tools
