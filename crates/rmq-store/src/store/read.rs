@@ -6,7 +6,6 @@
 use super::MessageStore;
 use crate::format::{scan_record, CqUnit, Scan, CQ_STORE_UNIT_SIZE};
 use crate::mapped_file::SelectMappedBufferResult;
-use rmq_common::record::{MESSAGE_MAGIC_CODE_V1, MESSAGE_MAGIC_CODE_V2};
 
 /// RocketMQ's `GetMessageStatus`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -168,9 +167,7 @@ impl MessageStore {
             if let Some(sel) = self.commit_log.get_message(u.offset, size) {
                 // A damaged unit may point into damaged bytes or at another message: never
                 // serve it at this offset.
-                if !self.servable(&sel, u, topic, queue_id)
-                    || !self.record_is_units(sel.bytes(), topic, queue_id, offset + read_units - 1)
-                {
+                if !self.servable(&sel, &u, topic, queue_id, offset + read_units - 1) {
                     continue;
                 }
                 res.buffer_total_size += sel.len();
@@ -189,28 +186,23 @@ impl MessageStore {
         res
     }
 
-    /// Whether the record `sel` that unit `u` selected may be sent: not in a range recovery
-    /// found damaged, and starting like the record the unit points at (damage recovery did
-    /// not look at, as it reads only the newest files after a clean stop). Otherwise the unit
-    /// is passed over rather than wrong bytes sent.
-    fn servable(&self, sel: &SelectMappedBufferResult, u: CqUnit, topic: &str, qid: i32) -> bool {
-        if self
+    /// Whether the record `sel` that unit `u` (queue offset `index`) selected may be sent:
+    /// not in a range recovery found damaged, and the unit's own record (damage recovery did
+    /// not look at, as it reads only the newest files after a clean stop, or a unit pointing
+    /// at another message). Otherwise the unit is passed over rather than wrong bytes sent.
+    fn servable(
+        &self,
+        sel: &SelectMappedBufferResult,
+        u: &CqUnit,
+        topic: &str,
+        qid: i32,
+        index: i64,
+    ) -> bool {
+        !self
             .commit_log
             .damaged()
             .overlaps(u.offset, i64::from(u.size))
-        {
-            return false;
-        }
-        if header_matches(sel.bytes(), u) {
-            return true;
-        }
-        log::warn!(
-            "ConsumeQueue {topic}/{qid}: a unit points at CommitLog offset {} ({} bytes), which \
-             holds no such record; the unit is skipped",
-            u.offset,
-            u.size
-        );
-        false
+            && self.record_is_units(sel.bytes(), u, topic, qid, index)
     }
 
     fn is_batch_full(
@@ -252,18 +244,4 @@ impl MessageStore {
         let sel = self.commit_log.get_message(phy_offset, size)?;
         matches!(scan_record(sel.bytes(), false), Scan::Message(_)).then_some(sel)
     }
-}
-
-/// Whether `rec` starts like the record `u` points at: TOTALSIZE equal to the unit's size, a
-/// message magic code, and PHYSICALOFFSET equal to the unit's offset. A few bytes of a record
-/// about to be sent, so cheap; the full decode and CRC are the consumer's.
-fn header_matches(rec: &[u8], u: CqUnit) -> bool {
-    let field = |at: usize, n: usize| rec.get(at..at + n);
-    let be32 = |b: &[u8]| b.try_into().map(i32::from_be_bytes).ok();
-    let be64 = |b: &[u8]| b.try_into().map(i64::from_be_bytes).ok();
-    field(0, 4).and_then(be32) == Some(u.size)
-        && field(4, 4)
-            .and_then(be32)
-            .is_some_and(|m| m == MESSAGE_MAGIC_CODE_V1 || m == MESSAGE_MAGIC_CODE_V2)
-        && field(28, 8).and_then(be64) == Some(u.offset)
 }

@@ -240,22 +240,31 @@ impl MessageStore {
         Ok(())
     }
 
-    /// The read path: whether the record `bytes` read through unit `index` of
-    /// `(topic, queue_id)` is that unit's. A mismatch is counted and logged (once per 10 s).
+    /// The read path: whether the record `bytes` read through unit `u` (queue offset
+    /// `index` of `(topic, queue_id)`) is that unit's: a valid record of the unit's size at
+    /// the unit's offset, of this queue and queue offset. A mismatch is counted and logged
+    /// (once per 10 s).
     pub(super) fn record_is_units(
         &self,
         bytes: &[u8],
+        u: &CqUnit,
         topic: &str,
         queue_id: i32,
         index: i64,
     ) -> bool {
         let why = match DecodedRecord::parse(bytes) {
-            Ok(r) if r.topic == topic && r.queue_id == queue_id && r.queue_offset == index => {
+            Ok(r)
+                if i64::try_from(r.total_size).is_ok_and(|n| n == i64::from(u.size))
+                    && r.physical_offset == u.offset
+                    && r.topic == topic
+                    && r.queue_id == queue_id
+                    && r.queue_offset == index =>
+            {
                 return true
             }
             Ok(r) => format!(
-                "the record of {}/{} queue offset {}",
-                r.topic, r.queue_id, r.queue_offset
+                "the record of {}/{} queue offset {} ({} bytes at {})",
+                r.topic, r.queue_id, r.queue_offset, r.total_size, r.physical_offset
             ),
             Err(e) => format!("no valid record ({e})"),
         };
