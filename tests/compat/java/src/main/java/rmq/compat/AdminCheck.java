@@ -243,6 +243,12 @@ public final class AdminCheck {
                 }
                 check(expected.equals(got.get(q)), "queue " + q + " in order: " + got.get(q));
             }
+            // The client takes its retry queue once the retry topic's route reaches it (the broker
+            // creates that topic at the first heartbeat); only then does it hold an offset there to
+            // commit at shutdown, which the stats step expects to see.
+            String retry = "%RETRY%" + group;
+            waitFor(() -> c.getDefaultMQPushConsumerImpl().getRebalanceImpl().getProcessQueueTable().keySet().stream()
+                .anyMatch(mq -> mq.getTopic().equals(retry)), 20_000, "the orderly consumer took a queue of " + retry);
             Set<MessageQueue> mqs = queues();
             check(lockAs("someone-else", group, mqs).isEmpty(), "queues locked by the orderly consumer went to another client");
             c.shutdown();
@@ -324,21 +330,29 @@ public final class AdminCheck {
             check(e.getResponseCode() == 17, "missing topic: code " + e.getResponseCode());
         }
         String group = topic + "-orderly";
-        // Without a topic: every topic the group committed on, its retry topic included. The
-        // client commits the retry queue's offset on its own 5 s persist timer, which may come
-        // after the main topic is consumed, so wait for both.
+        // Without a topic: every topic the group committed on, its retry topic included (the
+        // orderly step made sure the consumer held its retry queue before it shut down).
         Set<String> expected = Set.of(topic, "%RETRY%" + group);
         Set<String> topics = new HashSet<>();
-        waitFor(() -> {
-            try {
-                ConsumeStats all = api.getConsumeStats(broker, group, TIMEOUT_MS);
-                topics.clear();
-                all.getOffsetTable().keySet().forEach(mq -> topics.add(mq.getTopic()));
-                return all.computeTotalDiff() == 0 && topics.equals(expected);
-            } catch (Exception e) {
-                return false;
-            }
-        }, 20_000, "consume stats of the orderly group show everything consumed, on the topic and its retry topic");
+        StringBuilder last = new StringBuilder();
+        try {
+            waitFor(() -> {
+                try {
+                    ConsumeStats all = api.getConsumeStats(broker, group, TIMEOUT_MS);
+                    topics.clear();
+                    all.getOffsetTable().keySet().forEach(mq -> topics.add(mq.getTopic()));
+                    last.setLength(0);
+                    last.append(all.getOffsetTable());
+                    return all.computeTotalDiff() == 0 && topics.equals(expected);
+                } catch (Exception e) {
+                    last.setLength(0);
+                    last.append(e);
+                    return false;
+                }
+            }, 20_000, "consume stats of the orderly group show everything consumed, on the topic and its retry topic");
+        } catch (AssertionError e) {
+            throw new AssertionError(e.getMessage() + "; last seen: " + last);
+        }
         check(topics.equals(expected), "consume stats topics " + topics);
         ConsumeStats s = api.getConsumeStats(broker, group, topic, TIMEOUT_MS);
         check(s.getOffsetTable().size() == QUEUES, "consume stats of one topic " + s.getOffsetTable().keySet());
