@@ -254,16 +254,113 @@ class JavaServer:
         self.proc.wait(10)
 
 
+def rocketmq_home(work: Path) -> Path:
+    """``$ROCKETMQ_HOME`` under ``work``, with the logback files both servers insist on."""
+    home = work / "rocketmq_home"
+    (home / "conf").mkdir(parents=True, exist_ok=True)
+    for name in ("logback_namesrv.xml", "logback_broker.xml"):
+        (home / "conf" / name).write_text(LOGBACK_XML)
+    return home
+
+
+def broker_settings(
+    broker_name: str, port: int, namesrv_addr: str, store: Path, extra: dict[str, str] | None
+) -> dict[str, str]:
+    """A test broker's ``broker.conf``: small files, fast delay levels and checks; ``extra``
+    overrides or adds keys (``brokerRole``, ``brokerId``, ``haMasterAddress``...)."""
+    settings = {
+        "brokerClusterName": "DefaultCluster",
+        "brokerName": broker_name,
+        "brokerId": "0",
+        "brokerIP1": "127.0.0.1",
+        "listenPort": str(port),
+        "namesrvAddr": namesrv_addr,
+        "storePathRootDir": str(store),
+        "storePathCommitLog": str(store / "commitlog"),
+        "autoCreateTopicEnable": "true",
+        "autoCreateSubscriptionGroup": "true",
+        "flushDiskType": "ASYNC_FLUSH",
+        # Small files: 16 MB of CommitLog, 6 000-entry consume queues, a tiny index.
+        "mappedFileSizeCommitLog": "16777216",
+        "mappedFileSizeConsumeQueue": "120000",
+        "maxHashSlotNum": "10000",
+        "maxIndexNum": "40000",
+        # Every delay level 1 s (default 1s 5s 10s 30s 1m ...): a consume failure goes back
+        # with level 3 + reconsume count, and tests should not wait 10 s for it.
+        "messageDelayLevel": " ".join(["1s"] * 18),
+        # Transaction checks every second for halves older than a second (60 s and 6 s).
+        "transactionCheckInterval": "1000",
+        "transactionTimeOut": "1000",
+    }
+    settings.update(extra or {})
+    return settings
+
+
+class ApacheBroker:
+    """One Apache RocketMQ broker JVM registering with a running nameserver (Apache's or
+    rmq's), all state in ``work``: a master of its own group, or a slave of another broker's
+    (``extra={"brokerRole": "SLAVE", "brokerId": "1"}``, same ``broker_name``). ``start()``
+    returns once the broker printed "boot success"."""
+
+    def __init__(
+        self,
+        work: Path,
+        namesrv_addr: str,
+        broker_name: str = "broker-a",
+        extra: dict[str, str] | None = None,
+    ) -> None:
+        self.work = Path(work)
+        self.work.mkdir(parents=True, exist_ok=True)
+        self.port = free_broker_port()
+        self.addr = f"127.0.0.1:{self.port}"
+        self.store = self.work / "store"
+        self.settings = broker_settings(broker_name, self.port, namesrv_addr, self.store, extra)
+        self.server: JavaServer | None = None
+
+    @property
+    def ha_port(self) -> int:
+        """Where a master's HA service listens (Apache's BrokerStartup: listenPort + 1)."""
+        return int(self.settings.get("haListenPort", self.port + 1))
+
+    def start(self) -> ApacheBroker:
+        conf = self.work / "broker.conf"
+        conf.write_text("".join(f"{k}={v}\n" for k, v in self.settings.items()))
+        self.server = JavaServer(
+            "broker",
+            "org.apache.rocketmq.broker.BrokerStartup",
+            conf,
+            rocketmq_home(self.work),
+            self.work,
+        )
+        self.server.wait_for("boot success")
+        return self
+
+    def log_tail(self, lines: int = TAIL_LINES) -> str:
+        return self.server.tail(lines) if self.server is not None else ""
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+
+
 class ApacheRocketMQ:
     """An Apache RocketMQ nameserver and one master broker (``DefaultCluster``/``broker-a``,
-    ``autoCreateTopicEnable=true``, ``brokerIP1=127.0.0.1``) on free ports, with all state in
-    ``work_dir``. ``start()`` returns once the broker has registered with the nameserver."""
+    ``autoCreateTopicEnable=true``, ``brokerIP1=127.0.0.1``; ``broker_extra`` adds keys) on free
+    ports, with all state in ``work_dir``. ``start()`` returns once the broker has registered
+    with the nameserver."""
 
-    def __init__(self, work_dir: Path, broker_name: str = "broker-a") -> None:
+    def __init__(
+        self,
+        work_dir: Path,
+        broker_name: str = "broker-a",
+        broker_extra: dict[str, str] | None = None,
+    ) -> None:
         self.work = Path(work_dir)
         self.broker_name = broker_name
+        self.broker_extra = broker_extra
         self.namesrv: JavaServer | None = None
         self.broker: JavaServer | None = None
+        self.apache_broker: ApacheBroker | None = None
         self.namesrv_addr = ""
         self.broker_addr = ""
         self.startup_seconds = 0.0
@@ -273,10 +370,7 @@ class ApacheRocketMQ:
         started = time.monotonic()
         classpath()  # resolve first, so Maven's time is not counted as a slow JVM start
         resolved = time.monotonic()
-        home = self.work / "rocketmq_home"
-        (home / "conf").mkdir(parents=True, exist_ok=True)
-        for name in ("logback_namesrv.xml", "logback_broker.xml"):
-            (home / "conf" / name).write_text(LOGBACK_XML)
+        home = rocketmq_home(self.work)
 
         ns_port = free_port()
         self.namesrv_addr = f"127.0.0.1:{ns_port}"
@@ -291,38 +385,12 @@ class ApacheRocketMQ:
         )
         self.namesrv.wait_for("The Name Server boot success")
 
-        broker_port = free_broker_port()
-        self.broker_addr = f"127.0.0.1:{broker_port}"
-        store = self.work / "store"
-        broker_conf = self.work / "broker.conf"
-        broker_conf.write_text(
-            "brokerClusterName=DefaultCluster\n"
-            f"brokerName={self.broker_name}\n"
-            "brokerId=0\n"
-            "brokerIP1=127.0.0.1\n"
-            f"listenPort={broker_port}\n"
-            f"namesrvAddr={self.namesrv_addr}\n"
-            f"storePathRootDir={store}\n"
-            f"storePathCommitLog={store / 'commitlog'}\n"
-            "autoCreateTopicEnable=true\n"
-            "autoCreateSubscriptionGroup=true\n"
-            "flushDiskType=ASYNC_FLUSH\n"
-            # Small files: 16 MB of CommitLog, 6 000-entry consume queues, a tiny index.
-            "mappedFileSizeCommitLog=16777216\n"
-            "mappedFileSizeConsumeQueue=120000\n"
-            "maxHashSlotNum=10000\n"
-            "maxIndexNum=40000\n"
-            # Every delay level 1 s (default 1s 5s 10s 30s 1m ...): a consume failure goes
-            # back with level 3 + reconsume count, and tests should not wait 10 s for it.
-            f"messageDelayLevel={' '.join(['1s'] * 18)}\n"
-            # Transaction checks every second for halves older than a second (60 s and 6 s).
-            "transactionCheckInterval=1000\n"
-            "transactionTimeOut=1000\n"
+        self.apache_broker = ApacheBroker(
+            self.work, self.namesrv_addr, self.broker_name, self.broker_extra
         )
-        self.broker = JavaServer(
-            "broker", "org.apache.rocketmq.broker.BrokerStartup", broker_conf, home, self.work
-        )
-        self.broker.wait_for("boot success")
+        self.broker_addr = self.apache_broker.addr
+        self.apache_broker.start()
+        self.broker = self.apache_broker.server
         self._wait_registered()
         self.startup_seconds = time.monotonic() - resolved
         self.resolve_seconds = resolved - started
