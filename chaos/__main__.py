@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from chaos import cycles, memory, report, selfcheck
+from chaos import cycles, ha, memory, report, selfcheck
 from chaos.cluster import CampaignError
 
 
@@ -28,6 +28,7 @@ def _args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--kill9-cycles", type=int, default=20)
     p.add_argument("--powerloss-cycles", type=int, default=20)
     p.add_argument("--async-cycles", type=int, default=10)
+    p.add_argument("--ha-cycles", type=int, default=20, help="kill -9 cycles of a SYNC_MASTER")
     p.add_argument("--threads", type=int, default=8, help="producer threads per phase")
     p.add_argument("--idle-connections", type=int, default=2000)
     p.add_argument("--stalled-frames", type=int, default=40)
@@ -60,6 +61,20 @@ def _failures(rep: dict[str, Any]) -> list[str]:
                 f"{p['phase']}: {p['served_twice']} reads served a stored message at a queue "
                 "offset other than its own (a ConsumeQueue unit pointing at another record)"
             )
+    h = rep.get("ha")
+    if h is not None:
+        if "error" in h:
+            out.append(f"ha could not run: {h['error'][:300]}")
+        else:
+            if h["lost"]:
+                out.append(f"ha: {h['lost']} acked messages lost, e.g. {h['lost_examples']}")
+            if h["acked_missing_after_carry_on"]:
+                out.append(
+                    f"ha: {h['acked_missing_after_carry_on']} acked messages had not reached "
+                    f"the consumer through the slave {ha.CARRY_ON_S:.0f} s after a master died"
+                )
+            if not h["commit_logs_identical"]:
+                out.append("ha: the master's and the slave's CommitLogs differ at the end")
     if "memory_error" in rep:
         out.append(f"memory could not run: {rep['memory_error'][:300]}")
     mem = rep.get("memory")
@@ -122,6 +137,20 @@ def main(argv: list[str]) -> int:
                 shutil.rmtree(work / name / "store", ignore_errors=True)
                 shutil.rmtree(work / name / "disk", ignore_errors=True)
             report.write(out, {**rep, "passed": False, "seconds": time.monotonic() - t0})
+    if args.ha_cycles > 0:
+        progress(f"phase ha-sync-master: {args.ha_cycles} kill -9 cycles of a SYNC_MASTER")
+        rep["ha"] = ha.run(
+            "ha-sync-master",
+            work / "ha-sync-master",
+            args.ha_cycles,
+            args.threads,
+            args.seed + len(plan),
+            progress,
+        )
+        if "error" not in rep["ha"] and not rep["ha"]["lost"] and not args.keep:
+            for store in ("master-store", "slave-store"):
+                shutil.rmtree(work / "ha-sync-master" / store, ignore_errors=True)
+        report.write(out, {**rep, "passed": False, "seconds": time.monotonic() - t0})
     if args.idle_connections > 0 or args.stalled_frames > 0:
         progress("phase memory")
         try:

@@ -98,14 +98,21 @@ class Broker:
     """One broker configuration, started and killed as often as the campaign wants."""
 
     def __init__(
-        self, work: Path, store: Path, namesrv: str, flush: str, extra: dict[str, str]
+        self,
+        work: Path,
+        store: Path,
+        namesrv: str,
+        flush: str,
+        extra: dict[str, str],
+        name: str = "broker",
     ) -> None:
         self.work = work
         self.port = free_port()
         self.addr = f"127.0.0.1:{self.port}"
         self.namesrv = namesrv
-        self.conf = work / "broker.conf"
-        self.log = work / "broker.log"
+        self.store = store
+        self.conf = work / f"{name}.conf"
+        self.log = work / f"{name}.log"
         conf = {
             "brokerClusterName": "ChaosCluster",
             "brokerName": "broker-chaos",

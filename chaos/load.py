@@ -93,6 +93,10 @@ class Load:
         with self._lock:
             return len(self.acked)
 
+    def acked_keys(self) -> set[str]:
+        with self._lock:
+            return set(self.acked)
+
 
 @dataclass
 class Drained:

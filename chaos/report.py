@@ -97,6 +97,25 @@ def markdown(report: dict[str, Any]) -> str:
         f"({sum(sc.get('checks', {}).values())}/{len(sc.get('checks', {}))} checks).",
         "",
     ]
+    h = report.get("ha")
+    if h:
+        lines += ["## Replication: kill -9 of a SYNC_MASTER", ""]
+        if "error" in h:
+            lines += [f"- failed after {h.get('cycles', 0)} cycles: {h['error'][:500]}", ""]
+        else:
+            lines += [
+                f"- {h['cycles']} cycles, {h['threads']} producer threads: {h['acked']} acked, "
+                f"**{h['lost']} lost**, {h['duplicated']} duplicated, {h['unacked_present']} "
+                "unacked but present",
+                f"- the push consumer had every message acked before a kill from the slave "
+                f"after {h['carry_on_seconds_median']} s (median), {h['carry_on_seconds_max']} s "
+                f"(max); {h['acked_missing_after_carry_on']} still missing after 30 s",
+                f"- master restarts took at most {h['restart_seconds_max']} s; at the end the "
+                f"slave caught up in {h['final_catch_up_seconds']} s and the CommitLogs "
+                f"({h['commit_log_bytes']} bytes) are "
+                f"{'identical' if h['commit_logs_identical'] else '**different**'}",
+                "",
+            ]
     mem = report.get("memory")
     if mem:
         lines += [

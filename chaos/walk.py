@@ -9,6 +9,7 @@ lost from the log.
 from __future__ import annotations
 
 import collections
+import hashlib
 from pathlib import Path
 
 from chaos.cluster import STORE_CONF, TOPIC
@@ -31,3 +32,23 @@ def commitlog_keys(root: Path, conf: dict[str, str]) -> collections.Counter[str]
                 counts[m.body.split(b"|", 1)[0].decode(errors="replace")] += 1
             offset += m.store_size
     return counts
+
+
+def commit_log_digest(commit_log_dir: Path, upto: int, file_size: int) -> str:
+    """SHA-256 of the CommitLog bytes ``[0, upto)`` under ``commit_log_dir`` (files named by
+    their start offset): a master and its slave hold the same digest once the slave caught up.
+    """
+    digest = hashlib.sha256()
+    done = 0
+    for f in sorted(commit_log_dir.iterdir(), key=lambda p: int(p.name)):
+        if done >= upto:
+            break
+        if int(f.name) != done:
+            raise ValueError(f"{f} does not start at {done}: the CommitLog has a gap")
+        with f.open("rb") as fh:
+            chunk = fh.read(min(upto - done, file_size))
+        digest.update(chunk)
+        done += len(chunk)
+    if done != upto:
+        raise ValueError(f"{commit_log_dir} holds {done} of {upto} bytes")
+    return digest.hexdigest()
