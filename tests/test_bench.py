@@ -249,3 +249,26 @@ def test_recorders_are_per_thread_and_add_up() -> None:
     assert totals.errors == {"RemotingTimeoutError": 12}
     merged = recs.merged()
     assert merged.count == 4000 and merged.max_us == 999
+
+
+def test_rate_spaces_sends_out(namesrv_addr: str) -> None:
+    """--rate 200 over 300 messages cannot finish in less than about 1.5 s (a lower bound:
+    the pacer holds senders back; it cannot make them faster)."""
+    sent = summary_of(
+        bench(
+            "producer",
+            "-n",
+            namesrv_addr,
+            "-t",
+            "BenchRate",
+            "-w",
+            "4",
+            "-c",
+            "300",
+            "--rate",
+            "200",
+            "--json",
+        )
+    )
+    assert (sent["sent"], sent["failures"], sent["rate_limit"]) == (300, 0, 200)
+    assert sent["tps"] <= 200 * 1.1, sent

@@ -113,6 +113,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="tag each message with one of N tags tag0..tagN-1 (default: no tag; N=1 alone)",
     )
     p.add_argument("-k", "--keys", action="store_true", help="give each message a unique key")
+    p.add_argument(
+        "--rate",
+        type=_positive,
+        metavar="N",
+        help="send at most N messages per second in all (default: as fast as possible)",
+    )
     p.add_argument("-g", "--group", default="benchmark_producer", help="producer group")
     p.add_argument(
         "--timeout",
@@ -282,6 +288,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             in_flight=args.in_flight,
             tag_count=args.tags,
             keys=args.keys,
+            rate=args.rate or 0,
             duration_s=args.duration,
             count=args.count,
             send_timeout_ms=args.timeout,

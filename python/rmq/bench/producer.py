@@ -42,6 +42,8 @@ class ProducerOptions:
     tag_count: int = 0
     """Distinct tags to rotate through (0 = no tag)."""
     keys: bool = False
+    rate: int = 0
+    """Messages per second at most, across threads (0: as fast as the client allows)."""
     duration_s: float | None = None
     count: int | None = None
     send_timeout_ms: int = 3000
@@ -56,6 +58,24 @@ def split_count(count: int, threads: int) -> list[int]:
     """``count`` messages shared out over ``threads`` (the first ones take the remainder)."""
     base, extra = divmod(count, threads)
     return [base + (1 if i < extra else 0) for i in range(threads)]
+
+
+class _Pacer:
+    """Spaces sends out to ``rate`` messages per second across all threads. A sender that fell
+    behind catches up by at most 100 ms worth of messages, not in one burst."""
+
+    def __init__(self, rate: int) -> None:
+        self.interval = 1.0 / rate
+        self.next = time.monotonic()
+        self.lock = threading.Lock()
+
+    def wait(self, n: int, stop: threading.Event) -> None:
+        with self.lock:
+            due = self.next = max(self.next, time.monotonic() - 0.1)
+            self.next += n * self.interval
+        delay = due - time.monotonic()
+        if delay > 0:
+            stop.wait(delay)
 
 
 def _error_name(error: BaseException) -> str:
@@ -76,6 +96,7 @@ class _Run:
         self.body = bytes(rng.choice(alphabet) for _ in range(opts.message_size))
         self.slots = threading.BoundedSemaphore(max(1, opts.in_flight))
         self.pid = os.getpid()
+        self.pacer = _Pacer(opts.rate) if opts.rate > 0 else None
 
     def _message(self, worker: int, seq: int) -> Any:
         o = self.opts
@@ -97,10 +118,14 @@ class _Run:
             if o.mode == "async":
                 if not self.slots.acquire(timeout=0.1):
                     continue
+                if self.pacer is not None:
+                    self.pacer.wait(1, stop)
                 msg = self._message(index, seq)
                 seq += 1
                 self._send_async(msg)
                 continue
+            if self.pacer is not None:
+                self.pacer.wait(n, stop)
             msgs = [self._message(index, seq + i) for i in range(n)]
             seq += n
             t0 = clock()
@@ -231,6 +256,8 @@ def run_producer(opts: ProducerOptions) -> tuple[dict[str, Any], dict[str, Laten
         **totals.outcome(elapsed, opts.message_size),
         "interrupted": interrupted,
     }
+    if opts.rate > 0:
+        summary["rate_limit"] = opts.rate
     if opts.mode == "async":
         summary["in_flight"] = opts.in_flight
         summary["unfinished_async"] = not drained
