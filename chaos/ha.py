@@ -2,7 +2,8 @@
 
 One phase: a nameserver, a master (``SYNC_MASTER``, ``ASYNC_FLUSH``: RocketMQ's recommended
 pair, where the slave's copy is what makes an ack durable), its slave (``SLAVE``, brokerId 1,
-the same brokerName), the topic, producer threads (:class:`chaos.load.Load`) and one push
+the same brokerName), the topic, producer threads of the Python SDK (:class:`chaos.load.Load`)
+and of the official Java client (:class:`chaos.load.JavaLoad`), and one push
 consumer of the whole topic that runs from start to end. Then N times: let the load run a
 random 1.5 to 5 s, kill -9 the master, and time how long the consumer takes to receive, from
 the slave, every message acked before the kill (it must within ``CARRY_ON_S``); restart the
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos.cluster import STORE_CONF, TOPIC, Broker, CampaignError, Namesrv, free_port
-from chaos.load import Load, drain, tally
+from chaos.load import JavaLoad, Load, drain, tally
 from chaos.walk import commit_log_digest
 from rmq import PushConsumer
 from rmq._rmq import RemotingClient, StoredMessage
@@ -119,6 +120,7 @@ def run(
         name="slave",
     )
     load = Load(ns.addr, run=name, threads=threads)
+    java = JavaLoad(ns.addr, run=name, threads=max(1, threads // 2))
     seen = Seen()
     consumer: PushConsumer | None = None
     client = RemotingClient()
@@ -142,12 +144,13 @@ def run(
         consumer.register_message_listener_concurrently(seen)
         consumer.start()
         load.start()
+        java.start()
         for c in range(cycles):
             up = rng.uniform(*LOAD_SECONDS)
             time.sleep(up)
             master.kill9()
-            load.epoch = c + 1
-            acked_now = load.acked_keys()
+            load.epoch = java.epoch = c + 1
+            acked_now = load.acked_keys() | java.acked_keys()
             t0 = time.monotonic()
             while seen.missing(acked_now) and time.monotonic() - t0 < CARRY_ON_S:
                 time.sleep(0.05)
@@ -161,10 +164,11 @@ def run(
                 f"{restarts[-1]:.1f} s"
             )
         load.stop()
+        java.stop()
         catch_up = wait_caught_up(client, master, slave)
         progress(f"{name}: load stopped; slave caught up in {catch_up:.1f} s; reading back")
         got = drain(ns.addr, f"chaos_check_{name}")
-        t = tally(load.acked, load.unacked, got)
+        t = tally({**load.acked, **java.acked}, load.unacked | java.unacked, got)
         end = max_offset(client, master.addr)
         if end is None:
             raise CampaignError("the master did not answer GET_BROKER_RUNTIME_INFO at the end")
@@ -188,7 +192,8 @@ def run(
             commit_log_bytes=end,
             commit_logs_identical=digests[0] == digests[1],
             consumer_deliveries=seen.deliveries,
-            send_errors=dict(load.errors.most_common()),
+            acked_by_java=len(java.acked),
+            send_errors=dict((load.errors + java.errors).most_common()),
         )
         progress(
             f"{name}: {t.acked} acked, {t.lost} lost, {t.duplicated} duplicated; consumer "
@@ -201,6 +206,7 @@ def run(
         progress(f"{name}: FAILED after {len(restarts)} cycles: {str(exc)[:2000]}")
     finally:
         load.stop()
+        java.stop()
         if consumer is not None:
             consumer.shutdown()
         master.kill9()

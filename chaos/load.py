@@ -15,9 +15,12 @@ stored message may be *served twice* (at a queue offset other than its own).
 from __future__ import annotations
 
 import collections
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from chaos.cluster import TOPIC, CampaignError
 from rmq import Message, MessageQueue, Producer, PullConsumer
@@ -92,6 +95,65 @@ class Load:
     def acked_count(self) -> int:
         with self._lock:
             return len(self.acked)
+
+    def acked_keys(self) -> set[str]:
+        with self._lock:
+            return set(self.acked)
+
+
+class JavaLoad:
+    """The same load from the official Java client (4.x): ``threads`` threads of
+    ``tests/compat/java``'s ``rmq.compat.KeyedLoad``, which prints one ``ok KEY`` or
+    ``fail KEY REASON`` line per send; keys are ``<run>-j<thread>-<seq>``."""
+
+    def __init__(self, namesrv: str, run: str, threads: int = 4) -> None:
+        self.namesrv, self.run, self.threads = namesrv, run, threads
+        self.epoch = 0
+        self.acked: dict[str, int] = {}
+        self.unacked: set[str] = set()
+        self.errors: collections.Counter[str] = collections.Counter()
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[str] | None = None
+        self._reader: threading.Thread | None = None
+
+    def start(self) -> None:
+        compat = Path(__file__).resolve().parent.parent / "tests" / "compat"
+        sys.path.insert(0, str(compat))
+        from run_java_compat import build_jar, java_executable  # type: ignore[import-not-found]
+
+        self._proc = subprocess.Popen(
+            [java_executable(), "-Xmx256m", "-cp", str(build_jar()), "rmq.compat.KeyedLoad",
+             self.namesrv, TOPIC, self.run, str(self.threads), str(BODY_SIZE)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        )  # fmt: skip
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self._proc is not None and self._proc.stdout is not None
+        for line in self._proc.stdout:
+            verdict, _, rest = line.strip().partition(" ")
+            key, _, reason = rest.partition(" ")
+            with self._lock:
+                if verdict == "ok":
+                    self.acked[key] = self.epoch
+                elif verdict == "fail":
+                    self.unacked.add(key)
+                    self.errors[f"java {reason}"] += 1
+
+    def stop(self) -> None:
+        if self._proc is None:
+            return
+        if self._proc.stdin is not None:
+            self._proc.stdin.close()
+        try:
+            self._proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+        if self._reader is not None:
+            self._reader.join(timeout=30)
+        self._proc = None
 
     def acked_keys(self) -> set[str]:
         with self._lock:
