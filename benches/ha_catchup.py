@@ -107,7 +107,8 @@ def main() -> None:
     print(f"| {mib:.0f} MiB behind | MiB/s | ratio |")
     print("|---|---|---|")
     print(
-        f"| slave catch-up (HA protocol, append, dispatch) | {ha_rate:.0f} | {ha_rate / base_rate:.2f} |"
+        f"| slave catch-up (HA protocol, append, dispatch) | {ha_rate:.0f} "
+        f"| {ha_rate / base_rate:.2f} |"
     )
     print(f"| loopback socket copy (sendfile → recv → write) | {base_rate:.0f} | 1.00 |")
     shutil.rmtree(TMP, ignore_errors=True)

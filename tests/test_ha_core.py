@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import TEST_STORE_CONF, BrokerProcess, create_topic, free_port, pull_header, wait_until
 
 import rmq
+from helpers import TEST_STORE_CONF, BrokerProcess, create_topic, free_port, pull_header, wait_until
 from rmq._rmq import RemotingClient, decode_messages
 from rmq.codes import RequestCode, ResponseCode
 

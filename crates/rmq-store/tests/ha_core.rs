@@ -44,12 +44,13 @@ fn commit_log_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
     v
 }
 
-fn put_burst(m: &MessageStore, n: usize, tag: &str) {
-    let p = props(&[("KEYS", tag)]);
-    for i in 0..n {
+fn put_burst(store: &MessageStore, count: usize, tag: &str) {
+    let keys = props(&[("KEYS", tag)]);
+    for i in 0..count {
         let body = format!("{tag}-{i}-{}", "x".repeat(700 + i % 300));
-        let r = m.put_message(&msg("HaTopic", (i % 4) as i32, body.as_bytes(), &p));
-        assert!(r.is_ok(), "{r:?}");
+        let queue = i32::try_from(i % 4).unwrap();
+        let put = store.put_message(&msg("HaTopic", queue, body.as_bytes(), &keys));
+        assert!(put.is_ok(), "{put:?}");
     }
 }
 
@@ -125,52 +126,52 @@ fn a_slave_refuses_client_puts() {
 
 #[test]
 fn sync_master_acks_only_what_a_slave_has() {
-    let (md, sd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let m = master(md.path(), "SYNC_MASTER");
+    let (mdir, sdir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let ms = master(mdir.path(), "SYNC_MASTER");
     // No slave: stored, but SLAVE_NOT_AVAILABLE.
-    let r = m.put_message(&msg("HaTopic", 0, b"alone", b"")).unwrap();
+    let r = ms.put_message(&msg("HaTopic", 0, b"alone", b"")).unwrap();
     assert_eq!(r.status, PutMessageStatus::SlaveNotAvailable);
-    let s = slave(sd.path(), m.ha_listen_port().unwrap());
+    let sl = slave(sdir.path(), ms.ha_listen_port().unwrap());
     wait_until("the slave connects and catches up", 30, || {
-        m.ha().connection_count() == 1 && caught_up(&m, &s)
+        ms.ha().connection_count() == 1 && caught_up(&ms, &sl)
     });
     // From several threads at once: each ack comes only once the slave holds the message.
     std::thread::scope(|sc| {
         for t in 0..4 {
-            let (m, s) = (&m, &s);
+            let (ms, sl) = (&ms, &sl);
             sc.spawn(move || {
                 for i in 0..200 {
                     let body = format!("sync-{t}-{i}");
-                    let r = m
+                    let r = ms
                         .put_message(&msg("HaTopic", t, body.as_bytes(), b""))
                         .unwrap();
                     assert_eq!(r.status, PutMessageStatus::PutOk);
-                    assert!(s.get_max_phy_offset() >= r.append.end_offset());
+                    assert!(sl.get_max_phy_offset() >= r.append.end_offset());
                 }
             });
         }
     });
     // The async form resolves the same way.
-    let a = m.append_one(&msg("HaTopic", 0, b"future", b"")).unwrap();
-    match m.replica_future(a.end_offset()) {
-        rmq_store::ReplicaWait::Wait(f) => {
+    let appended = ms.append_one(&msg("HaTopic", 0, b"future", b"")).unwrap();
+    match ms.replica_future(appended.end_offset()) {
+        rmq_store::ReplicaWait::Wait(wait) => {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
                 .unwrap();
-            assert!(rt.block_on(f));
-            assert!(s.get_max_phy_offset() >= a.end_offset());
+            assert!(rt.block_on(wait));
+            assert!(sl.get_max_phy_offset() >= appended.end_offset());
         }
-        _ => panic!("a SYNC_MASTER with a slave waits for it"),
+        _ => panic!("appended SYNC_MASTER with appended slave waits for it"),
     }
-    s.shutdown().unwrap();
-    drop(s);
+    sl.shutdown().unwrap();
+    drop(sl);
     wait_until("the master notices the slave left", 30, || {
-        m.ha().connection_count() == 0
+        ms.ha().connection_count() == 0
     });
-    let r = m.put_message(&msg("HaTopic", 0, b"gone", b"")).unwrap();
+    let r = ms.put_message(&msg("HaTopic", 0, b"gone", b"")).unwrap();
     assert_eq!(r.status, PutMessageStatus::SlaveNotAvailable);
-    m.shutdown().unwrap();
+    ms.shutdown().unwrap();
 }
 
 #[test]

@@ -199,7 +199,7 @@ fn run(st: &State, store: &Weak<MessageStore>) {
             }
             Err(e) => {
                 failures += 1;
-                if failures == 1 || failures % 60 == 0 {
+                if failures == 1 || failures.is_multiple_of(60) {
                     log::warn!(
                         "HA: cannot connect to master {addr} ({e}); retrying (check the \
                          master runs and haMasterAddress / its haListenPort)"

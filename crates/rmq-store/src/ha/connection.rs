@@ -259,8 +259,10 @@ impl HaConnection {
                     }
                     self.sent_total.fetch_add(len as u64, Ordering::Relaxed);
                     self.rate.add(len as u64, now_millis());
-                    self.next_transfer
-                        .store(next + len as i64, Ordering::Release);
+                    self.next_transfer.store(
+                        next + i64::try_from(len).unwrap_or(i64::MAX),
+                        Ordering::Release,
+                    );
                     true
                 }
                 None => false,
@@ -308,8 +310,7 @@ fn send_region(
                     "sendfile sent nothing",
                 ))
             }
-            Ok(_) => {}
-            Err(rustix::io::Errno::INTR) => {}
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
             Err(e) => return Err(e.into()),
         }
     }

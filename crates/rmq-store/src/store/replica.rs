@@ -123,7 +123,7 @@ impl MessageStore {
     }
 
     fn rebuild_queue_offset_table(&self) {
-        let mut table: rmq_common::fx::FxHashMap<String, Vec<i64>> = Default::default();
+        let mut table = rmq_common::fx::FxHashMap::<String, Vec<i64>>::default();
         for cq in self.consume_queues.all() {
             let v = table.entry(cq.topic().to_owned()).or_default();
             let qid = cq.queue_id().index();
@@ -144,7 +144,7 @@ impl MessageStore {
         self.commit_log.append_data(offset, data)?;
         if self.config.flush_disk_type == FlushDiskType::SyncFlush {
             if let Some(gc) = &self.group_commit {
-                gc.request(offset + data.len() as i64);
+                gc.request(offset + i64::try_from(data.len()).unwrap_or(i64::MAX));
             }
         }
         Ok(())
