@@ -379,9 +379,7 @@ impl CommitLog {
         if file.file_size() - pos < data.len() {
             return Err(mismatch("the data runs past the end of its CommitLog file"));
         }
-        file.append_record(data.len(), &mut Vec::new(), |dst| {
-            dst.copy_from_slice(data);
-        })?;
+        file.append_copy(data)?;
         st.current = Some(file);
         Ok(())
     }
