@@ -264,12 +264,12 @@ impl MappedFile {
     /// # Errors
     /// ENOSPC or another I/O error; nothing is published then.
     pub(crate) fn append_copy(&self, data: &[u8]) -> Result<()> {
+        use std::os::unix::fs::FileExt;
         if self.write_buffer.get().is_some() || self.write_through_file.load(Ordering::Relaxed) {
             return self.append_record(data.len(), &mut Vec::new(), |dst| {
                 dst.copy_from_slice(data);
             });
         }
-        use std::os::unix::fs::FileExt;
         let wrote = self.wrote.load(Ordering::Relaxed);
         let len = data.len();
         if self.file_size - wrote < len {

@@ -323,7 +323,12 @@ fn send_header_more(sock: &TcpStream, header: &[u8]) -> std::io::Result<()> {
     let mut at = 0;
     while at < header.len() {
         match rustix::net::send(sock, &header[at..], rustix::net::SendFlags::MORE) {
-            Ok(0) => return Err(std::io::Error::new(ErrorKind::WriteZero, "send sent nothing")),
+            Ok(0) => {
+                return Err(std::io::Error::new(
+                    ErrorKind::WriteZero,
+                    "send sent nothing",
+                ))
+            }
             Ok(n) => at += n,
             Err(rustix::io::Errno::INTR) => {}
             Err(e) => return Err(e.into()),
