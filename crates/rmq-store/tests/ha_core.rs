@@ -55,7 +55,18 @@ fn put_burst(store: &MessageStore, count: usize, tag: &str) {
 }
 
 fn caught_up(m: &MessageStore, s: &MessageStore) -> bool {
-    s.get_max_phy_offset() == m.get_max_phy_offset() && s.dispatch_behind_bytes() == 0
+    s.get_max_phy_offset() == m.get_max_phy_offset()
+        && s.dispatch_behind_bytes() == 0
+        && m.dispatch_behind_bytes() == 0
+}
+
+/// Wait until `n` slaves have made their first offset report (an empty slave that reports
+/// later than the first put would be sent only the master's last file, as in RocketMQ).
+fn wait_reported(m: &MessageStore, n: usize) {
+    wait_until("the slaves report their offsets", 30, || {
+        let conns = m.ha_runtime_info().ha_connection_info;
+        conns.len() == n && conns.iter().all(|c| c.slave_ack_offset >= 0)
+    });
 }
 
 #[test]
@@ -65,6 +76,7 @@ fn async_slave_copies_the_commit_log_byte_for_byte_and_resumes_from_its_own_max(
     let port = m.ha_listen_port().expect("a master listens");
     let s = slave(sd.path(), port);
     assert_eq!(s.ha_listen_port(), None);
+    wait_reported(&m, 1);
     // 3000 records of ~1 KiB: about three 1 MiB files, so BLANK fillers are copied too.
     put_burst(&m, 3000, "first");
     wait_until("the slave catches up", 60, || caught_up(&m, &s));
@@ -243,6 +255,7 @@ fn roles_switch_at_run_time() {
     let (md, sd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let m = master(md.path(), "ASYNC_MASTER");
     let s = slave(sd.path(), m.ha_listen_port().unwrap());
+    wait_reported(&m, 1);
     put_burst(&m, 50, "pre");
     wait_until("the slave catches up", 30, || caught_up(&m, &s));
     m.shutdown().unwrap();
@@ -257,4 +270,34 @@ fn roles_switch_at_run_time() {
     assert!(s.ha_listen_port().is_none());
     assert!(s.put_message(&msg("HaTopic", 0, b"x", b"")).is_err());
     s.shutdown().unwrap();
+}
+
+#[test]
+fn several_slaves_follow_one_master() {
+    let (md, d1, d2) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let m = master(md.path(), "SYNC_MASTER");
+    let port = m.ha_listen_port().unwrap();
+    let (s1, s2) = (slave(d1.path(), port), slave(d2.path(), port));
+    wait_reported(&m, 2);
+    put_burst(&m, 300, "many");
+    wait_until("both slaves catch up", 30, || {
+        caught_up(&m, &s1) && caught_up(&m, &s2)
+    });
+    let info = m.ha_runtime_info();
+    assert_eq!(info.in_sync_slave_nums, 2);
+    for s in [&s1, &s2] {
+        s.flush().unwrap();
+    }
+    m.flush().unwrap();
+    let want = commit_log_files(md.path());
+    assert_eq!(commit_log_files(d1.path()), want);
+    assert_eq!(commit_log_files(d2.path()), want);
+    for s in [s1, s2] {
+        s.shutdown().unwrap();
+    }
+    m.shutdown().unwrap();
 }

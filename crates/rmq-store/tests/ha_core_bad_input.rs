@@ -122,3 +122,27 @@ fn a_slave_refuses_frames_that_do_not_continue_its_commit_log() {
     s.ha_update_master_address("").unwrap();
     s.shutdown().unwrap();
 }
+
+#[test]
+fn the_master_drops_a_slave_silent_for_the_housekeeping_interval() {
+    let d = tempfile::tempdir().unwrap();
+    let m = open(
+        d.path(),
+        &[
+            ("brokerRole", "SYNC_MASTER"),
+            ("haHousekeepingInterval", "300"),
+        ],
+    );
+    let mut s = TcpStream::connect(("127.0.0.1", m.ha_listen_port().unwrap())).unwrap();
+    s.write_all(&0i64.to_be_bytes()).unwrap();
+    // Reported once, then silent: dropped, and SYNC_MASTER sends see no slave.
+    assert!(closed_by_peer(&mut s), "the silent slave was kept");
+    let t0 = Instant::now();
+    while m.ha().connection_count() > 0 {
+        assert!(t0.elapsed() < Duration::from_secs(30));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let r = m.put_message(&msg("Bad", 0, b"x", b"")).unwrap();
+    assert_eq!(r.status, rmq_store::PutMessageStatus::SlaveNotAvailable);
+    m.shutdown().unwrap();
+}
