@@ -19,6 +19,7 @@ mod config_schema;
 mod consumer;
 mod errors;
 mod files;
+mod ha;
 mod logging;
 mod names;
 mod producer;
@@ -40,6 +41,7 @@ fn _rmq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     broker::register(m)?;
     remoting::register(m)?;
     retention::register(m)?;
+    ha::register(m)?;
     client::register(m)?;
     producer::register(m)?;
     consumer::register(m)?;

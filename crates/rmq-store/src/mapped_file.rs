@@ -256,6 +256,39 @@ impl MappedFile {
         Ok(())
     }
 
+    /// A slave's append of replicated bytes (which must fit), by `pwrite` rather than through
+    /// the mapping: a store into a fresh page of the mapping makes the kernel zero it first,
+    /// which costs as much as the copy; `pwrite` fills the page cache directly. Like
+    /// [`append_record`](Self::append_record), one appender at a time (the put lock).
+    ///
+    /// # Errors
+    /// ENOSPC or another I/O error; nothing is published then.
+    pub(crate) fn append_copy(&self, data: &[u8]) -> Result<()> {
+        use std::os::unix::fs::FileExt;
+        if self.write_buffer.get().is_some() || self.write_through_file.load(Ordering::Relaxed) {
+            return self.append_record(data.len(), &mut Vec::new(), |dst| {
+                dst.copy_from_slice(data);
+            });
+        }
+        let wrote = self.wrote.load(Ordering::Relaxed);
+        let len = data.len();
+        if self.file_size - wrote < len {
+            return Err(crate::error::StoreError::MessageIllegal(format!(
+                "{len} replicated bytes do not fit the {} bytes left in {}",
+                self.file_size - wrote,
+                self.path.display()
+            )));
+        }
+        self.reserve(wrote + len)
+            .map_err(|e| self.disk_full(len, &e))?;
+        self.mmap
+            .file()
+            .write_all_at(data, wrote as u64)
+            .ctx(|| format!("writing {}", self.path.display()))?;
+        self.publish(wrote + len);
+        Ok(())
+    }
+
     /// Allocate the blocks below `end` (a step ahead, see `MmapFile::reserve`): zeros for a
     /// file appended with `pwrite`, `fallocate` otherwise.
     ///
