@@ -536,6 +536,18 @@ class MessageStore:
     def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int: ...
     def get_min_phy_offset(self) -> int: ...
     def get_max_phy_offset(self) -> int: ...
+    # ---- replication (crates/rmq-py/src/ha.rs, the HA helper's; the contract of issue 14) ----
+    @property
+    def ha_listen_port(self) -> int | None:
+        """The bound HA port of a master (None on a slave)."""
+    def ha_update_master_address(self, addr: str) -> None:
+        """A slave (re)points its HA client at the master's HA address; "" stops following."""
+    def ha_runtime_info(self) -> str:
+        """HARuntimeInfo JSON (RocketMQ 5.x's shape)."""
+    def truncate_commit_log(self, offset: int) -> int:
+        """Drop every CommitLog byte at/after ``offset`` (a record boundary); the new max."""
+    def set_broker_role(self, role: str) -> None:
+        """Switch to ASYNC_MASTER, SYNC_MASTER or SLAVE while running."""
     def dispatch_behind_bytes(self) -> int:
         """CommitLog bytes not yet dispatched to ConsumeQueue/IndexFile."""
     def flush(self) -> int:
@@ -695,6 +707,25 @@ class BrokerServer:
         """Commit an offset of ``group`` (written to consumerOffset.json by :meth:`persist`)."""
     def create_topic_if_absent(self, topic: str, queue_nums: int = 1, perm: int = 6) -> None:
         """Create ``topic`` with ``queue_nums`` read and write queues unless it exists."""
+    def set_slave_of(self, master: str | None) -> None:
+        """``master``: this broker is a slave of that address ("" while unknown) and refuses
+        sends, batches and send-backs with SERVICE_NOT_AVAILABLE naming it; None: a master."""
+    @property
+    def slave_of(self) -> str | None:
+        """The master this broker follows while it is a slave."""
+    def consumer_offsets_json(self) -> bytes:
+        """Every committed offset as GET_ALL_CONSUMER_OFFSET (43) serves it."""
+    def put_all_consumer_offsets(self, body: bytes) -> None:
+        """Take every offset of a ConsumerOffsetSerializeWrapper body (others are kept);
+        ``ValueError`` for a bad body."""
+    def replace_topic_configs(self, body: bytes) -> bool:
+        """Take the master's GET_ALL_TOPIC_CONFIG body whole when its data version differs
+        from ours; whether it did. ``ValueError`` for a bad body, ``StoreError`` when
+        topics.json cannot be written."""
+    def replace_subscription_groups(self, body: bytes) -> bool:
+        """The same for GET_ALL_SUBSCRIPTIONGROUP_CONFIG's body."""
+    def set_runtime_info(self, key: str, value: str | None) -> None:
+        """Add ``key`` = ``value`` to GET_BROKER_RUNTIME_INFO's table (None removes it)."""
     def shutdown(self) -> None:
         """Stop serving, close connections, persist. Idempotent."""
 
