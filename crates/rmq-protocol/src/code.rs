@@ -187,6 +187,8 @@ codes! {
             GET_ALL_CONSUMER_OFFSET = 43,
             /// All delay-level offsets.
             GET_ALL_DELAY_OFFSET = 45,
+            /// A broker group's replication state (`HARuntimeInfo`, RocketMQ 5.x).
+            GET_BROKER_HA_STATUS = 907,
             /// ACL: create or update an account.
             UPDATE_AND_CREATE_ACL_CONFIG = 50,
             /// ACL: delete an account.
