@@ -195,7 +195,16 @@ class BrokerGroupRole:
                 self._publish_epoch(EpochNote.load(self._root))
                 self._start_master_services()
 
+    def stop_checks(self) -> None:
+        """Stop the copy and the transaction checks (before the server stops serving)."""
+        with self._lock:
+            self.sync.stop()
+            if self._transactions is not None:
+                self._transactions.stop()
+                self._transactions = None
+
     def stop(self) -> None:
+        """Stop everything; delivery of delayed messages last (after the server)."""
         with self._lock:
             self.sync.stop()
             self._stop_master_services()

@@ -285,7 +285,7 @@ def run_broker(
     finally:
         registrar.stop(unregister=True)
         scheduler.stop()
-        role.sync.stop()
+        role.stop_checks()
         try:
             server.shutdown()
         except RmqError as exc:

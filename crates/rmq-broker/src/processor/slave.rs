@@ -30,9 +30,9 @@ pub fn refuse_write(b: &BrokerState, req: &RemotingCommand) -> Option<Option<Rep
         req,
         ResponseCode::SERVICE_NOT_AVAILABLE,
         format!(
-            "service not available now: broker {} (brokerId {}) is a slave and takes no \
+            "service not available now: this broker of group {} is a slave and takes no \
              writes; its master is {master}",
-            b.config.broker_name, b.config.broker_id
+            b.config.broker_name
         ),
     ))
 }
