@@ -243,13 +243,29 @@ def test_cluster_list_shows_master_and_slave(group: Group) -> None:
     assert rows == {(NAME, 0, group.master_addr), (NAME, 1, group.slave_addr)}
 
 
+def test_a_slave_whose_master_is_gone_keeps_serving_reads(group: Group) -> None:
+    assert group.master is not None and group.slave is not None
+    group.master.kill()
+    r = group.invoke(group.slave_addr, RequestCode.PULL_MESSAGE, pull_header(GROUP, TOPIC, 0))
+    assert r.code == ResponseCode.SUCCESS, r.remark
+    r = group.invoke(
+        group.slave_addr,
+        RequestCode.QUERY_CONSUMER_OFFSET,
+        {"consumerGroup": GROUP, "topic": TOPIC, "queueId": "0"},
+    )
+    assert r.code == ResponseCode.SUCCESS and r.ext_fields["offset"] == "9"
+    (refused,) = group.send(group.slave_addr, 1)
+    assert refused.code == ResponseCode.SERVICE_NOT_AVAILABLE
+    assert group.slave.proc.poll() is None
+
+
 @pytest.mark.skipif(
     not hasattr(MessageStore, "set_broker_role"),
     reason="role switching needs the HA store methods of issue 14 (the ha branch)",
 )
 def test_promotion_keeps_the_slaves_data_and_notes_the_epoch(group: Group) -> None:
     assert group.master is not None and group.slave is not None
-    group.master.kill()  # the master dies
+    group.master.kill()  # the master is gone (killed by the test before)
     done = subprocess.run(
         [
             sys.executable,

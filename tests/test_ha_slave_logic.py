@@ -227,3 +227,31 @@ def test_a_promoted_slave_replaces_its_own_entry_under_id_zero() -> None:
     assert route is not None and route["brokerDatas"][0]["brokerAddrs"] == {"0": "10.0.0.2:10911"}
     # The old master rejoins as a slave and is told the new master.
     assert register(m, "10.0.0.1:10911", 1) == ("10.0.0.2:10911", "10.0.0.2:10912")
+
+
+def test_an_expired_master_leaves_the_slave_routed() -> None:
+    now = [1000.0]
+    m = RouteInfoManager(clock=lambda: now[0])
+    register(m, "10.0.0.1:10911", 0)
+    now[0] += 100
+    register(m, "10.0.0.2:10911", 1)
+    now[0] += 30  # the master silent for 130 s, the slave for 30 s
+    assert m.scan_not_active_broker() == ["10.0.0.1:10911"]
+    route = m.pick_topic_route_data("T")
+    assert route is not None and route["brokerDatas"][0]["brokerAddrs"] == {"1": "10.0.0.2:10911"}
+
+
+def test_the_shipped_slave_conf_is_a_slave_of_make_runs_broker() -> None:
+    import warnings
+
+    from rmq.config import load_broker_config
+
+    conf = Path(__file__).parent.parent / "examples" / "broker-slave.conf"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no unknown key
+        c = load_broker_config(conf)
+    master = load_broker_config(None)
+    assert (c.broker_role, c.broker_id) == (BrokerRole.SLAVE, 1)
+    assert c.broker_name == master.broker_name and c.listen_port != master.listen_port
+    assert list(c.namesrv_addrs) == ["127.0.0.1:9876"]
+    assert c.store_path_root_dir != master.store_path_root_dir
