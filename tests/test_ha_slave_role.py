@@ -30,6 +30,10 @@ class FakeStore:
     def get_max_phy_offset(self) -> int:
         return self.max_offset
 
+    @property
+    def ha_listen_port(self) -> int | None:
+        return 10912 if ("set_broker_role", "SYNC_MASTER") in self.calls else None
+
     def set_broker_role(self, role: str) -> None:
         self.calls.append(("set_broker_role", role))
 
@@ -93,6 +97,7 @@ def make_role(
     server = FakeServer()
     events: list[object] = []
     config = BrokerConfig(
+        broker_ip1="127.0.0.1",
         broker_role=role,
         broker_id=0 if role is not BrokerRole.SLAVE else 1,
         store_path_root_dir=str(tmp),
@@ -103,7 +108,7 @@ def make_role(
         store=store,  # type: ignore[arg-type]
         server=server,  # type: ignore[arg-type]
         client=client,
-        set_broker_id=lambda i: events.append(("broker_id", i)),
+        set_broker_id=lambda i, ha: events.append(("broker_id", i, ha)),
         transactions=lambda: FakeService(events, "transactions"),  # type: ignore[arg-type,return-value]
         delay=lambda: FakeService(events, "delay"),  # type: ignore[arg-type,return-value]
     )
@@ -120,10 +125,10 @@ def test_promotion_notes_the_epoch_then_switches_and_starts_the_master(tmp_path:
     assert ("set_broker_role", "SYNC_MASTER") in store.calls
     assert server.slave_of is None
     assert server.runtime == {"brokerEpoch": "1", "brokerEpochStartOffset": "4096"}
-    assert events == ["delay start", "transactions start", ("broker_id", 0)]
+    assert events == ["delay start", "transactions start", ("broker_id", 0, "127.0.0.1:10912")]
     # Back to slave: the master's services stop, the epoch keys go.
     role.switch(BrokerRole.SLAVE, 1)
-    assert events[-3:] == ["transactions stop", "delay stop", ("broker_id", 1)]
+    assert events[-3:] == ["transactions stop", "delay stop", ("broker_id", 1, None)]
     assert server.slave_of == "" and server.runtime == {}
     role.stop()
 

@@ -98,10 +98,12 @@ class NamesrvRegistrar:
     def identity(self) -> BrokerIdentity:
         return self._identity
 
-    def set_broker_id(self, broker_id: int) -> None:
-        """Register under ``broker_id`` from now on (a role switch), at once. The nameservers
-        drop this address's entry under its old id (RocketMQ's rule)."""
-        self._identity = dataclasses.replace(self._identity, broker_id=broker_id)
+    def set_broker_id(self, broker_id: int, ha_server_addr: str | None = None) -> None:
+        """Register under ``broker_id`` (and ``ha_server_addr`` when given) from now on (a
+        role switch), at once. The nameservers drop this address's entry under its old id
+        (RocketMQ's rule)."""
+        ha = self._identity.ha_server_addr if ha_server_addr is None else ha_server_addr
+        self._identity = dataclasses.replace(self._identity, broker_id=broker_id, ha_server_addr=ha)
         self.trigger()
 
     def register_all(self) -> int:

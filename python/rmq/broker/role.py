@@ -66,6 +66,8 @@ class GroupStore(Protocol):
     """What the role needs of ``rmq._rmq.MessageStore``'s replication methods."""
 
     def get_max_phy_offset(self) -> int: ...
+    @property
+    def ha_listen_port(self) -> int | None: ...
     def set_broker_role(self, role: str) -> None: ...
     def ha_update_master_address(self, addr: str) -> None: ...
     def truncate_commit_log(self, offset: int) -> int: ...
@@ -136,7 +138,8 @@ def _response(code: int, remark: str | None = None, body: bytes | None = None) -
 class BrokerGroupRole:
     """Runs the services of this broker's role and switches roles (see the module docs).
 
-    ``set_broker_id`` re-registers under another brokerId (the registrar's);
+    ``set_broker_id(id, ha_server_addr)`` re-registers under another brokerId (and, from a
+    new master, the HA address its store now listens on; None keeps the registered one);
     ``transactions`` makes a transaction check service (one per master period).
     """
 
@@ -147,7 +150,7 @@ class BrokerGroupRole:
         store: MessageStore,
         server: BrokerServer,
         client: Client,
-        set_broker_id: Callable[[int], None],
+        set_broker_id: Callable[[int, str | None], None],
         transactions: Callable[[], _Service],
         delay: Callable[[], DelayService],
         sync_interval_s: float = SYNC_INTERVAL_S,
@@ -159,6 +162,7 @@ class BrokerGroupRole:
         self._new_transactions = transactions
         self._new_delay = delay
         self._root = config.store_path_root_dir
+        self._host = config.broker_ip1
         self._config_dir = os.path.join(self._root, "config")
         self._ha_master_configured = config.store.get("haMasterAddress", "")
         self.role = config.broker_role
@@ -311,7 +315,7 @@ class BrokerGroupRole:
         with self._lock:
             if role is self.role:
                 if broker_id != 0 and self.is_slave:
-                    self._set_broker_id(broker_id)
+                    self._set_broker_id(broker_id, None)
                 return
             if role is BrokerRole.SLAVE:
                 self._demote(broker_id)
@@ -328,7 +332,9 @@ class BrokerGroupRole:
         self._server.set_slave_of(None)
         self._publish_epoch(note)
         self._start_master_services()
-        self._set_broker_id(0)
+        port = self._store.ha_listen_port
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        self._set_broker_id(0, f"{host}:{port}" if port else None)
         log.warning(
             "promoted to %s: epoch %d starts at CommitLog offset %d; registered as brokerId 0",
             role.value,
@@ -343,7 +349,7 @@ class BrokerGroupRole:
         self._master_addr = ""
         self._server.set_slave_of("")
         self._publish_epoch(EpochNote())
-        self._set_broker_id(broker_id)
+        self._set_broker_id(broker_id, None)
         self.sync.start()
         log.warning(
             "now a slave (brokerId %d): following the master the nameservers name", broker_id

@@ -217,7 +217,7 @@ def run_broker(
         store=store,
         server=server,
         client=client,
-        set_broker_id=lambda broker_id: registrar.set_broker_id(broker_id),
+        set_broker_id=lambda broker_id, ha: registrar.set_broker_id(broker_id, ha),
         transactions=lambda: TransactionCheckService(
             TransactionChecker(store, server, transaction_check_policy(admin.config))
         ),
