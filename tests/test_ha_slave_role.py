@@ -138,12 +138,13 @@ def test_the_old_master_truncates_beyond_the_new_epoch_once(tmp_path: Path) -> N
     role, _, _ = make_role(tmp_path, BrokerRole.SLAVE, store, FakeMaster(1, 1000))
     role.on_registered(MASTER, MASTER_HA)
     assert store.calls == [
+        ("ha_update_master_address", ""),
         ("truncate_commit_log", 1000),
         ("ha_update_master_address", MASTER_HA),
     ]
     assert EpochNote.load(tmp_path).followed_epoch == 1
     role.on_registered(MASTER, MASTER_HA)  # the same master again: nothing to do
-    assert len(store.calls) == 2
+    assert len(store.calls) == 3
     # It restarts as a slave with more bytes (copied since): no truncation this time.
     store2 = FakeStore(5000)
     again, _, _ = make_role(tmp_path, BrokerRole.SLAVE, store2, FakeMaster(1, 1000))

@@ -537,18 +537,6 @@ class MessageStore:
     def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int: ...
     def get_min_phy_offset(self) -> int: ...
     def get_max_phy_offset(self) -> int: ...
-    # ---- replication (crates/rmq-py/src/ha.rs, the HA helper's; the contract of issue 14) ----
-    @property
-    def ha_listen_port(self) -> int | None:
-        """The bound HA port of a master (None on a slave)."""
-    def ha_update_master_address(self, addr: str) -> None:
-        """A slave (re)points its HA client at the master's HA address; "" stops following."""
-    def ha_runtime_info(self) -> str:
-        """HARuntimeInfo JSON (RocketMQ 5.x's shape)."""
-    def truncate_commit_log(self, offset: int) -> int:
-        """Drop every CommitLog byte at/after ``offset`` (a record boundary); the new max."""
-    def set_broker_role(self, role: str) -> None:
-        """Switch to ASYNC_MASTER, SYNC_MASTER or SLAVE while running."""
     def dispatch_behind_bytes(self) -> int:
         """CommitLog bytes not yet dispatched to ConsumeQueue/IndexFile."""
     def flush(self) -> int:
@@ -570,6 +558,35 @@ class MessageStore:
     def set_delay_offsets(self, offsets: dict[int, int]) -> None:
         """The delay scheduler's progress (level -> next offset to deliver): parked messages
         from there on are kept by retention. Until the first call every parked one is."""
+    @property
+    def ha_listen_port(self) -> int | None:
+        """The bound HA port while this store is a master accepting slaves (``haListenPort``;
+        0 there picks a free port); ``None`` on a slave or when the port could not be bound
+        (logged)."""
+    @property
+    def max_phy_offset(self) -> int:
+        """The CommitLog max offset."""
+    def ha_update_master_address(self, addr: str) -> None:
+        """A SLAVE (re)points its HA client at the master's HA address ``host:port``; ``""``
+        stops following. The same address again changes nothing. Raises ``StoreError`` on a
+        master."""
+    def ha_runtime_info(self) -> str:
+        """Replication figures as JSON in RocketMQ 5.x's ``HARuntimeInfo`` shape
+        (``master``, ``masterCommitLogMaxOffset``, ``inSyncSlaveNums``, ``haConnectionInfo``
+        [{``addr``, ``slaveAckOffset``, ``diff``, ``inSync``, ``transferredByteInSecond``,
+        ``transferFromWhere``}], ``haClientRuntimeInfo`` {``masterAddr``,
+        ``transferredByteInSecond``, ``maxOffset``, ``lastReadTimestamp``,
+        ``lastWriteTimestamp``, ``masterFlushOffset``, ``isActivated``} on a slave that
+        follows a master); GET_BROKER_HA_STATUS (907) answers the same body."""
+    def truncate_commit_log(self, offset: int) -> int:
+        """Drop every CommitLog byte at or after ``offset`` (a record's start or the current
+        max; ``StoreError`` otherwise, or while following a master) and the ConsumeQueue
+        units pointing there; returns the new max offset."""
+    def set_broker_role(self, role: str) -> None:
+        """Switch to ``"ASYNC_MASTER"``, ``"SYNC_MASTER"`` or ``"SLAVE"`` at run time. To a
+        master: stop following, accept slaves, accept writes (queue offsets continue from
+        the ConsumeQueues). To SLAVE: stop accepting slaves, refuse writes (then
+        :meth:`ha_update_master_address`)."""
     @property
     def file_reserved_time(self) -> int:
         """Hours a CommitLog file is kept (``fileReservedTime``), as in effect now."""

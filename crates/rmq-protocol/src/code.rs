@@ -187,8 +187,6 @@ codes! {
             GET_ALL_CONSUMER_OFFSET = 43,
             /// All delay-level offsets.
             GET_ALL_DELAY_OFFSET = 45,
-            /// A broker group's replication state (`HARuntimeInfo`, RocketMQ 5.x).
-            GET_BROKER_HA_STATUS = 907,
             /// ACL: create or update an account.
             UPDATE_AND_CREATE_ACL_CONFIG = 50,
             /// ACL: delete an account.
@@ -257,6 +255,8 @@ codes! {
             GET_ALL_PRODUCER_INFO = 328,
             /// Delete expired CommitLog files.
             DELETE_EXPIRED_COMMITLOG = 329,
+            /// Replication status of a broker (`HARuntimeInfo`, 5.x; `mqadmin haStatus`).
+            GET_BROKER_HA_STATUS = 907,
         }
         /// Nameserver.
         group "namesrv" {
@@ -446,6 +446,7 @@ mod tests {
             (RequestCode::UPDATE_BROKER_CONFIG, 25),
             (RequestCode::GET_BROKER_CONFIG, 26),
             (RequestCode::GET_BROKER_RUNTIME_INFO, 28),
+            (RequestCode::GET_BROKER_HA_STATUS, 907),
             (RequestCode::SEARCH_OFFSET_BY_TIMESTAMP, 29),
             (RequestCode::GET_MAX_OFFSET, 30),
             (RequestCode::GET_MIN_OFFSET, 31),

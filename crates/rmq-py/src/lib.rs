@@ -20,6 +20,7 @@ mod config_schema;
 mod consumer;
 mod errors;
 mod files;
+mod ha;
 mod logging;
 mod names;
 mod producer;
@@ -41,6 +42,7 @@ fn _rmq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     broker::register(m)?;
     remoting::register(m)?;
     retention::register(m)?;
+    ha::register(m)?;
     client::register(m)?;
     producer::register(m)?;
     consumer::register(m)?;

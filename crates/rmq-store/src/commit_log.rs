@@ -347,6 +347,45 @@ impl CommitLog {
         Ok(f)
     }
 
+    /// A slave's append of replicated bytes (RocketMQ's `appendData`): `data` lands at
+    /// `offset`, which must be where this CommitLog ends (or, when it has no file yet, a file
+    /// boundary: the first file is created there). The master cuts its frames at file ends,
+    /// so `data` never spans two files.
+    ///
+    /// # Errors
+    /// [`StoreError::HaOffsetMismatch`] for an offset elsewhere or data crossing a file end
+    /// (nothing is written), I/O errors otherwise.
+    pub fn append_data(&self, offset: i64, data: &[u8]) -> Result<()> {
+        let mut st = self.put.lock().unwrap_or_else(PoisonError::into_inner);
+        let size = i64::try_from(self.queue.file_size()).unwrap_or(i64::MAX);
+        let empty = self.queue.last_mapped_file().is_none();
+        let max = self.queue.max_offset();
+        let mismatch = |why: &str| StoreError::HaOffsetMismatch {
+            offset,
+            max,
+            why: why.to_owned(),
+        };
+        if empty && offset % size != 0 {
+            return Err(mismatch("an empty CommitLog starts at a file boundary"));
+        }
+        if !empty && offset != max {
+            return Err(mismatch("data must continue where the CommitLog ends"));
+        }
+        let file = self.queue.last_mapped_file_for_append(offset)?;
+        let pos = file.wrote_position();
+        if file.offset_of(pos) != offset {
+            return Err(mismatch("the file to append to ends elsewhere"));
+        }
+        if file.file_size() - pos < data.len() {
+            return Err(mismatch("the data runs past the end of its CommitLog file"));
+        }
+        file.append_record(data.len(), &mut Vec::new(), |dst| {
+            dst.copy_from_slice(data);
+        })?;
+        st.current = Some(file);
+        Ok(())
+    }
+
     /// Readable bytes from `offset` to the end of its file's readable data.
     #[must_use]
     pub fn get_data(&self, offset: i64) -> Option<SelectMappedBufferResult> {

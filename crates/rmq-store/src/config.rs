@@ -276,6 +276,18 @@ store_config! {
     "timerMaxDelaySec" => timer_max_delay_sec: i64;
     /// Granularity of timer messages (ms). Only 1000 (RocketMQ's default) is supported.
     "timerPrecisionMs" => timer_precision_ms: u32;
+    /// A master's HA port (0: any free port).
+    "haListenPort" => ha_listen_port: u32;
+    /// A slave's master HA address, host:port (empty: none yet).
+    "haMasterAddress" => ha_master_address: String;
+    /// Idle interval before a heartbeat on the HA channel (ms).
+    "haSendHeartbeatInterval" => ha_send_heartbeat_interval: u32;
+    /// Silence after which an HA connection is dropped (ms).
+    "haHousekeepingInterval" => ha_housekeeping_interval: u32;
+    /// Largest replication frame body (bytes).
+    "haTransferBatchSize" => ha_transfer_batch_size: usize;
+    /// Lag (bytes) beyond which a slave does not count for SYNC_MASTER.
+    "haMaxGapNotInSync" => ha_max_gap_not_in_sync: i64;
 }
 
 impl StoreConfig {

@@ -169,15 +169,18 @@ impl ReputService {
     /// One dispatch pass over what the CommitLog holds past the dispatch position. Returns
     /// true when it made progress.
     pub(crate) fn do_reput(&self, t: &DispatchTargets<'_>) -> bool {
+        // The position is read under the cache lock: a CommitLog truncation moves it back
+        // while holding that lock.
+        let mut cache = t.consume_queues.lock_dispatch_cache();
         let mut reput = self.reput_from_offset.load(Ordering::Acquire);
         let min = t.commit_log.min_offset();
         if reput < min {
             reput = min;
         }
         let start = reput;
-        let mut cache = t.consume_queues.lock_dispatch_cache();
         let damaged = t.commit_log.damaged();
-        while reput < t.commit_log.max_offset() {
+        let mut partial_tail = false;
+        while !partial_tail && reput < t.commit_log.max_offset() {
             if let Some(past) = damaged.skip_from(reput) {
                 // Recovery found these bytes damaged: nothing in them is dispatched.
                 reput = past;
@@ -187,6 +190,9 @@ impl ReputService {
                 break;
             };
             let bytes = data.bytes();
+            // Room left in the file past the bytes read: a record cut off there may still be
+            // arriving (a slave's replication frames end anywhere), never one cut at the end.
+            let room_after = data.file_pos() + bytes.len() < data.mapped_file().file_size();
             let mut pos = 0;
             let mut blocked = false;
             while pos < bytes.len() {
@@ -213,6 +219,12 @@ impl ReputService {
                     }
                     Scan::Blank => {
                         reput = t.commit_log.roll_next_file(reput);
+                        break;
+                    }
+                    Scan::Invalid(reason) if reason.is_truncated() && room_after => {
+                        // A slave's CommitLog grows by replication frames, which may end
+                        // inside a record: the rest arrives with the next frame.
+                        partial_tail = true;
                         break;
                     }
                     Scan::Invalid(reason) => {

@@ -89,6 +89,22 @@ pub enum StoreError {
         "store directory {0} is locked by another process; stop it or use another storePathRootDir"
     )]
     Locked(PathBuf),
+    /// Replicated bytes that do not continue this CommitLog (a slave's append).
+    #[error(
+        "replicated data at CommitLog offset {offset} does not fit this store, whose CommitLog \
+         ends at {max}: {why}"
+    )]
+    HaOffsetMismatch {
+        /// Where the data was to go.
+        offset: i64,
+        /// Where this CommitLog ends.
+        max: i64,
+        /// What is wrong.
+        why: String,
+    },
+    /// A request the store's role or state does not allow (HA and truncation calls).
+    #[error("{0}")]
+    IllegalState(String),
 }
 
 impl StoreError {

@@ -28,14 +28,14 @@ pub enum FlushOutcome {
     Timeout,
 }
 
-/// Who waits for a flush: a parked thread, or an async task.
-enum Waiter {
+/// Who waits for a flush (or a slave's ack): a parked thread, or an async task.
+pub(crate) enum Waiter {
     Thread(Thread),
     Task(std::task::Waker),
 }
 
 impl Waiter {
-    fn wake(self) {
+    pub(crate) fn wake(self) {
         match self {
             Self::Thread(t) => t.unpark(),
             Self::Task(w) => w.wake(),
@@ -104,6 +104,13 @@ impl GroupCommit {
             }
             std::thread::park_timeout(deadline - now);
         }
+    }
+
+    /// Ask for everything below `end_offset` to be flushed, without waiting (a slave's
+    /// replicated bytes under SYNC_FLUSH).
+    pub fn request(&self, end_offset: i64) {
+        self.requested.fetch_max(end_offset, Ordering::AcqRel);
+        self.work.wake();
     }
 
     /// The flushing thread's loop: sync whatever is requested, wake the waiters, repeat.

@@ -24,6 +24,7 @@
 //! read, queries, retention, background services, one file each); [`schedule`] parks delayed messages in
 //! `SCHEDULE_TOPIC_XXXX` on put and re-puts them when the broker's scheduler says they are due;
 //! [`timer`] does the same for RocketMQ 5 timer messages in a time wheel of its own.
+//! [`ha`] replicates the CommitLog from a master to its slaves (RocketMQ's HA protocol).
 //! [`atomic_file`] replaces the small files rmq persists (config JSON, checkpoints) safely.
 
 pub mod atomic_file;
@@ -38,6 +39,7 @@ pub mod dispatch;
 pub mod error;
 pub mod flush;
 pub mod format;
+pub mod ha;
 pub mod index_file;
 mod index_suspend;
 pub mod mapped_file;
@@ -58,6 +60,7 @@ pub use mapped_file_queue::DeletedFile;
 pub use schedule::{DeliverOutcome, SCHEDULE_TOPIC};
 pub use store::{
     CleanReport, ConsumeProgress, ConsumeQueueUnits, DeleteReason, GetMessageResult,
-    GetMessageStatus, MessageStore, PutMessageResult, PutMessageStatus, QueueHold, RetentionHold,
+    GetMessageStatus, HaRuntimeInfo, MessageStore, PutMessageResult, PutMessageStatus, QueueHold,
+    ReplicaWait, RetentionHold,
 };
 pub use timer::TIMER_TOPIC;

@@ -291,6 +291,9 @@ class BrokerGroupRole:
                     start,
                     own_max - cut,
                 )
+                # A store configured with haMasterAddress follows from its open: stop first
+                # (the store refuses to truncate while following).
+                self._store.ha_update_master_address("")
                 self._store.truncate_commit_log(cut)
             if epoch > note.followed_epoch:
                 EpochNote(note.epoch, note.start_offset, epoch).save(self._root)

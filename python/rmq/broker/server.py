@@ -184,7 +184,12 @@ def run_broker(
 
     root = config.store_path_root_dir
     try:
-        store = MessageStore(root, dict(config.store), store_host=config.store_host)
+        store_keys = dict(config.store)
+        # As Apache's BrokerStartup: the HA port is listenPort + 1 unless broker.conf sets it.
+        store_keys.setdefault(
+            "haListenPort", str(config.listen_port + 1 if config.listen_port < 65535 else 0)
+        )
+        store = MessageStore(root, store_keys, store_host=config.store_host)
     except RmqError as exc:
         log.error("cannot open the store at %s: %s", root, exc)
         if embedded is not None:
@@ -207,7 +212,7 @@ def run_broker(
         broker_name=config.broker_name,
         broker_id=config.broker_id,
         broker_addr=config.store_host,
-        ha_server_addr=f"{config.broker_ip1}:{config.listen_port + 1}",
+        ha_server_addr=f"{config.broker_ip1}:{store.ha_listen_port or config.listen_port + 1}",
     )
     client = RemotingClient()
     # RocketMQ runs its ScheduleMessageService and transaction checks on masters only (a

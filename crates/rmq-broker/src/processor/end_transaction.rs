@@ -33,7 +33,7 @@ use crate::transaction::{end_message_transaction, look_half_message, op_record};
 )]
 pub async fn process(b: &BrokerState, conn: &Connection, req: &RemotingCommand) -> Option<Reply> {
     let h = decode_header!(req, EndTransactionRequestHeader);
-    if b.store.config().broker_role == BrokerRole::Slave {
+    if b.store.broker_role() == BrokerRole::Slave {
         return reply(req, error_response(req, &TransactionError::Slave.into()));
     }
     let source = if h.from_transaction_check {

@@ -24,6 +24,7 @@ pub mod admin;
 pub mod call_consumer;
 pub mod client;
 pub mod end_transaction;
+pub mod ha_status;
 pub mod lock;
 pub mod offset;
 pub mod pull_message;
@@ -159,6 +160,7 @@ pub async fn dispatch(
         RequestCode::GET_ALL_TOPIC_CONFIG => topic::all(&b, &req),
         RequestCode::DELETE_TOPIC_IN_BROKER => topic::delete(&b, &req),
         RequestCode::GET_BROKER_RUNTIME_INFO => runtime_info::process(&b, &req),
+        RequestCode::GET_BROKER_HA_STATUS => ha_status::process(&b, &req),
         RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => subscription_group::update(&b, &req),
         RequestCode::GET_ALL_SUBSCRIPTIONGROUP_CONFIG => subscription_group::all(&b, &req),
         RequestCode::DELETE_SUBSCRIPTIONGROUP => subscription_group::delete(&b, &req),

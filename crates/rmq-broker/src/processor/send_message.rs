@@ -25,7 +25,7 @@ use rmq_protocol::header::{SendMessageRequestHeader, SendMessageResponseHeader};
 use rmq_protocol::message_decoder::decode_batch_entries;
 use rmq_protocol::{RemotingCommand, RequestCode, ResponseCode};
 use rmq_remoting::{Connection, Reply};
-use rmq_store::{AppendResult, FlushDiskType, MessageToStore, StoreError};
+use rmq_store::{AppendResult, FlushDiskType, MessageToStore, ReplicaWait, StoreError};
 
 use super::send_msg_back::{dead_letter_topic, find_group, max_reconsume_times};
 use super::{error_response, reply, response};
@@ -364,7 +364,11 @@ async fn ack(
 }
 
 /// Wait for (SYNC_FLUSH, waiting send) or request (SYNC_FLUSH, `WAIT=false`) the flush of
-/// everything up to `last`: the response code and remark.
+/// everything up to `last`, and on a SYNC_MASTER (waiting send) for a slave to acknowledge it:
+/// the response code and remark. As in RocketMQ's `handlePutMessageResult`, the message is
+/// stored whatever the outcome: FLUSH_DISK_TIMEOUT (10), SLAVE_NOT_AVAILABLE (11) and
+/// FLUSH_SLAVE_TIMEOUT (12) come with the response header filled, the replica's status
+/// winning over the disk's.
 async fn flush(
     b: &BrokerState,
     h: &SendMessageRequestHeader,
@@ -373,25 +377,58 @@ async fn flush(
     let header_props = h.properties.as_deref().unwrap_or("").as_bytes();
     let wait = find_property(header_props, PropertyKey::WAIT_STORE_MSG_OK) != Some(b"false");
     let store_cfg = b.store.config();
-    let flush = b.store.flush_future(last.end_offset());
-    if store_cfg.flush_disk_type != FlushDiskType::SyncFlush {
-        return Ok((ResponseCode::SUCCESS, String::new()));
-    }
-    if !wait {
-        tokio::spawn(async move {
-            let _ = flush.await;
-        });
-        return Ok((ResponseCode::SUCCESS, String::new()));
-    }
     let timeout = Duration::from_millis(u64::from(store_cfg.sync_flush_timeout));
-    match tokio::time::timeout(timeout, flush).await {
-        Ok(flushed) => flushed.map(|()| (ResponseCode::SUCCESS, String::new())),
-        Err(_) => Ok((
-            ResponseCode::FLUSH_DISK_TIMEOUT,
-            format!(
-                "the message is stored but not flushed to disk within syncFlushTimeout ({} ms)",
-                store_cfg.sync_flush_timeout
-            ),
-        )),
-    }
+    let flush = b.store.flush_future(last.end_offset());
+    let replica = if wait {
+        b.store.replica_future(last.end_offset())
+    } else {
+        ReplicaWait::NotNeeded
+    };
+    let disk = async {
+        if store_cfg.flush_disk_type != FlushDiskType::SyncFlush {
+            return Ok((ResponseCode::SUCCESS, String::new()));
+        }
+        if !wait {
+            tokio::spawn(async move {
+                let _ = flush.await;
+            });
+            return Ok((ResponseCode::SUCCESS, String::new()));
+        }
+        match tokio::time::timeout(timeout, flush).await {
+            Ok(flushed) => flushed.map(|()| (ResponseCode::SUCCESS, String::new())),
+            Err(_) => Ok((
+                ResponseCode::FLUSH_DISK_TIMEOUT,
+                format!(
+                    "the message is stored but not flushed to disk within syncFlushTimeout ({} \
+                     ms)",
+                    store_cfg.sync_flush_timeout
+                ),
+            )),
+        }
+    };
+    let slave = async {
+        match replica {
+            ReplicaWait::NotNeeded => None,
+            ReplicaWait::SlaveNotAvailable => Some((
+                ResponseCode::SLAVE_NOT_AVAILABLE,
+                "the message is stored on the master, but no slave is connected or in sync \
+                 (SYNC_MASTER)"
+                    .to_owned(),
+            )),
+            ReplicaWait::Wait(f) => match tokio::time::timeout(timeout, f).await {
+                Ok(true) => None,
+                _ => Some((
+                    ResponseCode::FLUSH_SLAVE_TIMEOUT,
+                    format!(
+                        "the message is stored on the master, but no slave acknowledged it \
+                         within syncFlushTimeout ({} ms)",
+                        store_cfg.sync_flush_timeout
+                    ),
+                )),
+            },
+        }
+    };
+    let (disk, slave) = tokio::join!(disk, slave);
+    let disk = disk?;
+    Ok(slave.unwrap_or(disk))
 }

@@ -98,6 +98,19 @@ pub static BROKER_KEYS: &[K] = &[
         "How the broker replicates; a SLAVE refuses client puts.").runtime(),
     K::new("flushDiskType", ValueKind::OneOf(&["ASYNC_FLUSH", "SYNC_FLUSH"]),
         Some("ASYNC_FLUSH"), Store, "When a put is acknowledged relative to the disk flush."),
+    K::new("haListenPort", int(0, 65_535), Some("10912"), Store,
+        "The master's HA port that slaves replicate from (the broker sets listenPort + 1 \
+         when broker.conf does not; 0 picks a free port)."),
+    K::new("haMasterAddress", UNCHECKED, Some(""), Store,
+        "host:port of the master's HA port for a SLAVE (empty: learnt from registration)."),
+    K::new("haSendHeartbeatInterval", int(100, HOUR_MS), Some("5000"), Store,
+        "ms between a slave's offset reports / a master's empty frames when idle.").hint(MS),
+    K::new("haHousekeepingInterval", int(100, HOUR_MS), Some("20000"), Store,
+        "ms of silence after which an HA connection is dropped.").hint(MS),
+    K::new("haTransferBatchSize", int(1024, 64 * MIB), Some("32768"), Store,
+        "Largest replication frame body (bytes)."),
+    K::new("haMaxGapNotInSync", ANY_INT, Some("268435456"), Store,
+        "Bytes a slave may lag before SYNC_MASTER sends get SLAVE_NOT_AVAILABLE."),
     K::new("fileReservedTime", int(0, MAX_HOURS), Some("72"), Store,
         "Hours a CommitLog file is kept after its last write.")
         .hint(" (hours to keep a file)").runtime(),
@@ -194,7 +207,6 @@ pub static BROKER_KEYS: &[K] = &[
                   or set it to 1000"),
     // ---- RocketMQ keys accepted without effect ---------------------------------------------
     K::new("brokerIP2", UNCHECKED, None, Unused, "HA address: read once replication lands."),
-    K::new("haListenPort", UNCHECKED, None, Unused, "HA port: read once replication lands."),
     K::new("sendMessageThreadPoolNums", UNCHECKED, None, Unused, "A Java thread pool."),
     K::new("pullMessageThreadPoolNums", UNCHECKED, None, Unused, "A Java thread pool."),
     K::new("queryMessageThreadPoolNums", UNCHECKED, None, Unused, "A Java thread pool."),

@@ -24,12 +24,14 @@ use crate::json_compat;
 
 pub mod admin;
 pub mod consumer;
+pub mod ha;
 pub mod heartbeat;
 pub mod route;
 pub mod topic;
 
 pub use admin::*;
 pub use consumer::*;
+pub use ha::*;
 pub use heartbeat::*;
 pub use route::*;
 pub use topic::*;

@@ -12,6 +12,7 @@
 //! | [`floor`] | the retention floor: the oldest record a consumer, timer or delay level needs |
 //! | [`services`] | the background threads and flushing ConsumeQueues, index and checkpoint |
 //! | [`runtime_info`] | figures for `brokerStatus` |
+//! | [`replica`] | replication: the role, the HA service's store calls, truncation |
 //! | [`verify`], [`verify_index`] | the start-up check of ConsumeQueues and index files, rebuilding damage |
 //!
 //! Dispatch is [`crate::dispatch::ReputService`], the ConsumeQueue table
@@ -32,6 +33,7 @@ mod put;
 mod query;
 mod read;
 mod recovery;
+mod replica;
 mod retention;
 mod runtime_info;
 mod services;
@@ -49,6 +51,7 @@ pub use floor::{ConsumeProgress, QueueHold, RetentionHold};
 pub use put::{PutMessageResult, PutMessageStatus};
 pub use query::ConsumeQueueUnits;
 pub use read::{GetMessageResult, GetMessageStatus};
+pub use replica::{HaRuntimeInfo, ReplicaWait};
 pub use retention::{CleanReport, DeleteReason};
 pub use runtime_info::human_readable_bytes;
 
@@ -93,6 +96,8 @@ pub struct MessageStore {
     check_stats: verify::CheckStats,
     /// Who still needs which CommitLog records ([`floor`]).
     holds: floor::Holds,
+    /// Replication: the role now, the HA acceptor or client ([`crate::ha`]).
+    ha: crate::ha::HaService,
 }
 
 fn total_memory_bytes() -> u64 {
@@ -192,6 +197,7 @@ impl MessageStore {
             holds: floor::Holds::new(
                 config.timer_wheel_enable && config.broker_role != crate::config::BrokerRole::Slave,
             ),
+            ha: crate::ha::HaService::new(&config),
             config,
         };
         store.recover()?;
@@ -204,6 +210,7 @@ impl MessageStore {
         let timer = crate::timer::service::open(&store.root, &store.config)?;
         let store = Arc::new(store);
         store.start_services(timer)?;
+        store.start_ha()?;
         Ok(store)
     }
 
@@ -290,6 +297,7 @@ impl MessageStore {
         if self.shutdown.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
+        self.ha.shutdown();
         // Let dispatch catch up so the ConsumeQueues are complete.
         for _ in 0..5000 {
             if self.dispatch_behind_bytes() == 0 {

@@ -24,6 +24,10 @@ pub enum PutMessageStatus {
     PutOk,
     /// Stored, but not durable within `syncFlushTimeout`.
     FlushDiskTimeout,
+    /// SYNC_MASTER: stored, but no slave acknowledged it within `syncFlushTimeout`.
+    FlushSlaveTimeout,
+    /// SYNC_MASTER: stored, but no slave is connected or in sync (`haMaxGapNotInSync`).
+    SlaveNotAvailable,
 }
 
 impl PutMessageStatus {
@@ -33,6 +37,8 @@ impl PutMessageStatus {
         match self {
             Self::PutOk => "PUT_OK",
             Self::FlushDiskTimeout => "FLUSH_DISK_TIMEOUT",
+            Self::FlushSlaveTimeout => "FLUSH_SLAVE_TIMEOUT",
+            Self::SlaveNotAvailable => "SLAVE_NOT_AVAILABLE",
         }
     }
 }
@@ -53,7 +59,7 @@ impl MessageStore {
                 "the message store is shut down".into(),
             ));
         }
-        if self.config.broker_role == BrokerRole::Slave {
+        if self.ha.role() == BrokerRole::Slave {
             return Err(StoreError::ServiceNotAvailable(
                 "this broker is a slave (brokerRole=SLAVE); send to its master".into(),
             ));
@@ -81,7 +87,9 @@ impl MessageStore {
         self.check_writable().is_ok()
     }
 
-    /// Store one message. Under SYNC_FLUSH it returns when the bytes are durable.
+    /// Store one message. Under SYNC_FLUSH it returns when the bytes are durable, on a
+    /// SYNC_MASTER when a slave has them too (or with FLUSH_SLAVE_TIMEOUT /
+    /// SLAVE_NOT_AVAILABLE, which win over FLUSH_DISK_TIMEOUT as in RocketMQ).
     ///
     /// Every put path parks a message whose `DELAY` property names a level (see
     /// [`schedule`](crate::schedule)): it is stored in `SCHEDULE_TOPIC_XXXX` and the result
@@ -93,6 +101,7 @@ impl MessageStore {
     pub fn put_message(&self, msg: &MessageToStore<'_>) -> Result<PutMessageResult> {
         let append = self.append_one(msg)?;
         let status = self.wait_durable(append.end_offset())?;
+        let status = self.wait_replicated(append.end_offset()).unwrap_or(status);
         Ok(PutMessageResult { status, append })
     }
 
@@ -125,7 +134,9 @@ impl MessageStore {
     /// As [`put_message`](Self::put_message).
     pub fn put_messages(&self, msgs: &[MessageToStore<'_>]) -> Result<Vec<PutMessageResult>> {
         let results = self.append(msgs)?;
-        let status = self.wait_durable(results.last().map_or(0, AppendResult::end_offset))?;
+        let end = results.last().map_or(0, AppendResult::end_offset);
+        let status = self.wait_durable(end)?;
+        let status = self.wait_replicated(end).unwrap_or(status);
         Ok(results
             .into_iter()
             .map(|append| PutMessageResult { status, append })

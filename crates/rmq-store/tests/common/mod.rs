@@ -18,7 +18,7 @@ pub(crate) fn host() -> SocketAddr {
 }
 
 /// A config with a 1 MiB CommitLog file, a small index and the disk guard at 99 % (a busy
-/// shared /tmp must not make the store refuse the test's writes); `extra` is set after these,
+/// shared /tmp must not make the store refuse the test's writes) and an ephemeral HA port; `extra` is set after these,
 /// so it may override them.
 pub(crate) fn config(extra: &[(&str, &str)]) -> StoreConfig {
     let mut pairs = vec![
@@ -26,6 +26,8 @@ pub(crate) fn config(extra: &[(&str, &str)]) -> StoreConfig {
         ("maxHashSlotNum", "64"),
         ("maxIndexNum", "256"),
         ("diskSpaceWarningLevelRatio", "99"),
+        // Masters bind their HA port: any free one, so tests never collide.
+        ("haListenPort", "0"),
     ];
     pairs.extend_from_slice(extra);
     StoreConfig::from_pairs(pairs).unwrap()
