@@ -255,3 +255,27 @@ def test_the_shipped_slave_conf_is_a_slave_of_make_runs_broker() -> None:
     assert c.broker_name == master.broker_name and c.listen_port != master.listen_port
     assert list(c.namesrv_addrs) == ["127.0.0.1:9876"]
     assert c.store_path_root_dir != master.store_path_root_dir
+
+
+def test_commits_made_after_a_slave_restart_before_the_first_copy_are_kept(
+    tmp_path: Path,
+) -> None:
+    client = FakeClient(
+        {
+            RequestCode.GET_ALL_TOPIC_CONFIG: b"{}",
+            RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: b"{}",
+            RequestCode.GET_ALL_CONSUMER_OFFSET: b'{"offsetTable":{"T@G":{0:10}}}',
+            RequestCode.GET_ALL_DELAY_OFFSET: b"",
+        }
+    )
+    server = FakeServer(b'{"offsetTable":{"T@G":{0:10}}}')
+    master = ""
+    sync = SlaveSynchronize(client, server, lambda: master, tmp_path, first_delay_s=3600)
+    sync.start()  # the baseline: 10
+    sync.stop()
+    server.offsets = b'{"offsetTable":{"T@G":{0:14}}}'  # a consumer, master still down
+    master = "10.0.0.1:10911"
+    assert sync.sync_all()
+    assert [
+        c[2]["commitOffset"] for c in client.calls if c[1] == RequestCode.UPDATE_CONSUMER_OFFSET
+    ] == ["14"]

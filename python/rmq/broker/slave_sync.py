@@ -12,7 +12,9 @@ while the master is down consumers commit to the slave, and those commits must s
 master's return. :func:`merge_offsets` keeps the further offset: an offset a consumer committed
 to this slave since the last copy (it differs from what the copy left) that is ahead of the
 master's is sent to the master (UPDATE_CONSUMER_OFFSET) and kept; everything else follows the
-master, so a reset done on the master still wins.
+master, so a reset done on the master still wins. The baseline is taken when the copy starts:
+offsets a consumer committed to the slave before a restart of the slave and never sent to the
+master follow the master afterwards.
 """
 
 from __future__ import annotations
@@ -194,7 +196,7 @@ class SlaveSynchronize:
         body = self._invoke(master, RequestCode.GET_ALL_CONSUMER_OFFSET, "GET_ALL_CONSUMER_OFFSET")
         theirs = parse_offset_table(body)
         local = parse_offset_table(self._server.consumer_offsets_json())
-        # Before the first copy of this process, nothing here is known to be a consumer's.
+        # Without a baseline (never started), nothing here is known to be a consumer's.
         synced = local if self._synced is None else self._synced
         take, push = merge_offsets(theirs, local, synced)
         for (key, qid), offset in sorted(push.items()):
@@ -238,6 +240,12 @@ class SlaveSynchronize:
     def start(self) -> None:
         if self._thread is not None and self._thread.is_alive():
             return
+        # What the table holds now is not a consumer's commit since the last copy; whatever
+        # consumers commit from here on (the master may be down) is.
+        try:
+            self._synced = parse_offset_table(self._server.consumer_offsets_json())
+        except ValueError as exc:
+            log.error("slave sync: cannot read this broker's consumer offsets: %s", exc)
         self._stop.clear()
         self._thread = threading.Thread(target=self._run, name="rmq-slave-sync", daemon=True)
         self._thread.start()
