@@ -54,6 +54,9 @@ class FakeServer:
     def set_slave_of(self, master: str | None) -> None:
         self.slave_of = master
 
+    def consumer_offsets_json(self) -> bytes:
+        return b'{"offsetTable":{}}'
+
     def set_runtime_info(self, key: str, value: str | None) -> None:
         if value is None:
             self.runtime.pop(key, None)
