@@ -136,6 +136,26 @@ def test_promote_the_slave_then_the_old_master_rejoins_truncated(
         assert refused.code == ResponseCode.SERVICE_NOT_AVAILABLE and b_addr in (
             refused.remark or ""
         )
+        # haStatus on the new master: one slave, caught up.
+        status = subprocess.run(
+            [sys.executable, "-m", "rmq.admin", "-n", ns, "--json", "haStatus", "-b", b_addr],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert status.returncode == 0, status.stderr
+        doc = json.loads(status.stdout)
+        assert doc["masterCommitLogMaxOffset"] == b_max
+        (conn,) = doc["haConnectionInfo"]
+        assert (conn["slaveAckOffset"], conn["diff"], conn["lagMs"]) == (b_max, 0, 0)
+        status = subprocess.run(
+            [sys.executable, "-m", "rmq.admin", "-n", ns, "haStatus", "-b", a_addr],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert status.returncode == 0, status.stderr
+        assert f"#CommitLogMaxOffset: {b_max}" in status.stdout
         # A plain restart of the slave keeps what it has.
         assert a.stop() == 0
         a = start("a", "SLAVE", a_port)
