@@ -1,6 +1,7 @@
 # rmq: one Makefile for developers, the README and CI (.ci/run calls `make test`).
 #
 #   make run [ARGS="-c broker.conf"]   build (release) and start a broker
+#   make run-slave [ARGS=...]          a slave of `make run`'s broker (examples/broker-slave.conf)
 #   make test                          build, all lints, Rust tests, Python tests
 #   make chaos [CHAOS_ARGS=...]          the fault campaign (not part of `make test`): report in
 #                                      target/chaos/, figures quoted in RELIABILITY.md
@@ -30,12 +31,13 @@ export PYO3_PYTHON := $(VENV_ABS)/bin/python
 
 section = @printf '\n==== %s ====\n' "$(1)"
 
-.PHONY: help venv build run lint lint-rust lint-python stubtest test test-rust test-python java-tools \
+.PHONY: help venv build run run-slave lint lint-rust lint-python stubtest test test-rust test-python java-tools \
 	go-tools node-tools bench chaos chaos-tools fuzz \
 	fmt clean distclean
 
 help:
 	@echo "make run [ARGS='-c broker.conf']  build in release mode and start a broker"
+	@echo "make run-slave                    a slave of make run's broker (in a second terminal)"
 	@echo "make test                         build, lint, cargo test, pytest (what CI runs)"
 	@echo "make build                        maturin develop --release into .venv"
 	@echo "make chaos [CHAOS_ARGS='--kill9-cycles 5']  fault campaign, report in target/chaos"
@@ -64,6 +66,11 @@ build: $(VENV_STAMP)
 
 run: build
 	$(PY) -m rmq.broker $(ARGS)
+
+# A second broker, the slave of `make run`'s (same brokerName, brokerId 1, listenPort 10921,
+# store ~/store-slave, `make run`'s embedded nameserver): run it in another terminal.
+run-slave: build
+	$(PY) -m rmq.broker -c examples/broker-slave.conf $(ARGS)
 
 # ---- lint -------------------------------------------------------------------------------------
 

@@ -190,6 +190,7 @@ class RequestCode(IntEnum):
     GET_BROKER_RUNTIME_INFO = 28
     GET_ALL_CONSUMER_OFFSET = 43
     GET_ALL_DELAY_OFFSET = 45
+    GET_BROKER_HA_STATUS = 907
     UPDATE_AND_CREATE_ACL_CONFIG = 50
     DELETE_ACL_CONFIG = 51
     GET_BROKER_CLUSTER_ACL_INFO = 52
@@ -725,6 +726,25 @@ class BrokerServer:
         """Commit an offset of ``group`` (written to consumerOffset.json by :meth:`persist`)."""
     def create_topic_if_absent(self, topic: str, queue_nums: int = 1, perm: int = 6) -> None:
         """Create ``topic`` with ``queue_nums`` read and write queues unless it exists."""
+    def set_slave_of(self, master: str | None) -> None:
+        """``master``: this broker is a slave of that address ("" while unknown) and refuses
+        sends, batches and send-backs with SERVICE_NOT_AVAILABLE naming it; None: a master."""
+    @property
+    def slave_of(self) -> str | None:
+        """The master this broker follows while it is a slave."""
+    def consumer_offsets_json(self) -> bytes:
+        """Every committed offset as GET_ALL_CONSUMER_OFFSET (43) serves it."""
+    def put_all_consumer_offsets(self, body: bytes) -> None:
+        """Take every offset of a ConsumerOffsetSerializeWrapper body (others are kept);
+        ``ValueError`` for a bad body."""
+    def replace_topic_configs(self, body: bytes) -> bool:
+        """Take the master's GET_ALL_TOPIC_CONFIG body whole when its data version differs
+        from ours; whether it did. ``ValueError`` for a bad body, ``StoreError`` when
+        topics.json cannot be written."""
+    def replace_subscription_groups(self, body: bytes) -> bool:
+        """The same for GET_ALL_SUBSCRIPTIONGROUP_CONFIG's body."""
+    def set_runtime_info(self, key: str, value: str | None) -> None:
+        """Add ``key`` = ``value`` to GET_BROKER_RUNTIME_INFO's table (None removes it)."""
     def shutdown(self) -> None:
         """Stop serving, close connections, persist. Idempotent."""
 

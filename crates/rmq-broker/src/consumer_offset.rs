@@ -152,6 +152,15 @@ impl ConsumerOffsetManager {
         out
     }
 
+    /// Take every offset of `table` (RocketMQ's slave `putAll`: entries the table does not
+    /// name are kept).
+    pub fn put_all(&self, table: ConsumerOffsetSerializeWrapper) {
+        let mut t = self.lock();
+        for (k, queues) in table.offset_table {
+            t.entry(k).or_default().extend(queues);
+        }
+    }
+
     /// The whole table as RocketMQ serializes it.
     #[must_use]
     pub fn wrapper(&self) -> ConsumerOffsetSerializeWrapper {

@@ -6,7 +6,7 @@
 //! runs it.
 
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 
 use rmq_remoting::RequestHandler;
 use rmq_store::MessageStore;
@@ -46,6 +46,12 @@ pub struct BrokerState {
     /// `brokerPermission` as it is now (starts as `config.broker_permission`; the control
     /// plane may change it while the broker runs).
     permission: AtomicI32,
+    /// `Some(master address)` while this broker is a slave ("" until the nameserver named
+    /// the master): writes are refused naming it. Set by the control plane.
+    slave_of: RwLock<Option<String>>,
+    /// Runtime-info entries the control plane adds (the broker group's epoch), served by
+    /// GET_BROKER_RUNTIME_INFO with the broker's own.
+    extra_runtime_info: RwLock<std::collections::BTreeMap<String, String>>,
     /// Where codes the broker does not serve go.
     pub fallback: Option<Arc<dyn RequestHandler>>,
     /// Start time (ms), for runtime info.
@@ -77,6 +83,8 @@ impl BrokerState {
         Ok(Self {
             locks: RebalanceLockManager::new(config.rebalance_lock_max_live_time_ms),
             permission: AtomicI32::new(config.broker_permission),
+            slave_of: RwLock::new(None),
+            extra_runtime_info: RwLock::default(),
             config,
             store,
             topics,
@@ -101,5 +109,44 @@ impl BrokerState {
     /// Change `brokerPermission`; the previous value.
     pub(crate) fn swap_broker_permission(&self, perm: i32) -> i32 {
         self.permission.swap(perm, Ordering::AcqRel)
+    }
+
+    /// The master's address while this broker is a slave (see [`Self::set_slave_of`]).
+    #[must_use]
+    pub fn slave_of(&self) -> Option<String> {
+        self.slave_of
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// `Some(master address)`: this broker is a slave and refuses writes naming its master
+    /// ("" while unknown); `None`: it is a master.
+    pub fn set_slave_of(&self, master: Option<String>) {
+        *self
+            .slave_of
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = master;
+    }
+
+    /// Set (or with `None` remove) a runtime-info entry of the control plane's.
+    pub fn set_extra_runtime_info(&self, key: &str, value: Option<String>) {
+        let mut t = self
+            .extra_runtime_info
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        match value {
+            Some(v) => t.insert(key.to_owned(), v),
+            None => t.remove(key),
+        };
+    }
+
+    /// The control plane's runtime-info entries.
+    #[must_use]
+    pub fn extra_runtime_info(&self) -> std::collections::BTreeMap<String, String> {
+        self.extra_runtime_info
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 }

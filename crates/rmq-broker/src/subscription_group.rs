@@ -126,6 +126,27 @@ impl SubscriptionGroupManager {
         existed
     }
 
+    /// A slave's copy of its master's groups (`SlaveSynchronize.syncSubscriptionGroupConfig`):
+    /// when the data versions differ, take the master's table and version whole and persist.
+    /// Whether anything changed.
+    ///
+    /// # Errors
+    /// `subscriptionGroup.json` cannot be written (memory is replaced anyway).
+    pub fn replace_from_master(
+        &self,
+        master: SubscriptionGroupWrapper,
+    ) -> Result<bool, BrokerError> {
+        {
+            let mut t = self.lock();
+            if t.version == master.data_version {
+                return Ok(false);
+            }
+            t.groups = master.subscription_group_table;
+            t.version = master.data_version;
+        }
+        self.persist().map(|()| true)
+    }
+
     /// The table as RocketMQ serializes it.
     #[must_use]
     pub fn wrapper(&self) -> SubscriptionGroupWrapper {

@@ -278,6 +278,28 @@ impl TopicConfigManager {
         self.changed();
     }
 
+    /// A slave's copy of its master's table (RocketMQ's `SlaveSynchronize.syncTopicConfig`):
+    /// when the master's data version differs from ours, take its table and version whole
+    /// and persist. No change listener: the nameservers route by the master's registration.
+    /// Whether anything changed.
+    ///
+    /// # Errors
+    /// `topics.json` cannot be written (the table in memory is replaced anyway).
+    pub fn replace_from_master(
+        &self,
+        master: TopicConfigSerializeWrapper,
+    ) -> Result<bool, BrokerError> {
+        {
+            let mut t = self.lock();
+            if t.version == master.data_version {
+                return Ok(false);
+            }
+            t.topics = master.topic_config_table;
+            t.version = master.data_version;
+        }
+        self.persist().map(|()| true)
+    }
+
     /// The table as RocketMQ serializes it (GET_ALL_TOPIC_CONFIG, `topics.json`).
     #[must_use]
     pub fn wrapper(&self) -> TopicConfigSerializeWrapper {

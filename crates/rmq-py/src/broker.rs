@@ -24,7 +24,7 @@ use crate::store::PyMessageStore;
 /// A running broker server over a [`PyMessageStore`].
 #[pyclass(module = "rmq._rmq")]
 pub(crate) struct BrokerServer {
-    controller: BrokerController,
+    pub(crate) controller: BrokerController,
     handle: Mutex<Option<rmq_remoting::ServerHandle>>,
     local_addr: String,
 }

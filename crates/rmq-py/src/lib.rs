@@ -11,6 +11,7 @@
 //! (`common`) and the atomic file replacement (`files`).
 
 mod broker;
+mod broker_group;
 mod callbacks;
 mod client;
 mod columns;

@@ -14,6 +14,8 @@ it does not know to :class:`BrokerAdminHandler`:
   it will not update), SYSTEM_ERROR (1) for an unknown key or a bad value. Accepted values are
   written to the broker's config file when it was started with ``-c`` (temp file + rename, other
   lines kept), then applied through the handler's listener.
+* codes other broker modules add with :meth:`BrokerAdminHandler.add_handler`
+  (GET_ALL_DELAY_OFFSET, 45: :mod:`rmq.broker.role`);
 * anything else: REQUEST_CODE_NOT_SUPPORTED (3).
 """
 
@@ -128,6 +130,7 @@ class BrokerAdminHandler:
         self._listener = listener
         self._version = DataVersion()
         self._lock = threading.Lock()
+        self._extra: dict[int, Callable[[Request], RemotingResponse]] = {}
 
     @property
     def config(self) -> BrokerConfig:
@@ -142,7 +145,15 @@ class BrokerAdminHandler:
         """Set the hook that applies accepted updates to the running broker."""
         self._listener = listener
 
+    def add_handler(self, code: int, serve: Callable[[Request], RemotingResponse]) -> None:
+        """Serve request ``code`` with ``serve`` (a code another broker module owns, such as
+        GET_ALL_DELAY_OFFSET)."""
+        self._extra[code] = serve
+
     def handle(self, request: Request) -> RemotingResponse:
+        serve = self._extra.get(request.code)
+        if serve is not None:
+            return serve(request)
         if request.code == RequestCode.GET_BROKER_CONFIG:
             return self.get_broker_config()
         if request.code == RequestCode.UPDATE_BROKER_CONFIG:
@@ -194,6 +205,7 @@ class BrokerAdminHandler:
                     f"unknown key {key!r}{suggest_key(key, self._store_defaults)} "
                     "(the key names are broker.conf's)"
                 )
+        problems.extend(_broker_group_rule(values, self._config))
         if problems or restart:
             parts = list(problems)
             if restart:
@@ -244,3 +256,36 @@ class BrokerAdminHandler:
                     f"the new values were saved but applying them failed: {exc}",
                 )
         return _response(ResponseCode.SUCCESS, "; ".join(notes) or None)
+
+
+def _broker_group_rule(values: dict[str, Any], config: BrokerConfig) -> list[str]:
+    """brokerRole and brokerId change together, as a broker group needs them: a master's
+    brokerId becomes 0, a slave's at least 1 (1 when it was 0). Returns the problems of a
+    combination that cannot be made right (a master asked for a brokerId other than 0)."""
+    from rmq.config import BrokerRole
+
+    role = values.get("brokerRole", config.broker_role)
+    role = BrokerRole(role) if not isinstance(role, BrokerRole) else role
+    if "brokerRole" in values:
+        if role is BrokerRole.SLAVE:
+            if values.get("brokerId", config.broker_id) == 0:
+                values["brokerId"] = 1
+        else:
+            if values.get("brokerId", 0) != 0:
+                return [
+                    f"brokerId = {values['brokerId']} with brokerRole = {role.value}: a "
+                    "master's brokerId is 0"
+                ]
+            values["brokerId"] = 0
+    elif "brokerId" in values:
+        if role is BrokerRole.SLAVE and values["brokerId"] == 0:
+            return [
+                "brokerId = 0 is the master's: promote a slave with brokerRole = "
+                "SYNC_MASTER or ASYNC_MASTER (its brokerId becomes 0)"
+            ]
+        if role is not BrokerRole.SLAVE and values["brokerId"] != 0:
+            return [
+                f"brokerId = {values['brokerId']} on a {role.value}: a master's brokerId "
+                "is 0 (make it a slave with brokerRole = SLAVE)"
+            ]
+    return []

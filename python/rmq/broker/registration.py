@@ -7,6 +7,7 @@ cannot be reached is logged and retried next period; the others are still served
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -71,6 +72,7 @@ class NamesrvRegistrar:
         register_body: Callable[[], bytes],
         period_s: float = 30.0,
         timeout_ms: int = 3000,
+        on_result: Callable[[str, str], None] | None = None,
     ) -> None:
         self._client = client
         self._addrs = list(namesrv_addrs)
@@ -88,6 +90,21 @@ class NamesrvRegistrar:
         self._completed = 0
         self.master_addr = ""
         self.ha_server_addr = ""
+        # Called with (masterAddr, haServerAddr) after every accepted registration: a slave
+        # learns its master there (rmq.broker.role).
+        self._on_result = on_result
+
+    @property
+    def identity(self) -> BrokerIdentity:
+        return self._identity
+
+    def set_broker_id(self, broker_id: int, ha_server_addr: str | None = None) -> None:
+        """Register under ``broker_id`` (and ``ha_server_addr`` when given) from now on (a
+        role switch), at once. The nameservers drop this address's entry under its old id
+        (RocketMQ's rule)."""
+        ha = self._identity.ha_server_addr if ha_server_addr is None else ha_server_addr
+        self._identity = dataclasses.replace(self._identity, broker_id=broker_id, ha_server_addr=ha)
+        self.trigger()
 
     def register_all(self) -> int:
         """Register with every nameserver now; returns how many accepted."""
@@ -113,6 +130,11 @@ class NamesrvRegistrar:
             self.master_addr = resp.ext_fields.get("masterAddr", "")
             self.ha_server_addr = resp.ext_fields.get("haServerAddr", "")
             ok += 1
+            if self._on_result is not None:
+                try:
+                    self._on_result(self.master_addr, self.ha_server_addr)
+                except Exception:
+                    log.exception("handling the registration answer of %s failed", addr)
         return ok
 
     def unregister_all(self) -> None:

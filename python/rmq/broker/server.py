@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING
 
 from rmq.broker.admin_handler import BrokerAdminHandler
 from rmq.broker.registration import BrokerIdentity, NamesrvRegistrar
+from rmq.broker.role import BrokerGroupRole
+from rmq.codes import RequestCode
 from rmq.config import BrokerConfig, BrokerRole
 from rmq.errors import RmqError
 from rmq.namesrv.server import NamesrvProcessor
@@ -128,9 +130,12 @@ def apply_runtime_config(
     store: MessageStore,
     registrar: NamesrvRegistrar,
     scheduler: RetentionScheduler,
+    role: BrokerGroupRole | None = None,
 ) -> None:
     """Make a running broker follow an accepted UPDATE_BROKER_CONFIG (see
     :data:`rmq.broker.admin_handler.RUNTIME_KEYS`)."""
+    if role is not None and (new.broker_role != old.broker_role or new.broker_id != old.broker_id):
+        role.switch(new.broker_role, new.broker_id)
     if new.file_reserved_time != old.file_reserved_time:
         store.set_file_reserved_time(new.file_reserved_time)
     if new.broker_permission != old.broker_permission:
@@ -209,31 +214,46 @@ def run_broker(
         broker_addr=config.store_host,
         ha_server_addr=f"{config.broker_ip1}:{store.ha_listen_port or config.listen_port + 1}",
     )
+    client = RemotingClient()
+    # RocketMQ runs its ScheduleMessageService and transaction checks on masters only (a
+    # slave's store takes no puts); the role starts and stops them (rmq.broker.role).
+    role = BrokerGroupRole(
+        config,
+        store=store,
+        server=server,
+        client=client,
+        set_broker_id=lambda broker_id, ha: registrar.set_broker_id(broker_id, ha),
+        transactions=lambda: TransactionCheckService(
+            TransactionChecker(store, server, transaction_check_policy(admin.config))
+        ),
+        delay=lambda: DelayService(
+            store,
+            os.path.join(root, "config"),
+            persist_interval_s=config.flush_delay_offset_interval / 1000,
+        ),
+    )
+    if config.broker_role is BrokerRole.SLAVE:
+        server.set_slave_of("")  # refuse writes before the first registration answers
+    admin.add_handler(RequestCode.GET_ALL_DELAY_OFFSET, role.serve_delay_offsets)
     registrar = NamesrvRegistrar(
-        RemotingClient(),
+        client,
         namesrv_addrs,
         identity,
         server.register_body,
         period_s=config.register_name_server_period / 1000,
+        on_result=role.on_registered,
     )
     server.set_topic_change_listener(registrar.trigger_and_wait)
     scheduler = RetentionScheduler(store, retention_policy(config))
-    # RocketMQ runs its ScheduleMessageService on masters only (a slave's store takes no puts).
-    delay = (
-        DelayService(
-            store,
-            os.path.join(root, "config"),
-            persist_interval_s=config.flush_delay_offset_interval / 1000,
-        )
-        if config.broker_role is not BrokerRole.SLAVE
-        else None
-    )
-    transactions = TransactionCheckService(
-        TransactionChecker(store, server, transaction_check_policy(config))
-    )
     admin.set_listener(
         lambda old, new: apply_runtime_config(
-            old, new, server=server, store=store, registrar=registrar, scheduler=scheduler
+            old,
+            new,
+            server=server,
+            store=store,
+            registrar=registrar,
+            scheduler=scheduler,
+            role=role,
         )
     )
     try:
@@ -254,10 +274,7 @@ def run_broker(
             "on" if store.transient_store_pool_active else "off",
         )
         scheduler.start()
-        if delay is not None:
-            delay.start()
-        if config.broker_role is not BrokerRole.SLAVE:  # a slave's halves are its master's
-            transactions.start()
+        role.start()
         ticks = 0
         persist_failures = PersistFailures()
         while not stopping.wait(1.0):
@@ -273,7 +290,7 @@ def run_broker(
     finally:
         registrar.stop(unregister=True)
         scheduler.stop()
-        transactions.stop()
+        role.stop_checks()
         try:
             server.shutdown()
         except RmqError as exc:
@@ -286,10 +303,9 @@ def run_broker(
                 exc,
                 int(PERSIST_INTERVAL_S),
             )
-        if delay is not None:
-            # After the server: sends that were still being answered are parked by now; the
-            # offsets written here are what the next start continues from.
-            delay.stop()
+        # After the server: sends that were still being answered are parked by now; the
+        # delay offsets written here are what the next start continues from.
+        role.stop()
         clean = True
         try:
             store.shutdown()

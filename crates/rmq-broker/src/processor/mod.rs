@@ -33,6 +33,7 @@ pub mod reset_offset;
 pub mod runtime_info;
 pub mod send_message;
 pub mod send_msg_back;
+pub mod slave;
 pub mod stats;
 pub mod store_admin;
 pub mod subscription_group;
@@ -124,6 +125,9 @@ pub async fn dispatch(
     conn: Connection,
     req: RemotingCommand,
 ) -> Option<Reply> {
+    if let Some(refused) = slave::refuse_write(&b, &req) {
+        return refused;
+    }
     match RequestCode(req.code) {
         RequestCode::SEND_MESSAGE
         | RequestCode::SEND_MESSAGE_V2
@@ -181,6 +185,7 @@ pub async fn dispatch(
         }
         RequestCode::GET_SYSTEM_TOPIC_LIST_FROM_BROKER => topic::system_topics(&b, &req),
         RequestCode::GET_ALL_PRODUCER_INFO => client::all_producers(&b, &req),
+        RequestCode::GET_ALL_CONSUMER_OFFSET => slave::all_consumer_offsets(&b, &req),
         _ => match &b.fallback {
             Some(f) => f.handle(conn, req).await,
             None => reply(

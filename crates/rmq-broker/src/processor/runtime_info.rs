@@ -59,5 +59,6 @@ pub fn process(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     for (k, v) in fixed {
         t.table.insert(k.to_owned(), v);
     }
+    t.table.extend(b.extra_runtime_info());
     reply(req, json_response(req, &t))
 }

@@ -32,7 +32,7 @@ pub static BROKER_KEYS: &[K] = &[
     K::new("brokerName", ValueKind::Name, None, ControlPlane,
         "Shared by a master and its slaves (default: the host name)."),
     K::new("brokerId", int(0, i64::MAX), Some("0"), ControlPlane,
-        "0 for a master, >= 1 for a slave.").hint(" (0 is the master)"),
+        "0 for a master, >= 1 for a slave.").hint(" (0 is the master)").runtime(),
     K::new("brokerIP1", ValueKind::Ip, None, ControlPlane,
         "The address clients and message ids use (default: the first non-loopback IPv4 \
          address)."),
@@ -94,7 +94,8 @@ pub static BROKER_KEYS: &[K] = &[
         .hint(" (seconds; 0 keeps idle connections open)"),
     // ---- the store ---------------------------------------------------------------------------
     K::new("brokerRole", ValueKind::OneOf(&["ASYNC_MASTER", "SYNC_MASTER", "SLAVE"]),
-        Some("ASYNC_MASTER"), Store, "How the broker replicates; a SLAVE refuses client puts."),
+        Some("ASYNC_MASTER"), Store,
+        "How the broker replicates; a SLAVE refuses client puts.").runtime(),
     K::new("flushDiskType", ValueKind::OneOf(&["ASYNC_FLUSH", "SYNC_FLUSH"]),
         Some("ASYNC_FLUSH"), Store, "When a put is acknowledged relative to the disk flush."),
     K::new("haListenPort", int(0, 65_535), Some("10912"), Store,

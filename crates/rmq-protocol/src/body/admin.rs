@@ -345,8 +345,39 @@ remoting_json!(
     KvTable,
     SubscriptionGroupConfig,
     SubscriptionGroupWrapper,
-    ConsumerOffsetSerializeWrapper,
 );
+
+/// fastjson's form, as `ConsumerOffsetManager.encode()` writes GET_ALL_CONSUMER_OFFSET's body:
+/// the queue ids as bare keys (`{"offsetTable":{"T@G":{0:12}}}`).
+impl RemotingJson for ConsumerOffsetSerializeWrapper {
+    const TYPE_NAME: &'static str = "ConsumerOffsetSerializeWrapper";
+
+    fn to_json_bytes(&self) -> Result<Bytes> {
+        let mut out = Vec::with_capacity(32 + 48 * self.offset_table.len());
+        out.extend_from_slice(b"{\"offsetTable\":{");
+        for (i, (key, queues)) in self.offset_table.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            serde_json::to_writer(&mut out, key)
+                .map_err(unencodable("ConsumerOffsetSerializeWrapper"))?;
+            out.extend_from_slice(b":{");
+            for (j, (queue_id, offset)) in queues.iter().enumerate() {
+                if j > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(format!("{queue_id}:{offset}").as_bytes());
+            }
+            out.push(b'}');
+        }
+        out.extend_from_slice(b"}}");
+        Ok(Bytes::from(out))
+    }
+
+    fn from_json_bytes(bytes: &[u8]) -> Result<Self> {
+        parse("ConsumerOffsetSerializeWrapper", bytes)
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -430,6 +461,24 @@ mod tests {
         let w = ConsumerOffsetSerializeWrapper::from_json_bytes(text.as_bytes()).unwrap();
         assert_eq!(w.offset_table["T@g"][&1], 5);
         assert_eq!(w.offset_table["%RETRY%g@g"][&0], 0);
+    }
+
+    #[test]
+    fn consumer_offsets_are_written_as_fastjson_writes_them() {
+        let mut w = ConsumerOffsetSerializeWrapper::default();
+        w.offset_table
+            .insert("T@G".into(), [(0, 12), (1, 3)].into_iter().collect());
+        w.offset_table
+            .insert("%RETRY%G@G".into(), std::iter::once((0, 0)).collect());
+        let body = w.to_json_bytes().unwrap();
+        assert_eq!(
+            &body[..],
+            br#"{"offsetTable":{"%RETRY%G@G":{0:0},"T@G":{0:12,1:3}}}"#
+        );
+        assert_eq!(
+            ConsumerOffsetSerializeWrapper::from_json_bytes(&body).unwrap(),
+            w
+        );
     }
 
     #[test]
