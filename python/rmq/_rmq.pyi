@@ -803,7 +803,7 @@ class ClientInstance:
         commit_offset: int | None = None,
         suspend_ms: int = 0,
         timeout_ms: int = 3000,
-        broker_id: int = 0,
+        broker_id: int | None = None,
     ) -> PullResult: ...
     def pull_columns(
         self,
@@ -831,7 +831,7 @@ class ClientInstance:
         commit_offset: int | None = None,
         suspend_ms: int = 15000,
         timeout_ms: int = 30000,
-        broker_id: int = 0,
+        broker_id: int | None = None,
     ) -> None: ...
     def query_consumer_offset(self, group: str, queue: MessageQueue) -> int | None: ...
     def update_consumer_offset(

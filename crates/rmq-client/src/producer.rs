@@ -383,7 +383,7 @@ impl Producer {
     async fn send_default(&self, p: Prepared, mode: CommunicationMode) -> Result<SendResult> {
         let started = Instant::now();
         let timeout = self.config.send_timeout;
-        let route = self.publish_route(&p.topic).await?;
+        let mut route = self.publish_route(&p.topic).await?;
         let attempts = 1 + self.config.retry_times_when_send_failed;
         let mut last_broker: Option<String> = None;
         let mut brokers_sent = Vec::new();
@@ -419,8 +419,13 @@ impl Producer {
                         return Err(e);
                     }
                     if matches!(e, ClientError::BrokerNotFound { .. }) || e.is_transport() {
-                        // The route may be stale (a broker gone); refresh for the next try.
-                        let _ = self.instance.update_route(&p.topic).await;
+                        // The route may be stale (a broker gone, or a master down: its group
+                        // then has no publish queue); refresh for the next try.
+                        if self.instance.update_route(&p.topic).await.is_ok() {
+                            if let Ok(r) = self.publish_route(&p.topic).await {
+                                route = r;
+                            }
+                        }
                     }
                     last_err = Some(e);
                 }
