@@ -142,7 +142,14 @@ impl Producer {
     /// yet, the auto-create template's queues renamed to the topic (the broker creates the
     /// topic on the first send if `autoCreateTopicEnable`).
     async fn publish_route(&self, topic: &str) -> Result<Arc<TopicRoute>> {
-        match self.instance.route(topic).await {
+        // `tryToFindTopicPublishInfo`: a cached route without a publish queue (a master that
+        // was down when it was fetched) is asked for again before giving up.
+        let cached = self.instance.route(topic).await;
+        let route = match cached {
+            Ok(r) if r.publish_queues.is_empty() => self.instance.update_route(topic).await,
+            other => other,
+        };
+        match route {
             Ok(r) if !r.publish_queues.is_empty() => Ok(r),
             Ok(_) => Err(ClientError::NoRoute {
                 topic: topic.to_owned(),
