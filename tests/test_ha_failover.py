@@ -254,8 +254,7 @@ def test_producer_sends_to_the_live_group_only(group: BrokerGroup) -> None:
         try:
             # Both groups take sends while broker-a has its master.
             brokers = {
-                p.send(rmq.Message(PRODUCER_TOPIC, f"warm-{i}")).queue.broker_name
-                for i in range(8)
+                p.send(rmq.Message(PRODUCER_TOPIC, f"warm-{i}")).queue.broker_name for i in range(8)
             }
             assert brokers == {"broker-a", "broker-b"}
             group.kill_master()

@@ -94,3 +94,74 @@ impl ClientInstance {
             .insert((group.to_owned(), mq.clone()), broker_id);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use rmq_protocol::body::TopicRouteData;
+    use rmq_protocol::RemotingJson;
+
+    use super::*;
+    use crate::instance::{ClientConfig, TopicRoute};
+
+    /// An instance whose route of `T` lists broker `b` with `addrs` (`{"0": .., "1": ..}`).
+    fn with_group(inst: &ClientInstance, addrs: &str) {
+        let json = format!(
+            r#"{{"brokerDatas":[{{"brokerAddrs":{addrs},"brokerName":"b","cluster":"c"}}],
+                "queueDatas":[{{"brokerName":"b","perm":6,"readQueueNums":1,"topicSysFlag":0,
+                "writeQueueNums":1}}]}}"#
+        );
+        let data = TopicRouteData::from_json_bytes(json.as_bytes()).unwrap();
+        inst.remember_route("T", Arc::new(TopicRoute::new("T", data)));
+    }
+
+    fn found(addr: &str, slave: bool) -> FoundBroker {
+        FoundBroker {
+            addr: addr.to_owned(),
+            slave,
+        }
+    }
+
+    #[tokio::test]
+    async fn addresses_are_picked_as_rocketmq_clients_pick_them() {
+        let config = ClientConfig::new(vec!["127.0.0.1:1".to_owned()]);
+        let inst = ClientInstance::start(config, tokio::runtime::Handle::current()).unwrap();
+        with_group(&inst, r#"{"0":"m:1","1":"s:1"}"#);
+        assert_eq!(
+            inst.find_broker_in_subscribe("b", 0, false).unwrap(),
+            found("m:1", false)
+        );
+        assert_eq!(
+            inst.find_broker_in_subscribe("b", 1, false).unwrap(),
+            found("s:1", true)
+        );
+        // A missing slave id falls to the next one, then to any address (the master first).
+        with_group(&inst, r#"{"0":"m:1","2":"s:2"}"#);
+        assert_eq!(
+            inst.find_broker_in_subscribe("b", 1, true).unwrap(),
+            found("s:2", true)
+        );
+        assert_eq!(
+            inst.find_broker_in_subscribe("b", 5, false).unwrap(),
+            found("m:1", false)
+        );
+        assert!(inst.find_broker_in_subscribe("b", 5, true).is_err());
+        // The master gone from the route: pulls and offsets go to the slave; sends find none.
+        with_group(&inst, r#"{"1":"s:1"}"#);
+        assert_eq!(
+            inst.find_broker_in_subscribe("b", 0, false).unwrap(),
+            found("s:1", true)
+        );
+        assert_eq!(inst.find_broker_in_admin("b").unwrap(), found("s:1", true));
+        assert!(inst.master_addr("b").is_err());
+        assert!(inst.find_broker_in_admin("nope").is_err());
+
+        let mq = MessageQueue::new("T", "b", 0);
+        assert_eq!(inst.pull_from_which_node("G", &mq), MASTER_ID);
+        inst.update_pull_from_which_node("G", &mq, 1);
+        assert_eq!(inst.pull_from_which_node("G", &mq), 1);
+        assert_eq!(inst.pull_from_which_node("H", &mq), MASTER_ID);
+        inst.shutdown();
+    }
+}
