@@ -4,10 +4,11 @@ on a byte copy of the stopped master's store, so both hold the same messages wit
 replication), and a second group ``broker-b`` (a master alone).
 
 Each test kills the master with SIGKILL at a chosen moment and starts it again afterwards:
-the Python SDK's push consumer and pull consumer carry on from the slave, commit their offsets
-there, and go back to the master when it returns (they consume messages only the master has),
-nothing consumed twice; the Spark reader reads a topic from the slave; a producer sends to the
-live group only.
+the Python SDK's push consumer and pull consumer, and the Java 4.x client's push consumer,
+carry on from the slave, commit their offsets there, and go back to the master when it
+returns (they consume messages only the master has), nothing consumed twice; the Spark reader
+reads a topic from the slave; a producer sends to the live group only; pulls follow the
+master's slave-read suggestion.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -94,7 +96,7 @@ class BrokerGroup:
             p.kill()
 
 
-TOPICS = ("HaPush", "HaPull", "HaSpark")
+TOPICS = ("HaPush", "HaPull", "HaSpark", "HaJava")
 PRODUCER_TOPIC = "HaBoth"
 
 
@@ -356,3 +358,65 @@ def test_consumers_follow_the_slave_read_suggestion(group: BrokerGroup) -> None:
         c.shutdown()
         group.procs.pop("a0").stop()
         group.restart_master()
+
+
+@pytest.mark.timeout(300)
+def test_java_push_consumer_carries_on_from_the_slave_and_returns(
+    group: BrokerGroup, tmp_path: Path
+) -> None:
+    """The official Java client (4.9.8; tests/compat/java/.../FailoverCheck.java): the same
+    course as the Python push consumer's."""
+    sys.path.insert(0, str(Path(__file__).parent / "compat"))
+    from run_java_compat import build_jar, java_executable
+
+    topic, cg = TOPICS[3], "ha-java"
+    jar = build_jar()
+    args = [group.namesrv, topic, cg, str(tmp_path / "java-logs")]
+    with (tmp_path / "java.err").open("w") as err:
+        proc = subprocess.Popen(
+            [java_executable(), "-Xmx256m", "-cp", str(jar), "rmq.compat.FailoverCheck", *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+        )
+    assert proc.stdin is not None and proc.stdout is not None
+    got: list[str] = []
+    out = proc.stdout
+
+    def read() -> None:
+        for line in out:
+            if line.startswith("got "):
+                got.append(line[4:].rstrip("\n"))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        wait_until(lambda: got, "the first message from the master", 60)
+        group.kill_master()
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        wait_until(lambda: len(got) >= N, "every message, from the slave", FAILOVER_S)
+        wait_until(
+            lambda: committed(group.addr("a1"), cg, topic) == N, "offsets committed on the slave"
+        )
+        group.restart_master()
+        send(group.namesrv, topic, [f"{topic}-new-{i}" for i in range(4)])
+        wait_until(lambda: len(got) >= N + 4, "the new messages, from the master", 60)
+        wait_until(
+            lambda: committed(group.addr("a0"), cg, topic) == N + 4,
+            "offsets committed on the master",
+        )
+        proc.stdin.write("quit\n")
+        proc.stdin.flush()
+        assert proc.wait(60) == 0, (tmp_path / "java.err").read_text()[-4000:]
+        reader.join(10)
+        want = [f"{topic}-{i}" for i in range(N)] + [f"{topic}-new-{i}" for i in range(4)]
+        assert sorted(got) == sorted(want)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        reader.join(10)
+        proc.stdin.close()
+        out.close()
