@@ -60,7 +60,8 @@ class BrokerGroup:
             f"listenPort = {self.ports[name]}\n"
             f"storePathRootDir = {self.tmp / name}\n"
             "mappedFileSizeCommitLog = 4194304\n"
-            "registerNameServerPeriod = 2000\n" + TEST_STORE_CONF + extra
+            "registerNameServerPeriod = 2000\n"
+            f"messageDelayLevel = {' '.join(['1s'] * 18)}\n" + TEST_STORE_CONF + extra
         )
         proc = BrokerProcess("-c", str(conf), "-n", self.namesrv, cwd=self.tmp)
         proc.wait_for("listening on")
@@ -98,6 +99,7 @@ class BrokerGroup:
 
 TOPICS = ("HaPush", "HaPull", "HaSpark", "HaJava")
 PRODUCER_TOPIC = "HaBoth"
+RETRY_TOPIC = "HaRetry"
 
 
 def send(namesrv: str, topic: str, bodies: list[str]) -> None:
@@ -137,7 +139,8 @@ def group(
         create_topic(g.namesrv, [g.addr("a0")], TOPICS[0], QUEUES)
         for t in TOPICS[1:]:
             create_topic(g.namesrv, [g.addr("a0")], t, QUEUES)
-        create_topic(g.namesrv, [g.addr("a0"), g.addr("b0")], PRODUCER_TOPIC, QUEUES)
+        for t in (PRODUCER_TOPIC, RETRY_TOPIC):
+            create_topic(g.namesrv, [g.addr("a0"), g.addr("b0")], t, QUEUES)
         for t in TOPICS:
             send(g.namesrv, t, [f"{t}-{i}" for i in range(N)])
         # The slave: a byte copy of the stopped master's store, topics and offsets included.
@@ -420,3 +423,53 @@ def test_java_push_consumer_carries_on_from_the_slave_and_returns(
         reader.join(10)
         proc.stdin.close()
         out.close()
+
+
+def test_a_failed_message_goes_to_the_retry_topic_of_a_live_group(group: BrokerGroup) -> None:
+    """A message whose consumption fails while its master is down cannot go back to its broker
+    (CONSUMER_SEND_MSG_BACK): as RocketMQ's consumers do, a copy goes to ``%RETRY%<group>``
+    through the client's inner producer, stored by broker-b, and comes back from there with
+    one reconsume time more while broker-a's master is still down."""
+    cg = "ha-retry"
+    seen: list[int] = []
+    gate = threading.Event()
+
+    def listener(msgs: list[StoredMessage]) -> rmq.ConsumeConcurrentlyStatus:
+        seen.extend(m.reconsume_times for m in msgs)
+        if len(seen) == 1:
+            gate.wait(60)
+            return rmq.ConsumeConcurrentlyStatus.RECONSUME_LATER
+        return rmq.ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    c = rmq.PushConsumer(
+        cg,
+        group.namesrv,
+        consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+        rebalance_interval_ms=1000,
+        poll_name_server_interval=2000,
+    )
+    c.subscribe(RETRY_TOPIC)
+    c.register_message_listener_concurrently(listener)
+    c.start()
+    p = rmq.Producer("ha-retry-producer", group.namesrv).start()
+    try:
+        # The retry topic exists on both groups (created by the consumer's heartbeats).
+        wait_until(
+            lambda: (
+                {q.broker_name for q in p.fetch_publish_message_queues(c.retry_topic)}
+                == {"broker-a", "broker-b"}
+            ),
+            "the retry topic on both groups",
+        )
+        queue = rmq.MessageQueue(RETRY_TOPIC, "broker-a", 0)
+        assert p.send(rmq.Message(RETRY_TOPIC, "retry-me"), queue=queue).status == "SEND_OK"
+        wait_until(lambda: seen, "the message from broker-a's master")
+        group.kill_master()
+        gate.set()
+        wait_until(lambda: len(seen) >= 2, "the message again, from broker-b", FAILOVER_S)
+        assert seen[:2] == [0, 1]
+    finally:
+        gate.set()
+        p.shutdown()
+        c.shutdown()
+        group.restart_master()
