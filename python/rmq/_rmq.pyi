@@ -804,7 +804,10 @@ class ClientInstance:
         suspend_ms: int = 0,
         timeout_ms: int = 3000,
         broker_id: int | None = None,
-    ) -> PullResult: ...
+    ) -> PullResult:
+        """Pull ``queue`` from ``offset``. ``broker_id`` pins the broker of the group (0 the
+        master); ``None`` follows the broker's last ``suggest_which_broker_id`` for the
+        group's queue, or any broker of the group when that one is not in the route."""
     def pull_columns(
         self,
         group: str,
