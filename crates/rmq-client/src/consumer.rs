@@ -176,7 +176,7 @@ impl ClientInstance {
             .addr)
     }
 
-    /// After a transport failure with `addr`: refresh `topic`'s route at once rather than at
+    /// After a transport failure (`e`): refresh `topic`'s route at once rather than at
     /// the next `pollNameServerInterval`, so a dead master the nameserver already dropped is
     /// left for its slave by the next attempt, not up to 30 s later.
     async fn refresh_after_failure(&self, topic: &str, e: &ClientError) {
