@@ -97,7 +97,7 @@ class BrokerGroup:
             p.kill()
 
 
-TOPICS = ("HaPush", "HaPull", "HaSpark", "HaJava")
+TOPICS = ("HaPush", "HaPull", "HaSpark", "HaJava", "HaSuggest")
 PRODUCER_TOPIC = "HaBoth"
 RETRY_TOPIC = "HaRetry"
 
@@ -176,7 +176,6 @@ def test_push_consumer_carries_on_from_the_slave_and_returns(group: BrokerGroup)
         pull_threshold_for_queue=1,
         rebalance_interval_ms=1000,
         persist_consumer_offset_interval=500,
-        poll_name_server_interval=2000,
     )
     c.subscribe(topic)
     c.register_message_listener_concurrently(listener)  # type: ignore[arg-type]
@@ -271,20 +270,19 @@ def test_producer_sends_to_the_live_group_only(group: BrokerGroup) -> None:
             group.restart_master()
 
 
-def test_spark_reader_reads_from_the_slave(
-    group: BrokerGroup, tmp_path_factory: pytest.TempPathFactory
+def test_spark_reader_reads_from_the_slave_and_returns(
+    group: BrokerGroup,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     pytest.importorskip("pyspark", minversion="4.2")
     pytest.importorskip("pyarrow")
-    import os
-    import sys
-
     from pyspark.sql import SparkSession
 
     import rmq.spark
 
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
+    monkeypatch.setenv("SPARK_LOCAL_IP", "127.0.0.1")
     spark = (
         SparkSession.builder.master("local[2,2]")
         .appName("rmq-ha-failover")
@@ -296,8 +294,8 @@ def test_spark_reader_reads_from_the_slave(
     spark.sparkContext.setLogLevel("ERROR")
     rmq.spark.register(spark)
     topic = TOPICS[2]
-    try:
-        group.kill_master()
+
+    def bodies() -> list[str]:
         rows = (
             spark.read.format("rmq")
             .option("namesrv", group.namesrv)
@@ -306,12 +304,20 @@ def test_spark_reader_reads_from_the_slave(
             .select("body")
             .collect()
         )
-        assert sorted(bytes(r.body).decode() for r in rows) == sorted(
-            f"{topic}-{i}" for i in range(N)
-        )
+        return sorted(bytes(r.body).decode() for r in rows)
+
+    try:
+        group.kill_master()
+        assert bodies() == sorted(f"{topic}-{i}" for i in range(N))
+        # Back to the master once it returns: messages only it has are read too.
+        group.restart_master()
+        send(group.namesrv, topic, [f"{topic}-new-{i}" for i in range(2)])
+        want = sorted([f"{topic}-{i}" for i in range(N)] + [f"{topic}-new-{i}" for i in range(2)])
+        wait_until(lambda: bodies() == want, "the master's new messages read", FAILOVER_S)
     finally:
         spark.stop()
-        group.restart_master()
+        if "a0" not in group.procs:
+            group.restart_master()
 
 
 def get_total(addr: str) -> int:
@@ -331,7 +337,7 @@ def test_consumers_follow_the_slave_read_suggestion(group: BrokerGroup) -> None:
     master: the consumer's pulls follow each suggestion, and offsets go to the master."""
     group.procs.pop("a0").stop()
     group.restart_master("slaveReadEnable = true\naccessMessageInMemoryMaxRatio = 0\n")
-    topic, cg = TOPICS[2], "ha-suggest"
+    topic, cg = TOPICS[4], "ha-suggest"
     slave_before = get_total(group.addr("a1"))
     c = rmq.PullConsumer(
         cg,

@@ -60,6 +60,10 @@ pub fn build_subscription(topic: &str, expression: &str) -> SubscriptionData {
     data
 }
 
+/// How old a route may be for a slave to stand in for its master: a consumer on a slave
+/// because the route has no master asks the nameservers again after this long.
+pub const MASTER_RECHECK: Duration = Duration::from_secs(5);
+
 /// Prefix of a consumer group's retry topic (`MixAll.RETRY_GROUP_TOPIC_PREFIX`).
 pub use rmq_common::topic::RETRY_GROUP_TOPIC_PREFIX;
 
@@ -153,7 +157,9 @@ pub struct PullResult {
 
 impl ClientInstance {
     /// The address to pull `broker_name` from (`findBrokerAddressInSubscribe`), refreshing
-    /// `topic`'s route if unknown.
+    /// `topic`'s route if unknown. Standing in for a master missing from the route (down), a
+    /// slave is picked only from a route at most [`MASTER_RECHECK`] old: consumers are back on
+    /// the master within seconds of its return, not at the next `pollNameServerInterval`.
     async fn subscribe_addr(
         &self,
         topic: &str,
@@ -161,7 +167,19 @@ impl ClientInstance {
         broker_id: i64,
     ) -> Result<FoundBroker> {
         if let Ok(a) = self.find_broker_in_subscribe(broker_name, broker_id, false) {
-            return Ok(a);
+            let stale = || {
+                self.cached_route(topic)
+                    .is_none_or(|r| r.fetched_at.elapsed() > MASTER_RECHECK)
+            };
+            if !(a.slave && broker_id == MASTER_ID && stale()) {
+                return Ok(a);
+            }
+            if self.update_route(topic).await.is_err() {
+                // Nameservers unreachable: the slave it is (the periodic refresh says why,
+                // once per `pollNameServerInterval`, rather than every pull).
+                return Ok(a);
+            }
+            return self.find_broker_in_subscribe(broker_name, broker_id, false);
         }
         self.update_route(topic).await?;
         self.find_broker_in_subscribe(broker_name, broker_id, false)

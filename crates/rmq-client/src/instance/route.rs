@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, PoisonError};
+use std::time::Instant;
 
 use rmq_protocol::body::{BrokerData, MessageQueue, TopicRouteData, MASTER_ID, MAX_QUEUE_NUMS};
 use rmq_protocol::header::namesrv::GetRouteInfoRequestHeader;
@@ -21,6 +22,8 @@ pub struct TopicRoute {
     pub publish_queues: Vec<MessageQueue>,
     /// Readable queues, sorted (`topicSubscribeInfoTable`).
     pub subscribe_queues: Vec<MessageQueue>,
+    /// When it was built (fetched).
+    pub fetched_at: Instant,
 }
 
 impl TopicRoute {
@@ -56,6 +59,7 @@ impl TopicRoute {
             data,
             publish_queues,
             subscribe_queues,
+            fetched_at: Instant::now(),
         }
     }
 }
