@@ -853,8 +853,11 @@ class ClientInstance:
         commit_offset: int | None = None,
         suspend_ms: int = 0,
         timeout_ms: int = 3000,
-        broker_id: int = 0,
-    ) -> PullResult: ...
+        broker_id: int | None = None,
+    ) -> PullResult:
+        """Pull ``queue`` from ``offset``. ``broker_id`` pins the broker of the group (0 the
+        master); ``None`` follows the broker's last ``suggest_which_broker_id`` for the
+        group's queue, or any broker of the group when that one is not in the route."""
     def pull_columns(
         self,
         group: str,
@@ -881,7 +884,7 @@ class ClientInstance:
         commit_offset: int | None = None,
         suspend_ms: int = 15000,
         timeout_ms: int = 30000,
-        broker_id: int = 0,
+        broker_id: int | None = None,
     ) -> None: ...
     def query_consumer_offset(self, group: str, queue: MessageQueue) -> int | None: ...
     def update_consumer_offset(

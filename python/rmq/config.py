@@ -413,6 +413,10 @@ class BrokerConfig:
     (otherwise sends to it are NO_PERMISSION, as in RocketMQ)."""
     broker_topic_enable: bool = _default("brokerTopicEnable")
     """``brokerTopicEnable``: the topic named after the broker is readable and writable."""
+    slave_read_enable: bool = _default("slaveReadEnable")
+    """``slaveReadEnable``: a pull whose data is cold on the master (beyond
+    ``accessMessageInMemoryMaxRatio`` of RAM) suggests the subscription group's
+    ``whichBrokerWhenConsumeSlowly`` (a slave) to the consumer."""
     store: dict[str, str] = field(default_factory=dict)
     """Store keys for ``rmq._rmq.MessageStore``, as strings (checked by the native store)."""
 
@@ -481,6 +485,7 @@ _FIELDS: dict[str, str] = {
     "serverChannelMaxIdleTimeSeconds": "server_channel_max_idle_time_seconds",
     "clusterTopicEnable": "cluster_topic_enable",
     "brokerTopicEnable": "broker_topic_enable",
+    "slaveReadEnable": "slave_read_enable",
 }
 
 BROKER_KEYS: dict[str, _Key] = {key: _Key(attr, SCHEMA[key]) for key, attr in _FIELDS.items()}

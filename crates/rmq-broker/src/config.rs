@@ -38,6 +38,9 @@ pub struct BrokerConfig {
     pub short_polling_time_mills: u64,
     /// `transferMsgByHeap` (default false): copy pull bodies instead of `sendfile`.
     pub transfer_msg_by_heap: bool,
+    /// `slaveReadEnable` (default false): pulls may be redirected to a slave
+    /// (`suggestWhichBrokerId`) when their data is cold on the master.
+    pub slave_read_enable: bool,
     /// Where `topics.json`, `consumerOffset.json` and `subscriptionGroup.json` live
     /// (`<storePathRootDir>/config`).
     pub config_dir: PathBuf,
@@ -77,6 +80,7 @@ impl Default for BrokerConfig {
             long_polling_enable: schema_default("longPollingEnable"),
             short_polling_time_mills: schema_default("shortPollingTimeMills"),
             transfer_msg_by_heap: schema_default("transferMsgByHeap"),
+            slave_read_enable: schema_default("slaveReadEnable"),
             config_dir: PathBuf::from("store/config"),
             region_id: schema_default("regionId"),
             trace_on: schema_default("traceOn"),
@@ -130,6 +134,7 @@ impl BrokerConfig {
             "longPollingEnable" => self.long_polling_enable = parse(key, value)?,
             "shortPollingTimeMills" => self.short_polling_time_mills = parse(key, value)?,
             "transferMsgByHeap" => self.transfer_msg_by_heap = parse(key, value)?,
+            "slaveReadEnable" => self.slave_read_enable = parse(key, value)?,
             "regionId" => self.region_id = parse(key, value)?,
             "traceOn" => self.trace_on = parse(key, value)?,
             "clusterTopicEnable" => self.cluster_topic_enable = parse(key, value)?,

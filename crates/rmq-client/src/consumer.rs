@@ -10,7 +10,7 @@ use bytes::Bytes;
 use rmq_common::{decompress_body, sys_flag, PropertyKey};
 use rmq_protocol::body::{
     GetConsumerListByGroupResponseBody, LockBatchRequestBody, LockBatchResponseBody, MessageQueue,
-    SubscriptionData, UnlockBatchRequestBody, EXPRESSION_TYPE_TAG, SUB_ALL,
+    SubscriptionData, UnlockBatchRequestBody, EXPRESSION_TYPE_TAG, MASTER_ID, SUB_ALL,
 };
 use rmq_protocol::header::client::GetConsumerListByGroupRequestHeader;
 use rmq_protocol::header::offset::{
@@ -29,7 +29,7 @@ use rmq_protocol::{
 };
 
 use crate::error::{ClientError, Result};
-use crate::instance::{expect_success, response_error, ClientInstance};
+use crate::instance::{expect_success, response_error, ClientInstance, FoundBroker};
 
 /// `FilterAPI.buildSubscriptionData`: `"*"` (or empty) takes everything, otherwise
 /// `"tagA || tagB"` lists the tags, hashed for the broker's ConsumeQueue filter.
@@ -59,6 +59,10 @@ pub fn build_subscription(topic: &str, expression: &str) -> SubscriptionData {
     }
     data
 }
+
+/// How old a route may be for a slave to stand in for its master: a consumer on a slave
+/// because the route has no master asks the nameservers again after this long.
+pub const MASTER_RECHECK: Duration = Duration::from_secs(5);
 
 /// Prefix of a consumer group's retry topic (`MixAll.RETRY_GROUP_TOPIC_PREFIX`).
 pub use rmq_common::topic::RETRY_GROUP_TOPIC_PREFIX;
@@ -129,8 +133,9 @@ pub struct PullRequest {
     pub suspend: Duration,
     /// Deadline of the request (must exceed `suspend`).
     pub timeout: Duration,
-    /// Broker id to pull from (the broker's last suggestion; 0 is the master).
-    pub broker_id: i64,
+    /// A fixed broker id to pull from (0 is the master); `None` follows the broker's last
+    /// `suggestWhichBrokerId` for the group's queue, as RocketMQ's consumers do.
+    pub broker_id: Option<i64>,
 }
 
 /// What a pull returns.
@@ -151,13 +156,53 @@ pub struct PullResult {
 }
 
 impl ClientInstance {
-    /// The address to pull `broker_name` from, refreshing `topic`'s route if unknown.
-    async fn addr_for(&self, topic: &str, broker_name: &str, broker_id: i64) -> Result<String> {
-        if let Ok(a) = self.broker_addr(broker_name, broker_id, false) {
-            return Ok(a);
+    /// The address to pull `broker_name` from (`findBrokerAddressInSubscribe`), refreshing
+    /// `topic`'s route if unknown. Standing in for a master missing from the route (down), a
+    /// slave is picked only from a route at most [`MASTER_RECHECK`] old: consumers are back on
+    /// the master within seconds of its return, not at the next `pollNameServerInterval`.
+    async fn subscribe_addr(
+        &self,
+        topic: &str,
+        broker_name: &str,
+        broker_id: i64,
+    ) -> Result<FoundBroker> {
+        if let Ok(a) = self.find_broker_in_subscribe(broker_name, broker_id, false) {
+            let stale = || {
+                self.cached_route(topic)
+                    .is_none_or(|r| r.fetched_at.elapsed() > MASTER_RECHECK)
+            };
+            if !(a.slave && broker_id == MASTER_ID && stale()) {
+                return Ok(a);
+            }
+            if self.update_route(topic).await.is_err() {
+                // Nameservers unreachable: the slave it is (the periodic refresh says why,
+                // once per `pollNameServerInterval`, rather than every pull).
+                return Ok(a);
+            }
+            return self.find_broker_in_subscribe(broker_name, broker_id, false);
         }
         self.update_route(topic).await?;
-        self.broker_addr(broker_name, broker_id, false)
+        self.find_broker_in_subscribe(broker_name, broker_id, false)
+    }
+
+    /// The address offsets of `broker_name` go to: its master, or a slave while the route has
+    /// no master (`findBrokerAddressInAdmin`), refreshing `topic`'s route if unknown.
+    async fn admin_addr(&self, topic: &str, broker_name: &str) -> Result<String> {
+        Ok(self
+            .subscribe_addr(topic, broker_name, MASTER_ID)
+            .await?
+            .addr)
+    }
+
+    /// After a transport failure (`e`): refresh `topic`'s route at once rather than at
+    /// the next `pollNameServerInterval`, so a dead master the nameserver already dropped is
+    /// left for its slave by the next attempt, not up to 30 s later.
+    async fn refresh_after_failure(&self, topic: &str, e: &ClientError) {
+        if matches!(e, ClientError::Connect { .. } | ClientError::Timeout { .. }) {
+            if let Err(e) = self.update_route(topic).await {
+                self.warn(format!("refreshing the route of topic {topic}: {e}"));
+            }
+        }
     }
 
     /// Pull messages (`pullKernelImpl` + `processPullResult`).
@@ -167,9 +212,16 @@ impl ClientInstance {
     /// [`ClientError::Response`].
     pub async fn pull(&self, req: &PullRequest) -> Result<PullResult> {
         let mq = &req.queue;
-        let addr = self
-            .addr_for(&mq.topic, &mq.broker_name, req.broker_id)
+        let broker_id = req
+            .broker_id
+            .unwrap_or_else(|| self.pull_from_which_node(&req.group, mq));
+        let found = self
+            .subscribe_addr(&mq.topic, &mq.broker_name, broker_id)
             .await?;
+        let addr = found.addr;
+        // A slave does not store the offset a pull carries (`clearCommitOffsetFlag`); the
+        // consumer's offset store commits it with UPDATE_CONSUMER_OFFSET.
+        let commit_offset = req.commit_offset.filter(|_| !found.slave);
         let header = PullMessageRequestHeader {
             consumer_group: req.group.clone(),
             topic: mq.topic.clone(),
@@ -177,12 +229,12 @@ impl ClientInstance {
             queue_offset: req.offset,
             max_msg_nums: req.max_nums,
             sys_flag: pull_sys_flag::build(
-                req.commit_offset.is_some(),
+                commit_offset.is_some(),
                 !req.suspend.is_zero(),
                 true,
                 false,
             ),
-            commit_offset: req.commit_offset.unwrap_or(0),
+            commit_offset: commit_offset.unwrap_or(0),
             // A timeout past i64::MAX ms (292 million years) waits forever either way.
             suspend_timeout_millis: i64::try_from(req.suspend.as_millis()).unwrap_or(i64::MAX),
             subscription: Some(req.subscription.sub_string.clone()),
@@ -191,7 +243,13 @@ impl ClientInstance {
             broker_name: Some(mq.broker_name.clone()),
         };
         let cmd = RemotingCommand::request_with_header(RequestCode::PULL_MESSAGE.0, &header);
-        let resp = self.invoke(&addr, cmd, req.timeout).await?;
+        let resp = match self.invoke(&addr, cmd, req.timeout).await {
+            Ok(r) => r,
+            Err(e) => {
+                self.refresh_after_failure(&mq.topic, &e).await;
+                return Err(e);
+            }
+        };
         let status = match ResponseCode(resp.code) {
             ResponseCode::SUCCESS => PullStatus::Found,
             ResponseCode::PULL_NOT_FOUND => PullStatus::NoNewMsg,
@@ -205,6 +263,9 @@ impl ClientInstance {
                 detail: e.to_string(),
             }
         })?;
+        if req.broker_id.is_none() {
+            self.update_pull_from_which_node(&req.group, mq, h.suggest_which_broker_id);
+        }
         let mut result = PullResult {
             status,
             next_begin_offset: h.next_begin_offset,
@@ -317,7 +378,7 @@ impl ClientInstance {
         group: &str,
         mq: &MessageQueue,
     ) -> Result<Option<i64>> {
-        let addr = self.addr_for(&mq.topic, &mq.broker_name, 0).await?;
+        let addr = self.admin_addr(&mq.topic, &mq.broker_name).await?;
         let header = QueryConsumerOffsetRequestHeader {
             consumer_group: group.to_owned(),
             topic: mq.topic.clone(),
@@ -346,7 +407,7 @@ impl ClientInstance {
         offset: i64,
         oneway: bool,
     ) -> Result<()> {
-        let addr = self.addr_for(&mq.topic, &mq.broker_name, 0).await?;
+        let addr = self.admin_addr(&mq.topic, &mq.broker_name).await?;
         let header = UpdateConsumerOffsetRequestHeader {
             consumer_group: group.to_owned(),
             topic: mq.topic.clone(),
@@ -420,7 +481,7 @@ impl ClientInstance {
         code: RequestCode,
         header: &H,
     ) -> Result<R> {
-        let addr = self.addr_for(&mq.topic, &mq.broker_name, 0).await?;
+        let addr = self.admin_addr(&mq.topic, &mq.broker_name).await?;
         let cmd = RemotingCommand::request_with_header(code.0, header);
         let resp = self
             .invoke_ok(&addr, cmd, self.config().api_timeout)

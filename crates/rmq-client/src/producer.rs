@@ -142,7 +142,14 @@ impl Producer {
     /// yet, the auto-create template's queues renamed to the topic (the broker creates the
     /// topic on the first send if `autoCreateTopicEnable`).
     async fn publish_route(&self, topic: &str) -> Result<Arc<TopicRoute>> {
-        match self.instance.route(topic).await {
+        // `tryToFindTopicPublishInfo`: a cached route without a publish queue (a master that
+        // was down when it was fetched) is asked for again before giving up.
+        let cached = self.instance.route(topic).await;
+        let route = match cached {
+            Ok(r) if r.publish_queues.is_empty() => self.instance.update_route(topic).await,
+            other => other,
+        };
+        match route {
             Ok(r) if !r.publish_queues.is_empty() => Ok(r),
             Ok(_) => Err(ClientError::NoRoute {
                 topic: topic.to_owned(),
@@ -383,7 +390,7 @@ impl Producer {
     async fn send_default(&self, p: Prepared, mode: CommunicationMode) -> Result<SendResult> {
         let started = Instant::now();
         let timeout = self.config.send_timeout;
-        let route = self.publish_route(&p.topic).await?;
+        let mut route = self.publish_route(&p.topic).await?;
         let attempts = 1 + self.config.retry_times_when_send_failed;
         let mut last_broker: Option<String> = None;
         let mut brokers_sent = Vec::new();
@@ -419,8 +426,13 @@ impl Producer {
                         return Err(e);
                     }
                     if matches!(e, ClientError::BrokerNotFound { .. }) || e.is_transport() {
-                        // The route may be stale (a broker gone); refresh for the next try.
-                        let _ = self.instance.update_route(&p.topic).await;
+                        // The route may be stale (a broker gone, or a master down: its group
+                        // then has no publish queue); refresh for the next try.
+                        if self.instance.update_route(&p.topic).await.is_ok() {
+                            if let Ok(r) = self.publish_route(&p.topic).await {
+                                route = r;
+                            }
+                        }
                     }
                     last_err = Some(e);
                 }

@@ -143,7 +143,7 @@ impl ClientInstancePy {
     /// Pull from `queue` (waits; the GIL is released).
     // The keywords are the Python signature; the Rust side takes them as one PullArgs.
     #[pyo3(signature = (group, queue, offset, max_nums, expression="*", sub_version=0,
-        commit_offset=None, suspend_ms=0, timeout_ms=3000, broker_id=0))]
+        commit_offset=None, suspend_ms=0, timeout_ms=3000, broker_id=None))]
     #[expect(
         clippy::too_many_arguments,
         reason = "the keyword arguments of the Python signature"
@@ -160,7 +160,7 @@ impl ClientInstancePy {
         commit_offset: Option<i64>,
         suspend_ms: u64,
         timeout_ms: u64,
-        broker_id: i64,
+        broker_id: Option<i64>,
     ) -> PyResult<PullResultPy> {
         let req = PullArgs {
             group,
@@ -214,7 +214,7 @@ impl ClientInstancePy {
 
     /// Pull without waiting: `callback(result, error)` runs on the callback thread.
     #[pyo3(signature = (callback, group, queue, offset, max_nums, expression="*",
-        sub_version=0, commit_offset=None, suspend_ms=15000, timeout_ms=30000, broker_id=0))]
+        sub_version=0, commit_offset=None, suspend_ms=15000, timeout_ms=30000, broker_id=None))]
     #[expect(
         clippy::too_many_arguments,
         reason = "the keyword arguments of the Python signature"
@@ -231,7 +231,7 @@ impl ClientInstancePy {
         commit_offset: Option<i64>,
         suspend_ms: u64,
         timeout_ms: u64,
-        broker_id: i64,
+        broker_id: Option<i64>,
     ) -> PyResult<()> {
         let req = PullArgs {
             group,
@@ -395,11 +395,12 @@ struct PullArgs<'a> {
     commit_offset: Option<i64>,
     suspend_ms: u64,
     timeout_ms: u64,
-    broker_id: i64,
+    broker_id: Option<i64>,
 }
 
 impl<'a> PullArgs<'a> {
-    /// The pulls of a column range: every tag, no commit, no suspension, the master.
+    /// The pulls of a column range: every tag, no commit, no suspension, from the broker the
+    /// last pull of the queue suggested (the master first).
     fn range(group: &'a str, start: i64, timeout_ms: u64) -> Self {
         Self {
             group,
@@ -410,7 +411,7 @@ impl<'a> PullArgs<'a> {
             commit_offset: None,
             suspend_ms: 0,
             timeout_ms,
-            broker_id: 0,
+            broker_id: None,
         }
     }
 

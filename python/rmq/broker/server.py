@@ -119,6 +119,7 @@ def broker_keys(config: BrokerConfig) -> dict[str, str]:
         "serverChannelMaxIdleTimeSeconds": str(config.server_channel_max_idle_time_seconds),
         "clusterTopicEnable": str(config.cluster_topic_enable).lower(),
         "brokerTopicEnable": str(config.broker_topic_enable).lower(),
+        "slaveReadEnable": str(config.slave_read_enable).lower(),
     }
 
 

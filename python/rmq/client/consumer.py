@@ -39,11 +39,24 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
 
-from rmq._rmq import RETRY_GROUP_TOPIC_PREFIX, ClientInstance, PullResult, StoredMessage
+from rmq._rmq import (
+    PROPERTY_DELAY_TIME_LEVEL,
+    PROPERTY_MAX_RECONSUME_TIMES,
+    PROPERTY_ORIGIN_MESSAGE_ID,
+    PROPERTY_RECONSUME_TIME,
+    PROPERTY_RETRY_TOPIC,
+    PROPERTY_TRANSACTION_PREPARED,
+    RETRY_GROUP_TOPIC_PREFIX,
+    ClientInstance,
+    NativeProducer,
+    PullResult,
+    StoredMessage,
+)
 from rmq.client import _instance
 from rmq.client._process_queue import ProcessQueue
 from rmq.client._scheduler import Scheduler
 from rmq.client.allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
+from rmq.client.message import Message
 from rmq.client.message_queue import MessageQueue
 from rmq.client.offset_store import (
     LocalFileOffsetStore,
@@ -69,6 +82,9 @@ PULL_TIME_DELAY_ON_SUSPEND_S = 1.0
 REBALANCE_LOCK_INTERVAL_S = 20.0
 BROKER_SUSPEND_MAX_TIME_MS = 15000
 CONSUMER_TIMEOUT_WHEN_SUSPEND_MS = 30000
+# The group of the producer a consumer re-sends failed messages with (RocketMQ's
+# ``MixAll.CLIENT_INNER_PRODUCER_GROUP``).
+CLIENT_INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
 
 
 class MessageModel(str, enum.Enum):
@@ -277,6 +293,7 @@ class PushConsumer(_GroupMember):
         self._queues_lock = threading.RLock()
         self._rebalance_lock = threading.Lock()
         self._running = False
+        self._inner_producer: NativeProducer | None = None
 
     # ---- configuration ------------------------------------------------------------------
 
@@ -389,6 +406,9 @@ class PushConsumer(_GroupMember):
         self.persist_offsets(wait=True)
         if self.orderly and self.message_model is MessageModel.CLUSTERING:
             self._unlock(list(self._queues), oneway=False)
+        # The inner producer's group stays announced with the instance, as RocketMQ's
+        # (other consumers of the instance may use it): no shutdown here.
+        self._inner_producer = None
         self._instance.unregister_consumer(self.group)
         _instance.release(self._instance, self.group)
 
@@ -634,7 +654,8 @@ class PushConsumer(_GroupMember):
             self._store.update(mq, offset, increase_only=True)
 
     def _send_back(self, mq: MessageQueue, msgs: list[StoredMessage]) -> list[StoredMessage]:
-        """CONSUMER_SEND_MSG_BACK each message; returns those the broker did not take."""
+        """CONSUMER_SEND_MSG_BACK each message, or when its broker cannot take it (its master
+        is down) a copy to the retry topic; returns those neither way took."""
         failed = []
         for m in msgs:
             try:
@@ -642,9 +663,50 @@ class PushConsumer(_GroupMember):
                     self.group, m, mq.broker_name, 0, self.max_reconsume_times
                 )
             except RmqError as exc:
-                log.warning("%s: sending %s back for retry failed: %s", self.group, m.msg_id, exc)
-                failed.append(m)
+                if not self._resend_for_retry(m, exc):
+                    failed.append(m)
         return failed
+
+    def _resend_for_retry(self, m: StoredMessage, cause: RmqError) -> bool:
+        """RocketMQ's fallback for a failed send-back: a copy of ``m`` sent to
+        ``%RETRY%<group>`` by the client's inner producer (so a broker group with a live master
+        stores it), one reconsume time more, delay level 3 + reconsume times. Whether it was
+        taken."""
+        props = dict(m.properties)
+        props.setdefault(PROPERTY_ORIGIN_MESSAGE_ID, m.msg_id)
+        props[PROPERTY_RETRY_TOPIC] = m.topic
+        props[PROPERTY_RECONSUME_TIME] = str(m.reconsume_times + 1)
+        props[PROPERTY_MAX_RECONSUME_TIMES] = str(self.max_reconsume_times)
+        props[PROPERTY_DELAY_TIME_LEVEL] = str(3 + m.reconsume_times)
+        props.pop(PROPERTY_TRANSACTION_PREPARED, None)
+        copy = Message(self.retry_topic, m.body, properties=props, flag=m.flag)
+        try:
+            with self._queues_lock:
+                if self._inner_producer is None:
+                    self._inner_producer = NativeProducer(
+                        self._instance, CLIENT_INNER_PRODUCER_GROUP
+                    )
+                producer = self._inner_producer
+            producer.send(copy)
+        except RmqError as exc:
+            log.warning(
+                "%s: sending %s back for retry failed (%s), and so did re-sending it to %s "
+                "(%s); it is retried here",
+                self.group,
+                m.msg_id,
+                cause,
+                self.retry_topic,
+                exc,
+            )
+            return False
+        log.info(
+            "%s: %s could not go back to its broker (%s); re-sent to %s",
+            self.group,
+            m.msg_id,
+            cause,
+            self.retry_topic,
+        )
+        return True
 
     def _schedule_orderly(self, mq: MessageQueue, pq: ProcessQueue, delay: float) -> None:
         with pq.lock:

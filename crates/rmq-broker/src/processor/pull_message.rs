@@ -3,15 +3,28 @@
 //! checks, the subscription (from the request or the heartbeat), `get_message` with the tag
 //! filter, status → response code, the body as file regions (sent with `sendfile`), and long
 //! polling through the [`PullRequestHoldService`](crate::long_polling::PullRequestHoldService).
+//!
+//! `suggestWhichBrokerId` tells the consumer where to pull next, as RocketMQ 4.9.7 does: with
+//! `slaveReadEnable`, the group's `whichBrokerWhenConsumeSlowly` when the data read is cold
+//! (beyond `accessMessageInMemoryMaxRatio` of RAM from the CommitLog tail), else the group's
+//! `brokerId`; without it, the master. One deliberate difference: a slave without
+//! `slaveReadEnable` serves the pull (RocketMQ answers PULL_RETRY_IMMEDIATELY with no
+//! messages) while still suggesting the master. A consumer only comes to a slave that did not
+//! suggest itself when its route has no master for the group, i.e. the master is down; serving
+//! it then is what keeps consumption going through a master's outage, and as soon as the
+//! master is back in the route the suggestion sends the consumer back to it. Like RocketMQ, a
+//! slave keeps the consumer's offset where it is (never PULL_OFFSET_MOVED: its queues may lag
+//! the master's) and does not store the offset a pull carries (consumers commit to a slave
+//! with UPDATE_CONSUMER_OFFSET when the master is gone).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmq_protocol::body::{MessageModel, PERM_READ};
+use rmq_protocol::body::{MessageModel, MASTER_ID, PERM_READ};
 use rmq_protocol::header::{pull_sys_flag, PullMessageRequestHeader, PullMessageResponseHeader};
 use rmq_protocol::{CommandHeader, RemotingCommand, ResponseCode};
 use rmq_remoting::{FileRegion, Reply};
-use rmq_store::GetMessageStatus as S;
+use rmq_store::{BrokerRole, GetMessageStatus as S};
 
 use super::{bad_header, response, StoreRegion};
 use crate::long_polling::TagFilter;
@@ -158,7 +171,8 @@ fn pull_once(
     );
     b.stats
         .on_get(result.messages.len() as u64, started.elapsed());
-    let code = match result.status {
+    let slave = b.store.config().broker_role == BrokerRole::Slave;
+    let mut code = match result.status {
         S::Found => ResponseCode::SUCCESS,
         S::MessageWasRemoving | S::NoMatchedMessage => ResponseCode::PULL_RETRY_IMMEDIATELY,
         S::NoMatchedLogicQueue | S::NoMessageInQueue => {
@@ -187,7 +201,19 @@ fn pull_once(
             result.max_offset
         );
     }
-    if allow_suspend && has_commit {
+    let mut suggest_which_broker_id = if !b.config.slave_read_enable {
+        MASTER_ID
+    } else if result.suggest_pulling_from_slave {
+        group.which_broker_when_consume_slowly
+    } else {
+        group.broker_id
+    };
+    if slave && code == ResponseCode::PULL_OFFSET_MOVED {
+        // A slave's queues may lag its master's: ask again rather than move the offset.
+        code = ResponseCode::PULL_RETRY_IMMEDIATELY;
+        suggest_which_broker_id = group.broker_id;
+    }
+    if allow_suspend && has_commit && !slave {
         b.offsets
             .commit(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
     }
@@ -203,7 +229,7 @@ fn pull_once(
         };
     }
     let cmd = response(req, code, result.status.as_str()).with_header(&PullMessageResponseHeader {
-        suggest_which_broker_id: 0,
+        suggest_which_broker_id,
         next_begin_offset: result.next_begin_offset,
         min_offset: result.min_offset,
         max_offset: result.max_offset,

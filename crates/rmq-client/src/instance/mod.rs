@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
-use rmq_protocol::body::ConsumerData;
+use rmq_protocol::body::{ConsumerData, MessageQueue};
 use rmq_protocol::{ExtFields, LanguageCode, RemotingCommand, ResponseCode};
 use rmq_remoting::{Connection, RequestHandler};
 use tokio::runtime::Handle;
@@ -31,10 +31,12 @@ use tokio::sync::watch;
 use crate::error::{ClientError, Result};
 
 mod broker_requests;
+mod broker_select;
 mod heartbeat;
 mod route;
 
 use broker_requests::BrokerRequests;
+pub use broker_select::FoundBroker;
 pub use route::TopicRoute;
 
 /// Permission bits of a queue (`PermName`).
@@ -131,6 +133,7 @@ struct Inner {
     namesrv_index: AtomicUsize,
     routes: RwLock<HashMap<String, Arc<TopicRoute>>>,
     broker_addrs: RwLock<HashMap<String, BTreeMap<i64, String>>>,
+    pull_from_which_node: Mutex<HashMap<(String, MessageQueue), i64>>,
     producers: Mutex<BTreeSet<String>>,
     consumers: Mutex<BTreeMap<String, ConsumerData>>,
     listener: RwLock<Option<Arc<dyn ClientListener>>>,
@@ -157,6 +160,7 @@ impl ClientInstance {
             namesrv_index: AtomicUsize::new(0),
             routes: RwLock::new(HashMap::new()),
             broker_addrs: RwLock::new(HashMap::new()),
+            pull_from_which_node: Mutex::new(HashMap::new()),
             producers: Mutex::new(BTreeSet::new()),
             consumers: Mutex::new(BTreeMap::new()),
             listener: RwLock::new(None),
@@ -197,7 +201,7 @@ impl ClientInstance {
             .unwrap_or_else(PoisonError::into_inner) = Some(listener);
     }
 
-    fn warn(&self, message: String) {
+    pub(crate) fn warn(&self, message: String) {
         let l = self
             .inner
             .listener

@@ -4,8 +4,9 @@
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, PoisonError};
+use std::time::Instant;
 
-use rmq_protocol::body::{BrokerData, MessageQueue, TopicRouteData, MAX_QUEUE_NUMS};
+use rmq_protocol::body::{BrokerData, MessageQueue, TopicRouteData, MASTER_ID, MAX_QUEUE_NUMS};
 use rmq_protocol::header::namesrv::GetRouteInfoRequestHeader;
 use rmq_protocol::{RemotingCommand, RemotingJson, RequestCode, ResponseCode};
 
@@ -21,6 +22,8 @@ pub struct TopicRoute {
     pub publish_queues: Vec<MessageQueue>,
     /// Readable queues, sorted (`topicSubscribeInfoTable`).
     pub subscribe_queues: Vec<MessageQueue>,
+    /// When it was built (fetched).
+    pub fetched_at: Instant,
 }
 
 impl TopicRoute {
@@ -56,6 +59,7 @@ impl TopicRoute {
             data,
             publish_queues,
             subscribe_queues,
+            fetched_at: Instant::now(),
         }
     }
 }
@@ -146,38 +150,13 @@ impl ClientInstance {
         }
     }
 
-    /// The master address of `broker_name`.
+    /// The master address of `broker_name` (`findBrokerAddressInPublish`).
     ///
     /// # Errors
-    /// [`ClientError::BrokerNotFound`] when no route mentioned it.
+    /// [`ClientError::BrokerNotFound`] when no route gave it a master.
     pub fn master_addr(&self, broker_name: &str) -> Result<String> {
-        self.broker_addr(broker_name, 0, true)
-    }
-
-    /// The address of broker `broker_name` with id `broker_id`; when `only_this` is false any
-    /// address of the broker will do if that id has none (`findBrokerAddressInSubscribe`).
-    ///
-    /// # Errors
-    /// [`ClientError::BrokerNotFound`].
-    pub fn broker_addr(
-        &self,
-        broker_name: &str,
-        broker_id: i64,
-        only_this: bool,
-    ) -> Result<String> {
-        let table = self
-            .inner
-            .broker_addrs
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
-        let addrs = table.get(broker_name);
-        let found = addrs.and_then(|a| {
-            a.get(&broker_id)
-                .or_else(|| (!only_this).then(|| a.values().next()).flatten())
-        });
-        found.cloned().ok_or_else(|| ClientError::BrokerNotFound {
-            broker_name: broker_name.to_owned(),
-        })
+        self.find_broker_in_subscribe(broker_name, MASTER_ID, true)
+            .map(|b| b.addr)
     }
 
     /// Every broker address known from routes: masters only, or all.

@@ -75,6 +75,9 @@ pub static BROKER_KEYS: &[K] = &[
         "Hold time of a pull when long polling is off.").hint(MS),
     K::new("transferMsgByHeap", BOOL, Some("false"), Broker,
         "Copy pull bodies instead of sending them from the mapped file."),
+    K::new("slaveReadEnable", BOOL, Some("false"), Broker,
+        "Consumers may read from a slave: a pull whose data is cold on the master (beyond \
+         accessMessageInMemoryMaxRatio) suggests the group's whichBrokerWhenConsumeSlowly."),
     K::new("regionId", UNCHECKED, Some("DefaultRegion"), Broker,
         "Returned in send responses (MSG_REGION)."),
     K::new("traceOn", BOOL, Some("true"), Broker, "Returned in send responses (TRACE_ON)."),

@@ -4,6 +4,7 @@
 //! record by CommitLog offset.
 
 use super::MessageStore;
+use crate::config::BrokerRole;
 use crate::format::{scan_record, CqUnit, Scan, CQ_STORE_UNIT_SIZE};
 use crate::mapped_file::SelectMappedBufferResult;
 
@@ -92,26 +93,31 @@ impl MessageStore {
         filter: Option<&dyn Fn(i64) -> bool>,
     ) -> GetMessageResult {
         use GetMessageStatus as S;
+        // `nextOffsetCorrection`: a slave (its queues may lag the master's) never moves a
+        // consumer's offset; the consumer keeps it and asks again (RocketMQ's
+        // `offsetCheckInSlave` = false).
+        let slave = self.config.broker_role == BrokerRole::Slave;
+        let correct = |next: i64| if slave { offset } else { next };
         let Some(cq) = self.get_consume_queue(topic, queue_id) else {
-            return GetMessageResult::empty(S::NoMatchedLogicQueue, 0, 0, 0);
+            return GetMessageResult::empty(S::NoMatchedLogicQueue, correct(0), 0, 0);
         };
         let (min, max) = (cq.min_offset_in_queue(), cq.max_offset_in_queue());
         if max == 0 {
-            return GetMessageResult::empty(S::NoMessageInQueue, 0, min, max);
+            return GetMessageResult::empty(S::NoMessageInQueue, correct(0), min, max);
         }
         if offset < min {
-            return GetMessageResult::empty(S::OffsetTooSmall, min, min, max);
+            return GetMessageResult::empty(S::OffsetTooSmall, correct(min), min, max);
         }
         if offset == max {
             return GetMessageResult::empty(S::OffsetOverflowOne, offset, min, max);
         }
         if offset > max {
             let next = if min == 0 { min } else { max };
-            return GetMessageResult::empty(S::OffsetOverflowBadly, next, min, max);
+            return GetMessageResult::empty(S::OffsetOverflowBadly, correct(next), min, max);
         }
         let Some((file, pos)) = cq.units_from(offset) else {
             let next = cq.queue().roll_next_file(offset * UNIT) / UNIT;
-            return GetMessageResult::empty(S::OffsetFoundNull, next, min, max);
+            return GetMessageResult::empty(S::OffsetFoundNull, correct(next), min, max);
         };
         let units = file.read_from(pos).unwrap_or(&[]);
         let max_phy = self.commit_log.max_offset();
