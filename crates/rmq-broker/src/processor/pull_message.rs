@@ -171,7 +171,7 @@ fn pull_once(
     );
     b.stats
         .on_get(result.messages.len() as u64, started.elapsed());
-    let slave = b.store.config().broker_role == BrokerRole::Slave;
+    let slave = b.store.broker_role() == BrokerRole::Slave;
     let mut code = match result.status {
         S::Found => ResponseCode::SUCCESS,
         S::MessageWasRemoving | S::NoMatchedMessage => ResponseCode::PULL_RETRY_IMMEDIATELY,

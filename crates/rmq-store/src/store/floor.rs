@@ -184,7 +184,7 @@ impl MessageStore {
 
     fn delay_hold(&self) -> Option<RetentionHold> {
         let known = lock(&self.holds.delay_offsets).clone();
-        if known.is_none() && self.config.broker_role == crate::config::BrokerRole::Slave {
+        if known.is_none() && self.broker_role() == crate::config::BrokerRole::Slave {
             return None; // a slave delivers nothing: its master's scheduler decides
         }
         let levels = i32::try_from(self.delay_levels_ms().len()).unwrap_or(i32::MAX);

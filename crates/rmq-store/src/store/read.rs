@@ -96,7 +96,7 @@ impl MessageStore {
         // `nextOffsetCorrection`: a slave (its queues may lag the master's) never moves a
         // consumer's offset; the consumer keeps it and asks again (RocketMQ's
         // `offsetCheckInSlave` = false).
-        let slave = self.config.broker_role == BrokerRole::Slave;
+        let slave = self.broker_role() == BrokerRole::Slave;
         let correct = |next: i64| if slave { offset } else { next };
         let Some(cq) = self.get_consume_queue(topic, queue_id) else {
             return GetMessageResult::empty(S::NoMatchedLogicQueue, correct(0), 0, 0);
