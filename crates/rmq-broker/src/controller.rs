@@ -168,7 +168,13 @@ impl BrokerController {
             frame_stall_timeout,
             ..defaults
         };
-        rmq_remoting::serve(listen_addr, Arc::new(Dispatcher(b)), server_config).await
+        let main = tokio::net::TcpListener::bind(listen_addr).await?;
+        let mut listeners = vec![main];
+        if let Some(vip) = vip_channel_listener(listen_addr).await {
+            listeners.push(vip);
+        }
+        let handler: Arc<dyn rmq_remoting::RequestHandler> = Arc::new(Dispatcher(b));
+        rmq_remoting::serve_listeners(listeners, &handler, &server_config)
     }
 
     /// The REGISTER_BROKER body (topic table and data version) for the nameservers.
@@ -257,5 +263,26 @@ impl BrokerController {
 impl Drop for BrokerController {
     fn drop(&mut self) {
         self.stop_tasks();
+    }
+}
+
+/// RocketMQ's "VIP channel": every Apache broker also serves on `listenPort - 2`, and some
+/// peers go there unasked (a 4.x slave copies its master's topic config through it; clients
+/// with `vipChannelEnabled` send through it). Best effort: with an ephemeral main port there
+/// is none, and a port in use costs only a warning (those peers then fail to connect).
+async fn vip_channel_listener(main: SocketAddr) -> Option<tokio::net::TcpListener> {
+    let port = main.port().checked_sub(2).filter(|p| *p > 0 && main.port() > 0)?;
+    let addr = SocketAddr::new(main.ip(), port);
+    match tokio::net::TcpListener::bind(addr).await {
+        Ok(l) => Some(l),
+        Err(e) => {
+            log::warn!(
+                "cannot listen on {addr}, the VIP channel port (listenPort - 2), as RocketMQ \
+                 brokers do: {e}. Slaves of this broker that run Apache RocketMQ cannot copy \
+                 its topic config, and clients with vipChannelEnabled cannot send, until that \
+                 port is free"
+            );
+            None
+        }
     }
 }

@@ -18,7 +18,7 @@
 //! |---|---|
 //! | `connection` | [`Connection`], [`Reply`], [`RequestHandler`], [`connect`] |
 //! | `io` | the reader and writer tasks of a connection |
-//! | `server` | [`serve`], [`ServerConfig`], the open-connection table |
+//! | `server` | [`serve`], [`serve_listeners`] (several ports, one table), [`ServerConfig`], the open-connection table |
 //! | `budget` | [`ConnectionLimits`] and the per-connection accounting |
 
 mod budget;
@@ -30,4 +30,4 @@ mod server;
 pub use budget::ConnectionLimits;
 pub use connection::{connect, BoxFuture, Connection, FileRegion, Reply, RequestHandler};
 pub use error::RemotingError;
-pub use server::{serve, ServerConfig, ServerHandle};
+pub use server::{serve, serve_listeners, ServerConfig, ServerHandle};

@@ -106,26 +106,39 @@ pub async fn serve(
     config: ServerConfig,
 ) -> io::Result<ServerHandle> {
     let listener = TcpListener::bind(addr).await?;
-    let local_addr = listener.local_addr()?;
-    let (shutdown, mut stop) = watch::channel(false);
+    serve_listeners(vec![listener], &handler, &config)
+}
+
+/// Serve connections accepted on every one of `listeners` with `handler` until shut down:
+/// one connection table, one connection limit and one shutdown for all (a broker's main
+/// port and its VIP channel port). The handle's `local_addr` is the first listener's.
+///
+/// # Errors
+/// When `listeners` is empty or the first one has no local address.
+pub fn serve_listeners(
+    listeners: Vec<TcpListener>,
+    handler: &Arc<dyn RequestHandler>,
+    config: &ServerConfig,
+) -> io::Result<ServerHandle> {
+    let local_addr = listeners
+        .first()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no listener to serve"))?
+        .local_addr()?;
+    let (shutdown, _) = watch::channel(false);
     let open = Arc::new(Open::default());
-    let stop_for_conns = shutdown.subscribe();
+    let accepts: Vec<JoinHandle<()>> = listeners
+        .into_iter()
+        .map(|listener| {
+            let handler = Arc::clone(handler);
+            let config = config.clone();
+            let open = Arc::clone(&open);
+            let stop = shutdown.subscribe();
+            tokio::spawn(accept_loop(listener, handler, config, open, stop))
+        })
+        .collect();
     let task = tokio::spawn(async move {
-        loop {
-            tokio::select! {
-                accepted = listener.accept() => match accepted {
-                    Ok((stream, peer)) => {
-                        if open.make_room(config.max_connections, peer) {
-                            admit(stream, &handler, &config, &open, stop_for_conns.clone());
-                        }
-                    }
-                    Err(e) => {
-                        log::warn!("accept failed: {e}");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                    }
-                },
-                _ = stop.changed() => break,
-            }
+        for accept in accepts {
+            let _ = accept.await;
         }
     });
     Ok(ServerHandle {
@@ -133,6 +146,32 @@ pub async fn serve(
         shutdown,
         task,
     })
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    handler: Arc<dyn RequestHandler>,
+    config: ServerConfig,
+    open: Arc<Open>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let stop_for_conns = stop.clone();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    if open.make_room(config.max_connections, peer) {
+                        admit(stream, &handler, &config, &open, stop_for_conns.clone());
+                    }
+                }
+                Err(e) => {
+                    log::warn!("accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            _ = stop.changed() => break,
+        }
+    }
 }
 
 fn admit(
