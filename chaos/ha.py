@@ -52,9 +52,13 @@ class Seen:
                 self.keys.add(m.body.split(b"|", 1)[0].decode(errors="replace"))
                 self.deliveries += 1
 
-    def missing(self, keys: set[str]) -> int:
+    def missing(self, keys: set[str]) -> set[str]:
         with self._lock:
-            return len(keys - self.keys)
+            return keys - self.keys
+
+
+def examples(keys: set[str], n: int = 5) -> str:
+    return f", e.g. {sorted(keys)[:n]}" if keys else ""
 
 
 def max_offset(client: RemotingClient, addr: str) -> int | None:
@@ -155,13 +159,14 @@ def run(
             while seen.missing(acked_now) and time.monotonic() - t0 < CARRY_ON_S:
                 time.sleep(0.05)
             carry_on.append(time.monotonic() - t0)
-            late.append(seen.missing(acked_now))
+            missing = seen.missing(acked_now)
+            late.append(len(missing))
             restarts.append(master.start())
             progress(
                 f"{name}: cycle {c + 1}/{cycles}: kill -9 of the master after {up:.1f} s, "
                 f"{len(acked_now)} acked so far, consumer had all of them from the slave after "
-                f"{carry_on[-1]:.1f} s ({late[-1]} still missing), master back in "
-                f"{restarts[-1]:.1f} s"
+                f"{carry_on[-1]:.1f} s ({late[-1]} still missing{examples(missing)}), master "
+                f"back in {restarts[-1]:.1f} s"
             )
         load.stop()
         java.stop()

@@ -153,6 +153,8 @@ class JavaLoad:
             self._proc.wait()
         if self._reader is not None:
             self._reader.join(timeout=30)
+        if self._proc.stdout is not None:
+            self._proc.stdout.close()
         self._proc = None
 
     def acked_keys(self) -> set[str]:

@@ -20,7 +20,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmq_protocol::body::{MessageModel, MASTER_ID, PERM_READ};
+use rmq_protocol::body::{MessageModel, TopicConfig, MASTER_ID, PERM_READ};
 use rmq_protocol::header::{pull_sys_flag, PullMessageRequestHeader, PullMessageResponseHeader};
 use rmq_protocol::{CommandHeader, RemotingCommand, ResponseCode};
 use rmq_remoting::{FileRegion, Reply};
@@ -94,7 +94,11 @@ fn pull_once(
     let has_suspend = h.sys_flag & pull_sys_flag::FLAG_SUSPEND != 0;
     let has_commit = h.sys_flag & pull_sys_flag::FLAG_COMMIT_OFFSET != 0;
     let has_sub = h.sys_flag & pull_sys_flag::FLAG_SUBSCRIPTION != 0;
-    let Some(topic) = b.topics.select(&h.topic) else {
+    let Some(topic) = b
+        .topics
+        .select(&h.topic)
+        .or_else(|| stored_topic_on_slave(b, &h.topic))
+    else {
         return fail(
             ResponseCode::TOPIC_NOT_EXIST,
             format!("topic[{}] not exist, apply first please!", h.topic),
@@ -246,4 +250,22 @@ fn pull_once(
         });
     }
     Outcome::Reply(Reply::Command(cmd))
+}
+
+/// A slave serves what its store holds even before its first copy of the master's topic
+/// table (every 10 s): a master that died in its first seconds would otherwise leave the
+/// messages its slave acked unreadable until it returned. A topic the slave's ConsumeQueues
+/// know is read with as many queues as they have (RocketMQ answers TOPIC_NOT_EXIST here).
+fn stored_topic_on_slave(b: &BrokerState, name: &str) -> Option<TopicConfig> {
+    if b.store.broker_role() != BrokerRole::Slave {
+        return None;
+    }
+    let (_, queues) = b.store.topic_queues().into_iter().find(|(t, _)| t == name)?;
+    let n = queues.into_iter().max()? + 1;
+    Some(TopicConfig {
+        read_queue_nums: n,
+        write_queue_nums: n,
+        perm: PERM_READ,
+        ..TopicConfig::new(name)
+    })
 }
