@@ -271,7 +271,10 @@ impl Drop for BrokerController {
 /// with `vipChannelEnabled` send through it). Best effort: with an ephemeral main port there
 /// is none, and a port in use costs only a warning (those peers then fail to connect).
 async fn vip_channel_listener(main: SocketAddr) -> Option<tokio::net::TcpListener> {
-    let port = main.port().checked_sub(2).filter(|p| *p > 0 && main.port() > 0)?;
+    let port = main
+        .port()
+        .checked_sub(2)
+        .filter(|p| *p > 0 && main.port() > 0)?;
     let addr = SocketAddr::new(main.ip(), port);
     match tokio::net::TcpListener::bind(addr).await {
         Ok(l) => Some(l),

@@ -260,7 +260,11 @@ fn stored_topic_on_slave(b: &BrokerState, name: &str) -> Option<TopicConfig> {
     if b.store.broker_role() != BrokerRole::Slave {
         return None;
     }
-    let (_, queues) = b.store.topic_queues().into_iter().find(|(t, _)| t == name)?;
+    let (_, queues) = b
+        .store
+        .topic_queues()
+        .into_iter()
+        .find(|(t, _)| t == name)?;
     let n = queues.into_iter().max()? + 1;
     Some(TopicConfig {
         read_queue_nums: n,
