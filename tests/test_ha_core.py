@@ -178,14 +178,18 @@ def test_without_a_slave_sync_master_sends_answer_slave_not_available(group: Gro
             )
             result = producer.send(rmq.Message(TOPIC, b"slave down"))
             assert result.status == "SLAVE_NOT_AVAILABLE", result
-        # Stored all the same: the master serves all three.
-        stored = 0
-        for q in range(QUEUES):
-            resp = client.invoke(
-                group.master_addr, RequestCode.PULL_MESSAGE, pull_header("ha-alone", TOPIC, q)
-            )
-            if resp.code == ResponseCode.SUCCESS and resp.body is not None:
-                stored += len(decode_messages(resp.body))
-        assert stored == 3
+
+        # Stored all the same: the master serves all three (once dispatched: wait for that).
+        def stored() -> int:
+            n = 0
+            for q in range(QUEUES):
+                header = pull_header("ha-alone", TOPIC, q)
+                resp = client.invoke(group.master_addr, RequestCode.PULL_MESSAGE, header)
+                if resp.code == ResponseCode.SUCCESS and resp.body is not None:
+                    n += len(decode_messages(resp.body))
+            return n
+
+        wait_until(lambda: stored() == 3, "the master serving all three messages")
+        assert stored() == 3
     finally:
         client.close()

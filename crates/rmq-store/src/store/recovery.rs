@@ -78,6 +78,16 @@ impl MessageStore {
             )));
         }
         self.verify_consume_queues_and_index()?;
+        for cq in self.consume_queues.all() {
+            cq.correct_min_offset(cl_min);
+        }
+        self.rebuild_queue_offset_table();
+        Ok(())
+    }
+
+    /// The CommitLog's next queue offset per topic and queue, from the ConsumeQueues (after
+    /// recovery, and after a truncation cut units off their ends).
+    pub(super) fn rebuild_queue_offset_table(&self) {
         let mut table: FxHashMap<String, Vec<i64>> = FxHashMap::default();
         for cq in self.consume_queues.all() {
             let v = table.entry(cq.topic().to_owned()).or_default();
@@ -86,10 +96,8 @@ impl MessageStore {
                 v.resize(qid + 1, 0);
             }
             v[qid] = cq.max_offset_in_queue();
-            cq.correct_min_offset(cl_min);
         }
         self.commit_log.set_topic_queue_table(table);
-        Ok(())
     }
 
     /// Newest file whose first message is older than the checkpoint says was dispatched and

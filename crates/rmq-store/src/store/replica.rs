@@ -122,19 +122,6 @@ impl MessageStore {
         Ok(())
     }
 
-    fn rebuild_queue_offset_table(&self) {
-        let mut table = rmq_common::fx::FxHashMap::<String, Vec<i64>>::default();
-        for cq in self.consume_queues.all() {
-            let v = table.entry(cq.topic().to_owned()).or_default();
-            let qid = cq.queue_id().index();
-            if v.len() <= qid {
-                v.resize(qid + 1, 0);
-            }
-            v[qid] = cq.max_offset_in_queue();
-        }
-        self.commit_log.set_topic_queue_table(table);
-    }
-
     /// A slave's append of a replication frame at `offset`; under SYNC_FLUSH the flush is
     /// requested (not waited for).
     ///
