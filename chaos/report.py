@@ -66,15 +66,18 @@ def markdown(report: dict[str, Any]) -> str:
         f"{m['kernel']}, Python {m['python']}, commit {m['commit']}",
         f"- load average at start {report['load_start']}, at end {report['load_end']}",
         "",
-        "## Crash cycles",
-        "",
-        "| phase | flush | crash | cycles | acked | lost | duplicated | unacked but present "
-        "| most lost in one crash | of them gone from the CommitLog | of them in the CommitLog "
-        "but unreachable | reads served at a wrong queue offset |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
-        *(_phase_row(p) for p in report["phases"]),
-        "",
     ]
+    if report["phases"]:
+        lines += [
+            "## Crash cycles",
+            "",
+            "| phase | flush | crash | cycles | acked | lost | duplicated | unacked but present "
+            "| most lost in one crash | of them gone from the CommitLog | of them in the "
+            "CommitLog but unreachable | reads served at a wrong queue offset |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+            *(_phase_row(p) for p in report["phases"]),
+            "",
+        ]
     for p in report["phases"]:
         if "error" in p:
             lines += [f"- **{p['phase']}** failed: {p['error'][:500]}", ""]
@@ -104,7 +107,9 @@ def markdown(report: dict[str, Any]) -> str:
             lines += [f"- failed after {h.get('cycles', 0)} cycles: {h['error'][:500]}", ""]
         else:
             lines += [
-                f"- {h['cycles']} cycles, {h['threads']} producer threads: {h['acked']} acked, "
+                f"- {h['cycles']} cycles, {h['threads']} Python SDK and "
+                f"{max(1, h['threads'] // 2)} Java client producer threads: {h['acked']} acked "
+                f"({h['acked_by_java']} by Java), "
                 f"**{h['lost']} lost**, {h['duplicated']} duplicated, {h['unacked_present']} "
                 "unacked but present",
                 f"- the push consumer had every message acked before a kill from the slave "
