@@ -88,6 +88,10 @@ def main() -> None:
     ap.add_argument("--mib", type=int, default=256)
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
+    if args.mib << 20 >= int(KEYS["mappedFileSizeCommitLog"]) - (1 << 20):
+        # An empty slave starts from the beginning of the master's last CommitLog file (as in
+        # RocketMQ): past one file, only the last one's bytes would be copied.
+        ap.error("--mib must stay below 1023 (one 1 GiB CommitLog file)")
     shutil.rmtree(TMP, ignore_errors=True)
     TMP.mkdir(parents=True)
     master = MessageStore(str(TMP / "master"), {**KEYS, "haListenPort": "0"})
