@@ -124,6 +124,9 @@ def test_sync_master_acks_replicated_sends_and_the_slave_is_a_byte_copy(group: G
         conns = status["haConnectionInfo"]
         assert isinstance(conns, list) and len(conns) == 1
         assert conns[0]["diff"] == 0, status  # every ack waited for the slave
+        resp = client.invoke(group.master_addr, RequestCode.GET_BROKER_RUNTIME_INFO)
+        runtime = json.loads(resp.body or b"{}")["table"]
+        assert runtime["slaveFallBehindMuch"] == "0", runtime  # brokerStatus says so too
         slave_status = ha_status(client, group.slave_addr)
         assert slave_status["master"] is False
         info = slave_status["haClientRuntimeInfo"]

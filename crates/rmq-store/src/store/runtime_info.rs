@@ -1,6 +1,6 @@
 //! Figures [`MessageStore`] reports for `brokerStatus` (RocketMQ's `getRuntimeInfo`):
-//! put counters, offsets, disk use, pool state, the CommitLog ranges recovery found damaged
-//! and, with the timer wheel on, the wheel's figures.
+//! put counters, offsets, disk use, pool state, how far the slaves lag (on a master), the
+//! CommitLog ranges recovery found damaged and, with the timer wheel on, the wheel's figures.
 
 use std::sync::atomic::Ordering;
 
@@ -83,6 +83,11 @@ impl MessageStore {
             ("commitLogDamagedRanges", damaged_ranges.to_string()),
             ("commitLogDamagedBytes", damaged_bytes.to_string()),
         ];
+        if self.ha.role() != crate::config::BrokerRole::Slave {
+            // RocketMQ's MessageStore.slaveFallBehindMuch: what the furthest slave lacks.
+            let behind = self.get_max_phy_offset() - self.ha.transfer.acked();
+            info.push(("slaveFallBehindMuch", behind.max(0).to_string()));
+        }
         info.extend(self.check_runtime_info());
         if self.config.timer_wheel_enable {
             let queue_max = self.get_max_offset_in_queue(crate::timer::TIMER_TOPIC, 0);
