@@ -16,8 +16,9 @@ import pytest
 
 import rmq
 from helpers import TEST_STORE_CONF, BrokerProcess, create_topic, free_port, pull_header, wait_until
-from rmq._rmq import RemotingClient, decode_messages
+from rmq._rmq import RemotingClient, decode_messages, fastjson_to_json
 from rmq.codes import RequestCode, ResponseCode
+from rmq.errors import ServiceNotAvailableError
 
 sys.path.insert(0, str(Path(__file__).parent / "compat"))
 from compat_common import create_topic_header
@@ -194,5 +195,30 @@ def test_without_a_slave_sync_master_sends_answer_slave_not_available(group: Gro
 
         wait_until(lambda: stored() == 3, "the master serving all three messages")
         assert stored() == 3
+    finally:
+        client.close()
+
+
+def test_a_send_while_the_master_is_down_says_so(group: Group) -> None:
+    """With the group's master gone from the route (its slave still there), a send fails with
+    ServiceNotAvailableError naming the masterless group, not 'topic does not exist'."""
+    create_topic(group.ns, [group.master_addr], TOPIC, QUEUES)
+    group.start_slave()
+    client = RemotingClient()
+    try:
+        group.master.kill()
+
+        def master_gone() -> bool:
+            resp = client.invoke(group.ns, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": TOPIC})
+            route = json.loads(fastjson_to_json((resp.body or b"{}").decode()))
+            addrs = [b["brokerAddrs"] for b in route.get("brokerDatas", [])]
+            return resp.code == 0 and addrs != [] and all("0" not in a for a in addrs)
+
+        wait_until(master_gone, "the nameserver dropping the dead master", timeout=60)
+        with (
+            rmq.Producer("ha-core-masterless", group.ns) as producer,
+            pytest.raises(ServiceNotAvailableError, match="no broker serving it has a master"),
+        ):
+            producer.send(rmq.Message(TOPIC, b"nowhere to go"))
     finally:
         client.close()

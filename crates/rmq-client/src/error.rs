@@ -59,6 +59,15 @@ pub enum ClientError {
         /// What the nameservers said.
         detail: String,
     },
+    /// The topic has a route, but no broker group serving it has a master now (its master is
+    /// down or restarting): nothing can take a send until one registers again.
+    #[error("topic {topic:?} cannot take sends now: no broker serving it has a master ({brokers}); sends resume once a master registers again (rmq clusterList shows the group's brokers)")]
+    NoMaster {
+        /// The topic.
+        topic: String,
+        /// The broker groups without a master, comma-separated.
+        brokers: String,
+    },
     /// The broker a queue lives on has no known address.
     #[error("broker {broker_name:?} has no known address; its route may be stale (is the broker registered with the nameserver?)")]
     BrokerNotFound {

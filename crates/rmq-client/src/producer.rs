@@ -151,10 +151,7 @@ impl Producer {
         };
         match route {
             Ok(r) if !r.publish_queues.is_empty() => Ok(r),
-            Ok(_) => Err(ClientError::NoRoute {
-                topic: topic.to_owned(),
-                detail: "no writable queue on any broker with a master".to_owned(),
-            }),
+            Ok(r) => Err(no_publish_queue(topic, &r)),
             Err(ClientError::NoRoute { detail, .. }) => {
                 let template = match self.instance.fetch_route(AUTO_CREATE_TOPIC_KEY).await {
                     Ok(t) => t,
@@ -654,4 +651,27 @@ fn is_transactional(msg: &Message) -> bool {
     msg.properties
         .get(PropertyKey::TRANSACTION_PREPARED)
         .is_some_and(|v| v == "true")
+}
+
+/// Why a route has no queue to send to: its broker groups have no master now (the usual
+/// reason: a master is down), or its queues forbid writes.
+fn no_publish_queue(topic: &str, route: &TopicRoute) -> ClientError {
+    let masterless: Vec<&str> = route
+        .data
+        .broker_datas
+        .iter()
+        .filter(|b| b.master_addr().is_none())
+        .map(|b| b.broker_name.as_str())
+        .collect();
+    if masterless.is_empty() {
+        ClientError::NoRoute {
+            topic: topic.to_owned(),
+            detail: "no queue of it allows writes".to_owned(),
+        }
+    } else {
+        ClientError::NoMaster {
+            topic: topic.to_owned(),
+            brokers: masterless.join(", "),
+        }
+    }
 }

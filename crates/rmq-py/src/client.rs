@@ -34,6 +34,7 @@ pub(crate) fn client_err(py: Python<'_>, e: &ClientError) -> PyErr {
         ClientError::BadResponse { .. } => "RemotingError",
         ClientError::IllegalMessage(_) => "MessageIllegalError",
         ClientError::NoRoute { .. } => "TopicNotExistError",
+        ClientError::NoMaster { .. } => "ServiceNotAvailableError",
         ClientError::Response { code, remark, .. } => {
             let made = py
                 .import("rmq.errors")
