@@ -8,6 +8,7 @@ One copy here instead of one per test file; test files import from ``helpers`` (
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import queue
 import signal
@@ -302,6 +303,18 @@ def update_offset_header(group: str, topic: str, queue_id: int, offset: int) -> 
         "queueId": str(queue_id),
         "commitOffset": str(offset),
     }
+
+
+def broker_runtime_info(client: RemotingClient, addr: str) -> dict[str, str]:
+    """The broker's GET_BROKER_RUNTIME_INFO table (what ``rmq brokerStatus`` prints)."""
+    resp = client.invoke(addr, RequestCode.GET_BROKER_RUNTIME_INFO)
+    assert resp.code == 0, f"GET_BROKER_RUNTIME_INFO {addr}: {resp.code} {resp.remark}"
+    table: dict[str, str] = json.loads(resp.body or b"{}")["table"]
+    return table
+
+
+def commit_log_max_offset(client: RemotingClient, addr: str) -> int:
+    return int(broker_runtime_info(client, addr)["commitLogMaxOffset"])
 
 
 def pull_header(

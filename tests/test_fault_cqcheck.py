@@ -5,7 +5,6 @@ offset 100 returned the message stored at queue offset 14 999)."""
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 from collections.abc import Callable
@@ -14,7 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from helpers import TEST_STORE_CONF, BrokerProcess, free_port, send_v2_header, wait_until
+from helpers import (
+    TEST_STORE_CONF,
+    BrokerProcess,
+    broker_runtime_info,
+    free_port,
+    send_v2_header,
+    wait_until,
+)
 from rmq._rmq import RemotingClient, decode_messages
 from rmq.codes import RequestCode, ResponseCode
 
@@ -127,8 +133,7 @@ def test_a_damaged_consume_queue_is_rebuilt_on_a_clean_start(
         assert got == sample
         # The rebuilt queue's units are the undamaged file's, byte for byte.
         assert cq_file.read_bytes()[: MESSAGES * UNIT] == units[: MESSAGES * UNIT]
-        r = client.invoke(addr, RequestCode.GET_BROKER_RUNTIME_INFO)
-        table = json.loads(r.body or b"{}")["table"]
+        table = broker_runtime_info(client, addr)
         assert table["consumeQueueRebuiltAtStart"] == "1", table
         assert f"ConsumeQueue {TOPIC}/0 is damaged" in proc.log
         assert proc.stop(signal.SIGTERM) == 0, proc.log

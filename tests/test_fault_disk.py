@@ -7,7 +7,6 @@ full, pulls and offset commits go on, and sends work again once the other file i
 
 from __future__ import annotations
 
-import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +16,7 @@ import pytest
 import rmq
 from helpers import (
     BrokerProcess,
+    broker_runtime_info,
     create_topic,
     free_port,
     pull_header,
@@ -39,14 +39,6 @@ MIB = 1 << 20
 
 def body(i: int) -> bytes:
     return b"%08d" % i + b"." * (BODY - 8)
-
-
-def runtime(client: RemotingClient, addr: str) -> dict[str, str]:
-    r = client.invoke(addr, RequestCode.GET_BROKER_RUNTIME_INFO)
-    assert r.code == ResponseCode.SUCCESS, r.remark
-    assert r.body is not None
-    table: dict[str, str] = json.loads(r.body)["table"]
-    return table
 
 
 def fill(path: Path) -> None:
@@ -130,7 +122,7 @@ def test_a_full_disk_keeps_unconsumed_messages_and_refuses_writes_until_freed(
             assert r.code == ResponseCode.SUCCESS, r.remark
         unconsumed = {q: pull_all(client, addr, q, committed[q], maxes[q]) for q in range(QUEUES)}
         assert sum(len(v) for v in unconsumed.values()) == MESSAGES // 2
-        info = runtime(client, addr)
+        info = broker_runtime_info(client, addr)
         assert info["commitLogMinOffset"] == "0"
         assert float(info["commitLogDiskRatio"]) < 0.75
 
@@ -145,8 +137,10 @@ def test_a_full_disk_keeps_unconsumed_messages_and_refuses_writes_until_freed(
         floor = int(line.split("stops at offset ")[1].split(":")[0])
         # What was freed, the other process takes too: the disk stays full.
         fill(filler)
-        wait_until(lambda: runtime(client, addr)["diskFull"] == "true", "writes refused")
-        min_offset = int(runtime(client, addr)["commitLogMinOffset"])
+        wait_until(
+            lambda: broker_runtime_info(client, addr)["diskFull"] == "true", "writes refused"
+        )
+        min_offset = int(broker_runtime_info(client, addr)["commitLogMinOffset"])
         files_deleted = min_offset // MIB
         assert min_offset == floor // MIB * MIB, (min_offset, floor)
         assert files_deleted >= 5, f"only {files_deleted} consumed files were deleted"
@@ -185,7 +179,9 @@ def test_a_full_disk_keeps_unconsumed_messages_and_refuses_writes_until_freed(
 
         # The other file goes: writes resume.
         filler.unlink()
-        wait_until(lambda: runtime(client, addr)["diskFull"] == "false", "writes accepted")
+        wait_until(
+            lambda: broker_runtime_info(client, addr)["diskFull"] == "false", "writes accepted"
+        )
         r = client.invoke(addr, RequestCode.SEND_MESSAGE_V2, header, body(MESSAGES))
         assert r.code == ResponseCode.SUCCESS, r.remark
         assert r.ext_fields["queueOffset"] == str(maxes[0])

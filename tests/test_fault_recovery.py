@@ -7,7 +7,6 @@ broker again and pulls every queue from offset 0."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,13 +17,13 @@ import rmq
 from helpers import (
     TEST_STORE_CONF,
     BrokerProcess,
+    broker_runtime_info,
     create_topic,
     free_port,
     route_queues,
     wait_until,
 )
 from rmq._rmq import ClientInstance, RemotingClient, decode_messages
-from rmq.codes import RequestCode
 
 N = 20_000
 QUEUES = 4
@@ -76,10 +75,7 @@ class Broker:
             self.proc.kill()
 
     def runtime_info(self) -> dict[str, str]:
-        r = RemotingClient().invoke(self.addr, RequestCode.GET_BROKER_RUNTIME_INFO)
-        assert r.code == 0, r.remark
-        table: dict[str, str] = json.loads(r.body or b"{}")["table"]
-        return table
+        return broker_runtime_info(RemotingClient(), self.addr)
 
     def commit_log_files(self) -> list[Path]:
         return sorted((self.root / "commitlog").iterdir())

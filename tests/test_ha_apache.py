@@ -11,7 +11,6 @@ rmq) are the master's. Needs Java 17 and Maven (``make test`` installs them)."""
 from __future__ import annotations
 
 import contextlib
-import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +21,7 @@ import rmq
 from helpers import (
     TEST_STORE_CONF,
     BrokerProcess,
+    commit_log_max_offset,
     create_topic,
     free_port,
     pull_header,
@@ -42,17 +42,6 @@ pytestmark = pytest.mark.timeout(420)
 FILE_SIZE = 16 * 1024 * 1024  # both sides' mappedFileSizeCommitLog (the slave mirrors files)
 QUEUES = 4
 MESSAGES = 400
-
-
-def runtime_info(client: RemotingClient, addr: str) -> dict[str, str]:
-    resp = client.invoke(addr, RequestCode.GET_BROKER_RUNTIME_INFO)
-    assert resp.code == 0, f"GET_BROKER_RUNTIME_INFO {addr}: {resp.code} {resp.remark}"
-    table: dict[str, str] = json.loads(resp.body or b"{}")["table"]
-    return table
-
-
-def max_offset(client: RemotingClient, addr: str) -> int:
-    return int(runtime_info(client, addr)["commitLogMaxOffset"])
 
 
 def pull_all(
@@ -157,8 +146,10 @@ def check_replica(
     probes, burst = sent
     statuses = {r.status for r in burst}
     assert statuses == {"SEND_OK"}, f"SYNC_MASTER sends: {statuses}\n{explain}"
-    end = max_offset(client, master_addr)
-    wait_until(lambda: max_offset(client, slave_addr) == end, "the slave's max offset", 30)
+    end = commit_log_max_offset(client, master_addr)
+    wait_until(
+        lambda: commit_log_max_offset(client, slave_addr) == end, "the slave's max offset", 30
+    )
     assert commit_log_digest(slave_store / "commitlog", end, FILE_SIZE) == commit_log_digest(
         master_store / "commitlog", end, FILE_SIZE
     ), f"the slave's CommitLog differs from the master's\n{explain}"

@@ -15,7 +15,15 @@ from pathlib import Path
 import pytest
 
 import rmq
-from helpers import TEST_STORE_CONF, BrokerProcess, create_topic, free_port, pull_header, wait_until
+from helpers import (
+    TEST_STORE_CONF,
+    BrokerProcess,
+    broker_runtime_info,
+    create_topic,
+    free_port,
+    pull_header,
+    wait_until,
+)
 from rmq._rmq import RemotingClient, decode_messages, fastjson_to_json
 from rmq.codes import RequestCode, ResponseCode
 from rmq.errors import ServiceNotAvailableError
@@ -125,8 +133,7 @@ def test_sync_master_acks_replicated_sends_and_the_slave_is_a_byte_copy(group: G
         conns = status["haConnectionInfo"]
         assert isinstance(conns, list) and len(conns) == 1
         assert conns[0]["diff"] == 0, status  # every ack waited for the slave
-        resp = client.invoke(group.master_addr, RequestCode.GET_BROKER_RUNTIME_INFO)
-        runtime = json.loads(resp.body or b"{}")["table"]
+        runtime = broker_runtime_info(client, group.master_addr)
         assert runtime["slaveFallBehindMuch"] == "0", runtime  # brokerStatus says so too
         slave_status = ha_status(client, group.slave_addr)
         assert slave_status["master"] is False

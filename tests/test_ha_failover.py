@@ -25,7 +25,14 @@ from pathlib import Path
 import pytest
 
 import rmq
-from helpers import TEST_STORE_CONF, BrokerProcess, create_topic, free_port, wait_until
+from helpers import (
+    TEST_STORE_CONF,
+    BrokerProcess,
+    broker_runtime_info,
+    create_topic,
+    free_port,
+    wait_until,
+)
 from rmq._rmq import RemotingClient, StoredMessage
 from rmq.codes import RequestCode
 
@@ -324,11 +331,9 @@ def get_total(addr: str) -> int:
     """Messages the broker at ``addr`` has served to pulls (``msgGetTotalTodayNow``)."""
     client = RemotingClient()
     try:
-        resp = client.invoke(addr, RequestCode.GET_BROKER_RUNTIME_INFO, {}, None, 3000)
+        return int(broker_runtime_info(client, addr)["msgGetTotalTodayNow"])
     finally:
         client.close()
-    assert resp.code == 0 and resp.body
-    return int(json.loads(resp.body)["table"]["msgGetTotalTodayNow"])
 
 
 def test_consumers_follow_the_slave_read_suggestion(group: BrokerGroup) -> None:

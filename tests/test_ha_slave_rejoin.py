@@ -14,6 +14,8 @@ from typing import Any
 from helpers import (
     TEST_STORE_CONF,
     BrokerProcess,
+    broker_runtime_info,
+    commit_log_max_offset,
     create_topic,
     free_port,
     pull_header,
@@ -42,16 +44,6 @@ def write_conf(tmp: Path, name: str, role: str, port: int) -> Path:
         "registerNameServerPeriod = 2000\n" + TEST_STORE_CONF
     )
     return path
-
-
-def runtime(client: RemotingClient, addr: str) -> dict[str, str]:
-    r = client.invoke(addr, RequestCode.GET_BROKER_RUNTIME_INFO)
-    table: dict[str, str] = json.loads(r.body or b"{}")["table"]
-    return table
-
-
-def max_offset(client: RemotingClient, addr: str) -> int:
-    return int(runtime(client, addr)["commitLogMaxOffset"])
 
 
 def send(client: RemotingClient, addr: str, tag: str, n: int) -> None:
@@ -96,11 +88,14 @@ def test_promote_the_slave_then_the_old_master_rejoins_truncated(
         b = start("b", "SLAVE", b_port)
         create_topic(ns, [a_addr], TOPIC, 1)
         send(client, a_addr, "first", 10)
-        wait_until(lambda: max_offset(client, b_addr) == max_offset(client, a_addr), "b caught up")
-        epoch_start = max_offset(client, b_addr)
+        wait_until(
+            lambda: commit_log_max_offset(client, b_addr) == commit_log_max_offset(client, a_addr),
+            "b caught up",
+        )
+        epoch_start = commit_log_max_offset(client, b_addr)
         assert b.stop() == 0
         send(client, a_addr, "lost", 5)  # only a has these
-        a_max = max_offset(client, a_addr)
+        a_max = commit_log_max_offset(client, a_addr)
         assert a_max > epoch_start
         a.kill()  # the master dies
 
@@ -116,14 +111,14 @@ def test_promote_the_slave_then_the_old_master_rejoins_truncated(
         )
         assert done.returncode == 0, done.stderr
         assert "brokerRole=ASYNC_MASTER" in (tmp_path / "b.conf").read_text().replace(" ", "")
-        assert runtime(client, b_addr)["brokerEpochStartOffset"] == str(epoch_start)
+        assert broker_runtime_info(client, b_addr)["brokerEpochStartOffset"] == str(epoch_start)
         send(client, b_addr, "second", 3)  # the new master takes writes
-        b_max = max_offset(client, b_addr)
+        b_max = commit_log_max_offset(client, b_addr)
 
         # The old master returns as a slave: it cuts what the group never had, then follows.
         a = start("a", "SLAVE", a_port)
         assert "truncating" in a.log
-        wait_until(lambda: max_offset(client, a_addr) == b_max, "a caught up with b")
+        wait_until(lambda: commit_log_max_offset(client, a_addr) == b_max, "a caught up with b")
         assert commit_log(tmp_path, "a", b_max) == commit_log(tmp_path, "b", b_max)
         expected = [f"first-{i}".encode() for i in range(10)]
         expected += [f"second-{i}".encode() for i in range(3)]
@@ -160,7 +155,7 @@ def test_promote_the_slave_then_the_old_master_rejoins_truncated(
         assert a.stop() == 0
         a = start("a", "SLAVE", a_port)
         assert "truncating" not in a.log
-        wait_until(lambda: max_offset(client, a_addr) == b_max, "a resumed")
+        wait_until(lambda: commit_log_max_offset(client, a_addr) == b_max, "a resumed")
     finally:
         for p in procs:
             p.kill()
