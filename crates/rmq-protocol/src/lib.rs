@@ -23,6 +23,7 @@
 //!
 //! | module | holds |
 //! |---|---|
+//! | [`acl`] | ACL 1.0 request signatures ([`acl::sign_request`], [`acl::signature_matches`]) |
 //! | [`command`] | [`RemotingCommand`], [`LanguageCode`], [`SerializeType`] |
 //! | [`codec`] | [`decode`], [`encode`], [`encode_header_for_body`]: frames ↔ commands |
 //! | [`code`] | [`RequestCode`], [`ResponseCode`] with RocketMQ's numbers |
@@ -34,6 +35,7 @@
 //! | [`error`] | [`ProtocolError`] |
 #![forbid(unsafe_code)]
 
+pub mod acl;
 pub mod body;
 pub mod code;
 pub mod codec;
