@@ -19,7 +19,8 @@ use tokio::task::JoinHandle;
 
 use crate::budget::{Budget, Charge, ConnectionLimits};
 use crate::error::RemotingError;
-use crate::io::{read_loop, write_loop, ReadSettings};
+use crate::io::{read_loop, write_loop, ReadSettings, WireWrite};
+use crate::tls::ClientTls;
 
 /// A byte range of a file that a reply sends as its body (a stored message).
 pub trait FileRegion: Send + Sync + 'static {
@@ -111,6 +112,7 @@ pub(crate) struct Shared {
     closed: AtomicBool,
     close_signal: watch::Sender<bool>,
     pub(crate) budget: Arc<Budget>,
+    tls: bool,
 }
 
 /// One end of a connection: send replies, send requests and await their responses.
@@ -136,6 +138,12 @@ impl Connection {
     #[must_use]
     pub fn local(&self) -> SocketAddr {
         self.0.local
+    }
+
+    /// Whether the connection runs over TLS.
+    #[must_use]
+    pub fn is_tls(&self) -> bool {
+        self.0.tls
     }
 
     /// Whether the connection has closed.
@@ -274,7 +282,7 @@ impl std::fmt::Debug for Connection {
     }
 }
 
-/// Connect to `addr`; requests the server sends back go to `handler`.
+/// Connect to `addr` in plain TCP; requests the server sends back go to `handler`.
 ///
 /// # Errors
 /// When the connection cannot be made within `timeout`.
@@ -283,14 +291,48 @@ pub async fn connect(
     handler: Option<Arc<dyn RequestHandler>>,
     timeout: Duration,
 ) -> Result<Connection, RemotingError> {
+    connect_tls(addr, handler, timeout, None).await
+}
+
+/// Connect to `addr`, over TLS when `tls` is given (plain TCP otherwise); requests the
+/// server sends back go to `handler`. `timeout` bounds the TCP connect and the handshake.
+///
+/// # Errors
+/// When the connection cannot be made, or the TLS handshake fails, within `timeout`.
+pub async fn connect_tls(
+    addr: SocketAddr,
+    handler: Option<Arc<dyn RequestHandler>>,
+    timeout: Duration,
+    tls: Option<Arc<ClientTls>>,
+) -> Result<Connection, RemotingError> {
     let io_err = |source| RemotingError::Io {
         context: format!("connecting to {addr}"),
         source,
     };
+    let timed_out = || io::Error::new(io::ErrorKind::TimedOut, "connect timed out");
+    let started = tokio::time::Instant::now();
     let stream = tokio::time::timeout(timeout, TcpStream::connect(addr))
         .await
-        .map_err(|_| io_err(io::Error::new(io::ErrorKind::TimedOut, "connect timed out")))?
+        .map_err(|_| io_err(timed_out()))?
         .map_err(io_err)?;
+    let stream = match tls {
+        None => Transport::Plain(stream),
+        Some(tls) => {
+            stream.set_nodelay(true).map_err(io_err)?;
+            let left = timeout.saturating_sub(started.elapsed());
+            let handshake = tls
+                .connector()
+                .connect(ClientTls::server_name(addr), stream);
+            let tls_stream = tokio::time::timeout(left, handshake)
+                .await
+                .map_err(|_| io_err(timed_out()))?
+                .map_err(|source| RemotingError::Handshake {
+                    peer: addr.to_string(),
+                    source,
+                })?;
+            Transport::Tls(Box::new(tokio_rustls::TlsStream::Client(tls_stream)))
+        }
+    };
     let handler = handler.unwrap_or_else(|| Arc::new(NoRequests));
     let (conn, _task) = start_connection(
         stream,
@@ -320,18 +362,70 @@ impl RequestHandler for NoRequests {
     }
 }
 
+/// A connected stream: plain TCP (file regions go out with `sendfile`) or TLS over TCP.
+pub(crate) enum Transport {
+    /// Plain TCP.
+    Plain(TcpStream),
+    /// TLS (either side's).
+    Tls(Box<tokio_rustls::TlsStream<TcpStream>>),
+}
+
 /// Start the reader and writer tasks of `stream`; the handle ends when both have.
 pub(crate) fn start_connection(
-    stream: TcpStream,
+    stream: Transport,
     handler: Arc<dyn RequestHandler>,
     transfer_by_heap: bool,
     settings: ReadSettings,
     limits: ConnectionLimits,
 ) -> io::Result<(Connection, JoinHandle<()>)> {
-    stream.set_nodelay(true)?;
-    let peer = stream.peer_addr()?;
-    let local = stream.local_addr()?;
-    let (rd, wr) = stream.into_split();
+    let tcp = match &stream {
+        Transport::Plain(s) => s,
+        Transport::Tls(s) => s.get_ref().0,
+    };
+    tcp.set_nodelay(true)?;
+    let ends = Ends {
+        peer: tcp.peer_addr()?,
+        local: tcp.local_addr()?,
+        handler,
+        transfer_by_heap,
+        settings,
+        limits,
+    };
+    Ok(match stream {
+        Transport::Plain(s) => {
+            let (rd, wr) = s.into_split();
+            run(rd, wr, ends, false)
+        }
+        Transport::Tls(s) => {
+            let (rd, wr) = tokio::io::split(*s);
+            run(rd, wr, ends, true)
+        }
+    })
+}
+
+/// What a connection's tasks are started with, besides the stream's two halves.
+struct Ends {
+    peer: SocketAddr,
+    local: SocketAddr,
+    handler: Arc<dyn RequestHandler>,
+    transfer_by_heap: bool,
+    settings: ReadSettings,
+    limits: ConnectionLimits,
+}
+
+fn run<R, W>(rd: R, wr: W, ends: Ends, tls: bool) -> (Connection, JoinHandle<()>)
+where
+    R: tokio::io::AsyncRead + Unpin + Send + 'static,
+    W: WireWrite,
+{
+    let Ends {
+        peer,
+        local,
+        handler,
+        transfer_by_heap,
+        settings,
+        limits,
+    } = ends;
     let (tx, rx) = mpsc::unbounded_channel();
     let (close_signal, close_rx) = watch::channel(false);
     let budget = Arc::new(Budget::new(limits));
@@ -345,6 +439,7 @@ pub(crate) fn start_connection(
         closed: AtomicBool::new(false),
         close_signal,
         budget: Arc::clone(&budget),
+        tls,
     }));
     handler.on_connect(&conn);
     let writer = tokio::spawn(write_loop(
@@ -367,7 +462,7 @@ pub(crate) fn start_connection(
         handler.on_close(&c);
         let _ = writer.await;
     });
-    Ok((conn, task))
+    (conn, task)
 }
 
 impl Connection {

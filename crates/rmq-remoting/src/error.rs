@@ -15,6 +15,18 @@ pub enum RemotingError {
         #[source]
         source: io::Error,
     },
+    /// The TLS handshake failed (untrusted certificate, the server does not speak TLS, ...).
+    #[error(
+        "TLS handshake with {peer} failed: {source} (does the server run TLS, and is its \
+         certificate signed by the CA you trust?)"
+    )]
+    Handshake {
+        /// The peer.
+        peer: String,
+        /// rustls' complaint.
+        #[source]
+        source: io::Error,
+    },
     /// The peer sent bytes that are not a valid frame.
     #[error("malformed frame from {peer}: {source}")]
     Protocol {

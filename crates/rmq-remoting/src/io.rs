@@ -4,6 +4,10 @@
 //! connection that has been idle, or that stalls in the middle of a frame, for too long. The
 //! writer owns the socket's write half and sends what is queued, coalescing command replies
 //! into one write and sending file regions with `writev` or `sendfile`.
+//!
+//! Both tasks are generic over the stream (monomorphised: a plain TCP connection runs exactly
+//! the code it ran before TLS existed). Over TLS the bytes must be encrypted in user space, so
+//! file regions are copied from the mapped pages through the TLS stream instead of `sendfile`.
 
 use std::io;
 use std::net::SocketAddr;
@@ -13,8 +17,8 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use rmq_protocol::{codec, RemotingCommand};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, Interest};
+use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 
@@ -48,8 +52,27 @@ enum Wake {
     Stop,
 }
 
-pub(crate) async fn read_loop(
-    mut rd: OwnedReadHalf,
+/// The write side of a connection's stream.
+pub(crate) trait WireWrite: AsyncWrite + Unpin + Send + 'static {
+    /// The socket itself when bytes reach it unchanged (so `sendfile` may write to it);
+    /// `None` over TLS.
+    fn raw_socket(&self) -> Option<&TcpStream>;
+}
+
+impl WireWrite for OwnedWriteHalf {
+    fn raw_socket(&self) -> Option<&TcpStream> {
+        Some(self.as_ref())
+    }
+}
+
+impl WireWrite for tokio::io::WriteHalf<tokio_rustls::TlsStream<TcpStream>> {
+    fn raw_socket(&self) -> Option<&TcpStream> {
+        None
+    }
+}
+
+pub(crate) async fn read_loop<R: AsyncRead + Unpin>(
+    mut rd: R,
     conn: &Connection,
     handler: &Arc<dyn RequestHandler>,
     mut close: watch::Receiver<bool>,
@@ -223,8 +246,8 @@ impl Written {
     }
 }
 
-pub(crate) async fn write_loop(
-    mut wr: OwnedWriteHalf,
+pub(crate) async fn write_loop<W: WireWrite>(
+    mut wr: W,
     mut rx: mpsc::UnboundedReceiver<Outgoing>,
     transfer_by_heap: bool,
     peer: SocketAddr,
@@ -271,6 +294,11 @@ pub(crate) async fn write_loop(
                 write_regions(&mut wr, &command, &regions, transfer_by_heap).await
             }
         };
+        // TLS keeps what the socket did not take yet in its own buffer (a no-op on TCP).
+        let result = match result {
+            Ok(()) => wr.flush().await,
+            e => e,
+        };
         budget.release(written.replies, written.requests);
         if let Err(e) = result {
             log::warn!("write to {peer} failed, closing: {e}");
@@ -291,8 +319,8 @@ fn encode_or_log(cmd: &RemotingCommand, buf: &mut BytesMut, peer: SocketAddr) {
     }
 }
 
-async fn write_regions(
-    wr: &mut OwnedWriteHalf,
+async fn write_regions<W: WireWrite>(
+    wr: &mut W,
     command: &RemotingCommand,
     regions: &[Box<dyn FileRegion>],
     transfer_by_heap: bool,
@@ -308,9 +336,10 @@ async fn write_regions(
         }
         return wr.write_all(&out).await;
     }
-    if total / regions.len().max(1) < SENDFILE_MIN_REGION {
+    if wr.raw_socket().is_none() || total / regions.len().max(1) < SENDFILE_MIN_REGION {
         // Many small records (the usual pull): one gathered write straight from the mapped
-        // pages beats a sendfile call (and a TCP segment) per record.
+        // pages beats a sendfile call (and a TCP segment) per record. Over TLS the mapped
+        // bytes are copied into TLS records this way whatever their size.
         let mut slices: Vec<io::IoSlice<'_>> = Vec::with_capacity(regions.len() + 1);
         slices.push(io::IoSlice::new(&header));
         slices.extend(regions.iter().map(|r| io::IoSlice::new(r.bytes())));
@@ -318,7 +347,9 @@ async fn write_regions(
     }
     wr.write_all(&header).await?;
     for r in regions {
-        sendfile_all(wr, r.as_ref()).await?;
+        if let Some(socket) = wr.raw_socket() {
+            sendfile_all(socket, r.as_ref()).await?;
+        }
     }
     Ok(())
 }
@@ -326,8 +357,8 @@ async fn write_regions(
 /// Regions smaller than this on average go out with one `writev` instead of `sendfile`s.
 const SENDFILE_MIN_REGION: usize = 64 * 1024;
 
-async fn write_all_vectored(
-    wr: &mut OwnedWriteHalf,
+async fn write_all_vectored<W: WireWrite>(
+    wr: &mut W,
     mut slices: &mut [io::IoSlice<'_>],
 ) -> io::Result<()> {
     while !slices.is_empty() {
@@ -345,8 +376,7 @@ async fn write_all_vectored(
 
 /// Send a file region with `sendfile(2)`: the bytes go from the page cache to the socket
 /// without passing through user space.
-async fn sendfile_all(wr: &OwnedWriteHalf, region: &dyn FileRegion) -> io::Result<()> {
-    let stream: &TcpStream = wr.as_ref();
+async fn sendfile_all(stream: &TcpStream, region: &dyn FileRegion) -> io::Result<()> {
     let mut offset = region.position();
     let end = offset + region.len() as u64;
     while offset < end {

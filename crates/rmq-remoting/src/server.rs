@@ -13,8 +13,9 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::budget::ConnectionLimits;
-use crate::connection::{start_connection, Connection, RequestHandler};
+use crate::connection::{start_connection, Connection, RequestHandler, Transport};
 use crate::io::ReadSettings;
+use crate::tls::{ServerTls, TlsMode};
 
 /// Settings of a server.
 #[derive(Debug, Clone)]
@@ -32,6 +33,8 @@ pub struct ServerConfig {
     pub frame_stall_timeout: Option<Duration>,
     /// What one connection may make the server hold.
     pub limits: ConnectionLimits,
+    /// TLS (`tls.server.mode` permissive or enforcing); `None` serves plain TCP only.
+    pub tls: Option<Arc<ServerTls>>,
 }
 
 impl Default for ServerConfig {
@@ -42,6 +45,7 @@ impl Default for ServerConfig {
             idle_timeout: Some(Duration::from_secs(120)),
             frame_stall_timeout: Some(Duration::from_secs(30)),
             limits: ConnectionLimits::default(),
+            tls: None,
         }
     }
 }
@@ -176,6 +180,70 @@ async fn accept_loop(
 
 fn admit(
     stream: TcpStream,
+    handler: &Arc<dyn RequestHandler>,
+    config: &ServerConfig,
+    open: &Arc<Open>,
+    stop: watch::Receiver<bool>,
+) {
+    let Some(tls) = config.tls.clone() else {
+        start(Transport::Plain(stream), handler, config, open, stop);
+        return;
+    };
+    let (handler, config, open) = (Arc::clone(handler), config.clone(), Arc::clone(open));
+    tokio::spawn(async move {
+        let wait = config
+            .frame_stall_timeout
+            .or(config.idle_timeout)
+            .unwrap_or(Duration::from_secs(30));
+        if let Some(transport) = tls_or_plain(stream, &tls, wait).await {
+            start(transport, &handler, &config, &open, stop);
+        }
+    });
+}
+
+/// What a TLS server makes of a new connection: a TLS stream once the handshake is done, the
+/// plain stream in permissive mode when the first byte is not a TLS handshake record (0x16:
+/// never the first byte of a frame, whose length is below 16 MiB), nothing when enforcing
+/// refuses it, the handshake fails or nothing arrives within `wait`.
+async fn tls_or_plain(stream: TcpStream, tls: &ServerTls, wait: Duration) -> Option<Transport> {
+    const HANDSHAKE: u8 = 0x16;
+    let peer = stream.peer_addr().ok()?;
+    let mut first = [0u8; 1];
+    match tokio::time::timeout(wait, stream.peek(&mut first)).await {
+        Ok(Ok(1)) => {}
+        _ => return None,
+    }
+    if first[0] != HANDSHAKE {
+        if tls.mode() == TlsMode::Permissive {
+            return Some(Transport::Plain(stream));
+        }
+        if tls.should_log_refusal(peer.ip()) {
+            log::warn!(
+                "closing plain connection from {peer}: tls.server.mode = enforcing accepts                  TLS only; the client must use TLS (Java: -Dtls.enable=true, rmq SDK:                  tls=True, rmq admin: --tls), or set tls.server.mode = permissive"
+            );
+        }
+        return None;
+    }
+    match tokio::time::timeout(wait, tls.acceptor().accept(stream)).await {
+        Ok(Ok(s)) => Some(Transport::Tls(Box::new(tokio_rustls::TlsStream::Server(s)))),
+        Ok(Err(e)) => {
+            if tls.should_log_refusal(peer.ip()) {
+                log::warn!("TLS handshake with {peer} failed, closing: {e}");
+            }
+            None
+        }
+        Err(_) => {
+            log::info!(
+                "closing connection from {peer}: TLS handshake unfinished after {} s",
+                wait.as_secs()
+            );
+            None
+        }
+    }
+}
+
+fn start(
+    stream: Transport,
     handler: &Arc<dyn RequestHandler>,
     config: &ServerConfig,
     open: &Arc<Open>,

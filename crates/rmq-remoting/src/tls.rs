@@ -1,0 +1,600 @@
+//! TLS for the remoting transport, configured with RocketMQ's settings (rustls, ring provider;
+//! no crypto of our own).
+//!
+//! [`ServerTls`] is built from a server's `tls.server.*` keys: `tls.server.mode` (`disabled`,
+//! `permissive`: TLS and plain on the same port, told apart by the first byte, `enforcing`:
+//! TLS only), `tls.server.certPath` / `tls.server.keyPath` (PEM), `tls.server.keyPassword`
+//! (encrypted keys are refused with a clear error), and for mutual TLS
+//! `tls.server.need.client.auth` (`none` | `optional` | `require`, Apache's key) or
+//! `tls.server.authClient=true` (= `require`), with the client CAs in
+//! `tls.server.trustCertPath`.
+//!
+//! [`ClientTls`] is built from `tls.enable`, `tls.client.trustCertPath`,
+//! `tls.client.certPath`, `tls.client.keyPath`, `tls.client.authServer` and
+//! `tls.test.mode.enable`, as RocketMQ's Java client names them, or from
+//! [`ClientTlsOptions`]. As in RocketMQ, a server certificate is checked against the trusted
+//! CAs but not against the host name dialled (RocketMQ's clients connect by IP taken from the
+//! nameserver's routes).
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::WebPkiServerVerifier;
+use rustls::crypto::{ring, CryptoProvider};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::server::WebPkiClientVerifier;
+use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use tokio_rustls::{TlsAcceptor, TlsConnector};
+
+/// A TLS setting that cannot be used; names the key (and the file) to fix.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TlsError {
+    /// A file named by a key cannot be read or does not hold what the key needs.
+    #[error("{key} = {}: {detail}", .path.display())]
+    File {
+        /// The setting naming the file.
+        key: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// What is wrong and what to do.
+        detail: String,
+    },
+    /// A setting's value (or a missing setting).
+    #[error("{key}: {detail}")]
+    Setting {
+        /// The setting.
+        key: &'static str,
+        /// What is wrong and what to do.
+        detail: String,
+    },
+}
+
+/// `tls.server.mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlsMode {
+    /// Plain connections only (the default).
+    Disabled,
+    /// TLS and plain connections on the same port.
+    Permissive,
+    /// TLS connections only; plain ones are closed.
+    Enforcing,
+}
+
+/// Whether the server asks clients for a certificate (`tls.server.need.client.auth`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientAuth {
+    /// No client certificate is asked for.
+    None,
+    /// A client may present a certificate; one it presents must be trusted.
+    Optional,
+    /// A client must present a trusted certificate.
+    Require,
+}
+
+const MODE: &str = "tls.server.mode";
+const SERVER_CERT: &str = "tls.server.certPath";
+const SERVER_KEY: &str = "tls.server.keyPath";
+const SERVER_KEY_PASSWORD: &str = "tls.server.keyPassword";
+const NEED_CLIENT_AUTH: &str = "tls.server.need.client.auth";
+const AUTH_CLIENT: &str = "tls.server.authClient";
+const SERVER_TRUST: &str = "tls.server.trustCertPath";
+const ENABLE: &str = "tls.enable";
+const CLIENT_TRUST: &str = "tls.client.trustCertPath";
+const CLIENT_CERT: &str = "tls.client.certPath";
+const CLIENT_KEY: &str = "tls.client.keyPath";
+const CLIENT_KEY_PASSWORD: &str = "tls.client.keyPassword";
+const AUTH_SERVER: &str = "tls.client.authServer";
+const TEST_MODE: &str = "tls.test.mode.enable";
+
+/// The `tls.*` keys a server reads (for config tables and "unknown key" checks).
+pub const SERVER_KEYS: &[&str] = &[
+    MODE,
+    SERVER_CERT,
+    SERVER_KEY,
+    SERVER_KEY_PASSWORD,
+    NEED_CLIENT_AUTH,
+    AUTH_CLIENT,
+    SERVER_TRUST,
+];
+
+/// The `tls.*` keys a client reads.
+pub const CLIENT_KEYS: &[&str] = &[
+    ENABLE,
+    CLIENT_TRUST,
+    CLIENT_CERT,
+    CLIENT_KEY,
+    CLIENT_KEY_PASSWORD,
+    AUTH_SERVER,
+    TEST_MODE,
+];
+
+/// How often a refused plain peer is logged at most.
+const REFUSAL_LOG_PERIOD: Duration = Duration::from_secs(60);
+
+/// A server's TLS: the mode, the acceptor, and the log of refused plain peers.
+pub struct ServerTls {
+    mode: TlsMode,
+    acceptor: TlsAcceptor,
+    refused: Mutex<HashMap<IpAddr, Instant>>,
+}
+
+impl std::fmt::Debug for ServerTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerTls")
+            .field("mode", &self.mode)
+            .finish_non_exhaustive()
+    }
+}
+
+fn provider() -> Arc<CryptoProvider> {
+    Arc::new(ring::default_provider())
+}
+
+fn get<'a>(settings: &'a HashMap<String, String>, key: &str) -> Option<&'a str> {
+    settings
+        .get(key)
+        .map(|v| v.trim())
+        .filter(|v| !v.is_empty())
+}
+
+fn flag(settings: &HashMap<String, String>, key: &'static str) -> Result<Option<bool>, TlsError> {
+    match get(settings, key) {
+        None => Ok(None),
+        Some(v) if v.eq_ignore_ascii_case("true") => Ok(Some(true)),
+        Some(v) if v.eq_ignore_ascii_case("false") => Ok(Some(false)),
+        Some(v) => Err(TlsError::Setting {
+            key,
+            detail: format!("{v:?} is not a boolean; use true or false"),
+        }),
+    }
+}
+
+impl ServerTls {
+    /// Build from a server's settings; `None` when `tls.server.mode` is `disabled` (or unset).
+    ///
+    /// # Errors
+    /// An unknown mode, a missing or unreadable certificate/key/CA file, an encrypted key.
+    pub fn from_settings(settings: &HashMap<String, String>) -> Result<Option<Self>, TlsError> {
+        let mode = match get(settings, MODE).map(str::to_ascii_lowercase).as_deref() {
+            None | Some("disabled") => return Ok(None),
+            Some("permissive") => TlsMode::Permissive,
+            Some("enforcing") => TlsMode::Enforcing,
+            Some(other) => {
+                return Err(TlsError::Setting {
+                    key: MODE,
+                    detail: format!(
+                        "{other:?} is not a mode; use disabled, permissive or enforcing"
+                    ),
+                })
+            }
+        };
+        let mut auth = match get(settings, NEED_CLIENT_AUTH)
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
+            None | Some("none") => ClientAuth::None,
+            Some("optional") => ClientAuth::Optional,
+            Some("require") => ClientAuth::Require,
+            Some(other) => {
+                return Err(TlsError::Setting {
+                    key: NEED_CLIENT_AUTH,
+                    detail: format!("{other:?} is not allowed; use none, optional or require"),
+                })
+            }
+        };
+        if flag(settings, AUTH_CLIENT)? == Some(true) && auth == ClientAuth::None {
+            auth = ClientAuth::Require;
+        }
+        let required =
+            |key: &'static str| {
+                get(settings, key)
+                    .map(PathBuf::from)
+                    .ok_or_else(|| TlsError::Setting {
+                        key,
+                        detail: format!(
+                    "not set, but {MODE} is {}; set it to a PEM file (or set {MODE}=disabled)",
+                    if mode == TlsMode::Permissive { "permissive" } else { "enforcing" }
+                ),
+                    })
+            };
+        let cert = required(SERVER_CERT)?;
+        let key = required(SERVER_KEY)?;
+        let trust = if auth == ClientAuth::None {
+            None
+        } else {
+            Some(
+                get(settings, SERVER_TRUST)
+                    .map(PathBuf::from)
+                    .ok_or_else(|| TlsError::Setting {
+                        key: SERVER_TRUST,
+                        detail: "not set, but client certificates are asked for \
+                             (tls.server.need.client.auth / tls.server.authClient); set it to \
+                             the PEM file of the CAs that sign client certificates"
+                            .to_owned(),
+                    })?,
+            )
+        };
+        let password = get(settings, SERVER_KEY_PASSWORD).is_some();
+        Self::new(mode, &cert, &key, password, auth, trust.as_deref()).map(Some)
+    }
+
+    /// Build from explicit parts. `key_password` says whether a password was configured (it
+    /// is only used to word the error about an encrypted key).
+    ///
+    /// # Errors
+    /// As [`from_settings`](Self::from_settings).
+    pub fn new(
+        mode: TlsMode,
+        cert_path: &Path,
+        key_path: &Path,
+        key_password: bool,
+        client_auth: ClientAuth,
+        trust_cert_path: Option<&Path>,
+    ) -> Result<Self, TlsError> {
+        let certs = pem::certificates(SERVER_CERT, cert_path)?;
+        let key = pem::private_key(SERVER_KEY, key_path, key_password, SERVER_KEY_PASSWORD)?;
+        let provider = provider();
+        let builder = rustls::ServerConfig::builder_with_provider(Arc::clone(&provider))
+            .with_protocol_versions(rustls::DEFAULT_VERSIONS)
+            .map_err(|e| setting(MODE, &e))?;
+        let builder = match (client_auth, trust_cert_path) {
+            (ClientAuth::None, _) | (_, None) => builder.with_no_client_auth(),
+            (auth, Some(trust)) => {
+                let roots = pem::roots(SERVER_TRUST, trust)?;
+                let v = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
+                let v = if auth == ClientAuth::Optional {
+                    v.allow_unauthenticated()
+                } else {
+                    v
+                };
+                let v = v.build().map_err(|e| file(SERVER_TRUST, trust, &e))?;
+                builder.with_client_cert_verifier(v)
+            }
+        };
+        let config = builder.with_single_cert(certs, key).map_err(|e| {
+            file(
+                SERVER_KEY,
+                key_path,
+                &format!("does not fit {SERVER_CERT}: {e}"),
+            )
+        })?;
+        Ok(Self {
+            mode,
+            acceptor: TlsAcceptor::from(Arc::new(config)),
+            refused: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The mode (never `Disabled`: a disabled server has no `ServerTls`).
+    #[must_use]
+    pub fn mode(&self) -> TlsMode {
+        self.mode
+    }
+
+    pub(crate) fn acceptor(&self) -> &TlsAcceptor {
+        &self.acceptor
+    }
+
+    /// Whether a refusal of `peer` should be logged now (once per peer per minute).
+    pub(crate) fn should_log_refusal(&self, peer: IpAddr) -> bool {
+        let mut refused = self.refused.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = Instant::now();
+        if refused.len() > 4096 {
+            refused.retain(|_, at| now.duration_since(*at) < REFUSAL_LOG_PERIOD);
+        }
+        match refused.get(&peer) {
+            Some(at) if now.duration_since(*at) < REFUSAL_LOG_PERIOD => false,
+            _ => {
+                refused.insert(peer, now);
+                true
+            }
+        }
+    }
+}
+
+/// A client's TLS options in the SDK's words.
+#[derive(Debug, Clone, Default)]
+pub struct ClientTlsOptions {
+    /// PEM file of the CAs the server's certificate must chain to.
+    pub trust_cert_path: Option<PathBuf>,
+    /// PEM certificate chain presented to servers that ask (mutual TLS).
+    pub cert_path: Option<PathBuf>,
+    /// PEM private key of `cert_path`.
+    pub key_path: Option<PathBuf>,
+    /// Check the server's certificate against `trust_cert_path`; false trusts any server
+    /// (RocketMQ's `tls.test.mode.enable`).
+    pub verify_server: bool,
+}
+
+/// A client's TLS: the connector used by `connect_tls`.
+#[derive(Clone)]
+pub struct ClientTls {
+    connector: TlsConnector,
+    verified: bool,
+}
+
+impl std::fmt::Debug for ClientTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientTls")
+            .field("verifies_server", &self.verified)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClientTls {
+    /// Build from RocketMQ's client keys; `None` unless `tls.enable=true`. The server is
+    /// verified when `tls.client.trustCertPath` is set or `tls.client.authServer=true`
+    /// (which then needs the trust file), unless `tls.test.mode.enable=true` says to trust
+    /// any server.
+    ///
+    /// # Errors
+    /// A bad boolean, an unreadable or malformed PEM file, a key without a cert.
+    pub fn from_settings(settings: &HashMap<String, String>) -> Result<Option<Self>, TlsError> {
+        if flag(settings, ENABLE)? != Some(true) {
+            return Ok(None);
+        }
+        let trust = get(settings, CLIENT_TRUST).map(PathBuf::from);
+        let auth_server = flag(settings, AUTH_SERVER)?.unwrap_or(false);
+        let test_mode = flag(settings, TEST_MODE)?.unwrap_or(false);
+        if auth_server && trust.is_none() {
+            return Err(TlsError::Setting {
+                key: CLIENT_TRUST,
+                detail: format!(
+                    "not set, but {AUTH_SERVER}=true; set it to the PEM file of the CAs \
+                     that sign the servers' certificates"
+                ),
+            });
+        }
+        if get(settings, CLIENT_KEY_PASSWORD).is_some() {
+            log::warn!("{CLIENT_KEY_PASSWORD} is set: encrypted client keys are not supported");
+        }
+        let options = ClientTlsOptions {
+            verify_server: !test_mode && (auth_server || trust.is_some()),
+            trust_cert_path: trust,
+            cert_path: get(settings, CLIENT_CERT).map(PathBuf::from),
+            key_path: get(settings, CLIENT_KEY).map(PathBuf::from),
+        };
+        Self::new(&options).map(Some)
+    }
+
+    /// Build from SDK options.
+    ///
+    /// # Errors
+    /// An unreadable or malformed PEM file; `verify_server` without a trust file; a client
+    /// certificate without its key (or the other way round).
+    pub fn new(options: &ClientTlsOptions) -> Result<Self, TlsError> {
+        let provider = provider();
+        let verifier: Arc<dyn ServerCertVerifier> =
+            match (&options.trust_cert_path, options.verify_server) {
+                (Some(trust), true) => {
+                    let roots = pem::roots(CLIENT_TRUST, trust)?;
+                    let inner = WebPkiServerVerifier::builder_with_provider(
+                        Arc::new(roots),
+                        Arc::clone(&provider),
+                    )
+                    .build()
+                    .map_err(|e| file(CLIENT_TRUST, trust, &e))?;
+                    Arc::new(ChainOnly {
+                        inner: Some(inner),
+                        provider: Arc::clone(&provider),
+                    })
+                }
+                (None, true) => {
+                    return Err(TlsError::Setting {
+                        key: CLIENT_TRUST,
+                        detail: "no CA file to verify the server with: give one (tls_ca) or turn \
+                             verification off (tls_verify=False, RocketMQ's \
+                             tls.test.mode.enable=true)"
+                            .to_owned(),
+                    })
+                }
+                (_, false) => Arc::new(ChainOnly {
+                    inner: None,
+                    provider: Arc::clone(&provider),
+                }),
+            };
+        let builder = rustls::ClientConfig::builder_with_provider(provider)
+            .with_protocol_versions(rustls::DEFAULT_VERSIONS)
+            .map_err(|e| setting(ENABLE, &e))?
+            .dangerous()
+            .with_custom_certificate_verifier(verifier);
+        let config = match (&options.cert_path, &options.key_path) {
+            (None, None) => builder.with_no_client_auth(),
+            (Some(cert), Some(key)) => {
+                let certs = pem::certificates(CLIENT_CERT, cert)?;
+                let k = pem::private_key(CLIENT_KEY, key, false, CLIENT_KEY_PASSWORD)?;
+                builder.with_client_auth_cert(certs, k).map_err(|e| {
+                    file(CLIENT_KEY, key, &format!("does not fit {CLIENT_CERT}: {e}"))
+                })?
+            }
+            (Some(_), None) => {
+                return Err(TlsError::Setting {
+                    key: CLIENT_KEY,
+                    detail: format!("not set, but {CLIENT_CERT} is; give both or neither"),
+                })
+            }
+            (None, Some(_)) => {
+                return Err(TlsError::Setting {
+                    key: CLIENT_CERT,
+                    detail: format!("not set, but {CLIENT_KEY} is; give both or neither"),
+                })
+            }
+        };
+        Ok(Self {
+            connector: TlsConnector::from(Arc::new(config)),
+            verified: options.verify_server,
+        })
+    }
+
+    /// Whether the server's certificate is checked.
+    #[must_use]
+    pub fn verifies_server(&self) -> bool {
+        self.verified
+    }
+
+    pub(crate) fn connector(&self) -> &TlsConnector {
+        &self.connector
+    }
+
+    /// The name the server is dialled by (its IP: RocketMQ routes carry addresses).
+    pub(crate) fn server_name(addr: SocketAddr) -> ServerName<'static> {
+        ServerName::IpAddress(addr.ip().into())
+    }
+}
+
+/// Checks the server's chain against the trusted CAs (when given) but not the host name, as
+/// RocketMQ's Netty clients do; without CAs any certificate is accepted (test mode). The
+/// handshake signatures are always checked.
+#[derive(Debug)]
+struct ChainOnly {
+    inner: Option<Arc<WebPkiServerVerifier>>,
+    provider: Arc<CryptoProvider>,
+}
+
+impl ServerCertVerifier for ChainOnly {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let Some(inner) = &self.inner else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match inner.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => Ok(ServerCertVerified::assertion()),
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
+fn file(key: &'static str, path: &Path, detail: &dyn std::fmt::Display) -> TlsError {
+    TlsError::File {
+        key,
+        path: path.to_owned(),
+        detail: detail.to_string(),
+    }
+}
+
+fn setting(key: &'static str, detail: &dyn std::fmt::Display) -> TlsError {
+    TlsError::Setting {
+        key,
+        detail: detail.to_string(),
+    }
+}
+
+/// PEM files: certificates, CA bundles and private keys, each error naming key and file.
+mod pem {
+    use super::{file, CertificateDer, Path, PemObject, PrivateKeyDer, RootCertStore, TlsError};
+
+    fn read(key: &'static str, path: &Path) -> Result<Vec<u8>, TlsError> {
+        std::fs::read(path).map_err(|e| file(key, path, &format!("cannot be read: {e}")))
+    }
+
+    pub(super) fn certificates(
+        key: &'static str,
+        path: &Path,
+    ) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+        let bytes = read(key, path)?;
+        let certs = CertificateDer::pem_slice_iter(&bytes)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| file(key, path, &format!("is not a PEM certificate file: {e}")))?;
+        if certs.is_empty() {
+            return Err(file(
+                key,
+                path,
+                &"holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
+            ));
+        }
+        Ok(certs)
+    }
+
+    pub(super) fn roots(key: &'static str, path: &Path) -> Result<RootCertStore, TlsError> {
+        let mut roots = RootCertStore::empty();
+        for cert in certificates(key, path)? {
+            roots.add(cert).map_err(|e| {
+                file(
+                    key,
+                    path,
+                    &format!("holds a certificate that is not a usable CA: {e}"),
+                )
+            })?;
+        }
+        Ok(roots)
+    }
+
+    pub(super) fn private_key(
+        key: &'static str,
+        path: &Path,
+        password_set: bool,
+        password_key: &str,
+    ) -> Result<PrivateKeyDer<'static>, TlsError> {
+        let bytes = read(key, path)?;
+        if bytes.windows(9).any(|w| w == b"ENCRYPTED") {
+            let why = if password_set {
+                format!("{password_key} is set, but")
+            } else {
+                "the key is encrypted and".to_owned()
+            };
+            return Err(file(
+                key,
+                path,
+                &format!(
+                    "{why} rmq reads unencrypted PEM keys only: write a decrypted copy \
+                     (openssl pkcs8 -in KEY -out KEY.plain) and point {key} at it"
+                ),
+            ));
+        }
+        PrivateKeyDer::from_pem_slice(&bytes).map_err(|e| {
+            file(
+                key,
+                path,
+                &format!("holds no PEM private key (PKCS#8, PKCS#1 or SEC1): {e}"),
+            )
+        })
+    }
+}
