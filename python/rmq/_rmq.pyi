@@ -651,9 +651,13 @@ class RemotingResponse:
 class RemotingServer:
     """A RocketMQ remoting server whose requests ``handler.handle(request)`` answers (with a
     RemotingResponse, or None for no reply); ``handler.on_close(connection_id)`` is called
-    when a connection closes, if defined. The handler runs on a worker thread."""
+    when a connection closes, if defined. The handler runs on a worker thread. ``tls``: the
+    ``tls.server.*`` settings (``tls.server.mode`` disabled | permissive | enforcing, ...);
+    a bad one raises ``rmq.errors.ConfigError`` naming the key and file."""
 
-    def __new__(cls, host: str, port: int, handler: object) -> RemotingServer: ...
+    def __new__(
+        cls, host: str, port: int, handler: object, tls: dict[str, str] | None = None
+    ) -> RemotingServer: ...
     @property
     def local_addr(self) -> str: ...
     def shutdown(self) -> None: ...
@@ -661,9 +665,18 @@ class RemotingServer:
 @final
 class RemotingClient:
     """A RocketMQ remoting client keeping one connection per address. Raises
-    ``rmq.errors.RemotingConnectError`` / ``RemotingTimeoutError``."""
+    ``rmq.errors.RemotingConnectError`` / ``RemotingTimeoutError``. The ``tls*`` keywords are
+    the SDK's (:class:`rmq.tls.TlsOptions`)."""
 
-    def __new__(cls) -> RemotingClient: ...
+    def __new__(
+        cls,
+        *,
+        tls: bool = False,
+        tls_ca: str | os.PathLike[str] | None = None,
+        tls_cert: str | os.PathLike[str] | None = None,
+        tls_key: str | os.PathLike[str] | None = None,
+        tls_verify: bool = True,
+    ) -> RemotingClient: ...
     def invoke(
         self,
         addr: str,
@@ -821,6 +834,11 @@ class ClientInstance:
         poll_name_server_interval_ms: int = 30000,
         heartbeat_broker_interval_ms: int = 30000,
         api_timeout_ms: int = 3000,
+        tls: bool = False,
+        tls_ca: str | os.PathLike[str] | None = None,
+        tls_cert: str | os.PathLike[str] | None = None,
+        tls_key: str | os.PathLike[str] | None = None,
+        tls_verify: bool = True,
     ) -> ClientInstance: ...
     @property
     def client_id(self) -> str: ...

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rmq.errors import ConfigError
+from rmq.tls import TlsOptions
 
 try:
     from rmq._rmq import ConfigKey, check_config_value, config_schema, write_file_atomic
@@ -417,6 +418,34 @@ class BrokerConfig:
     """``slaveReadEnable``: a pull whose data is cold on the master (beyond
     ``accessMessageInMemoryMaxRatio`` of RAM) suggests the subscription group's
     ``whichBrokerWhenConsumeSlowly`` (a slave) to the consumer."""
+    tls_server_mode: str = _default("tls.server.mode")
+    """``tls.server.mode``: TLS on the broker's ports: disabled, permissive or enforcing."""
+    tls_server_cert_path: str = _default("tls.server.certPath")
+    """``tls.server.certPath``: PEM certificate chain of the broker's ports."""
+    tls_server_key_path: str = _default("tls.server.keyPath")
+    """``tls.server.keyPath``: PEM private key of ``tls.server.certPath``."""
+    tls_server_key_password: str = _default("tls.server.keyPassword")
+    """``tls.server.keyPassword``: encrypted keys are refused (not supported)."""
+    tls_server_need_client_auth: str = _default("tls.server.need.client.auth")
+    """``tls.server.need.client.auth``: mutual TLS: none, optional or require."""
+    tls_server_auth_client: bool = _default("tls.server.authClient")
+    """``tls.server.authClient``: true = ``tls.server.need.client.auth`` require."""
+    tls_server_trust_cert_path: str = _default("tls.server.trustCertPath")
+    """``tls.server.trustCertPath``: CAs of client certificates (mutual TLS)."""
+    tls_enable: bool = _default("tls.enable")
+    """``tls.enable``: the broker's own connections (registration, slave sync) use TLS."""
+    tls_client_trust_cert_path: str = _default("tls.client.trustCertPath")
+    """``tls.client.trustCertPath``: CAs the servers' certificates are checked against."""
+    tls_client_cert_path: str = _default("tls.client.certPath")
+    """``tls.client.certPath``: the broker's client certificate (mutual TLS)."""
+    tls_client_key_path: str = _default("tls.client.keyPath")
+    """``tls.client.keyPath``: its private key."""
+    tls_client_key_password: str = _default("tls.client.keyPassword")
+    """``tls.client.keyPassword``: encrypted keys are not supported."""
+    tls_client_auth_server: bool = _default("tls.client.authServer")
+    """``tls.client.authServer``: verify the servers (system CAs without a trust file)."""
+    tls_test_mode_enable: bool = _default("tls.test.mode.enable")
+    """``tls.test.mode.enable``: trust any server (RocketMQ's test mode)."""
     store: dict[str, str] = field(default_factory=dict)
     """Store keys for ``rmq._rmq.MessageStore``, as strings (checked by the native store)."""
 
@@ -424,6 +453,28 @@ class BrokerConfig:
     def namesrv_addrs(self) -> tuple[str, ...]:
         """``namesrvAddr`` split into ``host:port`` items (empty: embedded nameserver)."""
         return tuple(self.namesrv_addr.split(";")) if self.namesrv_addr else ()
+
+    @property
+    def tls_server(self) -> dict[str, str]:
+        """The ``tls.server.*`` keys for the Rust server (``rmq_remoting::tls::ServerTls``)."""
+        props = self.to_properties()
+        return {key: text for key, text in props.items() if key.startswith("tls.server.")}
+
+    @property
+    def tls_client(self) -> TlsOptions:
+        """The broker's own connections' TLS (``tls.enable``, ``tls.client.*``), read as
+        ``rmq_remoting::tls::ClientTls::from_settings`` reads them: the server is verified
+        when a trust file is set or ``tls.client.authServer`` is true, unless
+        ``tls.test.mode.enable`` is true."""
+        ca = self.tls_client_trust_cert_path or None
+        return TlsOptions(
+            enabled=self.tls_enable,
+            ca=ca,
+            cert=self.tls_client_cert_path or None,
+            key=self.tls_client_key_path or None,
+            verify=not self.tls_test_mode_enable
+            and (self.tls_client_auth_server or ca is not None),
+        )
 
     @property
     def store_host(self) -> str:
@@ -486,6 +537,20 @@ _FIELDS: dict[str, str] = {
     "clusterTopicEnable": "cluster_topic_enable",
     "brokerTopicEnable": "broker_topic_enable",
     "slaveReadEnable": "slave_read_enable",
+    "tls.server.mode": "tls_server_mode",
+    "tls.server.certPath": "tls_server_cert_path",
+    "tls.server.keyPath": "tls_server_key_path",
+    "tls.server.keyPassword": "tls_server_key_password",
+    "tls.server.need.client.auth": "tls_server_need_client_auth",
+    "tls.server.authClient": "tls_server_auth_client",
+    "tls.server.trustCertPath": "tls_server_trust_cert_path",
+    "tls.enable": "tls_enable",
+    "tls.client.trustCertPath": "tls_client_trust_cert_path",
+    "tls.client.certPath": "tls_client_cert_path",
+    "tls.client.keyPath": "tls_client_key_path",
+    "tls.client.keyPassword": "tls_client_key_password",
+    "tls.client.authServer": "tls_client_auth_server",
+    "tls.test.mode.enable": "tls_test_mode_enable",
 }
 
 BROKER_KEYS: dict[str, _Key] = {key: _Key(attr, SCHEMA[key]) for key, attr in _FIELDS.items()}

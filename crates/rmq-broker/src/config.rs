@@ -2,6 +2,7 @@
 //! are this file's; defaults, bounds and error messages are the config schema's
 //! (`rmq_common::config_schema`, shared with the store and the Python control plane).
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -62,6 +63,8 @@ pub struct BrokerConfig {
     /// `serverChannelMaxIdleTimeSeconds` (default 120; 0 = never): a connection with no
     /// traffic either way for this long is closed.
     pub server_channel_max_idle_time_seconds: u64,
+    /// The `tls.server.*` keys as given (read by `rmq_remoting::tls::ServerTls`).
+    pub tls_server: HashMap<String, String>,
 }
 
 impl Default for BrokerConfig {
@@ -92,6 +95,7 @@ impl Default for BrokerConfig {
             ),
             reject_transaction_message: schema_default("rejectTransactionMessage"),
             server_channel_max_idle_time_seconds: schema_default("serverChannelMaxIdleTimeSeconds"),
+            tls_server: HashMap::new(),
         }
     }
 }
@@ -146,6 +150,10 @@ impl BrokerConfig {
             "rejectTransactionMessage" => self.reject_transaction_message = parse(key, value)?,
             "serverChannelMaxIdleTimeSeconds" => {
                 self.server_channel_max_idle_time_seconds = parse(key, value)?;
+            }
+            k if rmq_remoting::tls::SERVER_KEYS.contains(&k) => {
+                let text: String = parse(key, value)?;
+                self.tls_server.insert(key.to_owned(), text);
             }
             _ => return Err(format!("broker config: {key} is not a broker server key")),
         }

@@ -20,6 +20,7 @@ use crate::topic_config::TopicChangeListener;
 /// The broker: build it with [`BrokerController::new`], then [`start`](Self::start) it.
 pub struct BrokerController {
     broker: Arc<BrokerState>,
+    tls: Option<Arc<rmq_remoting::tls::ServerTls>>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -51,12 +52,13 @@ impl BrokerController {
     /// `fallback` serves the codes the broker does not handle itself.
     ///
     /// # Errors
-    /// A config file exists but cannot be read.
+    /// A config file exists but cannot be read; a `tls.server.*` setting cannot be used.
     pub fn new(
         config: BrokerConfig,
         store: Arc<MessageStore>,
         fallback: Option<Arc<dyn RequestHandler>>,
     ) -> Result<Self, BrokerError> {
+        let tls = rmq_remoting::tls::ServerTls::from_settings(&config.tls_server)?.map(Arc::new);
         let broker = Arc::new(BrokerState::load(config, store, fallback)?);
         let weak = Arc::downgrade(&broker);
         broker.store.set_message_arriving_listener(Arc::new(
@@ -75,6 +77,7 @@ impl BrokerController {
         }));
         Ok(Self {
             broker,
+            tls,
             tasks: Mutex::new(Vec::new()),
         })
     }
@@ -166,6 +169,7 @@ impl BrokerController {
             transfer_by_heap: b.config.transfer_msg_by_heap,
             idle_timeout,
             frame_stall_timeout,
+            tls: self.tls.clone(),
             ..defaults
         };
         let main = tokio::net::TcpListener::bind(listen_addr).await?;

@@ -39,6 +39,9 @@ pub enum BrokerError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A `tls.server.*` setting cannot be used (names the key and file).
+    #[error(transparent)]
+    Tls(#[from] rmq_remoting::tls::TlsError),
 }
 
 /// Why a send (SEND_MESSAGE, SEND_MESSAGE_V2, SEND_BATCH_MESSAGE) or a send-back

@@ -51,8 +51,14 @@ impl BrokerServer {
         }
         c.config_dir = PathBuf::from(&store.root).join("config");
         let fallback = handler.map(|h| Arc::new(PyHandler::new(h)) as Arc<dyn RequestHandler>);
-        let controller = BrokerController::new(c, Arc::clone(&store.inner), fallback)
-            .map_err(|e| raise(py, "StoreError", e.to_string()))?;
+        let controller =
+            BrokerController::new(c, Arc::clone(&store.inner), fallback).map_err(|e| {
+                let class = match e {
+                    rmq_broker::BrokerError::Tls(_) => "ConfigError",
+                    _ => "StoreError",
+                };
+                raise(py, class, e.to_string())
+            })?;
         let addr: SocketAddr = format!("{host}:{port}").parse().map_err(|_| {
             raise(
                 py,

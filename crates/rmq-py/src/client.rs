@@ -138,7 +138,10 @@ impl ClientInstancePy {
     #[new]
     #[pyo3(signature = (namesrv_addr, instance_name=None, client_ip=None,
         poll_name_server_interval_ms=30000, heartbeat_broker_interval_ms=30000,
-        api_timeout_ms=3000))]
+        api_timeout_ms=3000,
+        tls=false, tls_ca=None, tls_cert=None, tls_key=None, tls_verify=true))]
+    #[expect(clippy::too_many_arguments, reason = "one per Python keyword")]
+    #[expect(clippy::fn_params_excessive_bools, reason = "one per Python keyword")]
     fn new(
         py: Python<'_>,
         namesrv_addr: &str,
@@ -147,6 +150,11 @@ impl ClientInstancePy {
         poll_name_server_interval_ms: u64,
         heartbeat_broker_interval_ms: u64,
         api_timeout_ms: u64,
+        tls: bool,
+        tls_ca: Option<std::path::PathBuf>,
+        tls_cert: Option<std::path::PathBuf>,
+        tls_key: Option<std::path::PathBuf>,
+        tls_verify: bool,
     ) -> PyResult<Self> {
         let addrs: Vec<String> = namesrv_addr
             .split(';')
@@ -165,6 +173,15 @@ impl ClientInstancePy {
         config.heartbeat_broker_interval =
             Duration::from_millis(heartbeat_broker_interval_ms.max(10));
         config.api_timeout = Duration::from_millis(api_timeout_ms.max(1));
+        let (ca, cert, key, verify) = (tls_ca, tls_cert, tls_key, tls_verify);
+        config.tls = crate::tls::TlsArgs {
+            tls,
+            ca,
+            cert,
+            key,
+            verify,
+        }
+        .build(py)?;
         ensure_callback_thread(py)?;
         let inner = ClientInstance::start(config, runtime().handle().clone())
             .map_err(|e| client_err(py, &e))?;

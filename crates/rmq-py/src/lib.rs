@@ -8,7 +8,7 @@
 //! transport (`remoting`), retention passes and their floor (`retention`), the bridge from
 //! Rust's `log` records into Python's `logging` (`logging`), the config schema
 //! (`config_schema`), the names and codes Rust owns (`names`), small protocol helpers
-//! (`common`) and the atomic file replacement (`files`).
+//! (`common`), the atomic file replacement (`files`) and the TLS options (`tls`).
 
 mod broker;
 mod broker_group;
@@ -29,6 +29,7 @@ mod retention;
 mod runtime;
 mod store;
 mod stored_message;
+mod tls;
 
 use pyo3::prelude::*;
 

@@ -221,8 +221,14 @@ pub(crate) struct RemotingServer {
 #[pymethods]
 impl RemotingServer {
     #[new]
-    #[pyo3(signature = (host, port, handler))]
-    fn new(py: Python<'_>, host: &str, port: u16, handler: Py<PyAny>) -> PyResult<Self> {
+    #[pyo3(signature = (host, port, handler, tls=None))]
+    fn new(
+        py: Python<'_>,
+        host: &str,
+        port: u16,
+        handler: Py<PyAny>,
+        tls: Option<HashMap<String, String>>,
+    ) -> PyResult<Self> {
         if !handler.bind(py).hasattr("handle")? {
             return Err(PyValueError::new_err(
                 "the handler needs a handle(request) method",
@@ -230,8 +236,12 @@ impl RemotingServer {
         }
         let addr = resolve(&format!("{host}:{port}"))?;
         let h: Arc<dyn RequestHandler> = Arc::new(PyHandler::new(handler));
+        let config = rmq_remoting::ServerConfig {
+            tls: crate::tls::server_tls(py, tls.as_ref())?,
+            ..rmq_remoting::ServerConfig::default()
+        };
         let handle = py
-            .detach(|| runtime().block_on(rmq_remoting::serve(addr, h, rmq_remoting::ServerConfig::default())))
+            .detach(|| runtime().block_on(rmq_remoting::serve(addr, h, config)))
             .map_err(|e| {
                 PyRuntimeError::new_err(format!(
                     "cannot listen on {addr}: {e} (is another process using the port? choose another with -p)"
@@ -267,6 +277,7 @@ impl RemotingServer {
 #[pyclass(module = "rmq._rmq")]
 pub(crate) struct RemotingClient {
     conns: Mutex<HashMap<SocketAddr, Connection>>,
+    tls: Option<Arc<rmq_remoting::tls::ClientTls>>,
 }
 
 impl RemotingClient {
@@ -285,7 +296,8 @@ impl RemotingClient {
                 return Ok(c.clone());
             }
         }
-        let c = runtime().block_on(rmq_remoting::connect(addr, None, timeout))?;
+        let tls = self.tls.clone();
+        let c = runtime().block_on(rmq_remoting::connect_tls(addr, None, timeout, tls))?;
         self.conns
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -316,10 +328,26 @@ fn remoting_err(py: Python<'_>, e: &rmq_remoting::RemotingError) -> PyErr {
 #[pymethods]
 impl RemotingClient {
     #[new]
-    fn new() -> Self {
-        Self {
+    #[pyo3(signature = (*, tls=false, tls_ca=None, tls_cert=None, tls_key=None, tls_verify=true))]
+    fn new(
+        py: Python<'_>,
+        tls: bool,
+        tls_ca: Option<std::path::PathBuf>,
+        tls_cert: Option<std::path::PathBuf>,
+        tls_key: Option<std::path::PathBuf>,
+        tls_verify: bool,
+    ) -> PyResult<Self> {
+        let tls_args = crate::tls::TlsArgs {
+            tls,
+            ca: tls_ca,
+            cert: tls_cert,
+            key: tls_key,
+            verify: tls_verify,
+        };
+        Ok(Self {
             conns: Mutex::new(HashMap::new()),
-        }
+            tls: tls_args.build(py)?,
+        })
     }
 
     /// Send a request to `addr` and wait for the response.

@@ -219,7 +219,9 @@ async fn tls_or_plain(stream: TcpStream, tls: &ServerTls, wait: Duration) -> Opt
         }
         if tls.should_log_refusal(peer.ip()) {
             log::warn!(
-                "closing plain connection from {peer}: tls.server.mode = enforcing accepts                  TLS only; the client must use TLS (Java: -Dtls.enable=true, rmq SDK:                  tls=True, rmq admin: --tls), or set tls.server.mode = permissive"
+                "closing plain connection from {peer}: tls.server.mode = enforcing accepts \
+                 TLS only; the client must use TLS (Java: -Dtls.enable=true, rmq SDK: \
+                 tls=True, rmq admin: --tls), or set tls.server.mode = permissive"
             );
         }
         return None;

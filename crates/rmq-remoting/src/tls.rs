@@ -329,9 +329,9 @@ impl std::fmt::Debug for ClientTls {
 
 impl ClientTls {
     /// Build from RocketMQ's client keys; `None` unless `tls.enable=true`. The server is
-    /// verified when `tls.client.trustCertPath` is set or `tls.client.authServer=true`
-    /// (which then needs the trust file), unless `tls.test.mode.enable=true` says to trust
-    /// any server.
+    /// verified when `tls.client.trustCertPath` is set (against it) or
+    /// `tls.client.authServer=true` (against the system's CAs when no trust file is set),
+    /// unless `tls.test.mode.enable=true` says to trust any server.
     ///
     /// # Errors
     /// A bad boolean, an unreadable or malformed PEM file, a key without a cert.
@@ -342,15 +342,6 @@ impl ClientTls {
         let trust = get(settings, CLIENT_TRUST).map(PathBuf::from);
         let auth_server = flag(settings, AUTH_SERVER)?.unwrap_or(false);
         let test_mode = flag(settings, TEST_MODE)?.unwrap_or(false);
-        if auth_server && trust.is_none() {
-            return Err(TlsError::Setting {
-                key: CLIENT_TRUST,
-                detail: format!(
-                    "not set, but {AUTH_SERVER}=true; set it to the PEM file of the CAs \
-                     that sign the servers' certificates"
-                ),
-            });
-        }
         if get(settings, CLIENT_KEY_PASSWORD).is_some() {
             log::warn!("{CLIENT_KEY_PASSWORD} is set: encrypted client keys are not supported");
         }
@@ -363,47 +354,42 @@ impl ClientTls {
         Self::new(&options).map(Some)
     }
 
-    /// Build from SDK options.
+    /// Build from SDK options; `verify_server` without a trust file verifies against the
+    /// system's CAs.
     ///
     /// # Errors
-    /// An unreadable or malformed PEM file; `verify_server` without a trust file; a client
-    /// certificate without its key (or the other way round).
+    /// An unreadable or malformed PEM file; `verify_server` with neither a trust file nor
+    /// system CAs; a client certificate without its key (or the other way round).
     pub fn new(options: &ClientTlsOptions) -> Result<Self, TlsError> {
         let provider = provider();
-        let verifier: Arc<dyn ServerCertVerifier> =
-            match (&options.trust_cert_path, options.verify_server) {
-                (Some(trust), true) => {
-                    let roots = pem::roots(CLIENT_TRUST, trust)?;
-                    let inner = WebPkiServerVerifier::builder_with_provider(
+        let verifier = ChainOnly {
+            inner: if options.verify_server {
+                let roots = match &options.trust_cert_path {
+                    Some(trust) => pem::roots(CLIENT_TRUST, trust)?,
+                    None => system_roots()?,
+                };
+                let at = options
+                    .trust_cert_path
+                    .as_deref()
+                    .unwrap_or(Path::new("(system)"));
+                Some(
+                    WebPkiServerVerifier::builder_with_provider(
                         Arc::new(roots),
                         Arc::clone(&provider),
                     )
                     .build()
-                    .map_err(|e| file(CLIENT_TRUST, trust, &e))?;
-                    Arc::new(ChainOnly {
-                        inner: Some(inner),
-                        provider: Arc::clone(&provider),
-                    })
-                }
-                (None, true) => {
-                    return Err(TlsError::Setting {
-                        key: CLIENT_TRUST,
-                        detail: "no CA file to verify the server with: give one (tls_ca) or turn \
-                             verification off (tls_verify=False, RocketMQ's \
-                             tls.test.mode.enable=true)"
-                            .to_owned(),
-                    })
-                }
-                (_, false) => Arc::new(ChainOnly {
-                    inner: None,
-                    provider: Arc::clone(&provider),
-                }),
-            };
+                    .map_err(|e| file(CLIENT_TRUST, at, &e))?,
+                )
+            } else {
+                None
+            },
+            provider: Arc::clone(&provider),
+        };
         let builder = rustls::ClientConfig::builder_with_provider(provider)
             .with_protocol_versions(rustls::DEFAULT_VERSIONS)
             .map_err(|e| setting(ENABLE, &e))?
             .dangerous()
-            .with_custom_certificate_verifier(verifier);
+            .with_custom_certificate_verifier(Arc::new(verifier));
         let config = match (&options.cert_path, &options.key_path) {
             (None, None) => builder.with_no_client_auth(),
             (Some(cert), Some(key)) => {
@@ -510,6 +496,23 @@ impl ServerCertVerifier for ChainOnly {
             .signature_verification_algorithms
             .supported_schemes()
     }
+}
+
+/// The platform's trusted CAs (`/etc/ssl/certs` and the like).
+fn system_roots() -> Result<RootCertStore, TlsError> {
+    let found = rustls_native_certs::load_native_certs();
+    let mut roots = RootCertStore::empty();
+    let (added, _) = roots.add_parsable_certificates(found.certs);
+    if added == 0 {
+        return Err(TlsError::Setting {
+            key: CLIENT_TRUST,
+            detail: "not set, and this system has no trusted CA certificates to verify the \
+                     server with: give the CA file (tls_ca), or trust any server \
+                     (tls_verify=False; RocketMQ's tls.test.mode.enable=true)"
+                .to_owned(),
+        });
+    }
+    Ok(roots)
 }
 
 fn file(key: &'static str, path: &Path, detail: &dyn std::fmt::Display) -> TlsError {

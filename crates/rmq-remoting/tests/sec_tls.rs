@@ -397,8 +397,6 @@ fn bad_settings_name_the_key_and_the_file() {
     assert!(ClientTls::from_settings(&c).unwrap().is_none());
     c.insert("tls.enable".to_owned(), "true".to_owned());
     c.insert("tls.client.authServer".to_owned(), "true".to_owned());
-    let e = ClientTls::from_settings(&c).unwrap_err().to_string();
-    assert!(e.starts_with("tls.client.trustCertPath: not set"), "{e}");
     c.insert(
         "tls.client.trustCertPath".into(),
         "/nonexistent/ca.pem".into(),

@@ -19,6 +19,7 @@ from rmq.admin.client import DEFAULT_NAMESRV_ADDR, DEFAULT_TIMEOUT_MS, Admin
 from rmq.admin.command import REGISTRY
 from rmq.admin.output import Result
 from rmq.errors import RmqError
+from rmq.tls import TlsOptions, add_tls_arguments
 
 __all__ = ["build_parser", "main"]
 
@@ -53,6 +54,7 @@ def _global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
         default=d(DEFAULT_TIMEOUT_MS),
         help=f"timeout of each request in milliseconds (default: {DEFAULT_TIMEOUT_MS})",
     )
+    add_tls_arguments(parser, suppress=suppress)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -107,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else 2
     command: str = args.command
     try:
-        with Admin(args.namesrv_addr, args.timeout) as admin:
+        with Admin(args.namesrv_addr, args.timeout, tls=TlsOptions.from_args(args)) as admin:
             result = args.run(admin, args)
             _print(result, args.json, sys.stdout, command)
     except RmqError as exc:

@@ -26,6 +26,7 @@ from rmq.errors import (
     RmqError,
     for_code,
 )
+from rmq.tls import PLAIN, TlsOptions
 
 if TYPE_CHECKING:
     from rmq._rmq import RemotingClient, RemotingResponse
@@ -259,16 +260,19 @@ class Admin:
         namesrv_addr: str = DEFAULT_NAMESRV_ADDR,
         timeout_ms: int = DEFAULT_TIMEOUT_MS,
         client: RemotingClient | None = None,
+        *,
+        tls: TlsOptions = PLAIN,
     ) -> None:
         names = [a.strip() for a in namesrv_addr.split(";") if a.strip()]
         if not names:
             raise AdminError("no nameserver address given — set -n host:port or NAMESRV_ADDR")
         self.namesrv_addrs = [resolve_addr(a, "nameserver address") for a in names]
         self.timeout_ms = timeout_ms
+        self.tls = tls
         if client is None:
             from rmq._rmq import RemotingClient as Client
 
-            client = Client()
+            client = Client(**tls.as_kwargs())
         self._client = client
 
     def close(self) -> None:

@@ -15,6 +15,7 @@ from rmq._rmq import BENCHMARK_TOPIC
 from rmq.bench._report import print_summary
 from rmq.bench.stats import LatencySummary
 from rmq.errors import RemotingConnectError, RemotingTimeoutError, RmqError, TopicNotExistError
+from rmq.tls import TlsOptions, add_tls_arguments
 
 __all__ = ["build_parser", "main"]
 
@@ -48,6 +49,7 @@ def _common(p: argparse.ArgumentParser, *, namesrv: bool = True) -> None:
         p.add_argument(
             "-t", "--topic", default=BENCHMARK_TOPIC, help=f"topic (default: {BENCHMARK_TOPIC})"
         )
+        add_tls_arguments(p)
     bound = p.add_mutually_exclusive_group()
     bound.add_argument(
         "-d", "--duration", type=_seconds, metavar="SECONDS", help="stop after this long"
@@ -293,6 +295,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             count=args.count,
             send_timeout_ms=args.timeout,
             progress=progress,
+            tls=TlsOptions.from_args(args),
         )
         return _run("producer", namesrv, args.topic, args.json, lambda: run_producer(popts))
 
@@ -310,5 +313,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         duration_s=args.duration,
         count=args.count,
         progress=progress,
+        tls=TlsOptions.from_args(args),
     )
     return _run("consumer", namesrv, args.topic, args.json, lambda: run_consumer(copts))

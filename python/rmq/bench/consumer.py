@@ -17,6 +17,7 @@ from typing import Any
 
 from rmq._rmq import BENCHMARK_TOPIC
 from rmq.bench.stats import LatencySummary, RecorderSet
+from rmq.tls import PLAIN, TlsOptions
 
 __all__ = ["ConsumerOptions", "run_consumer"]
 
@@ -37,6 +38,7 @@ class ConsumerOptions:
     duration_s: float | None = None
     count: int | None = None
     progress: bool = True
+    tls: TlsOptions = PLAIN
 
     def group_name(self) -> str:
         return self.group or f"benchmark_consumer_{os.getpid()}_{time.time_ns() // 1_000_000}"
@@ -77,7 +79,7 @@ def run_consumer(opts: ConsumerOptions) -> tuple[dict[str, Any], dict[str, Laten
     listener = _Listener()
     instance_name = f"bench-consumer-{os.getpid()}-{time.time_ns()}"
     # The consumer below shares this client instance (same nameserver and instance name).
-    instance = _instance.acquire(opts.namesrv, instance_name)
+    instance = _instance.acquire(opts.namesrv, instance_name, tls=opts.tls)
     try:
         instance.fetch_subscribe_queues(opts.topic)
         consumer = PushConsumer(
@@ -88,6 +90,7 @@ def run_consumer(opts: ConsumerOptions) -> tuple[dict[str, Any], dict[str, Laten
             consume_thread_max=opts.threads,
             pull_batch_size=opts.pull_batch_size,
             consume_message_batch_max_size=opts.consume_batch_size,
+            **opts.tls.as_kwargs(),
         )
         consumer.subscribe(opts.topic, opts.expression)
         consumer.register_message_listener_concurrently(listener)

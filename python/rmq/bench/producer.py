@@ -20,6 +20,7 @@ from typing import Any
 from rmq._rmq import BENCHMARK_TOPIC
 from rmq.bench.stats import LatencySummary, RecorderSet
 from rmq.errors import RemotingError
+from rmq.tls import PLAIN, TlsOptions
 
 __all__ = ["ProducerOptions", "run_producer", "split_count"]
 
@@ -48,6 +49,7 @@ class ProducerOptions:
     count: int | None = None
     send_timeout_ms: int = 3000
     progress: bool = True
+    tls: TlsOptions = PLAIN
 
     @property
     def batch(self) -> int:
@@ -202,6 +204,7 @@ def run_producer(opts: ProducerOptions) -> tuple[dict[str, Any], dict[str, Laten
         instance_name=f"bench-producer-{os.getpid()}-{time.time_ns()}",
         send_msg_timeout=opts.send_timeout_ms,
         compress_msg_body_over_howmuch=_NO_COMPRESSION,
+        **opts.tls.as_kwargs(),
     )
     producer.start()
     try:

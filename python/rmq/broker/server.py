@@ -120,6 +120,7 @@ def broker_keys(config: BrokerConfig) -> dict[str, str]:
         "clusterTopicEnable": str(config.cluster_topic_enable).lower(),
         "brokerTopicEnable": str(config.broker_topic_enable).lower(),
         "slaveReadEnable": str(config.slave_read_enable).lower(),
+        **config.tls_server,
     }
 
 
@@ -200,6 +201,8 @@ def run_broker(
         config, config_path=config_path, store_defaults=store_config_defaults()
     )
     try:
+        # The broker's own connections (registration, slave sync): tls.enable, tls.client.*.
+        client = RemotingClient(**config.tls_client.as_kwargs())
         server = BrokerServer(store, broker_keys(config), "0.0.0.0", config.listen_port, admin)
     except (RmqError, RuntimeError) as exc:
         log.error("%s", exc)
@@ -215,7 +218,6 @@ def run_broker(
         broker_addr=config.store_host,
         ha_server_addr=f"{config.broker_ip1}:{store.ha_listen_port or config.listen_port + 1}",
     )
-    client = RemotingClient()
     # RocketMQ runs its ScheduleMessageService and transaction checks on masters only (a
     # slave's store takes no puts); the role starts and stops them (rmq.broker.role).
     role = BrokerGroupRole(

@@ -12,6 +12,7 @@ import threading
 from typing import Protocol
 
 from rmq._rmq import ClientInstance, _stop_callbacks
+from rmq.tls import PLAIN, TlsOptions
 
 __all__ = ["BrokerPushHandler", "acquire", "default_namesrv_addr", "release"]
 
@@ -56,7 +57,7 @@ class _Shared:
 
 
 _lock = threading.Lock()
-_shared: dict[tuple[str, str], _Shared] = {}
+_shared: dict[tuple[str, str, TlsOptions], _Shared] = {}
 
 
 def acquire(
@@ -67,10 +68,11 @@ def acquire(
     *,
     heartbeat_broker_interval_ms: int = 30000,
     poll_name_server_interval_ms: int = 30000,
+    tls: TlsOptions = PLAIN,
 ) -> ClientInstance:
-    """The shared instance for ``(namesrv_addr, instance_name)``, created on first use;
+    """The shared instance for ``(namesrv_addr, instance_name, tls)``, created on first use;
     ``handler`` receives broker pushes for ``group``. Pair with :func:`release`."""
-    key = (namesrv_addr, instance_name)
+    key = (namesrv_addr, instance_name, tls)
     with _lock:
         s = _shared.get(key)
         if s is None:
@@ -79,6 +81,7 @@ def acquire(
                 instance_name=instance_name,
                 heartbeat_broker_interval_ms=heartbeat_broker_interval_ms,
                 poll_name_server_interval_ms=poll_name_server_interval_ms,
+                **tls.as_kwargs(),
             )
             s = _Shared(inst)
             inst.set_listener(s.on_broker_request, s.on_warning)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -65,6 +66,7 @@ from rmq.client.offset_store import (
     parse_offset_table,
 )
 from rmq.errors import RmqError
+from rmq.tls import TlsOptions
 
 __all__ = [
     "ConsumeConcurrentlyStatus",
@@ -203,8 +205,10 @@ class _GroupMember:
         consume_timestamp_ms: int | None,
         allocate_strategy: AllocateMessageQueueStrategy | None,
         offset_store_dir: str | Path | None,
+        tls: TlsOptions,
     ) -> None:
         self.group = group
+        self.tls = tls
         self.namesrv_addr = _instance.default_namesrv_addr(namesrv_addr)
         self.instance_name = instance_name
         self.message_model = MessageModel(message_model)
@@ -259,6 +263,11 @@ class PushConsumer(_GroupMember):
         heartbeat_broker_interval: int = 30000,
         poll_name_server_interval: int = 30000,
         offset_store_dir: str | Path | None = None,
+        tls: bool = False,
+        tls_ca: str | os.PathLike[str] | None = None,
+        tls_cert: str | os.PathLike[str] | None = None,
+        tls_key: str | os.PathLike[str] | None = None,
+        tls_verify: bool = True,
     ) -> None:
         super().__init__(
             group,
@@ -269,6 +278,7 @@ class PushConsumer(_GroupMember):
             consume_timestamp_ms,
             allocate_strategy,
             offset_store_dir,
+            TlsOptions.of(tls, tls_ca, tls_cert, tls_key, tls_verify),
         )
         self.consume_thread_max = consume_thread_max
         self.consume_message_batch_max_size = consume_message_batch_max_size
@@ -345,6 +355,7 @@ class PushConsumer(_GroupMember):
             self,
             heartbeat_broker_interval_ms=self.heartbeat_broker_interval,
             poll_name_server_interval_ms=self.poll_name_server_interval,
+            tls=self.tls,
         )
         self._store = self._open_offset_store(self._instance)
         self._rebalancer = Rebalancer(

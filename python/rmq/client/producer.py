@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import os
 from collections.abc import Callable, Generator, Iterable, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
@@ -17,6 +18,7 @@ from rmq._rmq import NativeProducer, SendResult, java_string_hash
 from rmq.client import _instance
 from rmq.client.message import Message
 from rmq.client.message_queue import MessageQueue
+from rmq.tls import TlsOptions
 
 __all__ = [
     "MessageQueueSelector",
@@ -102,8 +104,14 @@ class Producer:
         default_topic_queue_nums: int = 4,
         poll_name_server_interval: int = 30000,
         heartbeat_broker_interval: int = 30000,
+        tls: bool = False,
+        tls_ca: str | os.PathLike[str] | None = None,
+        tls_cert: str | os.PathLike[str] | None = None,
+        tls_key: str | os.PathLike[str] | None = None,
+        tls_verify: bool = True,
     ) -> None:
         self.group = group
+        self.tls = TlsOptions.of(tls, tls_ca, tls_cert, tls_key, tls_verify)
         self.namesrv_addr = _instance.default_namesrv_addr(namesrv_addr)
         self.instance_name = instance_name
         self.max_message_size = max_message_size
@@ -135,6 +143,7 @@ class Producer:
                 handler,
                 heartbeat_broker_interval_ms=self.heartbeat_broker_interval,
                 poll_name_server_interval_ms=self.poll_name_server_interval,
+                tls=self.tls,
             )
             self._instance = instance
             self._native = NativeProducer(

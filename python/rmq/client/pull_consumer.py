@@ -7,6 +7,7 @@ application). Offsets: ``seek`` moves the next pull, ``commit`` stores what ``po
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -25,6 +26,7 @@ from rmq.client.consumer import (
     warn_body_errors,
 )
 from rmq.client.message_queue import MessageQueue
+from rmq.tls import TlsOptions
 
 __all__ = ["PullConsumer"]
 
@@ -55,6 +57,11 @@ class PullConsumer(_GroupMember):
         poll_timeout_ms: int = 5000,
         rebalance_interval_ms: int = 20000,
         offset_store_dir: str | Path | None = None,
+        tls: bool = False,
+        tls_ca: str | os.PathLike[str] | None = None,
+        tls_cert: str | os.PathLike[str] | None = None,
+        tls_key: str | os.PathLike[str] | None = None,
+        tls_verify: bool = True,
     ) -> None:
         super().__init__(
             group,
@@ -65,6 +72,7 @@ class PullConsumer(_GroupMember):
             consume_timestamp_ms,
             allocate_strategy,
             offset_store_dir,
+            TlsOptions.of(tls, tls_ca, tls_cert, tls_key, tls_verify),
         )
         self.pull_batch_size = pull_batch_size
         self.auto_commit = auto_commit
@@ -112,7 +120,9 @@ class PullConsumer(_GroupMember):
         """Connect and join the group. Returns self."""
         if self._running:
             return self
-        self._instance = _instance.acquire(self.namesrv_addr, self.instance_name, self.group, self)
+        self._instance = _instance.acquire(
+            self.namesrv_addr, self.instance_name, self.group, self, tls=self.tls
+        )
         self._store = self._open_offset_store(self._instance)
         self._rebalancer = Rebalancer(
             self._instance, self.group, self.message_model, self.allocate_strategy

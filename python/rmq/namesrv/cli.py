@@ -16,7 +16,8 @@ from pathlib import Path
 from types import FrameType
 
 from rmq.config import parse_properties
-from rmq.namesrv.config import ACCEPTED_UNUSED_KEYS, KNOWN_KEYS, NamesrvConfig
+from rmq.errors import ConfigError
+from rmq.namesrv.config import ACCEPTED_UNUSED_KEYS, KNOWN_KEYS, TLS_KEYS, NamesrvConfig
 from rmq.namesrv.server import NamesrvProcessor
 
 __all__ = ["DEFAULT_PORT", "main", "run"]
@@ -71,7 +72,7 @@ def _read_config(path: str) -> tuple[int | None, dict[str, str]]:
 
 def run(host: str, port: int, stop: threading.Event, settings: dict[str, str] | None = None) -> int:
     """Serve until ``stop`` is set (``settings``: the config file's keys, reported by
-    GET_NAMESRV_CONFIG). Returns the exit status."""
+    GET_NAMESRV_CONFIG, but for ``tls.*``, which set up TLS). Returns the exit status."""
     from rmq._rmq import RemotingServer
 
     config = NamesrvConfig(
@@ -79,8 +80,9 @@ def run(host: str, port: int, stop: threading.Event, settings: dict[str, str] | 
     )
     processor = NamesrvProcessor(config=config)
     try:
-        server = RemotingServer(host, port, processor)
-    except RuntimeError as exc:
+        tls = {k: v for k, v in (settings or {}).items() if k in TLS_KEYS}
+        server = RemotingServer(host, port, processor, tls=tls or None)
+    except (RuntimeError, ConfigError) as exc:
         log.error("%s", exc)
         return 1
     config.listen_port = int(server.local_addr.rsplit(":", 1)[1])

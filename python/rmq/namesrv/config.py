@@ -2,7 +2,8 @@
 as ``namesrv.conf`` spells them) and what GET_NAMESRV_CONFIG (319) / UPDATE_NAMESRV_CONFIG (318)
 report and change (``mqadmin getNamesrvConfig`` / ``updateNamesrvConfig``).
 
-rmq's nameserver acts on ``listenPort`` only; the other keys are accepted so that RocketMQ
+rmq's nameserver acts on ``listenPort`` and the ``tls.server.*`` keys (TLS on its port, read
+at start-up and never reported back); the other keys are accepted so that RocketMQ
 config files and admin tools work, kept, and reported back, but change nothing. The answer to
 GET_NAMESRV_CONFIG is ``key=value`` lines: ``listenPort`` (the port actually bound) and every
 key set in the config file or by UPDATE_NAMESRV_CONFIG. Updates live in memory until the
@@ -24,12 +25,15 @@ __all__ = [
     "ACCEPTED_UNUSED_KEYS",
     "KNOWN_KEYS",
     "PATH_KEYS",
+    "TLS_KEYS",
     "NamesrvConfig",
     "NamesrvConfigError",
 ]
 
 _SCHEMA = {key.name: key for key in config_schema("namesrv")}
-KNOWN_KEYS = frozenset({"listenPort"})
+TLS_KEYS = frozenset(name for name in _SCHEMA if name.startswith("tls."))
+"""``tls.server.mode``, ``tls.server.certPath``, ...: handed to ``rmq._rmq.RemotingServer``."""
+KNOWN_KEYS = frozenset({"listenPort"}) | TLS_KEYS
 PATH_KEYS = frozenset(name for name, key in _SCHEMA.items() if key.kind == "path")
 _BOOL_KEYS = frozenset(name for name, key in _SCHEMA.items() if key.kind == "bool")
 _INT_KEYS = frozenset(
@@ -51,6 +55,10 @@ class NamesrvConfigError(ValueError):
 def _check(key: str, value: str) -> None:
     if key in PATH_KEYS:
         raise NamesrvConfigError("Can not update config path", path_key=True)
+    if key in TLS_KEYS:
+        raise NamesrvConfigError(
+            f"{key} cannot change while the nameserver runs: set it in namesrv.conf and restart"
+        )
     if key == "listenPort":
         raise NamesrvConfigError(
             "listenPort cannot change while the nameserver runs: set it in namesrv.conf "

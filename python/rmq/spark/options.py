@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from rmq.errors import ConfigError
+from rmq.tls import PLAIN, TlsOptions
 
 __all__ = [
     "EARLIEST",
@@ -45,7 +46,7 @@ DEFAULT_WRITE_GROUP = "spark-rmq-writer"
 OffsetSpec = Literal["earliest", "latest"] | dict[str, dict[str, dict[int, int]]]
 """``"earliest"``, ``"latest"``, or per topic, broker and queue id an offset (-2, -1 or >= 0)."""
 
-_COMMON = {"namesrv", "topic", "instancename"}
+_COMMON = {"namesrv", "topic", "instancename", "tls", "tlsca", "tlscert", "tlskey", "tlsverify"}
 _READ = _COMMON | {
     "startingoffsets",
     "endingoffsets",
@@ -86,6 +87,7 @@ class ReadOptions:
     pull_batch_size: int
     pull_timeout_ms: int
     instance_name: str
+    tls: TlsOptions = PLAIN
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +105,7 @@ class WriteOptions:
     delivery_guarantee: Literal["at-least-once", "exactly-once"]
     instance_name: str
     checkpoint_location: str | None = None
+    tls: TlsOptions = PLAIN
 
 
 def _lower(options: Mapping[str, str]) -> dict[str, str]:
@@ -140,6 +143,15 @@ def _int_default(opts: Mapping[str, str], key: str, name: str, default: int, min
     value = _int(opts, key, name, default, minimum)
     assert value is not None
     return value
+
+
+def _tls(opts: Mapping[str, str]) -> TlsOptions:
+    """Options ``tls``, ``tlsCa``, ``tlsCert``, ``tlsKey``, ``tlsVerify`` (the SDK's ``tls``,
+    ``tls_ca``, ...; a CA, cert or key implies ``tls``)."""
+    ca, cert, key = (opts.get(k, "").strip() or None for k in ("tlsca", "tlscert", "tlskey"))
+    enabled = _bool(opts, "tls", "tls", False) or any((ca, cert, key))
+    verify = _bool(opts, "tlsverify", "tlsVerify", True)
+    return TlsOptions.of(enabled, ca, cert, key, tls_verify=verify)
 
 
 def _bool(opts: Mapping[str, str], key: str, name: str, default: bool) -> bool:
@@ -252,6 +264,7 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
         pull_batch_size=_int_default(opts, "pullbatchsize", "pullBatchSize", 32, 1),
         pull_timeout_ms=_int_default(opts, "pulltimeoutms", "pullTimeoutMs", 10000, 1),
         instance_name=opts.get("instancename", "spark").strip() or "spark",
+        tls=_tls(opts),
     )
 
 
@@ -293,4 +306,5 @@ def parse_write_options(options: Mapping[str, str], *, streaming: bool) -> Write
         delivery_guarantee="exactly-once" if guarantee == "exactly-once" else "at-least-once",
         instance_name=opts.get("instancename", "spark").strip() or "spark",
         checkpoint_location=checkpoint,
+        tls=_tls(opts),
     )

@@ -73,6 +73,8 @@ pub struct ClientConfig {
     /// Most bytes a pulled compressed body may decompress to (the producers'
     /// `maxMessageSize`, 4 MiB): a larger one is left as stored, with an error.
     pub max_decompressed_body_size: usize,
+    /// TLS for every connection (nameservers and brokers); `None`: plain TCP.
+    pub tls: Option<Arc<rmq_remoting::tls::ClientTls>>,
 }
 
 impl ClientConfig {
@@ -87,6 +89,7 @@ impl ClientConfig {
             heartbeat_broker_interval: Duration::from_secs(30),
             api_timeout: Duration::from_secs(3),
             max_decompressed_body_size: 4 * 1024 * 1024,
+            tls: None,
         }
     }
 
@@ -233,7 +236,8 @@ impl ClientInstance {
         }
         let sock = resolve(addr).await?;
         let handler: Arc<dyn RequestHandler> = self.inner.handler.clone();
-        let c = rmq_remoting::connect(sock, Some(handler), self.inner.config.api_timeout)
+        let (timeout, tls) = (self.inner.config.api_timeout, self.inner.config.tls.clone());
+        let c = rmq_remoting::connect_tls(sock, Some(handler), timeout, tls)
             .await
             .map_err(|e| ClientError::from_remoting(addr, 0, e))?;
         self.inner

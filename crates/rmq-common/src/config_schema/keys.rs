@@ -22,6 +22,8 @@ const MAX_HOURS: i64 = 24 * 365 * 100;
 const DAY_MS: i64 = 86_400_000;
 const HOUR_MS: i64 = 3_600_000;
 const MS: &str = " (milliseconds)";
+const TLS_MODE: ValueKind = ValueKind::OneOf(&["disabled", "permissive", "enforcing"]);
+const TLS_CLIENT_AUTH: ValueKind = ValueKind::OneOf(&["none", "optional", "require"]);
 
 /// Every `broker.conf` key.
 #[rustfmt::skip]
@@ -208,6 +210,37 @@ pub static BROKER_KEYS: &[K] = &[
         "Granularity of timer messages (ms); only RocketMQ's default is supported.")
         .allowed("only 1000 (one-second slots, RocketMQ's default) is supported; remove the key \
                   or set it to 1000"),
+    // ---- TLS (rmq_remoting::tls; RocketMQ's TlsSystemConfig names) -------------------------
+    K::new("tls.server.mode", TLS_MODE, Some("disabled"), Broker,
+        "TLS on the remoting port, its VIP port (listenPort - 2) and the HA port: disabled, \
+         permissive (TLS and plain on one port) or enforcing (TLS only)."),
+    K::new("tls.server.certPath", UNCHECKED, Some(""), Broker,
+        "PEM certificate chain of the server (needed unless tls.server.mode = disabled)."),
+    K::new("tls.server.keyPath", UNCHECKED, Some(""), Broker,
+        "PEM private key of tls.server.certPath (unencrypted PKCS#8, PKCS#1 or SEC1)."),
+    K::new("tls.server.keyPassword", UNCHECKED, Some(""), Broker,
+        "Password of an encrypted key: not supported, an encrypted key is refused at start."),
+    K::new("tls.server.need.client.auth", TLS_CLIENT_AUTH, Some("none"), Broker,
+        "Mutual TLS: none, optional or require a client certificate signed by \
+         tls.server.trustCertPath."),
+    K::new("tls.server.authClient", BOOL, Some("false"), Broker,
+        "true = tls.server.need.client.auth require."),
+    K::new("tls.server.trustCertPath", UNCHECKED, Some(""), Broker,
+        "PEM file of the CAs that sign client certificates (mutual TLS)."),
+    K::new("tls.enable", BOOL, Some("false"), ControlPlane,
+        "The broker's own connections (nameserver registration, slave sync, HA) use TLS."),
+    K::new("tls.client.trustCertPath", UNCHECKED, Some(""), ControlPlane,
+        "PEM file of the CAs that sign the servers' certificates (set: servers are verified)."),
+    K::new("tls.client.certPath", UNCHECKED, Some(""), ControlPlane,
+        "PEM certificate the broker presents to servers that require one (mutual TLS)."),
+    K::new("tls.client.keyPath", UNCHECKED, Some(""), ControlPlane,
+        "PEM private key of tls.client.certPath."),
+    K::new("tls.client.keyPassword", UNCHECKED, Some(""), ControlPlane,
+        "Password of an encrypted client key: not supported."),
+    K::new("tls.client.authServer", BOOL, Some("false"), ControlPlane,
+        "Verify the servers' certificates (needs tls.client.trustCertPath)."),
+    K::new("tls.test.mode.enable", BOOL, Some("false"), ControlPlane,
+        "Trust any server certificate (RocketMQ's test mode; its default there is true)."),
     // ---- RocketMQ keys accepted without effect ---------------------------------------------
     K::new("brokerIP2", UNCHECKED, None, Unused, "HA address: read once replication lands."),
     K::new("sendMessageThreadPoolNums", UNCHECKED, None, Unused, "A Java thread pool."),
@@ -258,4 +291,16 @@ pub static NAMESRV_KEYS: &[K] = &[
         .runtime(),
     K::new("rocketmqHome", UNCHECKED, None, Namesrv, "Kept and reported.").runtime(),
     K::new("productEnvName", UNCHECKED, Some("center"), Namesrv, "Kept and reported.").runtime(),
+    K::new("tls.server.mode", TLS_MODE, Some("disabled"), Namesrv,
+        "TLS on the nameserver port: disabled, permissive (TLS and plain) or enforcing."),
+    K::new("tls.server.certPath", UNCHECKED, Some(""), Namesrv, "PEM certificate chain."),
+    K::new("tls.server.keyPath", UNCHECKED, Some(""), Namesrv, "PEM private key (unencrypted)."),
+    K::new("tls.server.keyPassword", UNCHECKED, Some(""), Namesrv,
+        "Password of an encrypted key: not supported, an encrypted key is refused at start."),
+    K::new("tls.server.need.client.auth", TLS_CLIENT_AUTH, Some("none"), Namesrv,
+        "Mutual TLS: none, optional or require a client certificate."),
+    K::new("tls.server.authClient", BOOL, Some("false"), Namesrv,
+        "true = tls.server.need.client.auth require."),
+    K::new("tls.server.trustCertPath", UNCHECKED, Some(""), Namesrv,
+        "PEM file of the CAs that sign client certificates (mutual TLS)."),
 ];

@@ -1,0 +1,257 @@
+"""TLS end to end with real processes and certificates made by the test (tests/tls_certs.py):
+an enforcing nameserver and broker serve the SDK and the admin tool over TLS, the broker
+registers over TLS, plain clients are refused (one log line per peer); a permissive broker
+serves plain and TLS clients on one port; mutual TLS refuses a client without a trusted
+certificate; a bad certificate path stops start-up naming the key and the file."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import rmq
+from helpers import TEST_STORE_CONF, BrokerProcess, free_port
+from rmq._rmq import RemotingClient
+from rmq.codes import RequestCode
+from rmq.errors import ConfigError, RemotingConnectError, RmqError
+from tls_certs import Pki, make_pki
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    return make_pki(tmp_path_factory.mktemp("pki"))
+
+
+def server_keys(pki: Pki, mode: str) -> str:
+    return (
+        f"tls.server.mode = {mode}\n"
+        f"tls.server.certPath = {pki.server_cert}\n"
+        f"tls.server.keyPath = {pki.server_key}\n"
+    )
+
+
+class Namesrv:
+    """A ``rmq.namesrv`` process with a namesrv.conf; its log goes to a file."""
+
+    def __init__(self, work: Path, conf: str) -> None:
+        path = work / "namesrv.conf"
+        path.write_text(conf)
+        self.log_path = work / "namesrv.log"
+        args = ["--host", "127.0.0.1", "-p", "0", "-c", str(path)]
+        with self.log_path.open("w") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "rmq.namesrv", *args],
+                stderr=log,
+                text=True,
+            )
+        self.addr = ""
+        deadline = time.monotonic() + 20
+        while not self.addr and time.monotonic() < deadline and self.proc.poll() is None:
+            m = re.search(r"listening on (127\.0\.0\.1:\d+)", self.log)
+            self.addr = m.group(1) if m else ""
+            time.sleep(0.05)
+        assert self.addr, f"nameserver did not start: {self.log}"
+
+    @property
+    def log(self) -> str:
+        return self.log_path.read_text()
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait(10)
+
+
+@pytest.fixture
+def cluster_factory(tmp_path: Path) -> Iterator[object]:
+    """Start a nameserver and a broker with extra conf lines; both stopped at the end."""
+    started: list[Namesrv | BrokerProcess] = []
+
+    def start(namesrv_conf: str, broker_conf: str) -> tuple[Namesrv, str, BrokerProcess]:
+        ns = Namesrv(tmp_path, namesrv_conf)
+        started.append(ns)
+        port = free_port()
+        conf = tmp_path / "broker.conf"
+        conf.write_text(
+            "brokerName = broker-a\n"
+            "brokerIP1 = 127.0.0.1\n"
+            f"listenPort = {port}\n"
+            f"storePathRootDir = {tmp_path / 'store'}\n"
+            "mappedFileSizeCommitLog = 16777216\n" + TEST_STORE_CONF + broker_conf
+        )
+        broker = BrokerProcess("-c", str(conf), "-n", ns.addr, cwd=tmp_path)
+        started.append(broker)
+        broker.wait_for("listening on")  # registered by then
+        return ns, f"127.0.0.1:{port}", broker
+
+    yield start
+    for p in reversed(started):
+        if isinstance(p, BrokerProcess):
+            p.kill()
+        else:
+            p.stop()
+
+
+def pull_all(
+    namesrv: str, topic: str, group: str, count: int, *, more: bool = False, **tls: object
+) -> list[bytes]:
+    """Pull ``topic`` from its first offset with a new group until ``count`` messages came
+    (``more``: then poll once more, for any message beyond them)."""
+    got: list[bytes] = []
+    with rmq.PullConsumer(
+        group,
+        namesrv,
+        consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+        **tls,  # type: ignore[arg-type]
+    ) as consumer:
+        consumer.subscribe(topic)
+        deadline = time.monotonic() + 30
+        while len(got) < count and time.monotonic() < deadline:
+            got.extend(m.body for m in consumer.poll(3000))
+        if more:
+            got.extend(m.body for m in consumer.poll(1000))
+    return got
+
+
+def send_and_pull(namesrv: str, topic: str, group: str, count: int, **tls: object) -> list[bytes]:
+    """Send ``count`` messages (one of them 300 KiB) and pull them back, both over ``tls``."""
+    bodies = [b"m%d" % i for i in range(count - 1)] + [bytes(range(256)) * 1200]
+    with rmq.Producer(f"{group}-p", namesrv, **tls) as producer:  # type: ignore[arg-type]
+        for body in bodies:
+            producer.send(rmq.Message(topic, body))
+    got = pull_all(namesrv, topic, group, count, **tls)
+    assert sorted(got) == sorted(bodies)
+    return got
+
+
+def admin(namesrv: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "rmq.admin", "-n", namesrv, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_enforcing_serves_tls_clients_and_refuses_plain_ones(
+    pki: Pki, cluster_factory: object
+) -> None:
+    namesrv, broker_addr, broker = cluster_factory(  # type: ignore[operator]
+        server_keys(pki, "enforcing"),
+        server_keys(pki, "enforcing") + f"tls.enable = true\ntls.client.trustCertPath = {pki.ca}\n",
+    )
+    ns = namesrv.addr
+    # The broker registered with the enforcing nameserver (over TLS): its topic routes work.
+    sent = send_and_pull(ns, "TlsTopic", "tls-group", 20, tls=True, tls_ca=str(pki.ca))
+
+    listed = admin(ns, "--tls", "--tls-ca", str(pki.ca), "clusterList")
+    assert listed.returncode == 0, listed.stderr
+    assert "broker-a" in listed.stdout
+    plain_admin = admin(ns, "clusterList")
+    assert plain_admin.returncode == 1
+
+    # Plain clients are closed by the nameserver and by the broker (a few tries each).
+    with (
+        pytest.raises(RmqError),
+        rmq.Producer("plain-p", ns, retry_times_when_send_failed=3) as producer,
+    ):
+        producer.send(rmq.Message("TlsTopic", b"plain"))
+    plain = RemotingClient()
+    for _ in range(3):
+        with pytest.raises(RemotingConnectError):
+            plain.invoke(broker_addr, RequestCode.GET_BROKER_RUNTIME_INFO)
+        plain.close()
+    # A client that verifies against another CA refuses the servers.
+    with (
+        pytest.raises(RmqError),
+        rmq.Producer("wrong-ca", ns, tls=True, tls_ca=str(pki.other_ca)) as producer,
+    ):
+        producer.send(rmq.Message("TlsTopic", b"x"))
+
+    # Nothing plain was stored: the topic holds what the TLS producer sent, no more.
+    stored = pull_all(ns, "TlsTopic", "tls-group-2", 20, tls=True, tls_ca=str(pki.ca), more=True)
+    assert sorted(stored) == sorted(sent)
+    broker.kill()
+    for log in (broker.log, namesrv.log):
+        refusals = [line for line in log.splitlines() if "accepts TLS only" in line]
+        assert len(refusals) == 1, f"one log line per refused peer per minute: {log}"
+        assert "127.0.0.1" in refusals[0] and "tls=True" in refusals[0]
+
+
+def test_permissive_serves_plain_and_tls_on_one_port(pki: Pki, cluster_factory: object) -> None:
+    namesrv, _, _ = cluster_factory(  # type: ignore[operator]
+        server_keys(pki, "permissive"), server_keys(pki, "permissive")
+    )
+    ns = namesrv.addr
+    send_and_pull(ns, "Mixed", "mixed-plain", 5)
+    # tls_verify=False: RocketMQ's test mode, any server certificate is trusted.
+    send_and_pull(ns, "Mixed2", "mixed-tls", 5, tls=True, tls_verify=False)
+    listed = admin(ns, "--tls", "--tls-insecure", "topicList")
+    assert listed.returncode == 0, listed.stderr
+
+
+def test_mutual_tls_refuses_a_client_without_a_trusted_certificate(
+    pki: Pki, cluster_factory: object
+) -> None:
+    # Mutual TLS on the broker; the nameserver asks for no client certificate.
+    namesrv, _, _ = cluster_factory(  # type: ignore[operator]
+        server_keys(pki, "enforcing"),
+        server_keys(pki, "enforcing")
+        + "tls.enable = true\ntls.test.mode.enable = true\n"
+        + f"tls.server.need.client.auth = require\ntls.server.trustCertPath = {pki.ca}\n",
+    )
+    ns = namesrv.addr
+    # A TLS client speaks TLS to the nameserver too (as RocketMQ's tls.enable does).
+    mtls = {
+        "tls": True,
+        "tls_ca": str(pki.ca),
+        "tls_cert": str(pki.client_cert),
+        "tls_key": str(pki.client_key),
+    }
+    send_and_pull(ns, "Mutual", "mutual", 5, **mtls)
+    for identity in ({}, {"tls_cert": str(pki.stranger_cert), "tls_key": str(pki.stranger_key)}):
+        with (
+            pytest.raises(RmqError),
+            rmq.Producer(
+                "no-cert", ns, tls=True, tls_ca=str(pki.ca), instance_name=str(identity), **identity
+            ) as producer,
+        ):
+            producer.send(rmq.Message("Mutual", b"x"))
+
+
+def test_bad_tls_settings_stop_start_up_naming_the_key(pki: Pki, tmp_path: Path) -> None:
+    conf = tmp_path / "broker.conf"
+    conf.write_text(
+        "brokerName = broker-a\n"
+        f"listenPort = {free_port()}\n"
+        f"storePathRootDir = {tmp_path / 'store'}\n"
+        "tls.server.mode = enforcing\n"
+        f"tls.server.certPath = {tmp_path / 'missing.pem'}\n"
+        f"tls.server.keyPath = {pki.server_key}\n"
+    )
+    broker = BrokerProcess("-c", str(conf), cwd=tmp_path)
+    assert broker.finish() == 1
+    assert f"tls.server.certPath = {tmp_path / 'missing.pem'}: cannot be read" in broker.log
+
+    ns_conf = tmp_path / "namesrv.conf"
+    ns_conf.write_text(f"tls.server.mode = permissive\ntls.server.certPath = {pki.server_cert}\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "rmq.namesrv", "-p", "0", "-c", str(ns_conf)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert "tls.server.keyPath: not set" in done.stderr
+
+    with pytest.raises(
+        ConfigError, match=re.escape("tls_ca = /nonexistent/ca.pem: cannot be read")
+    ):
+        rmq.Producer("p", "127.0.0.1:1", tls=True, tls_ca="/nonexistent/ca.pem").start()
+    with pytest.raises(ConfigError, match="without tls=True"):
+        rmq.Producer("p", "127.0.0.1:1", tls_ca=str(pki.ca)).start()
