@@ -141,7 +141,6 @@ impl ClientInstancePy {
         api_timeout_ms=3000,
         tls=false, tls_ca=None, tls_cert=None, tls_key=None, tls_verify=true))]
     #[expect(clippy::too_many_arguments, reason = "one per Python keyword")]
-    #[expect(clippy::fn_params_excessive_bools, reason = "one per Python keyword")]
     fn new(
         py: Python<'_>,
         namesrv_addr: &str,

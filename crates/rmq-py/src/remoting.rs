@@ -222,6 +222,10 @@ pub(crate) struct RemotingServer {
 impl RemotingServer {
     #[new]
     #[pyo3(signature = (host, port, handler, tls=None))]
+    #[expect(
+        clippy::needless_pass_by_value,
+        reason = "pyo3 extracts Python arguments as owned values"
+    )]
     fn new(
         py: Python<'_>,
         host: &str,
