@@ -1,4 +1,4 @@
-"""TLS end to end with real processes and certificates made by the test (tests/tls_certs.py):
+"""TLS end to end with real processes and certificates made by the test (tests/tls_helpers.py):
 an enforcing nameserver and broker serve the SDK and the admin tool over TLS, the broker
 registers over TLS, plain clients are refused (one log line per peer); a permissive broker
 serves plain and TLS clients on one port; mutual TLS refuses a client without a trusted
@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 import rmq
-from helpers import TEST_STORE_CONF, BrokerProcess, free_port
+from helpers import BrokerProcess, free_port
 from rmq._rmq import RemotingClient
 from rmq.codes import RequestCode
 from rmq.errors import ConfigError, RemotingConnectError, RmqError
-from tls_certs import Pki, make_pki
+from tls_helpers import Pki, TlsCluster, make_pki, server_keys
 
 
 @pytest.fixture(scope="module")
@@ -28,73 +28,10 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
     return make_pki(tmp_path_factory.mktemp("pki"))
 
 
-def server_keys(pki: Pki, mode: str) -> str:
-    return (
-        f"tls.server.mode = {mode}\n"
-        f"tls.server.certPath = {pki.server_cert}\n"
-        f"tls.server.keyPath = {pki.server_key}\n"
-    )
-
-
-class Namesrv:
-    """A ``rmq.namesrv`` process with a namesrv.conf; its log goes to a file."""
-
-    def __init__(self, work: Path, conf: str) -> None:
-        path = work / "namesrv.conf"
-        path.write_text(conf)
-        self.log_path = work / "namesrv.log"
-        args = ["--host", "127.0.0.1", "-p", "0", "-c", str(path)]
-        with self.log_path.open("w") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "rmq.namesrv", *args],
-                stderr=log,
-                text=True,
-            )
-        self.addr = ""
-        deadline = time.monotonic() + 20
-        while not self.addr and time.monotonic() < deadline and self.proc.poll() is None:
-            m = re.search(r"listening on (127\.0\.0\.1:\d+)", self.log)
-            self.addr = m.group(1) if m else ""
-            time.sleep(0.05)
-        assert self.addr, f"nameserver did not start: {self.log}"
-
-    @property
-    def log(self) -> str:
-        return self.log_path.read_text()
-
-    def stop(self) -> None:
-        self.proc.kill()
-        self.proc.wait(10)
-
-
 @pytest.fixture
-def cluster_factory(tmp_path: Path) -> Iterator[object]:
-    """Start a nameserver and a broker with extra conf lines; both stopped at the end."""
-    started: list[Namesrv | BrokerProcess] = []
-
-    def start(namesrv_conf: str, broker_conf: str) -> tuple[Namesrv, str, BrokerProcess]:
-        ns = Namesrv(tmp_path, namesrv_conf)
-        started.append(ns)
-        port = free_port()
-        conf = tmp_path / "broker.conf"
-        conf.write_text(
-            "brokerName = broker-a\n"
-            "brokerIP1 = 127.0.0.1\n"
-            f"listenPort = {port}\n"
-            f"storePathRootDir = {tmp_path / 'store'}\n"
-            "mappedFileSizeCommitLog = 16777216\n" + TEST_STORE_CONF + broker_conf
-        )
-        broker = BrokerProcess("-c", str(conf), "-n", ns.addr, cwd=tmp_path)
-        started.append(broker)
-        broker.wait_for("listening on")  # registered by then
-        return ns, f"127.0.0.1:{port}", broker
-
-    yield start
-    for p in reversed(started):
-        if isinstance(p, BrokerProcess):
-            p.kill()
-        else:
-            p.stop()
+def cluster(tmp_path: Path) -> Iterator[TlsCluster]:
+    with TlsCluster(tmp_path) as started:
+        yield started
 
 
 def pull_all(
@@ -138,10 +75,8 @@ def admin(namesrv: str, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_enforcing_serves_tls_clients_and_refuses_plain_ones(
-    pki: Pki, cluster_factory: object
-) -> None:
-    namesrv, broker_addr, broker = cluster_factory(  # type: ignore[operator]
+def test_enforcing_serves_tls_clients_and_refuses_plain_ones(pki: Pki, cluster: TlsCluster) -> None:
+    namesrv, broker_addr, broker = cluster.start(
         server_keys(pki, "enforcing"),
         server_keys(pki, "enforcing") + f"tls.enable = true\ntls.client.trustCertPath = {pki.ca}\n",
     )
@@ -183,10 +118,8 @@ def test_enforcing_serves_tls_clients_and_refuses_plain_ones(
         assert "127.0.0.1" in refusals[0] and "tls=True" in refusals[0]
 
 
-def test_permissive_serves_plain_and_tls_on_one_port(pki: Pki, cluster_factory: object) -> None:
-    namesrv, _, _ = cluster_factory(  # type: ignore[operator]
-        server_keys(pki, "permissive"), server_keys(pki, "permissive")
-    )
+def test_permissive_serves_plain_and_tls_on_one_port(pki: Pki, cluster: TlsCluster) -> None:
+    namesrv, _, _ = cluster.start(server_keys(pki, "permissive"), server_keys(pki, "permissive"))
     ns = namesrv.addr
     send_and_pull(ns, "Mixed", "mixed-plain", 5)
     # tls_verify=False: RocketMQ's test mode, any server certificate is trusted.
@@ -196,10 +129,10 @@ def test_permissive_serves_plain_and_tls_on_one_port(pki: Pki, cluster_factory: 
 
 
 def test_mutual_tls_refuses_a_client_without_a_trusted_certificate(
-    pki: Pki, cluster_factory: object
+    pki: Pki, cluster: TlsCluster
 ) -> None:
     # Mutual TLS on the broker; the nameserver asks for no client certificate.
-    namesrv, _, _ = cluster_factory(  # type: ignore[operator]
+    namesrv, _, _ = cluster.start(
         server_keys(pki, "enforcing"),
         server_keys(pki, "enforcing")
         + "tls.enable = true\ntls.test.mode.enable = true\n"

@@ -166,13 +166,15 @@ def run_check(
     create_topic: str | None = None,
     log_dir: Path | None = None,
     extra_args: Sequence[str] = (),
+    jvm_args: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Run the Java client check and return its JSON summary; raise JavaCompatError on failure.
 
     ``timeout`` bounds each consume phase (seconds to wait for all ``count`` messages); the
     whole process is killed if it runs past ``4 * timeout + 120`` seconds.
     ``create_topic`` is a broker address for UPDATE_AND_CREATE_TOPIC; without it the topic is
-    auto-created by the first send (autoCreateTopicEnable, via TBW102).
+    auto-created by the first send (autoCreateTopicEnable, via TBW102). ``jvm_args`` go
+    before ``-jar`` (system properties such as ``-Dtls.enable=true``).
     """
     jar = build_jar()
     if log_dir is None:
@@ -180,6 +182,7 @@ def run_check(
     cmd = [
         java_executable(),
         "-Xmx1g",
+        *jvm_args,
         "-jar",
         str(jar),
         "--namesrv",
