@@ -464,6 +464,7 @@ class MessageStore:
         store_path_root_dir: str,
         config: Mapping[str, str] | None = None,
         store_host: str = "127.0.0.1:10911",
+        ha_tls: Mapping[str, str] | None = None,
     ) -> MessageStore: ...
     @property
     def root_dir(self) -> str: ...

@@ -455,10 +455,15 @@ class BrokerConfig:
         return tuple(self.namesrv_addr.split(";")) if self.namesrv_addr else ()
 
     @property
+    def tls_settings(self) -> dict[str, str]:
+        """Every ``tls.*`` key (the store's HA port takes both sides: ``MessageStore``'s
+        ``ha_tls``)."""
+        return {key: text for key, text in self.to_properties().items() if key.startswith("tls.")}
+
+    @property
     def tls_server(self) -> dict[str, str]:
         """The ``tls.server.*`` keys for the Rust server (``rmq_remoting::tls::ServerTls``)."""
-        props = self.to_properties()
-        return {key: text for key, text in props.items() if key.startswith("tls.server.")}
+        return {k: v for k, v in self.tls_settings.items() if k.startswith("tls.server.")}
 
     @property
     def tls_client(self) -> TlsOptions:

@@ -166,12 +166,17 @@ fn encode_properties(p: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<u8>> {
 #[pymethods]
 impl PyMessageStore {
     #[new]
-    #[pyo3(signature = (store_path_root_dir, config=None, store_host="127.0.0.1:10911"))]
+    #[pyo3(signature = (store_path_root_dir, config=None, store_host="127.0.0.1:10911", ha_tls=None))]
+    #[expect(
+        clippy::needless_pass_by_value,
+        reason = "pyo3 extracts Python arguments as owned values"
+    )]
     fn new(
         py: Python<'_>,
         store_path_root_dir: &str,
         config: Option<HashMap<String, String>>,
         store_host: &str,
+        ha_tls: Option<HashMap<String, String>>,
     ) -> PyResult<Self> {
         let mut c = StoreConfig::default();
         for (k, v) in config.unwrap_or_default() {
@@ -179,8 +184,9 @@ impl PyMessageStore {
         }
         let host = parse_addr(store_host, "store_host")?;
         let root = store_path_root_dir.to_owned();
+        let ha_tls = crate::tls::ha_tls(py, ha_tls.as_ref())?;
         let inner = py
-            .detach(|| MessageStore::open(&root, c, host))
+            .detach(|| MessageStore::open_with_ha_tls(&root, c, host, ha_tls))
             .map_err(|e| store_err(py, &e))?;
         Ok(Self { inner, root })
     }

@@ -1,6 +1,7 @@
 //! TLS options as Python gives them: the SDK's keywords (`tls`, `tls_ca`, `tls_cert`,
 //! `tls_key`, `tls_verify`, the same on every client class) become an
-//! `rmq_remoting::tls::ClientTls`, a server's `tls.server.*` settings a `ServerTls`. A setting
+//! `rmq_remoting::tls::ClientTls`, a server's `tls.server.*` settings a `ServerTls`, a
+//! broker's `tls.*` settings the store's HA TLS (`rmq_store::ha::HaTls`). A setting
 //! that cannot be used raises `rmq.errors.ConfigError` naming the option (or key) and file.
 
 use std::collections::HashMap;
@@ -8,7 +9,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use rmq_remoting::tls::{ClientTls, ClientTlsOptions, ServerTls};
+use rmq_remoting::tls::{ClientTls, ClientTlsOptions, ServerTls, TlsMode};
+use rmq_store::ha::{HaServerTls, HaTls};
 
 use crate::errors::raise;
 
@@ -68,4 +70,26 @@ pub(crate) fn server_tls(
     ServerTls::from_settings(settings)
         .map(|t| t.map(Arc::new))
         .map_err(|e| raise(py, "ConfigError", e.to_string()))
+}
+
+/// The HA port's TLS from the broker's `tls.*` settings: its `tls.server.*` on the master's
+/// acceptor, its `tls.enable` / `tls.client.*` on the slave's connection.
+pub(crate) fn ha_tls(
+    py: Python<'_>,
+    settings: Option<&HashMap<String, String>>,
+) -> PyResult<HaTls> {
+    let Some(settings) = settings else {
+        return Ok(HaTls::default());
+    };
+    let config_error = |e: rmq_remoting::tls::TlsError| raise(py, "ConfigError", e.to_string());
+    let server = ServerTls::from_settings(settings)
+        .map_err(config_error)?
+        .map(|s| HaServerTls {
+            enforcing: s.mode() == TlsMode::Enforcing,
+            config: s.rustls_config(),
+        });
+    let client = ClientTls::from_settings(settings)
+        .map_err(config_error)?
+        .map(|c| c.rustls_config());
+    Ok(HaTls { server, client })
 }

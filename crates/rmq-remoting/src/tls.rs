@@ -120,6 +120,7 @@ const REFUSAL_LOG_PERIOD: Duration = Duration::from_secs(60);
 /// A server's TLS: the mode, the acceptor, and the log of refused plain peers.
 pub struct ServerTls {
     mode: TlsMode,
+    config: Arc<rustls::ServerConfig>,
     acceptor: TlsAcceptor,
     refused: Mutex<HashMap<IpAddr, Instant>>,
 }
@@ -264,9 +265,11 @@ impl ServerTls {
                 &format!("does not fit {SERVER_CERT}: {e}"),
             )
         })?;
+        let config = Arc::new(config);
         Ok(Self {
             mode,
-            acceptor: TlsAcceptor::from(Arc::new(config)),
+            acceptor: TlsAcceptor::from(Arc::clone(&config)),
+            config,
             refused: Mutex::new(HashMap::new()),
         })
     }
@@ -275,6 +278,12 @@ impl ServerTls {
     #[must_use]
     pub fn mode(&self) -> TlsMode {
         self.mode
+    }
+
+    /// The rustls configuration (for blocking servers such as the HA port).
+    #[must_use]
+    pub fn rustls_config(&self) -> Arc<rustls::ServerConfig> {
+        Arc::clone(&self.config)
     }
 
     pub(crate) fn acceptor(&self) -> &TlsAcceptor {
@@ -315,6 +324,7 @@ pub struct ClientTlsOptions {
 /// A client's TLS: the connector used by `connect_tls`.
 #[derive(Clone)]
 pub struct ClientTls {
+    config: Arc<rustls::ClientConfig>,
     connector: TlsConnector,
     verified: bool,
 }
@@ -412,8 +422,10 @@ impl ClientTls {
                 })
             }
         };
+        let config = Arc::new(config);
         Ok(Self {
-            connector: TlsConnector::from(Arc::new(config)),
+            connector: TlsConnector::from(Arc::clone(&config)),
+            config,
             verified: options.verify_server,
         })
     }
@@ -422,6 +434,12 @@ impl ClientTls {
     #[must_use]
     pub fn verifies_server(&self) -> bool {
         self.verified
+    }
+
+    /// The rustls configuration (for blocking clients such as a slave's HA connection).
+    #[must_use]
+    pub fn rustls_config(&self) -> Arc<rustls::ClientConfig> {
+        Arc::clone(&self.config)
     }
 
     pub(crate) fn connector(&self) -> &TlsConnector {

@@ -191,7 +191,9 @@ def run_broker(
         store_keys.setdefault(
             "haListenPort", str(config.listen_port + 1 if config.listen_port < 65535 else 0)
         )
-        store = MessageStore(root, store_keys, store_host=config.store_host)
+        store = MessageStore(
+            root, store_keys, store_host=config.store_host, ha_tls=config.tls_settings
+        )
     except RmqError as exc:
         log.error("cannot open the store at %s: %s", root, exc)
         if embedded is not None:

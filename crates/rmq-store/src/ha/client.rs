@@ -3,7 +3,8 @@
 //! `haSendHeartbeatInterval` ms), and appends each frame at its offset. A frame whose offset is
 //! not where this CommitLog ends (when it is not empty) closes the connection before anything
 //! is written, as does a malformed one; the thread reconnects with a backoff (0.2 s doubling
-//! to 5 s). A master silent for `haHousekeepingInterval` ms is dropped the same way.
+//! to 5 s). A master silent for `haHousekeepingInterval` ms is dropped the same way. With
+//! [`super::HaTls::client`] set (the broker's `tls.enable`) the connection runs TLS.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -14,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use rmq_common::time::now_millis;
 
+use super::tls::TlsDuplex;
 use super::{close_socket, HaService, FRAME_HEADER_SIZE};
 use crate::error::{IoContext, Result};
 use crate::flush::Waker;
@@ -185,12 +187,13 @@ fn run(st: &State, store: &Weak<MessageStore>) {
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
         let generation = st.generation.load(Ordering::Acquire);
-        match connect(&addr) {
-            Ok(s) => {
+        let tls = store.upgrade().and_then(|s| s.ha().tls.client.clone());
+        match connect(&addr, tls.as_ref()) {
+            Ok((s, duplex)) => {
                 backoff = Duration::from_millis(200);
                 failures = 0;
                 st.active.store(true, Ordering::Release);
-                let why = session(st, store, &s, generation);
+                let why = session(st, store, &s, duplex.as_ref(), generation);
                 st.active.store(false, Ordering::Release);
                 close_socket(&s);
                 if let Some(why) = why {
@@ -215,20 +218,68 @@ fn run(st: &State, store: &Weak<MessageStore>) {
     }
 }
 
-fn connect(addr: &str) -> std::io::Result<TcpStream> {
+fn connect(
+    addr: &str,
+    tls: Option<&Arc<rustls::ClientConfig>>,
+) -> std::io::Result<(TcpStream, Option<TlsDuplex>)> {
     let sa = addr
         .to_socket_addrs()?
         .next()
         .ok_or_else(|| std::io::Error::new(ErrorKind::InvalidInput, "no address"))?;
     let s = TcpStream::connect_timeout(&sa, Duration::from_secs(3))?;
     s.set_nodelay(true)?;
-    s.set_read_timeout(Some(Duration::from_millis(100)))?;
     s.set_write_timeout(Some(Duration::from_secs(5)))?;
-    Ok(s)
+    let duplex = match tls {
+        None => None,
+        Some(config) => {
+            s.set_read_timeout(Some(Duration::from_secs(10)))?;
+            let d = TlsDuplex::connect(config, &s)
+                .map_err(|e| std::io::Error::new(e.kind(), format!("TLS handshake failed: {e}")))?;
+            Some(d)
+        }
+    };
+    s.set_read_timeout(Some(Duration::from_millis(100)))?;
+    Ok((s, duplex))
 }
 
-fn report(st: &State, mut s: &TcpStream, offset: i64) -> std::io::Result<()> {
-    s.write_all(&offset.to_be_bytes())?;
+/// Read from the master into `dst`: straight from the socket, or over TLS through `pending`
+/// (plaintext decrypted but not yet taken). `Ok(0)` is the end of the stream.
+fn read_some(
+    mut s: &TcpStream,
+    tls: Option<&TlsDuplex>,
+    raw: &mut [u8],
+    pending: &mut Vec<u8>,
+    dst: &mut [u8],
+) -> std::io::Result<usize> {
+    let Some(t) = tls else {
+        return s.read(dst);
+    };
+    if pending.is_empty() {
+        let n = s.read(raw)?;
+        if n == 0 || !t.receive(&raw[..n], pending)? && pending.is_empty() {
+            return Ok(0);
+        }
+        if pending.is_empty() {
+            // Part of a TLS record: nothing to hand on yet.
+            return Err(std::io::Error::new(ErrorKind::WouldBlock, "partial record"));
+        }
+    }
+    let n = pending.len().min(dst.len());
+    dst[..n].copy_from_slice(&pending[..n]);
+    pending.drain(..n);
+    Ok(n)
+}
+
+fn report(
+    st: &State,
+    mut s: &TcpStream,
+    tls: Option<&TlsDuplex>,
+    offset: i64,
+) -> std::io::Result<()> {
+    match tls {
+        None => s.write_all(&offset.to_be_bytes())?,
+        Some(t) => t.send(&[&offset.to_be_bytes()])?,
+    }
     st.last_write.store(now_millis(), Ordering::Relaxed);
     Ok(())
 }
@@ -238,6 +289,7 @@ fn session(
     st: &State,
     store: &Weak<MessageStore>,
     s: &TcpStream,
+    tls: Option<&TlsDuplex>,
     generation: u64,
 ) -> Option<String> {
     let (heartbeat, housekeeping, batch) = {
@@ -249,18 +301,21 @@ fn session(
     let mut buf = vec![0u8; cap];
     let mut have = 0usize;
     let mut reported = store.upgrade()?.get_max_phy_offset();
-    if let Err(e) = report(st, s, reported) {
+    if let Err(e) = report(st, s, tls, reported) {
         return Some(format!("reporting offset {reported} failed: {e}"));
     }
     let mut last_read = Instant::now();
     let mut last_write = Instant::now();
-    let mut reader = s;
+    let (mut raw, mut pending) = (
+        vec![0u8; if tls.is_some() { 64 << 10 } else { 0 }],
+        Vec::new(),
+    );
     loop {
         if st.stop.load(Ordering::Acquire) || st.generation.load(Ordering::Acquire) != generation {
             return None;
         }
         let store = store.upgrade()?;
-        match reader.read(&mut buf[have..]) {
+        match read_some(s, tls, &mut raw, &mut pending, &mut buf[have..]) {
             Ok(0) => return Some("the master closed it".into()),
             Ok(n) => {
                 have += n;
@@ -281,7 +336,7 @@ fn session(
         }
         let max = store.get_max_phy_offset();
         if max > reported || last_write.elapsed() > heartbeat {
-            if let Err(e) = report(st, s, max) {
+            if let Err(e) = report(st, s, tls, max) {
                 return Some(format!("reporting offset {max} failed: {e}"));
             }
             reported = max;

@@ -1,7 +1,9 @@
 //! The master's side of one slave (RocketMQ's `HAConnection`): a reader thread takes the
 //! slave's 8-byte offset reports (the first is where to start, later ones are acks that
 //! release SYNC_MASTER waiters), a writer thread streams CommitLog frames from there with
-//! `sendfile`, or an empty frame after `haSendHeartbeatInterval` idle.
+//! `sendfile`, or an empty frame after `haSendHeartbeatInterval` idle. Over TLS (see
+//! [`super::tls`]) both go through one shared TLS connection and the CommitLog bytes are read
+//! and encrypted instead of sent with `sendfile`.
 //!
 //! Bad input is refused with one log line naming the peer and the fix, and the connection is
 //! closed: a negative offset or one past this master's CommitLog (garbage, or a slave that is
@@ -16,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use rmq_common::time::now_millis;
 
+use super::tls::TlsDuplex;
 use super::{close_socket, FRAME_HEADER_SIZE};
 use crate::error::{IoContext, Result};
 use crate::flush::Waker;
@@ -24,6 +27,8 @@ use crate::store::MessageStore;
 /// One connected slave.
 pub struct HaConnection {
     stream: TcpStream,
+    /// The TLS session over `stream`, when the slave connected with TLS.
+    tls: Option<TlsDuplex>,
     /// The slave's address.
     pub addr: SocketAddr,
     /// Where the slave asked to start (-1 until its first report).
@@ -59,14 +64,20 @@ pub struct HaConnectionInfo {
 }
 
 impl HaConnection {
-    /// Serve the slave on `stream`: register it and start its two threads.
-    pub(crate) fn start(store: &Arc<MessageStore>, stream: TcpStream) -> Result<()> {
+    /// Serve the slave on `stream` (over `tls` when it connected with TLS): register it and
+    /// start its two threads.
+    pub(crate) fn start(
+        store: &Arc<MessageStore>,
+        stream: TcpStream,
+        tls: Option<TlsDuplex>,
+    ) -> Result<()> {
         let addr = stream
             .peer_addr()
             .ctx(|| "reading a slave's address".into())?;
         let _ = stream.set_nodelay(true);
         let c = Arc::new(Self {
             stream,
+            tls,
             addr,
             request_offset: AtomicI64::new(-1),
             ack_offset: AtomicI64::new(-1),
@@ -83,7 +94,8 @@ impl HaConnection {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .push(Arc::clone(&c));
-        log::info!("HA: slave {addr} connected");
+        let how = if c.tls.is_some() { " over TLS" } else { "" };
+        log::info!("HA: slave {addr} connected{how}");
         let (c1, s1) = (Arc::clone(&c), Arc::downgrade(store));
         let (c2, s2) = (Arc::clone(&c), Arc::downgrade(store));
         let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
@@ -159,23 +171,34 @@ impl HaConnection {
 
     fn read_loop(&self, mut s: TcpStream, store: &Weak<MessageStore>) {
         let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
-        let mut buf = [0u8; 8 * 1024];
-        let mut have = 0usize;
+        let mut raw = [0u8; 8 * 1024];
+        // Report bytes not yet a whole 8-byte offset (plaintext over TLS).
+        let mut pending: Vec<u8> = Vec::with_capacity(64);
         let mut last_read = Instant::now();
         while !self.closed.load(Ordering::Acquire) {
             let Some(st) = store.upgrade() else { return };
             let housekeeping = st.ha().settings.housekeeping;
-            match s.read(&mut buf[have..]) {
+            match s.read(&mut raw) {
                 Ok(0) => return,
                 Ok(n) => {
                     last_read = Instant::now();
-                    have += n;
-                    let whole = have - have % 8;
+                    match &self.tls {
+                        None => pending.extend_from_slice(&raw[..n]),
+                        Some(t) => match t.receive(&raw[..n], &mut pending) {
+                            Ok(true) => {}
+                            Ok(false) => return,
+                            Err(e) => {
+                                log::warn!("HA: TLS from slave {} failed: {e}", self.addr);
+                                return;
+                            }
+                        },
+                    }
+                    let whole = pending.len() - pending.len() % 8;
                     if whole > 0 {
-                        let last =
-                            i64::from_be_bytes(buf[whole - 8..whole].try_into().unwrap_or([0; 8]));
-                        buf.copy_within(whole..have, 0);
-                        have -= whole;
+                        let last = i64::from_be_bytes(
+                            pending[whole - 8..whole].try_into().unwrap_or([0; 8]),
+                        );
+                        pending.drain(..whole);
                         if !self.on_report(&st, last) {
                             return;
                         }
@@ -229,6 +252,7 @@ impl HaConnection {
         let mut s = &self.stream;
         let _ = s.set_write_timeout(Some(Duration::from_secs(5)));
         let mut last_write = Instant::now();
+        let mut copy = Vec::new();
         while !self.closed.load(Ordering::Acquire) {
             let Some(st) = store.upgrade() else { return };
             let req = self.request_offset.load(Ordering::Acquire);
@@ -252,8 +276,16 @@ impl HaConnection {
             let sent = match st.commit_log_region(next, settings.batch) {
                 Some((file, pos, len)) => {
                     let header = frame_header(next, len);
-                    let ok = send_header_more(&self.stream, &header).is_ok()
-                        && send_region(&self.stream, file.file(), pos as u64, len).is_ok();
+                    let ok = match &self.tls {
+                        None => {
+                            send_header_more(&self.stream, &header).is_ok()
+                                && send_region(&self.stream, file.file(), pos as u64, len).is_ok()
+                        }
+                        Some(t) => {
+                            send_region_tls(t, &header, file.file(), pos as u64, len, &mut copy)
+                                .is_ok()
+                        }
+                    };
                     if !ok {
                         return;
                     }
@@ -272,7 +304,12 @@ impl HaConnection {
                 continue;
             }
             if last_write.elapsed() > settings.heartbeat {
-                if s.write_all(&frame_header(next, 0)).is_err() {
+                let beat = frame_header(next, 0);
+                let sent = match &self.tls {
+                    None => s.write_all(&beat),
+                    Some(t) => t.send(&[&beat]),
+                };
+                if sent.is_err() {
                     return;
                 }
                 last_write = Instant::now();
@@ -315,6 +352,22 @@ fn send_region(
         }
     }
     Ok(())
+}
+
+/// Over TLS: read `len` bytes of `file` from `pos` into `copy` and send them after `header`,
+/// encrypted.
+fn send_region_tls(
+    tls: &TlsDuplex,
+    header: &[u8],
+    file: &std::fs::File,
+    pos: u64,
+    len: usize,
+    copy: &mut Vec<u8>,
+) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    copy.resize(len, 0);
+    file.read_exact_at(copy, pos)?;
+    tls.send(&[header, copy])
 }
 
 /// Send a frame header with `MSG_MORE`, so it leaves in one segment with the body that

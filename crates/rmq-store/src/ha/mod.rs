@@ -21,10 +21,12 @@
 //! | [`connection`] | the master's side of one slave: reading acks, streaming frames |
 //! | [`client`] | the slave's side: connect, report, receive and append frames |
 //! | [`group_transfer`] | SYNC_MASTER: sends waiting until a slave acknowledged them |
+//! | [`tls`] | TLS on the HA port ([`HaTls`]): one rustls connection shared by two threads |
 
 pub mod client;
 pub mod connection;
 pub mod group_transfer;
+pub mod tls;
 
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
@@ -36,6 +38,7 @@ use crate::config::{BrokerRole, StoreConfig};
 use crate::error::{IoContext, Result};
 use crate::store::MessageStore;
 pub use group_transfer::{GroupTransfer, TransferFuture};
+pub use tls::{HaServerTls, HaTls};
 
 /// The size of a master frame's header: offset (8) and body size (4).
 pub const FRAME_HEADER_SIZE: usize = 12;
@@ -84,6 +87,8 @@ pub struct HaService {
     acceptor: Mutex<Option<Acceptor>>,
     pub(crate) connections: Mutex<Vec<Arc<connection::HaConnection>>>,
     pub(crate) client: Mutex<Option<client::HaClient>>,
+    pub(crate) tls: HaTls,
+    pub(crate) refusals: tls::Refusals,
 }
 
 fn role_code(r: BrokerRole) -> u8 {
@@ -95,7 +100,7 @@ fn role_code(r: BrokerRole) -> u8 {
 }
 
 impl HaService {
-    pub(crate) fn new(c: &StoreConfig) -> Self {
+    pub(crate) fn new(c: &StoreConfig, tls: HaTls) -> Self {
         Self {
             role: AtomicU8::new(role_code(c.broker_role)),
             listen_port: c.ha_listen_port,
@@ -104,6 +109,8 @@ impl HaService {
             acceptor: Mutex::new(None),
             connections: Mutex::new(Vec::new()),
             client: Mutex::new(None),
+            tls,
+            refusals: tls::Refusals::default(),
         }
     }
 
@@ -225,7 +232,15 @@ fn accept_loop(listener: &TcpListener, store: &Weak<MessageStore>, stop: &Atomic
         let Some(store) = store.upgrade() else { return };
         match conn {
             Ok(s) => {
-                if let Err(e) = connection::HaConnection::start(&store, s) {
+                if store.ha().tls.server.is_some() {
+                    // The first byte and the handshake may take a while: not on this thread.
+                    let spawned = std::thread::Builder::new()
+                        .name("rmq-ha-tls".into())
+                        .spawn(move || start_tls(&store, s));
+                    if let Err(e) = spawned {
+                        log::error!("HA: could not start serving a slave: {e}");
+                    }
+                } else if let Err(e) = connection::HaConnection::start(&store, s, None) {
                     log::error!("HA: could not start serving a slave: {e}");
                 }
             }
@@ -234,6 +249,24 @@ fn accept_loop(listener: &TcpListener, store: &Weak<MessageStore>, stop: &Atomic
                 std::thread::sleep(Duration::from_millis(100));
             }
         }
+    }
+}
+
+/// Serve a slave under `tls.server.mode`: TLS after its handshake, plain when permissive.
+fn start_tls(store: &Arc<MessageStore>, s: TcpStream) {
+    let Some(server) = &store.ha().tls.server else {
+        return;
+    };
+    let duplex = match tls::accept(server, &s, &store.ha().refusals) {
+        tls::Accepted::Plain => None,
+        tls::Accepted::Tls(d) => Some(*d),
+        tls::Accepted::Refused => {
+            close_socket(&s);
+            return;
+        }
+    };
+    if let Err(e) = connection::HaConnection::start(store, s, duplex) {
+        log::error!("HA: could not start serving a slave: {e}");
     }
 }
 

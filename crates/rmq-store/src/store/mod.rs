@@ -129,6 +129,20 @@ impl MessageStore {
         config: StoreConfig,
         store_host: SocketAddr,
     ) -> Result<Arc<Self>> {
+        Self::open_with_ha_tls(root, config, store_host, crate::ha::HaTls::default())
+    }
+
+    /// [`open`](Self::open) with TLS on the HA port (the master's acceptor, the slave's
+    /// connection to its master).
+    ///
+    /// # Errors
+    /// As [`open`](Self::open).
+    pub fn open_with_ha_tls(
+        root: impl AsRef<Path>,
+        config: StoreConfig,
+        store_host: SocketAddr,
+        ha_tls: crate::ha::HaTls,
+    ) -> Result<Arc<Self>> {
         let root = root.as_ref().to_path_buf();
         std::fs::create_dir_all(&root)
             .ctx(|| format!("creating store directory {}", root.display()))?;
@@ -197,7 +211,7 @@ impl MessageStore {
             holds: floor::Holds::new(
                 config.timer_wheel_enable && config.broker_role != crate::config::BrokerRole::Slave,
             ),
-            ha: crate::ha::HaService::new(&config),
+            ha: crate::ha::HaService::new(&config, ha_tls),
             config,
         };
         store.recover()?;

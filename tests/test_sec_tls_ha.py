@@ -1,0 +1,102 @@
+"""Replication over TLS: a master and a slave (real broker processes) whose remoting and HA
+ports enforce TLS, the slave connecting to its master's HA port with ``tls.enable``; the slave
+copies what the master stores, byte for byte up to the master's CommitLog max offset. A slave
+without ``tls.enable`` is refused by the master's HA port, with one log line saying what to
+set."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import rmq
+from helpers import TEST_STORE_CONF, BrokerProcess, commit_log_max_offset, free_port, wait_until
+from rmq._rmq import RemotingClient
+from tls_helpers import Namesrv, Pki, make_pki, server_keys
+
+
+@pytest.fixture
+def pki(tmp_path: Path) -> Pki:
+    return make_pki(tmp_path / "pki")
+
+
+@pytest.fixture
+def namesrv(tmp_path: Path, pki: Pki) -> Iterator[Namesrv]:
+    ns = Namesrv(tmp_path, server_keys(pki, "permissive"))
+    yield ns
+    ns.stop()
+
+
+def start(
+    tmp: Path, ns: str, name: str, role: str, broker_id: int, extra: str
+) -> tuple[BrokerProcess, str]:
+    port = free_port()
+    conf = tmp / f"{name}.conf"
+    conf.write_text(
+        "brokerName = group-tls\n"
+        f"brokerId = {broker_id}\n"
+        f"brokerRole = {role}\n"
+        "brokerIP1 = 127.0.0.1\n"
+        f"listenPort = {port}\n"
+        f"storePathRootDir = {tmp / name}\n"
+        "mappedFileSizeCommitLog = 4194304\n"
+        "registerNameServerPeriod = 2000\n" + TEST_STORE_CONF + extra
+    )
+    proc = BrokerProcess("-c", str(conf), "-n", ns, cwd=tmp)
+    proc.wait_for("listening on")
+    return proc, f"127.0.0.1:{port}"
+
+
+def test_slave_replicates_from_a_tls_master(tmp_path: Path, pki: Pki, namesrv: Namesrv) -> None:
+    tls = (
+        server_keys(pki, "enforcing") + f"tls.enable = true\ntls.client.trustCertPath = {pki.ca}\n"
+    )
+    master, master_addr = start(tmp_path, namesrv.addr, "master", "ASYNC_MASTER", 0, tls)
+    slave, slave_addr = start(tmp_path, namesrv.addr, "slave", "SLAVE", 1, tls)
+    try:
+        with rmq.Producer("ha-tls", namesrv.addr, tls=True, tls_ca=str(pki.ca)) as producer:
+            for i in range(200):
+                producer.send(rmq.Message("HaTls", b"%d" % i + bytes(1000)))
+        client = RemotingClient(tls=True, tls_ca=str(pki.ca))
+        end = commit_log_max_offset(client, master_addr)
+        assert end > 200 * 1000
+        wait_until(
+            lambda: commit_log_max_offset(client, slave_addr) == end,
+            "the slave's CommitLog to reach the master's",
+        )
+        master_root, slave_root = (
+            tmp_path / "master" / "commitlog",
+            tmp_path / "slave" / "commitlog",
+        )
+        first = sorted(p.name for p in master_root.iterdir())[0]
+        assert (slave_root / first).read_bytes()[:end] == (master_root / first).read_bytes()[:end]
+    finally:
+        slave.kill()
+        master.kill()
+    assert any("connected over TLS" in line for line in master.lines), master.log
+
+
+def test_a_plain_slave_is_refused_by_an_enforcing_master(
+    tmp_path: Path, pki: Pki, namesrv: Namesrv
+) -> None:
+    # The master's ports (remoting and HA) enforce TLS; the slave has no TLS at all: it
+    # registers with the (permissive) nameserver, learns the master's HA address, and is
+    # refused there.
+    master, _ = start(
+        tmp_path, namesrv.addr, "master", "ASYNC_MASTER", 0, server_keys(pki, "enforcing")
+    )
+    slave, slave_addr = start(tmp_path, namesrv.addr, "slave", "SLAVE", 1, "")
+    try:
+        with rmq.Producer("ha-plain", namesrv.addr, tls=True, tls_ca=str(pki.ca)) as producer:
+            for i in range(20):
+                producer.send(rmq.Message("HaPlain", b"%d" % i))
+        line = master.wait_for("HA: closing plain connection")
+        assert "set tls.enable = true on the slave" in line
+        assert commit_log_max_offset(RemotingClient(), slave_addr) == 0
+    finally:
+        slave.kill()
+        master.kill()
+    refusals = [line for line in master.lines if "HA: closing plain connection" in line]
+    assert len(refusals) == 1, "one log line per peer per minute, however often it retries"
