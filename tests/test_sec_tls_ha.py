@@ -1,11 +1,12 @@
 """Replication over TLS: a master and a slave (real broker processes) whose remoting and HA
 ports enforce TLS, the slave connecting to its master's HA port with ``tls.enable``; the slave
-copies what the master stores, byte for byte up to the master's CommitLog max offset. A slave
-without ``tls.enable`` is refused by the master's HA port, with one log line saying what to
-set."""
+copies what the master stores, byte for byte up to the master's CommitLog max offset. A plain
+connection to an enforcing master's HA port is closed, with one log line saying what to set."""
 
 from __future__ import annotations
 
+import re
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -81,22 +82,20 @@ def test_slave_replicates_from_a_tls_master(tmp_path: Path, pki: Pki, namesrv: N
 def test_a_plain_slave_is_refused_by_an_enforcing_master(
     tmp_path: Path, pki: Pki, namesrv: Namesrv
 ) -> None:
-    # The master's ports (remoting and HA) enforce TLS; the slave has no TLS at all: it
-    # registers with the (permissive) nameserver, learns the master's HA address, and is
-    # refused there.
+    # A plain slave's first bytes on the HA port: its 8-byte offset report. (A real rmq slave
+    # without tls.enable cannot even get that far: the master's remoting port refuses it.)
     master, _ = start(
         tmp_path, namesrv.addr, "master", "ASYNC_MASTER", 0, server_keys(pki, "enforcing")
     )
-    slave, slave_addr = start(tmp_path, namesrv.addr, "slave", "SLAVE", 1, "")
     try:
-        with rmq.Producer("ha-plain", namesrv.addr, tls=True, tls_ca=str(pki.ca)) as producer:
-            for i in range(20):
-                producer.send(rmq.Message("HaPlain", b"%d" % i))
+        ha_port = int(re.findall(r"accepting slaves on port (\d+)", master.log)[0])
+        for _ in range(3):
+            with socket.create_connection(("127.0.0.1", ha_port), timeout=10) as s:
+                s.sendall((0).to_bytes(8, "big"))
+                assert s.recv(12) == b"", "the master closes a plain slave's connection"
         line = master.wait_for("HA: closing plain connection")
         assert "set tls.enable = true on the slave" in line
-        assert commit_log_max_offset(RemotingClient(), slave_addr) == 0
     finally:
-        slave.kill()
         master.kill()
     refusals = [line for line in master.lines if "HA: closing plain connection" in line]
     assert len(refusals) == 1, "one log line per peer per minute, however often it retries"
