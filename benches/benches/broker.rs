@@ -7,6 +7,9 @@
 //! * `consume`: PULL_MESSAGE over 4 queues, one puller per queue (bodies go out by `sendfile`),
 //!   against a raw loopback socket copy of 256 KiB writes measured in the same run; then both
 //!   again, alternating in 256 MiB chunks (printed as `consume interleaved`).
+//! * `tls`: the same pulls (1024 per pull) and SEND_MESSAGE_V2 (64 in flight) over TLS
+//!   (rustls; a permissive broker with one plain and one TLS connection), then plain and TLS
+//!   alternating in chunks (printed as `tls interleaved`: the cost of TLS on this machine).
 //! * `retry`: CONSUMER_SEND_MSG_BACK with 64 requests in flight (each looks the failed message
 //!   up by offset and parks a copy for `%RETRY%<group>` at level 3), against SEND_MESSAGE_V2 with
 //!   64 in flight measured in the same group as the baseline.
@@ -26,7 +29,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 mod common;
 
-use common::{connected_broker, group, in_flight, BODY, T};
+use common::{connected_broker, connected_broker_tls, group, in_flight, BODY, T};
 
 /// Messages per queue of the consume benchmark's topic.
 const CONSUME_PER_QUEUE: i64 = 50_000;
@@ -339,5 +342,68 @@ fn retry(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, produce, consume, retry);
+fn tls(c: &mut Criterion) {
+    const CHUNK: u64 = 128 << 20;
+    const SENDS: u64 = 20_000;
+    const ROUNDS: usize = 6;
+    let (rt, _broker, plain, tls) = connected_broker_tls(&[
+        ("maxTransferCountOnMessageInMemory", "1024"),
+        ("maxTransferBytesOnMessageInMemory", "2097152"),
+    ]);
+    rt.block_on(in_flight(64, |t| {
+        let c = plain.clone();
+        async move {
+            for _ in 0..(CONSUME_PER_QUEUE * 4 / 64) {
+                send(&c, "BenchConsume", t % 4).await;
+            }
+        }
+    }));
+    let mut g = group(c, "broker_tls_1KiB");
+    let offsets: Arc<Vec<AtomicI64>> = Arc::new((0..4).map(|_| AtomicI64::new(0)).collect());
+    g.throughput(Throughput::Bytes(1 << 20));
+    g.bench_function("pull_4_queues_1024_per_pull_tls", |b| {
+        b.iter_custom(|iters| {
+            let start = Instant::now();
+            rt.block_on(pull(&tls, &offsets, 1024, iters * (1 << 20)));
+            start.elapsed()
+        });
+    });
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("send_v2_64_in_flight_tls", |b| {
+        b.iter_custom(|iters| send_v2_64_in_flight(&rt, &tls, "BenchTls", iters));
+    });
+    g.finish();
+
+    // Plain and TLS alternating, so that both see the same state of this noisy machine.
+    #[expect(clippy::cast_precision_loss, reason = "exact below 2^53")]
+    let per_s = |n: u64, t: Duration| n as f64 / t.as_secs_f64();
+    let (mut pulls, mut sends) = ([Vec::new(), Vec::new()], [Vec::new(), Vec::new()]);
+    for _ in 0..ROUNDS {
+        for (i, conn) in [&plain, &tls].into_iter().enumerate() {
+            let start = Instant::now();
+            rt.block_on(pull(conn, &offsets, 1024, CHUNK));
+            pulls[i].push(per_s(CHUNK, start.elapsed()) / f64::from(1u32 << 30));
+            let took = send_v2_64_in_flight(&rt, conn, "BenchTls", SENDS);
+            sends[i].push(per_s(SENDS, took));
+        }
+    }
+    let median = |v: &[f64]| percentile(&mut v.to_vec(), 0.5);
+    let ratio = |v: &[Vec<f64>; 2]| {
+        let mut r: Vec<f64> = v[1].iter().zip(&v[0]).map(|(t, p)| t / p).collect();
+        percentile(&mut r, 0.5)
+    };
+    eprintln!(
+        "tls interleaved ({ROUNDS} rounds): pull 1024 per pull median plain {:.2} GiB/s, TLS \
+         {:.2} GiB/s (median ratio {:.2}); send_v2 64 in flight median plain {:.0}/s, TLS \
+         {:.0}/s (median ratio {:.2})",
+        median(&pulls[0]),
+        median(&pulls[1]),
+        ratio(&pulls),
+        median(&sends[0]),
+        median(&sends[1]),
+        ratio(&sends)
+    );
+}
+
+criterion_group!(benches, produce, consume, tls, retry);
 criterion_main!(benches);

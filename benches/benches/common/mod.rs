@@ -5,6 +5,7 @@
 //! Each benchmark is its own crate and uses only some of these, hence `dead_code` allowed.
 #![allow(dead_code, reason = "each bench file uses its own part")]
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -43,6 +44,15 @@ pub(crate) fn runtime() -> tokio::runtime::Runtime {
 /// A broker with a 256 MiB CommitLog file size and `extra` store settings, after a `sync` so
 /// that the dirty pages of earlier runs do not slow this one.
 pub(crate) fn start_broker(rt: &tokio::runtime::Runtime, extra: &[(&str, &str)]) -> Running {
+    start_broker_with_tls(rt, extra, HashMap::new())
+}
+
+/// [`start_broker`] with these `tls.server.*` settings.
+pub(crate) fn start_broker_with_tls(
+    rt: &tokio::runtime::Runtime,
+    extra: &[(&str, &str)],
+    tls_server: HashMap<String, String>,
+) -> Running {
     let _ = std::process::Command::new("sync").status();
     let dir = bench_dir();
     let pairs = [("mappedFileSizeCommitLog", "268435456")]
@@ -58,6 +68,7 @@ pub(crate) fn start_broker(rt: &tokio::runtime::Runtime, extra: &[(&str, &str)])
     .expect("store");
     let cfg = BrokerConfig {
         config_dir: dir.path().join("config"),
+        tls_server,
         ..BrokerConfig::default()
     };
     let controller = BrokerController::new(cfg, Arc::clone(&store), None).expect("broker");
@@ -135,4 +146,44 @@ where
     for h in handles {
         h.await.expect("in-flight task");
     }
+}
+
+/// A broker in TLS permissive mode (a certificate made here, rcgen) with `extra` store
+/// settings, and two connections to it: one plain, one TLS (verifying the certificate).
+pub(crate) fn connected_broker_tls(
+    extra: &[(&str, &str)],
+) -> (tokio::runtime::Runtime, Running, Connection, Connection) {
+    let certs = tempfile::tempdir().expect("cert dir");
+    let key = rcgen::KeyPair::generate().expect("key");
+    let params = rcgen::CertificateParams::new(vec!["localhost".to_owned()]).expect("params");
+    let cert = params.self_signed(&key).expect("cert");
+    let (cert_path, key_path) = (
+        certs.path().join("server.pem"),
+        certs.path().join("server.key"),
+    );
+    std::fs::write(&cert_path, cert.pem()).expect("write cert");
+    std::fs::write(&key_path, key.serialize_pem()).expect("write key");
+    let text = |p: &std::path::Path| p.to_str().expect("utf-8 path").to_owned();
+    let settings: HashMap<String, String> = [
+        ("tls.server.mode", "permissive".to_owned()),
+        ("tls.server.certPath", text(&cert_path)),
+        ("tls.server.keyPath", text(&key_path)),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    let rt = runtime();
+    let broker = start_broker_with_tls(&rt, extra, settings);
+    let options = rmq_remoting::tls::ClientTlsOptions {
+        trust_cert_path: Some(cert_path),
+        verify_server: true,
+        ..Default::default()
+    };
+    let client = Arc::new(rmq_remoting::tls::ClientTls::new(&options).expect("client tls"));
+    let (plain, tls) = rt.block_on(async {
+        let plain = rmq_remoting::connect(broker.addr, None, T).await;
+        let tls = rmq_remoting::connect_tls(broker.addr, None, T, Some(client)).await;
+        (plain.expect("connect"), tls.expect("connect over TLS"))
+    });
+    (rt, broker, plain, tls)
 }
