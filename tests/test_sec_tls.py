@@ -147,6 +147,12 @@ def test_mutual_tls_refuses_a_client_without_a_trusted_certificate(
         "tls_key": str(pki.client_key),
     }
     send_and_pull(ns, "Mutual", "mutual", 5, **mtls)
+    listed = admin(
+        ns,
+        *("--tls-ca", str(pki.ca), "--tls-cert", str(pki.client_cert)),
+        *("--tls-key", str(pki.client_key), "topicRoute", "-t", "Mutual", "-l"),
+    )
+    assert listed.returncode == 0, listed.stderr
     for identity in ({}, {"tls_cert": str(pki.stranger_cert), "tls_key": str(pki.stranger_key)}):
         with (
             pytest.raises(RmqError),
@@ -188,3 +194,19 @@ def test_bad_tls_settings_stop_start_up_naming_the_key(pki: Pki, tmp_path: Path)
         rmq.Producer("p", "127.0.0.1:1", tls=True, tls_ca="/nonexistent/ca.pem").start()
     with pytest.raises(ConfigError, match="without tls=True"):
         rmq.Producer("p", "127.0.0.1:1", tls_ca=str(pki.ca)).start()
+
+
+def test_spark_options_carry_tls(pki: Pki) -> None:
+    from rmq.spark.options import parse_read_options, parse_write_options
+    from rmq.tls import TlsOptions
+
+    base = {"namesrv": "127.0.0.1:9876", "topic": "t"}
+    assert parse_read_options(base, streaming=False).tls == TlsOptions()
+    opts = {**base, "tlsCa": str(pki.ca), "tlsCert": "c.pem", "tlsKey": "k.pem"}
+    assert parse_read_options(opts, streaming=False).tls == TlsOptions(
+        True, str(pki.ca), "c.pem", "k.pem", True
+    )
+    written = parse_write_options({**base, "tls": "true", "tlsVerify": "false"}, streaming=False)
+    assert written.tls == TlsOptions(enabled=True, verify=False)
+    with pytest.raises(ConfigError, match="tlsVerify"):
+        parse_read_options({**base, "tlsVerify": "maybe"}, streaming=False)
