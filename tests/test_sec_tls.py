@@ -20,7 +20,7 @@ from helpers import BrokerProcess, free_port
 from rmq._rmq import RemotingClient
 from rmq.codes import RequestCode
 from rmq.errors import ConfigError, RemotingConnectError, RmqError
-from tls_helpers import Pki, TlsCluster, make_pki, server_keys
+from tls_helpers import Pki, TlsCluster, encrypt_key, make_pki, server_keys
 
 
 @pytest.fixture(scope="module")
@@ -210,3 +210,31 @@ def test_spark_options_carry_tls(pki: Pki) -> None:
     assert written.tls == TlsOptions(enabled=True, verify=False)
     with pytest.raises(ConfigError, match="tlsVerify"):
         parse_read_options({**base, "tlsVerify": "maybe"}, streaming=False)
+
+
+def test_an_encrypted_key_opens_with_its_password(
+    pki: Pki, cluster: TlsCluster, tmp_path: Path
+) -> None:
+    key = encrypt_key(pki.server_key, tmp_path / "server-encrypted.key", "s3cret")
+    assert b"ENCRYPTED PRIVATE KEY" in key.read_bytes()
+    conf = (
+        "tls.server.mode = enforcing\n"
+        f"tls.server.certPath = {pki.server_cert}\n"
+        f"tls.server.keyPath = {key}\n"
+    )
+    namesrv, _, _ = cluster.start(
+        server_keys(pki, "permissive"), conf + "tls.server.keyPassword = s3cret\n"
+    )
+    send_and_pull(namesrv.addr, "Encrypted", "encrypted", 3, tls=True, tls_ca=str(pki.ca))
+
+    wrong = tmp_path / "wrong.conf"
+    wrong.write_text(
+        "brokerName = broker-b\n"
+        f"listenPort = {free_port()}\n"
+        f"storePathRootDir = {tmp_path / 'store-b'}\n" + conf + "tls.server.keyPassword = nope\n"
+    )
+    broker = BrokerProcess("-c", str(wrong), cwd=tmp_path)
+    assert broker.finish() == 1
+    assert f"tls.server.keyPath = {key}: cannot be decrypted with tls.server.keyPassword" in (
+        broker.log
+    )

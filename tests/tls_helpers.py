@@ -178,3 +178,17 @@ class TlsCluster:
                 p.kill()
             else:
                 p.stop()
+
+
+def encrypt_key(key_path: Path, out: Path, password: str) -> Path:
+    """``key_path``'s key written to ``out`` as an encrypted PKCS#8 PEM (``ENCRYPTED PRIVATE
+    KEY``, PBES2)."""
+    key = serialization.load_pem_private_key(key_path.read_bytes(), password=None)
+    out.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.BestAvailableEncryption(password.encode()),
+        )
+    )
+    return out

@@ -425,7 +425,7 @@ class BrokerConfig:
     tls_server_key_path: str = _default("tls.server.keyPath")
     """``tls.server.keyPath``: PEM private key of ``tls.server.certPath``."""
     tls_server_key_password: str = _default("tls.server.keyPassword")
-    """``tls.server.keyPassword``: encrypted keys are refused (not supported)."""
+    """``tls.server.keyPassword``: password of an encrypted PKCS#8 key."""
     tls_server_need_client_auth: str = _default("tls.server.need.client.auth")
     """``tls.server.need.client.auth``: mutual TLS: none, optional or require."""
     tls_server_auth_client: bool = _default("tls.server.authClient")
@@ -441,7 +441,7 @@ class BrokerConfig:
     tls_client_key_path: str = _default("tls.client.keyPath")
     """``tls.client.keyPath``: its private key."""
     tls_client_key_password: str = _default("tls.client.keyPassword")
-    """``tls.client.keyPassword``: encrypted keys are not supported."""
+    """``tls.client.keyPassword``: password of an encrypted PKCS#8 key."""
     tls_client_auth_server: bool = _default("tls.client.authServer")
     """``tls.client.authServer``: verify the servers (system CAs without a trust file)."""
     tls_test_mode_enable: bool = _default("tls.test.mode.enable")

@@ -44,6 +44,7 @@ impl TlsArgs {
             cert_path: self.cert,
             key_path: self.key,
             verify_server: self.verify,
+            key_password: None,
         };
         ClientTls::new(&options)
             .map(|t| Some(Arc::new(t)))

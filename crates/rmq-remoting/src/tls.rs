@@ -4,7 +4,8 @@
 //! [`ServerTls`] is built from a server's `tls.server.*` keys: `tls.server.mode` (`disabled`,
 //! `permissive`: TLS and plain on the same port, told apart by the first byte, `enforcing`:
 //! TLS only), `tls.server.certPath` / `tls.server.keyPath` (PEM), `tls.server.keyPassword`
-//! (encrypted keys are refused with a clear error), and for mutual TLS
+//! (for an encrypted PKCS#8 key, `-----BEGIN ENCRYPTED PRIVATE KEY-----`, decrypted with the
+//! RustCrypto `pkcs8` crate; the legacy OpenSSL encryption is refused), and for mutual TLS
 //! `tls.server.need.client.auth` (`none` | `optional` | `require`, Apache's key) or
 //! `tls.server.authClient=true` (= `require`), with the client CAs in
 //! `tls.server.trustCertPath`.
@@ -221,12 +222,11 @@ impl ServerTls {
                     })?,
             )
         };
-        let password = get(settings, SERVER_KEY_PASSWORD).is_some();
+        let password = get(settings, SERVER_KEY_PASSWORD);
         Self::new(mode, &cert, &key, password, auth, trust.as_deref()).map(Some)
     }
 
-    /// Build from explicit parts. `key_password` says whether a password was configured (it
-    /// is only used to word the error about an encrypted key).
+    /// Build from explicit parts; `key_password` decrypts an encrypted PKCS#8 key.
     ///
     /// # Errors
     /// As [`from_settings`](Self::from_settings).
@@ -234,7 +234,7 @@ impl ServerTls {
         mode: TlsMode,
         cert_path: &Path,
         key_path: &Path,
-        key_password: bool,
+        key_password: Option<&str>,
         client_auth: ClientAuth,
         trust_cert_path: Option<&Path>,
     ) -> Result<Self, TlsError> {
@@ -316,6 +316,8 @@ pub struct ClientTlsOptions {
     pub cert_path: Option<PathBuf>,
     /// PEM private key of `cert_path`.
     pub key_path: Option<PathBuf>,
+    /// Password of `key_path` when it is an encrypted PKCS#8 key.
+    pub key_password: Option<String>,
     /// Check the server's certificate against `trust_cert_path`; false trusts any server
     /// (RocketMQ's `tls.test.mode.enable`).
     pub verify_server: bool,
@@ -352,14 +354,12 @@ impl ClientTls {
         let trust = get(settings, CLIENT_TRUST).map(PathBuf::from);
         let auth_server = flag(settings, AUTH_SERVER)?.unwrap_or(false);
         let test_mode = flag(settings, TEST_MODE)?.unwrap_or(false);
-        if get(settings, CLIENT_KEY_PASSWORD).is_some() {
-            log::warn!("{CLIENT_KEY_PASSWORD} is set: encrypted client keys are not supported");
-        }
         let options = ClientTlsOptions {
             verify_server: !test_mode && (auth_server || trust.is_some()),
             trust_cert_path: trust,
             cert_path: get(settings, CLIENT_CERT).map(PathBuf::from),
             key_path: get(settings, CLIENT_KEY).map(PathBuf::from),
+            key_password: get(settings, CLIENT_KEY_PASSWORD).map(str::to_owned),
         };
         Self::new(&options).map(Some)
     }
@@ -404,7 +404,12 @@ impl ClientTls {
             (None, None) => builder.with_no_client_auth(),
             (Some(cert), Some(key)) => {
                 let certs = pem::certificates(CLIENT_CERT, cert)?;
-                let k = pem::private_key(CLIENT_KEY, key, false, CLIENT_KEY_PASSWORD)?;
+                let k = pem::private_key(
+                    CLIENT_KEY,
+                    key,
+                    options.key_password.as_deref(),
+                    CLIENT_KEY_PASSWORD,
+                )?;
                 builder.with_client_auth_cert(certs, k).map_err(|e| {
                     file(CLIENT_KEY, key, &format!("does not fit {CLIENT_CERT}: {e}"))
                 })?
@@ -591,22 +596,21 @@ mod pem {
     pub(super) fn private_key(
         key: &'static str,
         path: &Path,
-        password_set: bool,
+        password: Option<&str>,
         password_key: &str,
     ) -> Result<PrivateKeyDer<'static>, TlsError> {
         let bytes = read(key, path)?;
+        if bytes.windows(21).any(|w| w == b"ENCRYPTED PRIVATE KEY") {
+            return decrypt(key, path, &bytes, password, password_key);
+        }
         if bytes.windows(9).any(|w| w == b"ENCRYPTED") {
-            let why = if password_set {
-                format!("{password_key} is set, but")
-            } else {
-                "the key is encrypted and".to_owned()
-            };
             return Err(file(
                 key,
                 path,
                 &format!(
-                    "{why} rmq reads unencrypted PEM keys only: write a decrypted copy \
-                     (openssl pkcs8 -in KEY -out KEY.plain) and point {key} at it"
+                    "holds a key in OpenSSL's legacy encrypted format; convert it to encrypted \
+                     PKCS#8 (openssl pkcs8 -topk8 -in KEY -out KEY.p8, then {password_key}) or \
+                     to an unencrypted key"
                 ),
             ));
         }
@@ -617,5 +621,44 @@ mod pem {
                 &format!("holds no PEM private key (PKCS#8, PKCS#1 or SEC1): {e}"),
             )
         })
+    }
+
+    /// An `ENCRYPTED PRIVATE KEY` (PKCS#8, PBES2) decrypted with `password`.
+    fn decrypt(
+        key: &'static str,
+        path: &Path,
+        bytes: &[u8],
+        password: Option<&str>,
+        password_key: &str,
+    ) -> Result<PrivateKeyDer<'static>, TlsError> {
+        let Some(password) = password else {
+            return Err(file(
+                key,
+                path,
+                &format!("holds an encrypted private key: set {password_key} to its password"),
+            ));
+        };
+        let text =
+            std::str::from_utf8(bytes).map_err(|_| file(key, path, &"is not a PEM text file"))?;
+        let (_, der) = pkcs8::der::pem::decode_vec(text.trim().as_bytes()).map_err(|e| {
+            file(
+                key,
+                path,
+                &format!("is not a PEM encrypted private key: {e}"),
+            )
+        })?;
+        let info = pkcs8::EncryptedPrivateKeyInfo::try_from(der.as_slice())
+            .map_err(|e| file(key, path, &format!("is not an encrypted PKCS#8 key: {e}")))?;
+        let plain = info.decrypt(password).map_err(|e| {
+            file(
+                key,
+                path,
+                &format!(
+                    "cannot be decrypted with {password_key} ({e}): a wrong password, or an \
+                     encryption scheme other than PBES2 (PBKDF2 or scrypt, AES-CBC)"
+                ),
+            )
+        })?;
+        Ok(PrivateKeyDer::Pkcs8(plain.as_bytes().to_vec().into()))
     }
 }

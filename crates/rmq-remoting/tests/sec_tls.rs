@@ -88,6 +88,7 @@ impl Pki {
             cert_path: identity.map(|n| self.path(&format!("{n}.pem"))),
             key_path: identity.map(|n| self.path(&format!("{n}.key"))),
             verify_server: trust.is_some(),
+            key_password: None,
         };
         Arc::new(ClientTls::new(&options).unwrap())
     }
@@ -363,12 +364,24 @@ fn bad_settings_name_the_key_and_the_file() {
     .unwrap();
     let mut s = pki.server_settings("enforcing");
     s.insert("tls.server.keyPath".into(), path_text(&encrypted));
+    let e = err(&s).to_string();
+    assert!(
+        e.contains("encrypted private key: set tls.server.keyPassword"),
+        "{e}"
+    );
     s.insert("tls.server.keyPassword".into(), "secret".into());
     let e = err(&s).to_string();
     assert!(
-        e.contains("tls.server.keyPassword is set") && e.contains("unencrypted"),
+        e.starts_with("tls.server.keyPath = ") && e.contains("encrypted"),
         "{e}"
     );
+    std::fs::write(
+        &encrypted,
+        "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nMIIB\n-----END RSA PRIVATE KEY-----\n",
+    )
+    .unwrap();
+    let e = err(&s).to_string();
+    assert!(e.contains("legacy encrypted format"), "{e}");
 
     let mut s = pki.server_settings("sometimes");
     let e = err(&s).to_string();
