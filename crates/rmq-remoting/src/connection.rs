@@ -231,6 +231,13 @@ impl Connection {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .insert(opaque, tx);
+        // The reader marks the connection closed before it drops the waiting requests: one
+        // registered after that would wait for its timeout (a server that closes at once,
+        // e.g. refusing a client certificate after the TLS 1.3 handshake).
+        if self.is_closed() {
+            self.forget(opaque);
+            return Err(self.closed_error(""));
+        }
         if let Err(e) = self.send(Reply::Command(cmd)).await {
             self.forget(opaque);
             return Err(e);

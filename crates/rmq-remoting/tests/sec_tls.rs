@@ -404,8 +404,11 @@ fn bad_settings_name_the_key_and_the_file() {
     let mut s = pki.server_settings("disabled");
     s.insert("tls.server.certPath".into(), "/nonexistent".into());
     assert!(ServerTls::from_settings(&s).unwrap().is_none());
+}
 
-    // The client side.
+#[test]
+fn bad_client_settings_name_the_key_and_the_file() {
+    let pki = Pki::new();
     let mut c = HashMap::new();
     assert!(ClientTls::from_settings(&c).unwrap().is_none());
     c.insert("tls.enable".to_owned(), "true".to_owned());
