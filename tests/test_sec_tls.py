@@ -238,3 +238,25 @@ def test_an_encrypted_key_opens_with_its_password(
     assert f"tls.server.keyPath = {key}: cannot be decrypted with tls.server.keyPassword" in (
         broker.log
     )
+
+
+def test_the_embedded_nameserver_serves_tls_as_the_broker_does(pki: Pki, tmp_path: Path) -> None:
+    port = free_port()
+    conf = tmp_path / "broker.conf"
+    conf.write_text(
+        "brokerName = broker-e\n"
+        "brokerIP1 = 127.0.0.1\n"
+        f"listenPort = {port}\n"
+        f"storePathRootDir = {tmp_path / 'store'}\n"
+        + server_keys(pki, "enforcing")
+        + "tls.enable = true\ntls.test.mode.enable = true\n"
+    )
+    broker = BrokerProcess("-c", str(conf), cwd=tmp_path)
+    try:
+        line = broker.wait_for("embedded nameserver listening on")
+        ns = f"127.0.0.1:{line.rsplit(':', 1)[1].strip()}"
+        broker.wait_for("listening on 0.0.0.0")
+        send_and_pull(ns, "Embedded", "embedded", 3, tls=True, tls_ca=str(pki.ca))
+        assert admin(ns, "clusterList").returncode == 1
+    finally:
+        broker.kill()

@@ -85,14 +85,17 @@ def transaction_check_policy(config: BrokerConfig) -> TransactionCheckPolicy:
     )
 
 
-def start_embedded_namesrv(port: int) -> tuple[RemotingServer, NamesrvProcessor] | None:
-    """Run a nameserver in this process (when no ``namesrvAddr`` is configured)."""
+def start_embedded_namesrv(
+    port: int, tls: dict[str, str] | None = None
+) -> tuple[RemotingServer, NamesrvProcessor] | None:
+    """Run a nameserver in this process (when no ``namesrvAddr`` is configured); ``tls``: the
+    broker's ``tls.server.*`` keys, so that it serves the same clients as the broker."""
     from rmq._rmq import RemotingServer as Server
 
     processor = NamesrvProcessor()
     try:
-        server = Server("0.0.0.0", port, processor)
-    except RuntimeError as exc:
+        server = Server("0.0.0.0", port, processor, tls=tls)
+    except (RuntimeError, RmqError) as exc:
         log.error(
             "cannot start the embedded nameserver: %s. Set namesrvAddr (or -n host:port) to use "
             "a running nameserver, or free the port (--namesrv-port picks another).",
@@ -179,7 +182,12 @@ def run_broker(
     namesrv_addrs = list(config.namesrv_addrs)
     embedded = None
     if not namesrv_addrs:
-        embedded = start_embedded_namesrv(embedded_namesrv_port)
+        if config.tls_server_mode == "enforcing" and not config.tls_enable:
+            log.warning(
+                "tls.server.mode = enforcing also holds for the embedded nameserver, and this "
+                "broker registers with it in plain TCP: set tls.enable = true"
+            )
+        embedded = start_embedded_namesrv(embedded_namesrv_port, config.tls_server)
         if embedded is None:
             return 1
         namesrv_addrs = [f"127.0.0.1:{embedded[0].local_addr.rsplit(':', 1)[1]}"]
