@@ -661,9 +661,15 @@ class RemotingServer:
 @final
 class RemotingClient:
     """A RocketMQ remoting client keeping one connection per address. Raises
-    ``rmq.errors.RemotingConnectError`` / ``RemotingTimeoutError``."""
+    ``rmq.errors.RemotingConnectError`` / ``RemotingTimeoutError``. With ``access_key`` and
+    ``secret_key`` every request is signed (ACL 1.0, ``AclClientRPCHook``)."""
 
-    def __new__(cls) -> RemotingClient: ...
+    def __new__(
+        cls,
+        access_key: str | None = None,
+        secret_key: str | None = None,
+        security_token: str | None = None,
+    ) -> RemotingClient: ...
     def invoke(
         self,
         addr: str,
@@ -811,7 +817,8 @@ class PulledColumns:
 class ClientInstance:
     """One client instance (RocketMQ's ``MQClientInstance``): connections, routes refreshed
     every ``poll_name_server_interval_ms``, heartbeats every ``heartbeat_broker_interval_ms``.
-    ``namesrv_addr`` may list several nameservers separated by ``;``."""
+    ``namesrv_addr`` may list several nameservers separated by ``;``. With ``access_key`` and
+    ``secret_key`` every request is signed (ACL 1.0, ``AclClientRPCHook``)."""
 
     def __new__(
         cls,
@@ -821,6 +828,9 @@ class ClientInstance:
         poll_name_server_interval_ms: int = 30000,
         heartbeat_broker_interval_ms: int = 30000,
         api_timeout_ms: int = 3000,
+        access_key: str | None = None,
+        secret_key: str | None = None,
+        security_token: str | None = None,
     ) -> ClientInstance: ...
     @property
     def client_id(self) -> str: ...

@@ -138,7 +138,8 @@ impl ClientInstancePy {
     #[new]
     #[pyo3(signature = (namesrv_addr, instance_name=None, client_ip=None,
         poll_name_server_interval_ms=30000, heartbeat_broker_interval_ms=30000,
-        api_timeout_ms=3000))]
+        api_timeout_ms=3000, access_key=None, secret_key=None, security_token=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         namesrv_addr: &str,
@@ -147,6 +148,9 @@ impl ClientInstancePy {
         poll_name_server_interval_ms: u64,
         heartbeat_broker_interval_ms: u64,
         api_timeout_ms: u64,
+        access_key: Option<String>,
+        secret_key: Option<String>,
+        security_token: Option<String>,
     ) -> PyResult<Self> {
         let addrs: Vec<String> = namesrv_addr
             .split(';')
@@ -165,6 +169,8 @@ impl ClientInstancePy {
         config.heartbeat_broker_interval =
             Duration::from_millis(heartbeat_broker_interval_ms.max(10));
         config.api_timeout = Duration::from_millis(api_timeout_ms.max(1));
+        config.credentials =
+            crate::common::session_credentials(access_key, secret_key, security_token)?;
         ensure_callback_thread(py)?;
         let inner = ClientInstance::start(config, runtime().handle().clone())
             .map_err(|e| client_err(py, &e))?;

@@ -267,6 +267,8 @@ impl RemotingServer {
 #[pyclass(module = "rmq._rmq")]
 pub(crate) struct RemotingClient {
     conns: Mutex<HashMap<SocketAddr, Connection>>,
+    /// Signs every request (ACL 1.0) when set.
+    credentials: Option<rmq_protocol::acl::SessionCredentials>,
 }
 
 impl RemotingClient {
@@ -292,17 +294,23 @@ impl RemotingClient {
             .insert(addr, c.clone());
         Ok(c)
     }
-}
 
-fn request(
-    addr: &str,
-    code: i32,
-    ext_fields: Option<HashMap<String, String>>,
-    body: Option<&[u8]>,
-) -> PyResult<(SocketAddr, RemotingCommand)> {
-    let mut cmd = RemotingCommand::new_request(code, to_ext(&ext_fields.unwrap_or_default()));
-    cmd.body = body.map(bytes::Bytes::copy_from_slice);
-    Ok((resolve(addr)?, cmd))
+    /// The request to send: every one passes here, and is signed last when the client has
+    /// credentials.
+    fn request(
+        &self,
+        addr: &str,
+        code: i32,
+        ext_fields: Option<HashMap<String, String>>,
+        body: Option<&[u8]>,
+    ) -> PyResult<(SocketAddr, RemotingCommand)> {
+        let mut cmd = RemotingCommand::new_request(code, to_ext(&ext_fields.unwrap_or_default()));
+        cmd.body = body.map(bytes::Bytes::copy_from_slice);
+        if let Some(creds) = &self.credentials {
+            rmq_protocol::acl::sign_request(&mut cmd, creds);
+        }
+        Ok((resolve(addr)?, cmd))
+    }
 }
 
 fn remoting_err(py: Python<'_>, e: &rmq_remoting::RemotingError) -> PyErr {
@@ -316,10 +324,20 @@ fn remoting_err(py: Python<'_>, e: &rmq_remoting::RemotingError) -> PyErr {
 #[pymethods]
 impl RemotingClient {
     #[new]
-    fn new() -> Self {
-        Self {
+    #[pyo3(signature = (access_key=None, secret_key=None, security_token=None))]
+    fn new(
+        access_key: Option<String>,
+        secret_key: Option<String>,
+        security_token: Option<String>,
+    ) -> PyResult<Self> {
+        Ok(Self {
             conns: Mutex::new(HashMap::new()),
-        }
+            credentials: crate::common::session_credentials(
+                access_key,
+                secret_key,
+                security_token,
+            )?,
+        })
     }
 
     /// Send a request to `addr` and wait for the response.
@@ -333,7 +351,7 @@ impl RemotingClient {
         body: Option<&[u8]>,
         timeout_ms: u64,
     ) -> PyResult<RemotingResponse> {
-        let (addr, cmd) = request(addr, code, ext_fields, body)?;
+        let (addr, cmd) = self.request(addr, code, ext_fields, body)?;
         let timeout = Duration::from_millis(timeout_ms);
         let result = py.detach(|| {
             let c = self.connection(addr, timeout)?;
@@ -356,7 +374,7 @@ impl RemotingClient {
         body: Option<&[u8]>,
         timeout_ms: u64,
     ) -> PyResult<()> {
-        let (addr, cmd) = request(addr, code, ext_fields, body)?;
+        let (addr, cmd) = self.request(addr, code, ext_fields, body)?;
         let timeout = Duration::from_millis(timeout_ms);
         let result = py.detach(|| {
             let c = self.connection(addr, timeout)?;

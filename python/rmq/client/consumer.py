@@ -203,8 +203,10 @@ class _GroupMember:
         consume_timestamp_ms: int | None,
         allocate_strategy: AllocateMessageQueueStrategy | None,
         offset_store_dir: str | Path | None,
+        credentials: _instance.Credentials | None = None,
     ) -> None:
         self.group = group
+        self._credentials = credentials
         self.namesrv_addr = _instance.default_namesrv_addr(namesrv_addr)
         self.instance_name = instance_name
         self.message_model = MessageModel(message_model)
@@ -259,6 +261,9 @@ class PushConsumer(_GroupMember):
         heartbeat_broker_interval: int = 30000,
         poll_name_server_interval: int = 30000,
         offset_store_dir: str | Path | None = None,
+        access_key: str | None = None,
+        secret_key: str | None = None,
+        security_token: str | None = None,
     ) -> None:
         super().__init__(
             group,
@@ -269,6 +274,7 @@ class PushConsumer(_GroupMember):
             consume_timestamp_ms,
             allocate_strategy,
             offset_store_dir,
+            _instance.credentials(access_key, secret_key, security_token),
         )
         self.consume_thread_max = consume_thread_max
         self.consume_message_batch_max_size = consume_message_batch_max_size
@@ -345,6 +351,7 @@ class PushConsumer(_GroupMember):
             self,
             heartbeat_broker_interval_ms=self.heartbeat_broker_interval,
             poll_name_server_interval_ms=self.poll_name_server_interval,
+            creds=self._credentials,
         )
         self._store = self._open_offset_store(self._instance)
         self._rebalancer = Rebalancer(

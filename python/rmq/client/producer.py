@@ -102,8 +102,12 @@ class Producer:
         default_topic_queue_nums: int = 4,
         poll_name_server_interval: int = 30000,
         heartbeat_broker_interval: int = 30000,
+        access_key: str | None = None,
+        secret_key: str | None = None,
+        security_token: str | None = None,
     ) -> None:
         self.group = group
+        self._credentials = _instance.credentials(access_key, secret_key, security_token)
         self.namesrv_addr = _instance.default_namesrv_addr(namesrv_addr)
         self.instance_name = instance_name
         self.max_message_size = max_message_size
@@ -135,6 +139,7 @@ class Producer:
                 handler,
                 heartbeat_broker_interval_ms=self.heartbeat_broker_interval,
                 poll_name_server_interval_ms=self.poll_name_server_interval,
+                creds=self._credentials,
             )
             self._instance = instance
             self._native = NativeProducer(

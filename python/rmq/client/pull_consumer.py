@@ -55,6 +55,9 @@ class PullConsumer(_GroupMember):
         poll_timeout_ms: int = 5000,
         rebalance_interval_ms: int = 20000,
         offset_store_dir: str | Path | None = None,
+        access_key: str | None = None,
+        secret_key: str | None = None,
+        security_token: str | None = None,
     ) -> None:
         super().__init__(
             group,
@@ -65,6 +68,7 @@ class PullConsumer(_GroupMember):
             consume_timestamp_ms,
             allocate_strategy,
             offset_store_dir,
+            _instance.credentials(access_key, secret_key, security_token),
         )
         self.pull_batch_size = pull_batch_size
         self.auto_commit = auto_commit
@@ -112,7 +116,9 @@ class PullConsumer(_GroupMember):
         """Connect and join the group. Returns self."""
         if self._running:
             return self
-        self._instance = _instance.acquire(self.namesrv_addr, self.instance_name, self.group, self)
+        self._instance = _instance.acquire(
+            self.namesrv_addr, self.instance_name, self.group, self, creds=self._credentials
+        )
         self._store = self._open_offset_store(self._instance)
         self._rebalancer = Rebalancer(
             self._instance, self.group, self.message_model, self.allocate_strategy
