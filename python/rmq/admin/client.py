@@ -259,17 +259,30 @@ class Admin:
         namesrv_addr: str = DEFAULT_NAMESRV_ADDR,
         timeout_ms: int = DEFAULT_TIMEOUT_MS,
         client: RemotingClient | None = None,
+        *,
+        access_key: str | None = None,
+        secret_key: str | None = None,
     ) -> None:
         names = [a.strip() for a in namesrv_addr.split(";") if a.strip()]
         if not names:
             raise AdminError("no nameserver address given — set -n host:port or NAMESRV_ADDR")
         self.namesrv_addrs = [resolve_addr(a, "nameserver address") for a in names]
         self.timeout_ms = timeout_ms
+        if bool(access_key) != bool(secret_key):
+            missing = "--secret-key (or RMQ_SECRET_KEY)" if access_key else "--access-key (or RMQ_ACCESS_KEY)"
+            raise AdminError(f"ACL credentials need both keys: {missing} is not set")
+        self._credentials = {"access_key": access_key, "secret_key": secret_key} if access_key else {}
         if client is None:
             from rmq._rmq import RemotingClient as Client
 
-            client = Client()
+            client = Client(access_key=access_key, secret_key=secret_key)
         self._client = client
+
+    @property
+    def sdk_credentials(self) -> dict[str, str | None]:
+        """Keyword arguments for the SDK clients a sub-command starts (``rmq.Producer``...), so
+        they sign as the tool does; empty without credentials."""
+        return dict(self._credentials)
 
     def close(self) -> None:
         self._client.close()
@@ -413,7 +426,11 @@ _HINTS: dict[int, str] = {
         "rmq updateTopic -t TOPIC -c CLUSTER"
     ),
     # NO_PERMISSION
-    16: "check the broker's brokerPermission and the topic's perm (rmq topicRoute)",
+    16: (
+        "check the broker's brokerPermission and the topic's perm (rmq topicRoute); with ACL "
+        "on, the account (--access-key/--secret-key or RMQ_ACCESS_KEY/RMQ_SECRET_KEY) and its "
+        "permissions in plain_acl.yml"
+    ),
     # SUBSCRIPTION_GROUP_NOT_EXIST
     26: "create the group with rmq updateSubGroup -g GROUP -c CLUSTER",
     CONSUMER_NOT_ONLINE: "start a consumer of the group, or check the group name",

@@ -28,7 +28,9 @@ def send_message(admin: Admin, args: argparse.Namespace) -> Result:
 
     if (args.broker is None) != (args.qid is None):
         raise AdminError("sendMessage: give both -b brokerName and -i queueId, or neither")
-    producer = rmq.Producer("TOOLS_PRODUCER", ";".join(admin.namesrv_addrs)).start()
+    producer = rmq.Producer(
+        "TOOLS_PRODUCER", ";".join(admin.namesrv_addrs), **admin.sdk_credentials
+    ).start()
     try:
         msg = rmq.Message(args.topic.strip(), args.body, tags=args.tags, keys=args.key)
         queue = (
@@ -68,7 +70,10 @@ def consume_message(admin: Admin, args: argparse.Namespace) -> Result:
 
     topic = args.topic.strip()
     consumer = rmq.PullConsumer(
-        args.consumerGroup, ";".join(admin.namesrv_addrs), auto_commit=False
+        args.consumerGroup,
+        ";".join(admin.namesrv_addrs),
+        auto_commit=False,
+        **admin.sdk_credentials,
     ).start()
     try:
         queues = [
