@@ -269,20 +269,21 @@ class Admin:
         self.namesrv_addrs = [resolve_addr(a, "nameserver address") for a in names]
         self.timeout_ms = timeout_ms
         if bool(access_key) != bool(secret_key):
-            missing = "--secret-key (or RMQ_SECRET_KEY)" if access_key else "--access-key (or RMQ_ACCESS_KEY)"
+            missing = (
+                "--secret-key (or RMQ_SECRET_KEY)"
+                if access_key
+                else "--access-key (or RMQ_ACCESS_KEY)"
+            )
             raise AdminError(f"ACL credentials need both keys: {missing} is not set")
-        self._credentials = {"access_key": access_key, "secret_key": secret_key} if access_key else {}
+        self.access_key = access_key
+        """The ACL account the tool signs with (None without one); SDK clients a sub-command
+        starts (``rmq.Producer``...) take it and :attr:`secret_key` so they sign too."""
+        self.secret_key = secret_key
         if client is None:
             from rmq._rmq import RemotingClient as Client
 
             client = Client(access_key=access_key, secret_key=secret_key)
         self._client = client
-
-    @property
-    def sdk_credentials(self) -> dict[str, str | None]:
-        """Keyword arguments for the SDK clients a sub-command starts (``rmq.Producer``...), so
-        they sign as the tool does; empty without credentials."""
-        return dict(self._credentials)
 
     def close(self) -> None:
         self._client.close()

@@ -14,7 +14,7 @@ import random
 import string
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rmq._rmq import BENCHMARK_TOPIC
@@ -48,6 +48,9 @@ class ProducerOptions:
     count: int | None = None
     send_timeout_ms: int = 3000
     progress: bool = True
+    access_key: str | None = None
+    """ACL account the producer signs with (with ``secret_key``)."""
+    secret_key: str | None = field(default=None, repr=False)
 
     @property
     def batch(self) -> int:
@@ -202,6 +205,8 @@ def run_producer(opts: ProducerOptions) -> tuple[dict[str, Any], dict[str, Laten
         instance_name=f"bench-producer-{os.getpid()}-{time.time_ns()}",
         send_msg_timeout=opts.send_timeout_ms,
         compress_msg_body_over_howmuch=_NO_COMPRESSION,
+        access_key=opts.access_key,
+        secret_key=opts.secret_key,
     )
     producer.start()
     try:

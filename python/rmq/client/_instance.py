@@ -14,7 +14,14 @@ from typing import Protocol
 
 from rmq._rmq import ClientInstance, _stop_callbacks
 
-__all__ = ["BrokerPushHandler", "Credentials", "acquire", "credentials", "default_namesrv_addr", "release"]
+__all__ = [
+    "BrokerPushHandler",
+    "Credentials",
+    "acquire",
+    "credentials",
+    "default_namesrv_addr",
+    "release",
+]
 
 log = logging.getLogger("rmq.client")
 
@@ -54,7 +61,9 @@ def credentials(
     if not access_key and not secret_key:
         return None
     if not access_key or not secret_key:
-        missing, given = ("secret_key", "access_key") if access_key else ("access_key", "secret_key")
+        missing, given = (
+            ("secret_key", "access_key") if access_key else ("access_key", "secret_key")
+        )
         raise ValueError(
             f"{given} is set but {missing} is not: ACL signatures need both "
             "(the account's accessKey and secretKey from the broker's plain_acl.yml)"

@@ -12,30 +12,37 @@ import threading
 
 from rmq._rmq import ClientInstance
 from rmq.client import _instance
+from rmq.client._instance import Credentials
 from rmq.client.producer import Producer
 
 __all__ = ["client", "producer"]
 
 _lock = threading.Lock()
-_clients: dict[tuple[str, str], ClientInstance] = {}
-_producers: dict[tuple[str, str, str, int, int], Producer] = {}
+_clients: dict[tuple[str, str, Credentials | None], ClientInstance] = {}
+_producers: dict[tuple[str, str, str, int, int, Credentials | None], Producer] = {}
 
 
-def client(namesrv: str, instance_name: str) -> ClientInstance:
-    """The process's client instance for ``namesrv`` (routes, min/max offsets, pulls)."""
-    key = (namesrv, instance_name)
+def client(namesrv: str, instance_name: str, creds: Credentials | None = None) -> ClientInstance:
+    """The process's client instance for ``namesrv`` (routes, min/max offsets, pulls),
+    signing with ``creds`` when given."""
+    key = (namesrv, instance_name, creds)
     with _lock:
         c = _clients.get(key)
         if c is None:
-            c = _clients[key] = _instance.acquire(namesrv, instance_name)
+            c = _clients[key] = _instance.acquire(namesrv, instance_name, creds=creds)
         return c
 
 
 def producer(
-    namesrv: str, instance_name: str, group: str, send_timeout_ms: int, retries: int
+    namesrv: str,
+    instance_name: str,
+    group: str,
+    send_timeout_ms: int,
+    retries: int,
+    creds: Credentials | None = None,
 ) -> Producer:
     """The process's started producer for this configuration (thread-safe)."""
-    key = (namesrv, instance_name, group, send_timeout_ms, retries)
+    key = (namesrv, instance_name, group, send_timeout_ms, retries, creds)
     with _lock:
         p = _producers.get(key)
         if p is None:
@@ -45,6 +52,9 @@ def producer(
                 instance_name=instance_name,
                 send_msg_timeout=send_timeout_ms,
                 retry_times_when_send_failed=retries,
+                access_key=creds.access_key if creds else None,
+                secret_key=creds.secret_key if creds else None,
+                security_token=creds.security_token if creds else None,
             ).start()
             _producers[key] = p
         return p

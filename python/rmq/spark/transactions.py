@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from rmq._rmq import StoredMessage, write_file_atomic
+from rmq.client._instance import Credentials
 from rmq.client.transaction import LocalTransactionState, TransactionProducer
 from rmq.errors import ConfigError, RmqError
 
@@ -136,7 +137,14 @@ class TransactionCoordinator:
     """The driver's side of one query's exactly-once sink: commits and rolls back
     micro-batches, and answers the brokers' checks about their halves."""
 
-    def __init__(self, namesrv: str, group: str, checkpoint: Path, topic: str | None) -> None:
+    def __init__(
+        self,
+        namesrv: str,
+        group: str,
+        checkpoint: Path,
+        topic: str | None,
+        creds: Credentials | None = None,
+    ) -> None:
         self.group = group
         self.log = SinkCommitLog(checkpoint)
         self.producer = TransactionProducer(
@@ -145,6 +153,9 @@ class TransactionCoordinator:
             instance_name=f"spark-tx-{group}",
             execute_local_transaction=_never_called,
             check_local_transaction=self.check,
+            access_key=creds.access_key if creds else None,
+            secret_key=creds.secret_key if creds else None,
+            security_token=creds.security_token if creds else None,
         ).start()
         if topic is not None:
             # Heartbeat to the topic's brokers now, so that they can ask about halves left
@@ -216,7 +227,11 @@ _coordinators: dict[tuple[str, str], TransactionCoordinator] = {}
 
 
 def coordinator(
-    namesrv: str, group: str, checkpoint: Path, topic: str | None
+    namesrv: str,
+    group: str,
+    checkpoint: Path,
+    topic: str | None,
+    creds: Credentials | None = None,
 ) -> TransactionCoordinator:
     """The driver's coordinator of ``group`` (one per query, kept for the process's life, so
     that it answers checks about batches a stopped query left open)."""
@@ -224,6 +239,6 @@ def coordinator(
         c = _coordinators.get((namesrv, group))
         if c is None:
             c = _coordinators[(namesrv, group)] = TransactionCoordinator(
-                namesrv, group, checkpoint, topic
+                namesrv, group, checkpoint, topic, creds
             )
         return c
