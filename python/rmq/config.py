@@ -55,6 +55,7 @@ except ImportError as exc:  # pragma: no cover - only without a build
 __all__ = [
     "BROKER_KEYS",
     "KNOWN_BUT_UNUSED",
+    "REDACTED",
     "SCHEMA",
     "BrokerConfig",
     "BrokerRole",
@@ -63,9 +64,11 @@ __all__ = [
     "check_broker_value",
     "escape_property_value",
     "format_properties",
+    "is_secret_key",
     "iter_properties",
     "load_broker_config",
     "parse_properties",
+    "redact_secrets",
     "schema_default",
     "suggest_key",
     "update_properties_text",
@@ -200,6 +203,23 @@ def escape_property_value(value: str) -> str:
     """A value as a Java-properties file must spell it to read it back unchanged."""
     escaped = value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
     return "\\" + escaped if escaped[:1] in (" ", "\t", "\f") else escaped
+
+
+REDACTED = "******"
+"""What config answers, dumps and log lines show for a secret's value."""
+
+
+def is_secret_key(key: str) -> bool:
+    """Whether ``key`` names a secret (``innerSecretKey``, ``secretKey``...): its value is
+    never shown."""
+    return key.endswith(("SecretKey", "secretKey"))
+
+
+def redact_secrets(entries: Mapping[str, str]) -> dict[str, str]:
+    """``entries`` with the value of every secret key (:func:`is_secret_key`) replaced by
+    :data:`REDACTED`; the one rule for GET_BROKER_CONFIG, ``--print-config``, ``rmq
+    getBrokerConfig`` and log lines. An empty secret stays empty (nothing to hide)."""
+    return {k: REDACTED if v and is_secret_key(k) else v for k, v in entries.items()}
 
 
 def format_properties(entries: Mapping[str, str]) -> str:
@@ -364,6 +384,11 @@ class BrokerConfig:
     """``namesrvAddr``: ``host:port;host:port``; None runs an embedded nameserver."""
     store_path_root_dir: str = field(default_factory=lambda: _default("storePathRootDir"))
     """``storePathRootDir``: the store root (``~`` expanded, made absolute)."""
+    inner_access_key: str = _default("innerAccessKey")
+    """``innerAccessKey``: the ACL account the broker signs its own requests with
+    (registration, a slave's copy from its master); empty: unsigned."""
+    inner_secret_key: str = field(default=_default("innerSecretKey"), repr=False)
+    """``innerSecretKey``: its secret (never shown: see :func:`redact_secrets`)."""
     broker_role: BrokerRole = field(default_factory=lambda: _default("brokerRole"))
     """``brokerRole``."""
     flush_disk_type: FlushDiskType = field(default_factory=lambda: _default("flushDiskType"))
@@ -464,6 +489,8 @@ _FIELDS: dict[str, str] = {
     "listenPort": "listen_port",
     "namesrvAddr": "namesrv_addr",
     "storePathRootDir": "store_path_root_dir",
+    "innerAccessKey": "inner_access_key",
+    "innerSecretKey": "inner_secret_key",
     "brokerRole": "broker_role",
     "flushDiskType": "flush_disk_type",
     "deleteWhen": "delete_when",
@@ -596,6 +623,17 @@ def load_broker_config(
         _warn(f"{given[key]}: {note}")
 
     config = BrokerConfig(**values)
+    if bool(config.inner_access_key) != bool(config.inner_secret_key):
+        have, missing = (
+            ("innerAccessKey", "innerSecretKey")
+            if config.inner_access_key
+            else ("innerSecretKey", "innerAccessKey")
+        )
+        raise ConfigError(
+            f"{given[have]}: {have} is set but {missing} is not; the broker signs its own "
+            "requests only with both (an admin account of the brokers' plain_acl.yml)",
+            key=missing,
+        )
     if config.broker_role is BrokerRole.SLAVE and config.broker_id < 1:
         where = given.get("brokerId") or given.get("brokerRole", "defaults")
         raise ConfigError(

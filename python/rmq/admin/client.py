@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from rmq import fastjson
 from rmq.codes import RequestCode, ResponseCode
 from rmq.errors import (
+    NoPermissionError,
     RemotingConnectError,
     RemotingError,
     RemotingTimeoutError,
@@ -426,8 +427,7 @@ _HINTS: dict[int, str] = {
         "check the topic name (rmq topicList), or create the topic with "
         "rmq updateTopic -t TOPIC -c CLUSTER"
     ),
-    # NO_PERMISSION
-    16: (
+    ResponseCode.NO_PERMISSION: (
         "check the broker's brokerPermission and the topic's perm (rmq topicRoute); with ACL "
         "on, the account (--access-key/--secret-key or RMQ_ACCESS_KEY/RMQ_SECRET_KEY) and its "
         "permissions in plain_acl.yml"
@@ -446,7 +446,9 @@ def _response_error(role: str, addr: str, code: int, resp: RemotingResponse) -> 
     text = f"{_code_name(code)} to {role} {addr} failed: {name} ({resp.code})"
     if remark:
         text += f": {remark}"
-    hint = _HINTS.get(resp.code)
+    # An Apache broker's ACL refusal is a SYSTEM_ERROR that rmq.errors classes as
+    # NoPermissionError: it gets NO_PERMISSION's hint.
+    hint = _HINTS.get(ResponseCode.NO_PERMISSION if cls is NoPermissionError else resp.code)
     if hint and not ("updateTopic" in hint and "updateTopic" in remark):
         text += " — " + hint.format(role=role)
     return cls(text, code=resp.code, remark=remark)

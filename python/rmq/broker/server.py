@@ -215,7 +215,12 @@ def run_broker(
         broker_addr=config.store_host,
         ha_server_addr=f"{config.broker_ip1}:{store.ha_listen_port or config.listen_port + 1}",
     )
-    client = RemotingClient()
+    # Everything the broker itself asks (registration, a slave's copy from its master) goes
+    # through this one client, signed with innerAccessKey/innerSecretKey when set.
+    client = RemotingClient(
+        access_key=config.inner_access_key or None,
+        secret_key=config.inner_secret_key or None,
+    )
     # RocketMQ runs its ScheduleMessageService and transaction checks on masters only (a
     # slave's store takes no puts); the role starts and stops them (rmq.broker.role).
     role = BrokerGroupRole(

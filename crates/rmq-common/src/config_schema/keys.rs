@@ -42,6 +42,12 @@ pub static BROKER_KEYS: &[K] = &[
         "host:port;host:port of the nameservers; empty runs an embedded nameserver."),
     K::new("storePathRootDir", ValueKind::Path, Some("~/store"), ControlPlane,
         "The store root (~ expanded, made absolute)."),
+    K::new("innerAccessKey", UNCHECKED, Some(""), ControlPlane,
+        "ACL account the broker signs its own requests with (nameserver registration, a \
+         slave's copy from its master); empty: unsigned. RocketMQ 5's name."),
+    K::new("innerSecretKey", UNCHECKED, Some(""), ControlPlane,
+        "The secret key of innerAccessKey; shown as ****** by GET_BROKER_CONFIG, \
+         --print-config and logs."),
     K::new("brokerAddr", ValueKind::SocketAddr, None, Broker,
         "brokerIP1:listenPort as the Rust server is told it (not a RocketMQ key: the control \
          plane sets it)."),
