@@ -67,7 +67,7 @@ async fn exercise(credentials: Option<SessionCredentials>) -> Vec<RemotingComman
     .await
     .expect("bind");
     let addr = server.local_addr().to_string();
-    *recorder.addr.lock().unwrap() = addr.clone();
+    recorder.addr.lock().unwrap().clone_from(&addr);
 
     let mut config = ClientConfig::new(vec![addr.clone()]);
     config.instance_name = "sec".into();

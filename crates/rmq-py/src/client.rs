@@ -139,7 +139,10 @@ impl ClientInstancePy {
     #[pyo3(signature = (namesrv_addr, instance_name=None, client_ip=None,
         poll_name_server_interval_ms=30000, heartbeat_broker_interval_ms=30000,
         api_timeout_ms=3000, access_key=None, secret_key=None, security_token=None))]
-    #[allow(clippy::too_many_arguments)]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "Python keyword arguments of ClientInstance(...)"
+    )]
     fn new(
         py: Python<'_>,
         namesrv_addr: &str,
