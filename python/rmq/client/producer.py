@@ -83,6 +83,10 @@ class Producer:
     (LZ4 frame format) or ``"ZSTD"`` (zstd frame), as RocketMQ 5's ``setCompressType``; LZ4 and
     ZSTD need RocketMQ 5.x Java consumers (or rmq's). ``compress_level`` is the zlib or zstd
     level. An unknown type raises :class:`rmq.errors.ConfigError` from :meth:`start`.
+
+    With ``access_key`` and ``secret_key`` (and ``security_token``) every request is signed
+    (ACL 1.0, as Java's ``AclClientRPCHook``); a broker's refusal raises
+    :class:`rmq.errors.NoPermissionError` carrying its remark. Consumers take the same keywords.
     """
 
     def __init__(
