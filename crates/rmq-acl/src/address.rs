@@ -166,9 +166,7 @@ fn parse_range(t: &str) -> Result<AddressPattern, String> {
         (a, b)
     };
     if segs[index + 1..].iter().any(|s| *s != "*") {
-        return Err(format!(
-            "'{t}': every segment after the range must be '*'"
-        ));
+        return Err(format!("'{t}': every segment after the range must be '*'"));
     }
     Ok(AddressPattern::Range {
         head,
@@ -212,9 +210,14 @@ mod tests {
         assert!(p.matches(ip("10.0.0.2")) && !p.matches(ip("10.0.0.3")));
         let p = P::parse("127.0.0.1").unwrap();
         assert!(p.matches(ip("127.0.0.1")));
-        assert!(p.matches(ip("::ffff:127.0.0.1")), "IPv4-mapped peers count as IPv4");
+        assert!(
+            p.matches(ip("::ffff:127.0.0.1")),
+            "IPv4-mapped peers count as IPv4"
+        );
         assert!(!p.matches(ip("127.0.0.2")));
-        assert!(P::parse("fe80::1").unwrap().matches(ip("fe80:0:0:0:0:0:0:1")));
+        assert!(P::parse("fe80::1")
+            .unwrap()
+            .matches(ip("fe80:0:0:0:0:0:0:1")));
     }
 
     #[test]

@@ -65,44 +65,57 @@ fn null_default<'de, D: Deserializer<'de>, T: Default + Deserialize<'de>>(
     Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 
-/// A YAML scalar read as text (an all-digit key is a number to YAML).
-fn scalar_text<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
-    struct V;
-    impl de::Visitor<'_> for V {
-        type Value = String;
+/// A YAML scalar read as text (an all-digit key is a number to YAML) and checked by `check`
+/// inside the visitor, so that an error carries the scalar's own line.
+fn scalar<'de, D, T>(d: D, check: fn(String) -> Result<T, String>) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    struct V<T>(fn(String) -> Result<T, String>);
+    impl<T> V<T> {
+        fn done<E: de::Error>(&self, s: String) -> Result<T, E> {
+            (self.0)(s).map_err(E::custom)
+        }
+    }
+    impl<T> de::Visitor<'_> for V<T> {
+        type Value = T;
         fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             f.write_str("a string")
         }
-        fn visit_str<E: de::Error>(self, v: &str) -> Result<String, E> {
-            Ok(v.to_owned())
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
+            self.done(v.to_owned())
         }
-        fn visit_i64<E: de::Error>(self, v: i64) -> Result<String, E> {
-            Ok(v.to_string())
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<T, E> {
+            self.done(v.to_string())
         }
-        fn visit_u64<E: de::Error>(self, v: u64) -> Result<String, E> {
-            Ok(v.to_string())
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<T, E> {
+            self.done(v.to_string())
         }
-        fn visit_f64<E: de::Error>(self, v: f64) -> Result<String, E> {
-            Ok(v.to_string())
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<T, E> {
+            self.done(v.to_string())
         }
-        fn visit_bool<E: de::Error>(self, v: bool) -> Result<String, E> {
-            Ok(v.to_string())
+        fn visit_bool<E: de::Error>(self, v: bool) -> Result<T, E> {
+            self.done(v.to_string())
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<T, E> {
+            self.done(String::new())
         }
     }
-    d.deserialize_any(V)
+    d.deserialize_any(V(check))
 }
 
 struct Key(String);
 
 impl<'de> Deserialize<'de> for Key {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = scalar_text(d)?;
-        if s.trim().len() <= KEY_MIN_LENGTH {
-            return Err(de::Error::custom(format!(
-                "must be longer than {KEY_MIN_LENGTH} characters (RocketMQ's minimum)"
-            )));
-        }
-        Ok(Self(s.trim().to_owned()))
+        scalar(d, |s| {
+            if s.trim().len() <= KEY_MIN_LENGTH {
+                return Err(format!(
+                    "must be longer than {KEY_MIN_LENGTH} characters (RocketMQ's minimum)"
+                ));
+            }
+            Ok(Self(s.trim().to_owned()))
+        })
     }
 }
 
@@ -110,10 +123,11 @@ struct Pattern(AddressPattern);
 
 impl<'de> Deserialize<'de> for Pattern {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = scalar_text(d)?;
-        AddressPattern::parse(&s)
-            .map(Self)
-            .map_err(|e| de::Error::custom(format!("bad address pattern: {e}")))
+        scalar(d, |s| {
+            AddressPattern::parse(&s)
+                .map(Self)
+                .map_err(|e| format!("bad address pattern: {e}"))
+        })
     }
 }
 
@@ -121,11 +135,10 @@ struct PermModel(Perm);
 
 impl<'de> Deserialize<'de> for PermModel {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = scalar_text(d)?;
-        Perm::parse(&s).map(Self).ok_or_else(|| {
-            de::Error::custom(format!(
-                "'{s}' is not a permission: use DENY, PUB, SUB or PUB|SUB"
-            ))
+        scalar(d, |s| {
+            Perm::parse(&s)
+                .map(Self)
+                .ok_or_else(|| format!("'{s}' is not a permission: use DENY, PUB, SUB or PUB|SUB"))
         })
     }
 }
@@ -134,10 +147,7 @@ struct ResourcePerm(String, Perm);
 
 impl<'de> Deserialize<'de> for ResourcePerm {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = scalar_text(d)?;
-        parse_resource_perm(&s)
-            .map(|(n, p)| Self(n, p))
-            .map_err(de::Error::custom)
+        scalar(d, |s| parse_resource_perm(&s).map(|(n, p)| Self(n, p)))
     }
 }
 
@@ -146,7 +156,11 @@ impl<'de> Deserialize<'de> for ResourcePerm {
 /// # Errors
 /// Not `name=PERM`, or an unknown permission.
 pub fn parse_resource_perm(s: &str) -> Result<(String, Perm), String> {
-    let parts: Vec<&str> = s.split('=').map(str::trim).filter(|p| !p.is_empty()).collect();
+    let parts: Vec<&str> = s
+        .split('=')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .collect();
     let [name, perm] = parts[..] else {
         return Err(format!(
             "'{s}' is not 'resource=PERM' (for example topicA=SUB)"
@@ -185,21 +199,26 @@ pub fn parse(path: &Path, text: &str) -> Result<AclRules, AclError> {
         let key = e.path().to_string();
         let inner = e.into_inner();
         let line = inner.location().map(|l| l.line());
+        let message = strip_location(&inner.to_string(), &key);
         AclError::File {
             path: path.to_owned(),
             line,
             key: if key == "." { String::new() } else { key },
-            message: strip_location(&inner.to_string()),
+            message,
         }
     })?;
     Ok(build(model))
 }
 
-/// serde_norway appends " at line L column C"; the error names the line itself.
-fn strip_location(msg: &str) -> String {
-    msg.find(" at line ")
-        .map_or(msg, |i| &msg[..i])
-        .to_owned()
+/// serde_norway puts the key path before the message and " at line L column C" after it;
+/// the error names both itself.
+fn strip_location(msg: &str, key: &str) -> String {
+    let msg = msg.find(" at line ").map_or(msg, |i| &msg[..i]);
+    let msg = match msg.split_once(": ") {
+        Some((path, rest)) if !path.contains(' ') && key.starts_with(path) => rest,
+        _ => msg,
+    };
+    msg.to_owned()
 }
 
 fn build(model: FileModel) -> AclRules {

@@ -94,7 +94,10 @@ impl AclFile {
             if let Some(p) = u.default_group_perm.as_deref().filter(|p| !p.is_empty()) {
                 set(m, "defaultGroupPerm", Value::String(p.into()));
             }
-            for (key, perms) in [("topicPerms", &u.topic_perms), ("groupPerms", &u.group_perms)] {
+            for (key, perms) in [
+                ("topicPerms", &u.topic_perms),
+                ("groupPerms", &u.group_perms),
+            ] {
                 if let Some(perms) = perms {
                     let items = perms.iter().map(|p| Value::String(p.clone())).collect();
                     set(m, key, Value::Sequence(items));
@@ -122,7 +125,9 @@ impl AclFile {
             if found {
                 Ok(())
             } else {
-                Err(refused(format!("no account '{access_key}' in the ACL file")))
+                Err(refused(format!(
+                    "no account '{access_key}' in the ACL file"
+                )))
             }
         })
         .or_else(|e| if found { Err(e) } else { Ok(()) })?;
@@ -150,7 +155,10 @@ impl AclFile {
         self.rules().data_version
     }
 
-    fn edit(&self, change: impl FnOnce(&mut Mapping) -> Result<(), AclError>) -> Result<(), AclError> {
+    fn edit(
+        &self,
+        change: impl FnOnce(&mut Mapping) -> Result<(), AclError>,
+    ) -> Result<(), AclError> {
         let _turn = self
             .edit_lock
             .lock()
@@ -164,7 +172,12 @@ impl AclFile {
             Ok(Value::Mapping(m)) => m,
             Ok(Value::Null) => Mapping::new(),
             Ok(_) => return Err(refused(format!("{} is not a YAML mapping", path.display()))),
-            Err(e) => return Err(refused(format!("{} is not valid YAML: {e}", path.display()))),
+            Err(e) => {
+                return Err(refused(format!(
+                    "{} is not valid YAML: {e}",
+                    path.display()
+                )))
+            }
         };
         change(&mut doc)?;
         let old = self.rules().data_version;

@@ -54,7 +54,10 @@ impl AclFile {
             .name("rmq-acl-reload".into())
             .spawn(move || poll(&weak));
         if let Err(e) = spawned {
-            log::error!("ACL: cannot start the reload thread of {}: {e}", path.display());
+            log::error!(
+                "ACL: cannot start the reload thread of {}: {e}",
+                path.display()
+            );
         }
         Ok(file)
     }

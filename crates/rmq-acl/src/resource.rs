@@ -55,7 +55,8 @@ impl Needs {
     }
     fn group(&mut self, group: Option<&str>) {
         if let Some(g) = group {
-            self.resources.push((Resource::Group(g.to_owned()), Perm::SUB));
+            self.resources
+                .push((Resource::Group(g.to_owned()), Perm::SUB));
         }
     }
 }

@@ -80,7 +80,12 @@ impl AclRules {
     /// # Errors
     /// The request is not allowed; the [`Refusal`] says which account, resource and
     /// permission.
-    pub fn check(&self, peer: IpAddr, cmd: &RemotingCommand, policy: Policy) -> Result<(), Refusal> {
+    pub fn check(
+        &self,
+        peer: IpAddr,
+        cmd: &RemotingCommand,
+        policy: Policy,
+    ) -> Result<(), Refusal> {
         if self.global_white.iter().any(|p| p.matches(peer)) {
             return Ok(());
         }
@@ -92,7 +97,9 @@ impl AclRules {
             )));
         };
         let Some(account) = self.accounts.get(ak) else {
-            return Err(Refusal(format!("account '{ak}' is not known (request {code})")));
+            return Err(Refusal(format!(
+                "account '{ak}' is not known (request {code})"
+            )));
         };
         if account.white_remote_address.matches(peer) {
             return Ok(());
@@ -141,4 +148,24 @@ fn signed_by(cmd: &RemotingCommand, secret: &str) -> bool {
         return signature_matches(&without, secret);
     }
     signature_matches(cmd, secret)
+}
+
+impl std::fmt::Debug for Account {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Account")
+            .field("access_key", &self.access_key)
+            .field("secret_key", &"<redacted>")
+            .field("admin", &self.admin)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for AclRules {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AclRules")
+            .field("global_white", &self.global_white)
+            .field("accounts", &self.accounts.values().collect::<Vec<_>>())
+            .field("data_version", &self.data_version)
+            .finish()
+    }
 }
