@@ -21,6 +21,25 @@ use crate::rules::AclRules;
 /// How often the file is looked at.
 pub const RELOAD_INTERVAL: Duration = Duration::from_secs(1);
 
+/// The ACL file a server uses: `explicit` (its `aclFilePath`), else
+/// `$ROCKETMQ_HOME/conf/plain_acl.yml` (RocketMQ's default). `conf` names the server's config
+/// file in the error.
+///
+/// # Errors
+/// Neither is set.
+pub fn acl_file_path(explicit: Option<&Path>, conf: &str) -> Result<PathBuf, String> {
+    if let Some(p) = explicit {
+        return Ok(p.to_owned());
+    }
+    match std::env::var_os("ROCKETMQ_HOME") {
+        Some(home) if !home.is_empty() => Ok(PathBuf::from(home).join("conf/plain_acl.yml")),
+        _ => Err(format!(
+            "aclEnable=true but neither aclFilePath nor ROCKETMQ_HOME is set (the default is \
+             $ROCKETMQ_HOME/conf/plain_acl.yml): set aclFilePath in {conf}"
+        )),
+    }
+}
+
 /// The ACL file and the rules last read from it.
 pub struct AclFile {
     path: PathBuf,
