@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from helpers import (
     BrokerProcess,
     create_topic_header,
