@@ -97,6 +97,7 @@ __all__ = [
     "store_config_defaults",
     "topic_list_json",
     "topic_route_data_json",
+    "validate_topic_name",
     "write_file_atomic",
 ]
 
@@ -336,6 +337,10 @@ def write_file_atomic(
 ) -> None:
     """Replace ``path`` with ``data`` (temp file, rename; ``.bak`` kept with ``backup``);
     ``OSError`` naming the file on failure, the old file left as it was."""
+
+def validate_topic_name(topic: str) -> None:
+    """Raise ``ValueError`` with RocketMQ's reason (``TopicValidator``) when ``topic`` is not a
+    legal topic name (blank, a character outside ``[%|a-zA-Z0-9_-]``, or over 127 chars)."""
 
 def java_string_hash(s: str) -> int:
     """Java's ``String.hashCode()`` of ``s`` (the ConsumeQueue tags code of a tag)."""
@@ -653,7 +658,19 @@ class RemotingServer:
     RemotingResponse, or None for no reply); ``handler.on_close(connection_id)`` is called
     when a connection closes, if defined. The handler runs on a worker thread."""
 
-    def __new__(cls, host: str, port: int, handler: object) -> RemotingServer: ...
+    def __new__(
+        cls,
+        host: str,
+        port: int,
+        handler: object,
+        *,
+        acl_enable: bool = False,
+        acl_file: str | os.PathLike[str] | None = None,
+    ) -> RemotingServer:
+        """``acl_enable``: every request is checked in Rust, before ``handler`` sees it,
+        against the ACL file ``acl_file`` (default ``$ROCKETMQ_HOME/conf/plain_acl.yml``)
+        with the nameserver's rules; refusals are answered NO_PERMISSION (16). A missing or
+        bad file raises ``rmq.errors.ConfigError`` naming the file, line and key."""
     @property
     def local_addr(self) -> str: ...
     def shutdown(self) -> None: ...

@@ -442,6 +442,10 @@ class BrokerConfig:
     """``slaveReadEnable``: a pull whose data is cold on the master (beyond
     ``accessMessageInMemoryMaxRatio`` of RAM) suggests the subscription group's
     ``whichBrokerWhenConsumeSlowly`` (a slave) to the consumer."""
+    acl_enable: bool = _default("aclEnable")
+    """``aclEnable``: check every request against the ACL file (RocketMQ ACL 1.0)."""
+    acl_file_path: str | None = None
+    """``aclFilePath``: the ACL file (default ``$ROCKETMQ_HOME/conf/plain_acl.yml``)."""
     store: dict[str, str] = field(default_factory=dict)
     """Store keys for ``rmq._rmq.MessageStore``, as strings (checked by the native store)."""
 
@@ -513,6 +517,8 @@ _FIELDS: dict[str, str] = {
     "clusterTopicEnable": "cluster_topic_enable",
     "brokerTopicEnable": "broker_topic_enable",
     "slaveReadEnable": "slave_read_enable",
+    "aclEnable": "acl_enable",
+    "aclFilePath": "acl_file_path",
 }
 
 BROKER_KEYS: dict[str, _Key] = {key: _Key(attr, SCHEMA[key]) for key, attr in _FIELDS.items()}

@@ -62,6 +62,11 @@ pub struct BrokerConfig {
     /// `serverChannelMaxIdleTimeSeconds` (default 120; 0 = never): a connection with no
     /// traffic either way for this long is closed.
     pub server_channel_max_idle_time_seconds: u64,
+    /// `aclEnable` (default false): check every request against the ACL file.
+    pub acl_enable: bool,
+    /// `aclFilePath` (default `$ROCKETMQ_HOME/conf/plain_acl.yml`, see
+    /// [`BrokerConfig::acl_file`]).
+    pub acl_file_path: Option<PathBuf>,
 }
 
 impl Default for BrokerConfig {
@@ -92,6 +97,8 @@ impl Default for BrokerConfig {
             ),
             reject_transaction_message: schema_default("rejectTransactionMessage"),
             server_channel_max_idle_time_seconds: schema_default("serverChannelMaxIdleTimeSeconds"),
+            acl_enable: schema_default("aclEnable"),
+            acl_file_path: None,
         }
     }
 }
@@ -147,9 +154,21 @@ impl BrokerConfig {
             "serverChannelMaxIdleTimeSeconds" => {
                 self.server_channel_max_idle_time_seconds = parse(key, value)?;
             }
+            "aclEnable" => self.acl_enable = parse(key, value)?,
+            "aclFilePath" => self.acl_file_path = Some(parse(key, value)?),
             _ => return Err(format!("broker config: {key} is not a broker server key")),
         }
         Ok(())
+    }
+}
+
+impl BrokerConfig {
+    /// The ACL file: `aclFilePath`, else `$ROCKETMQ_HOME/conf/plain_acl.yml`.
+    ///
+    /// # Errors
+    /// Neither is set (the message says which key to set).
+    pub fn acl_file(&self) -> Result<PathBuf, String> {
+        rmq_acl::handler::acl_file_path(self.acl_file_path.as_deref(), "broker.conf")
     }
 }
 

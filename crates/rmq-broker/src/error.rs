@@ -39,6 +39,9 @@ pub enum BrokerError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// `aclEnable=true` and the ACL file is missing or bad.
+    #[error("{0}")]
+    Acl(String),
 }
 
 /// Why a send (SEND_MESSAGE, SEND_MESSAGE_V2, SEND_BATCH_MESSAGE) or a send-back

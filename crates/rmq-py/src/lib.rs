@@ -10,6 +10,7 @@
 //! (`config_schema`), the names and codes Rust owns (`names`), small protocol helpers
 //! (`common`) and the atomic file replacement (`files`).
 
+mod acl;
 mod broker;
 mod broker_group;
 mod callbacks;
@@ -51,5 +52,6 @@ fn _rmq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     config_schema::register(m)?;
     names::register(m)?;
     files::register(m)?;
+    acl::register(m)?;
     Ok(())
 }

@@ -220,16 +220,29 @@ pub(crate) struct RemotingServer {
 
 #[pymethods]
 impl RemotingServer {
+    /// `acl_enable`: check every request in Rust, before `handler` sees it, against the ACL
+    /// file `acl_file` (default `$ROCKETMQ_HOME/conf/plain_acl.yml`) with the nameserver's
+    /// rules (`rmq_acl::Policy::Namesrv`); refusals are answered NO_PERMISSION.
     #[new]
-    #[pyo3(signature = (host, port, handler))]
-    fn new(py: Python<'_>, host: &str, port: u16, handler: Py<PyAny>) -> PyResult<Self> {
+    #[pyo3(signature = (host, port, handler, *, acl_enable=false, acl_file=None))]
+    fn new(
+        py: Python<'_>,
+        host: &str,
+        port: u16,
+        handler: Py<PyAny>,
+        acl_enable: bool,
+        acl_file: Option<std::path::PathBuf>,
+    ) -> PyResult<Self> {
         if !handler.bind(py).hasattr("handle")? {
             return Err(PyValueError::new_err(
                 "the handler needs a handle(request) method",
             ));
         }
         let addr = resolve(&format!("{host}:{port}"))?;
-        let h: Arc<dyn RequestHandler> = Arc::new(PyHandler::new(handler));
+        let mut h: Arc<dyn RequestHandler> = Arc::new(PyHandler::new(handler));
+        if acl_enable {
+            h = crate::acl::namesrv_acl(py, h, acl_file.as_deref())?;
+        }
         let handle = py
             .detach(|| runtime().block_on(rmq_remoting::serve(addr, h, rmq_remoting::ServerConfig::default())))
             .map_err(|e| {

@@ -120,6 +120,8 @@ def broker_keys(config: BrokerConfig) -> dict[str, str]:
         "clusterTopicEnable": str(config.cluster_topic_enable).lower(),
         "brokerTopicEnable": str(config.broker_topic_enable).lower(),
         "slaveReadEnable": str(config.slave_read_enable).lower(),
+        "aclEnable": str(config.acl_enable).lower(),
+        **({"aclFilePath": config.acl_file_path} if config.acl_file_path else {}),
     }
 
 

@@ -2,7 +2,8 @@
 as ``namesrv.conf`` spells them) and what GET_NAMESRV_CONFIG (319) / UPDATE_NAMESRV_CONFIG (318)
 report and change (``mqadmin getNamesrvConfig`` / ``updateNamesrvConfig``).
 
-rmq's nameserver acts on ``listenPort`` only; the other keys are accepted so that RocketMQ
+rmq's nameserver acts on ``listenPort`` and the ACL keys (``aclEnable``, ``aclFilePath``: read at
+start-up, reported, not changeable while it runs); the other keys are accepted so that RocketMQ
 config files and admin tools work, kept, and reported back, but change nothing. The answer to
 GET_NAMESRV_CONFIG is ``key=value`` lines: ``listenPort`` (the port actually bound) and every
 key set in the config file or by UPDATE_NAMESRV_CONFIG. Updates live in memory until the
@@ -22,6 +23,7 @@ from rmq.config import format_properties
 
 __all__ = [
     "ACCEPTED_UNUSED_KEYS",
+    "ACL_KEYS",
     "KNOWN_KEYS",
     "PATH_KEYS",
     "NamesrvConfig",
@@ -35,7 +37,9 @@ _BOOL_KEYS = frozenset(name for name, key in _SCHEMA.items() if key.kind == "boo
 _INT_KEYS = frozenset(
     name for name, key in _SCHEMA.items() if key.kind == "int" and name not in KNOWN_KEYS
 )
-ACCEPTED_UNUSED_KEYS = frozenset(_SCHEMA) - KNOWN_KEYS
+ACL_KEYS = frozenset({"aclEnable", "aclFilePath"})
+"""Read at start-up (the ACL check in front of the handler), reported, not changeable."""
+ACCEPTED_UNUSED_KEYS = frozenset(_SCHEMA) - KNOWN_KEYS - ACL_KEYS
 """Keys RocketMQ's nameserver has that this one accepts, reports and ignores."""
 
 
@@ -51,6 +55,10 @@ class NamesrvConfigError(ValueError):
 def _check(key: str, value: str) -> None:
     if key in PATH_KEYS:
         raise NamesrvConfigError("Can not update config path", path_key=True)
+    if key == "aclEnable":
+        raise NamesrvConfigError(
+            "aclEnable cannot change while the nameserver runs: set it in namesrv.conf and restart"
+        )
     if key == "listenPort":
         raise NamesrvConfigError(
             "listenPort cannot change while the nameserver runs: set it in namesrv.conf "

@@ -101,6 +101,11 @@ pub static BROKER_KEYS: &[K] = &[
     K::new("serverChannelMaxIdleTimeSeconds", int(0, 86_400), Some("120"), Broker,
         "Seconds without traffic after which a connection is closed (0: never).")
         .hint(" (seconds; 0 keeps idle connections open)"),
+    K::new("aclEnable", BOOL, Some("false"), Broker,
+        "Check every request against plain_acl.yml (RocketMQ ACL 1.0: AccessKey, Signature, \
+         white addresses, topic/group permissions, admin codes)."),
+    K::new("aclFilePath", ValueKind::Path, None, Broker,
+        "The ACL file (default $ROCKETMQ_HOME/conf/plain_acl.yml); re-read when it changes."),
     // ---- the store ---------------------------------------------------------------------------
     K::new("brokerRole", ValueKind::OneOf(&["ASYNC_MASTER", "SYNC_MASTER", "SLAVE"]),
         Some("ASYNC_MASTER"), Store,
@@ -235,7 +240,8 @@ pub static BROKER_KEYS: &[K] = &[
 ];
 
 /// Every `namesrv.conf` key (RocketMQ's `NamesrvConfig` and `NettyServerConfig`). rmq's
-/// nameserver acts on `listenPort` only; the others are kept and reported back.
+/// nameserver acts on `listenPort`, `aclEnable` and `aclFilePath`; the others are kept and
+/// reported back.
 #[rustfmt::skip]
 pub static NAMESRV_KEYS: &[K] = &[
     K::new("listenPort", int(0, 65_535), Some("9876"), Namesrv,
@@ -264,4 +270,9 @@ pub static NAMESRV_KEYS: &[K] = &[
         .runtime(),
     K::new("rocketmqHome", UNCHECKED, None, Namesrv, "Kept and reported.").runtime(),
     K::new("productEnvName", UNCHECKED, Some("center"), Namesrv, "Kept and reported.").runtime(),
+    K::new("aclEnable", BOOL, Some("false"), Namesrv,
+        "Check every request against plain_acl.yml: registrations, permission changes and KV \
+         writes need an admin account, other requests a known one."),
+    K::new("aclFilePath", ValueKind::Path, None, Namesrv,
+        "The ACL file (default $ROCKETMQ_HOME/conf/plain_acl.yml); re-read when it changes."),
 ];
