@@ -225,6 +225,10 @@ impl RemotingServer {
     /// rules (`rmq_acl::Policy::Namesrv`); refusals are answered NO_PERMISSION.
     #[new]
     #[pyo3(signature = (host, port, handler, *, acl_enable=false, acl_file=None))]
+    #[expect(
+        clippy::needless_pass_by_value,
+        reason = "pyo3 extracts Python arguments as owned values"
+    )]
     fn new(
         py: Python<'_>,
         host: &str,

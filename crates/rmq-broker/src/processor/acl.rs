@@ -119,7 +119,10 @@ pub async fn update_global_white(b: &BrokerState, req: &RemotingCommand) -> Opti
         Err(e) => answer(
             req,
             failed,
-            format!("The globalWhiteAddresses[{}] has been updated failed: {e}", h.global_white_addrs),
+            format!(
+                "The globalWhiteAddresses[{}] has been updated failed: {e}",
+                h.global_white_addrs
+            ),
         ),
     }
 }
@@ -151,5 +154,8 @@ pub fn version(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
         broker_addr: b.config.broker_addr.to_string(),
         cluster_name: b.config.broker_cluster_name.clone(),
     };
-    reply(req, response(req, ResponseCode::SUCCESS, "").with_header(&header))
+    reply(
+        req,
+        response(req, ResponseCode::SUCCESS, "").with_header(&header),
+    )
 }
