@@ -247,7 +247,9 @@ def _run(
     failures = int(summary.get("failures", 0))
     if failures and not done:
         errors = ", ".join(f"{k}: {v}" for k, v in summary.get("errors", {}).items())
-        return _fail(f"every send failed ({errors}); check the broker's log and -n/-t")
+        first = summary.get("first_error")
+        detail = f"; the first: {first}" if first else ""
+        return _fail(f"every send failed ({errors}{detail}); check the broker's log and -n/-t")
     return 0
 
 

@@ -98,6 +98,8 @@ class _Run:
         alphabet = (string.ascii_letters + string.digits).encode()
         self.body = bytes(rng.choice(alphabet) for _ in range(opts.message_size))
         self.slots = threading.BoundedSemaphore(max(1, opts.in_flight))
+        self.first_error: str | None = None
+        """The text of the first failed send (a refusal's remark says what to fix)."""
         self.pid = os.getpid()
         self.pacer = _Pacer(opts.rate) if opts.rate > 0 else None
 
@@ -144,6 +146,7 @@ class _Run:
                     status = producer.send(msgs[0]).status
             except Exception as exc:
                 rec.failure(n, _error_name(exc))
+                self._note(exc)
                 if isinstance(exc, RemotingError):
                     stop.wait(1.0)  # the broker or its route is gone: do not spin on it
                 continue
@@ -162,6 +165,7 @@ class _Run:
             try:
                 if error is not None:
                     rec.failure(1, _error_name(error))
+                    self._note(error)
                 elif result is not None and result.status != "SEND_OK":
                     rec.failure(1, str(result.status))
                 else:
@@ -174,6 +178,10 @@ class _Run:
         except Exception as exc:
             slots.release()
             self.recorders.local().failure(1, _error_name(exc))
+
+    def _note(self, error: BaseException) -> None:
+        if self.first_error is None:  # a race only picks which of two first errors is kept
+            self.first_error = " ".join(f"{_error_name(error)}: {error}".split())
 
     def drain(self, timeout_s: float) -> bool:
         """Wait for every async send to complete; False when some did not within the time."""
@@ -261,6 +269,8 @@ def run_producer(opts: ProducerOptions) -> tuple[dict[str, Any], dict[str, Laten
         **totals.outcome(elapsed, opts.message_size),
         "interrupted": interrupted,
     }
+    if run.first_error is not None:
+        summary["first_error"] = run.first_error
     if opts.rate > 0:
         summary["rate_limit"] = opts.rate
     if opts.mode == "async":
