@@ -465,7 +465,10 @@ class BrokerConfig:
         """The broker keys with their effective values, as ``broker.conf`` strings."""
         out: dict[str, str] = {}
         for key, spec in BROKER_KEYS.items():
-            out[key] = _to_text(getattr(self, spec.attr))
+            value = getattr(self, spec.attr)
+            if value is None and spec.spec.kind == "path":
+                continue  # unset, with a default worked out where it is used (aclFilePath)
+            out[key] = _to_text(value)
         return out
 
     def all_properties(self, store_defaults: Mapping[str, str]) -> dict[str, str]:
