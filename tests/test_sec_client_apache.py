@@ -332,19 +332,19 @@ def test_bench_signs(apache: ApacheRocketMQ) -> None:
 # ---- Spark ------------------------------------------------------------------------------------
 
 
-def test_spark_options_reach_the_executors(apache: ApacheRocketMQ, tmp_path: Path) -> None:
+def test_spark_options_reach_the_executors(
+    apache: ApacheRocketMQ, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Local mode runs the tasks in Python worker processes: the rows written and read back
     went through clients made there from the options."""
     pytest.importorskip("pyspark", minversion="4.2")
     pytest.importorskip("pyarrow")
-    import os
-
     from pyspark.sql import SparkSession
 
     import rmq.spark
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
+    monkeypatch.setenv("SPARK_LOCAL_IP", "127.0.0.1")
     spark = (
         SparkSession.builder.master("local[2]")
         .appName("rmq-sec-client")
