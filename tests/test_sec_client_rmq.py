@@ -161,3 +161,37 @@ def test_admin_tool_signs_and_manages_accounts(broker: Broker) -> None:
     done = admin(ns, "deleteAclConfig", "-c", "DefaultCluster", "-a", "freshuser1", as_=ADMIN)
     assert done.returncode == 0, done.stderr
     wait_until(lambda: not fresh_sends(), "the deleted account is refused")
+
+
+def test_a_signed_transaction_commits(broker: Broker) -> None:
+    """The half message, and the END_TRANSACTION after it (a oneway request), are signed: a
+    check would roll the message back, so only the signed commit makes it readable."""
+    _, _, _, ns = broker
+    tx = rmq.TransactionProducer(
+        "PG_sec_tx",
+        ns,
+        instance_name="rmq-sec-tx",
+        execute_local_transaction=lambda msg, arg: rmq.LocalTransactionState.COMMIT_MESSAGE,
+        check_local_transaction=lambda msg: rmq.LocalTransactionState.ROLLBACK_MESSAGE,
+        access_key=PUBLISHER[0],
+        secret_key=PUBLISHER[1],
+    ).start()
+    try:
+        result = tx.send_message_in_transaction(rmq.Message(ACL_TOPIC, b"tx body"))
+    finally:
+        tx.shutdown()
+    assert result.local_transaction_state == rmq.LocalTransactionState.COMMIT_MESSAGE
+    with rmq.PullConsumer(
+        "G_sec_tx_reader",
+        ns,
+        instance_name="rmq-sec-tx-reader",
+        consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+        access_key=PUBLISHER[0],
+        secret_key=PUBLISHER[1],
+    ) as pull:
+        pull.subscribe(ACL_TOPIC)
+        bodies: list[bytes] = []
+        deadline = time.monotonic() + 30
+        while b"tx body" not in bodies and time.monotonic() < deadline:
+            bodies.extend(m.body for m in pull.poll(1000))
+    assert b"tx body" in bodies
