@@ -350,3 +350,22 @@ def test_a_malformed_file_stops_the_start_naming_file_line_and_key(
     log = start_failure(tmp_path / "missing", None, module_namesrv[1])
     assert "does not exist" in log and "aclFilePath" in log, log
     assert "Traceback" not in log, log
+
+
+def test_a_refused_oneway_gets_no_answer_and_changes_nothing(
+    broker: tuple[str, Path, BrokerProcess], client: RemotingClient
+) -> None:
+    addr = broker[0]
+    before = committed_offset(client, addr)
+    header = update_offset_header(ACL_GROUP, ACL_TOPIC, 0, before + 5)
+    client.invoke_oneway(addr, RequestCode.UPDATE_CONSUMER_OFFSET, header)
+    wrong = sign(header, None, (PUBLISHER[0], "wrong-secret"))
+    client.invoke_oneway(addr, RequestCode.UPDATE_CONSUMER_OFFSET, wrong)
+    # The same connection answers the next request, and the offset did not move.
+    assert committed_offset(client, addr) == before
+    signed = sign(header, None, PUBLISHER)
+    client.invoke_oneway(addr, RequestCode.UPDATE_CONSUMER_OFFSET, signed)
+    deadline = time.monotonic() + 20
+    while committed_offset(client, addr) != before + 5:
+        assert time.monotonic() < deadline, "the signed oneway was not applied"
+        time.sleep(0.05)
