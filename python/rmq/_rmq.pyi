@@ -97,6 +97,7 @@ __all__ = [
     "store_config_defaults",
     "topic_list_json",
     "topic_route_data_json",
+    "validate_topic_name",
     "write_file_atomic",
 ]
 
@@ -336,6 +337,10 @@ def write_file_atomic(
 ) -> None:
     """Replace ``path`` with ``data`` (temp file, rename; ``.bak`` kept with ``backup``);
     ``OSError`` naming the file on failure, the old file left as it was."""
+
+def validate_topic_name(topic: str) -> None:
+    """Raise ``ValueError`` with RocketMQ's reason (``TopicValidator``) when ``topic`` is not a
+    legal topic name (blank, a character outside ``[%|a-zA-Z0-9_-]``, or over 127 chars)."""
 
 def java_string_hash(s: str) -> int:
     """Java's ``String.hashCode()`` of ``s`` (the ConsumeQueue tags code of a tag)."""
@@ -657,8 +662,20 @@ class RemotingServer:
     a bad one raises ``rmq.errors.ConfigError`` naming the key and file."""
 
     def __new__(
-        cls, host: str, port: int, handler: object, tls: dict[str, str] | None = None
-    ) -> RemotingServer: ...
+        cls,
+        host: str,
+        port: int,
+        handler: object,
+        *,
+        acl_enable: bool = False,
+        acl_file: str | os.PathLike[str] | None = None,
+        tls: dict[str, str] | None = None,
+    ) -> RemotingServer:
+        """``acl_enable``: every request is checked in Rust, before ``handler`` sees it,
+        against the ACL file ``acl_file`` (default ``$ROCKETMQ_HOME/conf/plain_acl.yml``)
+        with the nameserver's rules; refusals are answered NO_PERMISSION (16). A missing or
+        bad file raises ``rmq.errors.ConfigError`` naming the file, line and key. ``tls``:
+        the ``tls.server.*`` settings (see the class doc)."""
     @property
     def local_addr(self) -> str: ...
     def shutdown(self) -> None: ...
@@ -666,11 +683,15 @@ class RemotingServer:
 @final
 class RemotingClient:
     """A RocketMQ remoting client keeping one connection per address. Raises
-    ``rmq.errors.RemotingConnectError`` / ``RemotingTimeoutError``. The ``tls*`` keywords are
-    the SDK's (:class:`rmq.tls.TlsOptions`)."""
+    ``rmq.errors.RemotingConnectError`` / ``RemotingTimeoutError``. With ``access_key`` and
+    ``secret_key`` every request is signed (ACL 1.0, ``AclClientRPCHook``). The ``tls*``
+    keywords are the SDK's (:class:`rmq.tls.TlsOptions`)."""
 
     def __new__(
         cls,
+        access_key: str | None = None,
+        secret_key: str | None = None,
+        security_token: str | None = None,
         *,
         tls: bool = False,
         tls_ca: str | os.PathLike[str] | None = None,
@@ -825,7 +846,8 @@ class PulledColumns:
 class ClientInstance:
     """One client instance (RocketMQ's ``MQClientInstance``): connections, routes refreshed
     every ``poll_name_server_interval_ms``, heartbeats every ``heartbeat_broker_interval_ms``.
-    ``namesrv_addr`` may list several nameservers separated by ``;``."""
+    ``namesrv_addr`` may list several nameservers separated by ``;``. With ``access_key`` and
+    ``secret_key`` every request is signed (ACL 1.0, ``AclClientRPCHook``)."""
 
     def __new__(
         cls,
@@ -835,6 +857,9 @@ class ClientInstance:
         poll_name_server_interval_ms: int = 30000,
         heartbeat_broker_interval_ms: int = 30000,
         api_timeout_ms: int = 3000,
+        access_key: str | None = None,
+        secret_key: str | None = None,
+        security_token: str | None = None,
         tls: bool = False,
         tls_ca: str | os.PathLike[str] | None = None,
         tls_cert: str | os.PathLike[str] | None = None,

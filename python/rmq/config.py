@@ -56,6 +56,7 @@ except ImportError as exc:  # pragma: no cover - only without a build
 __all__ = [
     "BROKER_KEYS",
     "KNOWN_BUT_UNUSED",
+    "REDACTED",
     "SCHEMA",
     "BrokerConfig",
     "BrokerRole",
@@ -64,9 +65,11 @@ __all__ = [
     "check_broker_value",
     "escape_property_value",
     "format_properties",
+    "is_secret_key",
     "iter_properties",
     "load_broker_config",
     "parse_properties",
+    "redact_secrets",
     "schema_default",
     "suggest_key",
     "update_properties_text",
@@ -201,6 +204,23 @@ def escape_property_value(value: str) -> str:
     """A value as a Java-properties file must spell it to read it back unchanged."""
     escaped = value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
     return "\\" + escaped if escaped[:1] in (" ", "\t", "\f") else escaped
+
+
+REDACTED = "******"
+"""What config answers, dumps and log lines show for a secret's value."""
+
+
+def is_secret_key(key: str) -> bool:
+    """Whether ``key`` names a secret (``innerSecretKey``, ``secretKey``...): its value is
+    never shown."""
+    return key.endswith(("SecretKey", "secretKey"))
+
+
+def redact_secrets(entries: Mapping[str, str]) -> dict[str, str]:
+    """``entries`` with the value of every secret key (:func:`is_secret_key`) replaced by
+    :data:`REDACTED`; the one rule for GET_BROKER_CONFIG, ``--print-config``, ``rmq
+    getBrokerConfig`` and log lines. An empty secret stays empty (nothing to hide)."""
+    return {k: REDACTED if v and is_secret_key(k) else v for k, v in entries.items()}
 
 
 def format_properties(entries: Mapping[str, str]) -> str:
@@ -365,6 +385,11 @@ class BrokerConfig:
     """``namesrvAddr``: ``host:port;host:port``; None runs an embedded nameserver."""
     store_path_root_dir: str = field(default_factory=lambda: _default("storePathRootDir"))
     """``storePathRootDir``: the store root (``~`` expanded, made absolute)."""
+    inner_access_key: str = _default("innerAccessKey")
+    """``innerAccessKey``: the ACL account the broker signs its own requests with
+    (registration, a slave's copy from its master); empty: unsigned."""
+    inner_secret_key: str = field(default=_default("innerSecretKey"), repr=False)
+    """``innerSecretKey``: its secret (never shown: see :func:`redact_secrets`)."""
     broker_role: BrokerRole = field(default_factory=lambda: _default("brokerRole"))
     """``brokerRole``."""
     flush_disk_type: FlushDiskType = field(default_factory=lambda: _default("flushDiskType"))
@@ -418,6 +443,10 @@ class BrokerConfig:
     """``slaveReadEnable``: a pull whose data is cold on the master (beyond
     ``accessMessageInMemoryMaxRatio`` of RAM) suggests the subscription group's
     ``whichBrokerWhenConsumeSlowly`` (a slave) to the consumer."""
+    acl_enable: bool = _default("aclEnable")
+    """``aclEnable``: check every request against the ACL file (RocketMQ ACL 1.0)."""
+    acl_file_path: str | None = None
+    """``aclFilePath``: the ACL file (default ``$ROCKETMQ_HOME/conf/plain_acl.yml``)."""
     tls_server_mode: str = _default("tls.server.mode")
     """``tls.server.mode``: TLS on the broker's ports: disabled, permissive or enforcing."""
     tls_server_cert_path: str = _default("tls.server.certPath")
@@ -492,7 +521,10 @@ class BrokerConfig:
         """The broker keys with their effective values, as ``broker.conf`` strings."""
         out: dict[str, str] = {}
         for key, spec in BROKER_KEYS.items():
-            out[key] = _to_text(getattr(self, spec.attr))
+            value = getattr(self, spec.attr)
+            if value is None and spec.spec.kind == "path":
+                continue  # unset, with a default worked out where it is used (aclFilePath)
+            out[key] = _to_text(value)
         return out
 
     def all_properties(self, store_defaults: Mapping[str, str]) -> dict[str, str]:
@@ -520,6 +552,8 @@ _FIELDS: dict[str, str] = {
     "listenPort": "listen_port",
     "namesrvAddr": "namesrv_addr",
     "storePathRootDir": "store_path_root_dir",
+    "innerAccessKey": "inner_access_key",
+    "innerSecretKey": "inner_secret_key",
     "brokerRole": "broker_role",
     "flushDiskType": "flush_disk_type",
     "deleteWhen": "delete_when",
@@ -542,6 +576,8 @@ _FIELDS: dict[str, str] = {
     "clusterTopicEnable": "cluster_topic_enable",
     "brokerTopicEnable": "broker_topic_enable",
     "slaveReadEnable": "slave_read_enable",
+    "aclEnable": "acl_enable",
+    "aclFilePath": "acl_file_path",
     "tls.server.mode": "tls_server_mode",
     "tls.server.certPath": "tls_server_cert_path",
     "tls.server.keyPath": "tls_server_key_path",
@@ -666,6 +702,17 @@ def load_broker_config(
         _warn(f"{given[key]}: {note}")
 
     config = BrokerConfig(**values)
+    if bool(config.inner_access_key) != bool(config.inner_secret_key):
+        have, missing = (
+            ("innerAccessKey", "innerSecretKey")
+            if config.inner_access_key
+            else ("innerSecretKey", "innerAccessKey")
+        )
+        raise ConfigError(
+            f"{given[have]}: {have} is set but {missing} is not; the broker signs its own "
+            "requests only with both (an admin account of the brokers' plain_acl.yml)",
+            key=missing,
+        )
     if config.broker_role is BrokerRole.SLAVE and config.broker_id < 1:
         where = given.get("brokerId") or given.get("brokerRole", "defaults")
         raise ConfigError(

@@ -204,7 +204,10 @@ class VersionNotSupportedError(BrokerResponseError):
 
 
 class NoPermissionError(BrokerResponseError):
-    """NO_PERMISSION: the broker or topic does not allow this read or write."""
+    """NO_PERMISSION: the broker or topic does not allow this read or write, or ACL refused
+    the request (no or unknown accessKey, a bad signature, a missing permission); the message
+    carries the broker's remark. An Apache 4.x broker's ACL refusal (SYSTEM_ERROR with an
+    AclException remark) raises this class too, with ``code`` 1."""
 
     code = ResponseCode.NO_PERMISSION
 
@@ -298,6 +301,20 @@ _BY_CODE: dict[int, type[BrokerResponseError]] = {
 }
 
 
+APACHE_ACL_REFUSAL = "org.apache.rocketmq.acl.common.AclException"
+"""How Apache RocketMQ 4.x's remarks start when its ACL refuses a request: it answers
+SYSTEM_ERROR (1) with the exception's text, where rmq answers NO_PERMISSION (16)."""
+
+
+def _class_for(code: int, remark: str) -> type[BrokerResponseError]:
+    """The class of a response: by code, except that an Apache broker's ACL refusal (a
+    SYSTEM_ERROR whose remark is an AclException) is a :class:`NoPermissionError` too, so
+    callers catch one class whichever broker refused. The instance keeps the real code."""
+    if code == ResponseCode.SYSTEM_ERROR and remark.startswith(APACHE_ACL_REFUSAL):
+        return NoPermissionError
+    return _BY_CODE.get(code, BrokerResponseError)
+
+
 def for_code(code: int, remark: str | None = "") -> BrokerResponseError:
     """The error for a broker's response ``code`` and ``remark``.
 
@@ -313,7 +330,7 @@ def for_code(code: int, remark: str | None = "") -> BrokerResponseError:
     """
     if code == 0:
         raise ValueError("response code 0 is SUCCESS, not an error")
-    cls = _BY_CODE.get(code, BrokerResponseError)
+    cls = _class_for(code, remark or "")
     name = cls.code_name if cls is not BrokerResponseError else "response code"
     text = remark or f"{name} ({code})"
     return cls(text, code=code, remark=remark or "")
@@ -324,4 +341,4 @@ def for_response(code: int, message: str, remark: str) -> BrokerResponseError:
     broker's ``remark`` kept apart."""
     if code == 0:
         raise ValueError("response code 0 is SUCCESS, not an error")
-    return _BY_CODE.get(code, BrokerResponseError)(message, code=code, remark=remark)
+    return _class_for(code, remark)(message, code=code, remark=remark)

@@ -65,6 +65,11 @@ pub struct BrokerConfig {
     pub server_channel_max_idle_time_seconds: u64,
     /// The `tls.server.*` keys as given (read by `rmq_remoting::tls::ServerTls`).
     pub tls_server: HashMap<String, String>,
+    /// `aclEnable` (default false): check every request against the ACL file.
+    pub acl_enable: bool,
+    /// `aclFilePath` (default `$ROCKETMQ_HOME/conf/plain_acl.yml`, see
+    /// [`BrokerConfig::acl_file`]).
+    pub acl_file_path: Option<PathBuf>,
 }
 
 impl Default for BrokerConfig {
@@ -96,6 +101,8 @@ impl Default for BrokerConfig {
             reject_transaction_message: schema_default("rejectTransactionMessage"),
             server_channel_max_idle_time_seconds: schema_default("serverChannelMaxIdleTimeSeconds"),
             tls_server: HashMap::new(),
+            acl_enable: schema_default("aclEnable"),
+            acl_file_path: None,
         }
     }
 }
@@ -155,9 +162,21 @@ impl BrokerConfig {
                 let text: String = parse(key, value)?;
                 self.tls_server.insert(key.to_owned(), text);
             }
+            "aclEnable" => self.acl_enable = parse(key, value)?,
+            "aclFilePath" => self.acl_file_path = Some(parse(key, value)?),
             _ => return Err(format!("broker config: {key} is not a broker server key")),
         }
         Ok(())
+    }
+}
+
+impl BrokerConfig {
+    /// The ACL file: `aclFilePath`, else `$ROCKETMQ_HOME/conf/plain_acl.yml`.
+    ///
+    /// # Errors
+    /// Neither is set (the message says which key to set).
+    pub fn acl_file(&self) -> Result<PathBuf, String> {
+        rmq_acl::handler::acl_file_path(self.acl_file_path.as_deref(), "broker.conf")
     }
 }
 

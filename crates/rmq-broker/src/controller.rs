@@ -177,7 +177,15 @@ impl BrokerController {
         if let Some(vip) = vip_channel_listener(listen_addr).await {
             listeners.push(vip);
         }
-        let handler: Arc<dyn rmq_remoting::RequestHandler> = Arc::new(Dispatcher(b));
+        let acl = b.acl.clone();
+        let mut handler: Arc<dyn rmq_remoting::RequestHandler> = Arc::new(Dispatcher(b));
+        if let Some(file) = acl {
+            handler = Arc::new(rmq_acl::AclHandler::new(
+                handler,
+                file,
+                rmq_acl::Policy::Broker,
+            ));
+        }
         rmq_remoting::serve_listeners(listeners, &handler, &server_config)
     }
 

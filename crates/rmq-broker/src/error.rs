@@ -42,6 +42,9 @@ pub enum BrokerError {
     /// A `tls.server.*` setting cannot be used (names the key and file).
     #[error(transparent)]
     Tls(#[from] rmq_remoting::tls::TlsError),
+    /// `aclEnable=true` and the ACL file is missing or bad.
+    #[error("{0}")]
+    Acl(String),
 }
 
 /// Why a send (SEND_MESSAGE, SEND_MESSAGE_V2, SEND_BATCH_MESSAGE) or a send-back

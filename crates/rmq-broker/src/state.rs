@@ -54,6 +54,8 @@ pub struct BrokerState {
     extra_runtime_info: RwLock<std::collections::BTreeMap<String, String>>,
     /// Where codes the broker does not serve go.
     pub fallback: Option<Arc<dyn RequestHandler>>,
+    /// The ACL file when `aclEnable=true` (every request is checked against it).
+    pub acl: Option<Arc<rmq_acl::AclFile>>,
     /// Start time (ms), for runtime info.
     pub boot_timestamp: i64,
     /// Put and get counters (runtime info).
@@ -79,8 +81,14 @@ impl BrokerState {
             &config.config_dir,
             config.auto_create_subscription_group,
         )?;
+        let acl = if config.acl_enable {
+            Some(open_acl(&config)?)
+        } else {
+            None
+        };
         let now = rmq_common::time::now_millis();
         Ok(Self {
+            acl,
             locks: RebalanceLockManager::new(config.rebalance_lock_max_live_time_ms),
             permission: AtomicI32::new(config.broker_permission),
             slave_of: RwLock::new(None),
@@ -98,6 +106,12 @@ impl BrokerState {
             stats: BrokerStats::new(now),
             history: StatsHistory::default(),
         })
+    }
+
+    /// Whether requests are checked against an ACL file (`aclEnable`).
+    #[must_use]
+    pub fn acl_enabled(&self) -> bool {
+        self.acl.is_some()
     }
 
     /// The current `brokerPermission` (`PermName` bits: read 4, write 2).
@@ -149,4 +163,23 @@ impl BrokerState {
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
     }
+}
+
+/// Read the ACL file `aclEnable=true` asks for; a missing or bad file stops the start.
+fn open_acl(config: &BrokerConfig) -> Result<Arc<rmq_acl::AclFile>, BrokerError> {
+    let path = config.acl_file().map_err(BrokerError::Acl)?;
+    rmq_acl::AclFile::open(&path).map_err(|e| {
+        BrokerError::Acl(match e {
+            rmq_acl::AclError::Read { source, .. }
+                if source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                format!(
+                    "aclEnable=true but the ACL file {} does not exist: create it (RocketMQ's \
+                     plain_acl.yml format) or set aclFilePath in broker.conf",
+                    path.display()
+                )
+            }
+            other => other.to_string(),
+        })
+    })
 }

@@ -60,6 +60,9 @@ impl std::fmt::Debug for SessionCredentials {
 
 /// The signature of `cmd` under `secret_key`: HMAC-SHA1 over the concatenated values of its
 /// header fields other than `Signature` (by key order) and its body, in standard Base64.
+///
+/// # Panics
+/// Never: HMAC takes keys of any length.
 #[must_use]
 pub fn signature(cmd: &RemotingCommand, secret_key: &str) -> String {
     let mut mac = Hmac::<Sha1>::new_from_slice(secret_key.as_bytes())

@@ -52,12 +52,10 @@ impl BrokerServer {
         c.config_dir = PathBuf::from(&store.root).join("config");
         let fallback = handler.map(|h| Arc::new(PyHandler::new(h)) as Arc<dyn RequestHandler>);
         let controller =
-            BrokerController::new(c, Arc::clone(&store.inner), fallback).map_err(|e| {
-                let class = match e {
-                    rmq_broker::BrokerError::Tls(_) => "ConfigError",
-                    _ => "StoreError",
-                };
-                raise(py, class, e.to_string())
+            BrokerController::new(c, Arc::clone(&store.inner), fallback).map_err(|e| match e {
+                rmq_broker::BrokerError::Acl(msg) => raise(py, "ConfigError", msg),
+                e @ rmq_broker::BrokerError::Tls(_) => raise(py, "ConfigError", e.to_string()),
+                e => raise(py, "StoreError", e.to_string()),
             })?;
         let addr: SocketAddr = format!("{host}:{port}").parse().map_err(|_| {
             raise(

@@ -138,9 +138,12 @@ impl ClientInstancePy {
     #[new]
     #[pyo3(signature = (namesrv_addr, instance_name=None, client_ip=None,
         poll_name_server_interval_ms=30000, heartbeat_broker_interval_ms=30000,
-        api_timeout_ms=3000,
+        api_timeout_ms=3000, access_key=None, secret_key=None, security_token=None,
         tls=false, tls_ca=None, tls_cert=None, tls_key=None, tls_verify=true))]
-    #[expect(clippy::too_many_arguments, reason = "one per Python keyword")]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "Python keyword arguments of ClientInstance(...)"
+    )]
     fn new(
         py: Python<'_>,
         namesrv_addr: &str,
@@ -149,6 +152,9 @@ impl ClientInstancePy {
         poll_name_server_interval_ms: u64,
         heartbeat_broker_interval_ms: u64,
         api_timeout_ms: u64,
+        access_key: Option<String>,
+        secret_key: Option<String>,
+        security_token: Option<String>,
         tls: bool,
         tls_ca: Option<std::path::PathBuf>,
         tls_cert: Option<std::path::PathBuf>,
@@ -172,6 +178,8 @@ impl ClientInstancePy {
         config.heartbeat_broker_interval =
             Duration::from_millis(heartbeat_broker_interval_ms.max(10));
         config.api_timeout = Duration::from_millis(api_timeout_ms.max(1));
+        config.credentials =
+            crate::common::session_credentials(access_key, secret_key, security_token)?;
         let (ca, cert, key, verify) = (tls_ca, tls_cert, tls_key, tls_verify);
         config.tls = crate::tls::TlsArgs {
             tls,

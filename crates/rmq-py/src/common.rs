@@ -1,6 +1,7 @@
 //! Small facts and helpers of `rmq-common` and `rmq-protocol` that Python calls directly:
 //! Java's string hash, offset message ids, body decompression, and the module's version and
-//! queue-count limit. (The code tables are `RequestCode`/`ResponseCode` in `names.rs`.)
+//! queue-count limit, and the ACL credentials every client class takes as keywords. (The code
+//! tables are `RequestCode`/`ResponseCode` in `names.rs`.)
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -46,6 +47,33 @@ fn decompress_body(
         Ok(None) => Ok(body.clone().unbind()),
         Ok(Some(out)) => Ok(PyBytes::new(py, &out).unbind()),
         Err(e) => Err(raise(py, "ClientError", e.to_string())),
+    }
+}
+
+/// The credentials the keywords `access_key`, `secret_key`, `security_token` give: none when
+/// neither key is set (empty counts as unset), an error naming the missing one when only one
+/// is.
+pub(crate) fn session_credentials(
+    access_key: Option<String>,
+    secret_key: Option<String>,
+    security_token: Option<String>,
+) -> PyResult<Option<rmq_protocol::acl::SessionCredentials>> {
+    let set = |v: Option<String>| v.filter(|s| !s.is_empty());
+    match (set(access_key), set(secret_key)) {
+        (None, None) => Ok(None),
+        (Some(access_key), Some(secret_key)) => Ok(Some(rmq_protocol::acl::SessionCredentials {
+            access_key,
+            secret_key,
+            security_token: set(security_token),
+        })),
+        (Some(_), None) => Err(PyValueError::new_err(
+            "access_key is set but secret_key is not: ACL signatures need both (give the \
+             account's secretKey from plain_acl.yml)",
+        )),
+        (None, Some(_)) => Err(PyValueError::new_err(
+            "secret_key is set but access_key is not: ACL signatures need both (give the \
+             account's accessKey from plain_acl.yml)",
+        )),
     }
 }
 

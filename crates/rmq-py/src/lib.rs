@@ -10,6 +10,7 @@
 //! (`config_schema`), the names and codes Rust owns (`names`), small protocol helpers
 //! (`common`), the atomic file replacement (`files`) and the TLS options (`tls`).
 
+mod acl;
 mod broker;
 mod broker_group;
 mod callbacks;
@@ -52,5 +53,6 @@ fn _rmq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     config_schema::register(m)?;
     names::register(m)?;
     files::register(m)?;
+    acl::register(m)?;
     Ok(())
 }

@@ -220,8 +220,11 @@ pub(crate) struct RemotingServer {
 
 #[pymethods]
 impl RemotingServer {
+    /// `acl_enable`: check every request in Rust, before `handler` sees it, against the ACL
+    /// file `acl_file` (default `$ROCKETMQ_HOME/conf/plain_acl.yml`) with the nameserver's
+    /// rules (`rmq_acl::Policy::Namesrv`); refusals are answered NO_PERMISSION.
     #[new]
-    #[pyo3(signature = (host, port, handler, tls=None))]
+    #[pyo3(signature = (host, port, handler, *, acl_enable=false, acl_file=None, tls=None))]
     #[expect(
         clippy::needless_pass_by_value,
         reason = "pyo3 extracts Python arguments as owned values"
@@ -231,6 +234,8 @@ impl RemotingServer {
         host: &str,
         port: u16,
         handler: Py<PyAny>,
+        acl_enable: bool,
+        acl_file: Option<std::path::PathBuf>,
         tls: Option<HashMap<String, String>>,
     ) -> PyResult<Self> {
         if !handler.bind(py).hasattr("handle")? {
@@ -239,7 +244,10 @@ impl RemotingServer {
             ));
         }
         let addr = resolve(&format!("{host}:{port}"))?;
-        let h: Arc<dyn RequestHandler> = Arc::new(PyHandler::new(handler));
+        let mut h: Arc<dyn RequestHandler> = Arc::new(PyHandler::new(handler));
+        if acl_enable {
+            h = crate::acl::namesrv_acl(py, h, acl_file.as_deref())?;
+        }
         let config = rmq_remoting::ServerConfig {
             tls: crate::tls::server_tls(py, tls.as_ref())?,
             ..rmq_remoting::ServerConfig::default()
@@ -281,6 +289,8 @@ impl RemotingServer {
 #[pyclass(module = "rmq._rmq")]
 pub(crate) struct RemotingClient {
     conns: Mutex<HashMap<SocketAddr, Connection>>,
+    /// Signs every request (ACL 1.0) when set.
+    credentials: Option<rmq_protocol::acl::SessionCredentials>,
     tls: Option<Arc<rmq_remoting::tls::ClientTls>>,
 }
 
@@ -308,17 +318,23 @@ impl RemotingClient {
             .insert(addr, c.clone());
         Ok(c)
     }
-}
 
-fn request(
-    addr: &str,
-    code: i32,
-    ext_fields: Option<HashMap<String, String>>,
-    body: Option<&[u8]>,
-) -> PyResult<(SocketAddr, RemotingCommand)> {
-    let mut cmd = RemotingCommand::new_request(code, to_ext(&ext_fields.unwrap_or_default()));
-    cmd.body = body.map(bytes::Bytes::copy_from_slice);
-    Ok((resolve(addr)?, cmd))
+    /// The request to send: every one passes here, and is signed last when the client has
+    /// credentials.
+    fn request(
+        &self,
+        addr: &str,
+        code: i32,
+        ext_fields: Option<HashMap<String, String>>,
+        body: Option<&[u8]>,
+    ) -> PyResult<(SocketAddr, RemotingCommand)> {
+        let mut cmd = RemotingCommand::new_request(code, to_ext(&ext_fields.unwrap_or_default()));
+        cmd.body = body.map(bytes::Bytes::copy_from_slice);
+        if let Some(creds) = &self.credentials {
+            rmq_protocol::acl::sign_request(&mut cmd, creds);
+        }
+        Ok((resolve(addr)?, cmd))
+    }
 }
 
 fn remoting_err(py: Python<'_>, e: &rmq_remoting::RemotingError) -> PyErr {
@@ -332,9 +348,17 @@ fn remoting_err(py: Python<'_>, e: &rmq_remoting::RemotingError) -> PyErr {
 #[pymethods]
 impl RemotingClient {
     #[new]
-    #[pyo3(signature = (*, tls=false, tls_ca=None, tls_cert=None, tls_key=None, tls_verify=true))]
+    #[pyo3(signature = (access_key=None, secret_key=None, security_token=None, *,
+        tls=false, tls_ca=None, tls_cert=None, tls_key=None, tls_verify=true))]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "Python keyword arguments of RemotingClient(...)"
+    )]
     fn new(
         py: Python<'_>,
+        access_key: Option<String>,
+        secret_key: Option<String>,
+        security_token: Option<String>,
         tls: bool,
         tls_ca: Option<std::path::PathBuf>,
         tls_cert: Option<std::path::PathBuf>,
@@ -350,6 +374,11 @@ impl RemotingClient {
         };
         Ok(Self {
             conns: Mutex::new(HashMap::new()),
+            credentials: crate::common::session_credentials(
+                access_key,
+                secret_key,
+                security_token,
+            )?,
             tls: tls_args.build(py)?,
         })
     }
@@ -365,7 +394,7 @@ impl RemotingClient {
         body: Option<&[u8]>,
         timeout_ms: u64,
     ) -> PyResult<RemotingResponse> {
-        let (addr, cmd) = request(addr, code, ext_fields, body)?;
+        let (addr, cmd) = self.request(addr, code, ext_fields, body)?;
         let timeout = Duration::from_millis(timeout_ms);
         let result = py.detach(|| {
             let c = self.connection(addr, timeout)?;
@@ -388,7 +417,7 @@ impl RemotingClient {
         body: Option<&[u8]>,
         timeout_ms: u64,
     ) -> PyResult<()> {
-        let (addr, cmd) = request(addr, code, ext_fields, body)?;
+        let (addr, cmd) = self.request(addr, code, ext_fields, body)?;
         let timeout = Duration::from_millis(timeout_ms);
         let result = py.detach(|| {
             let c = self.connection(addr, timeout)?;

@@ -48,6 +48,22 @@ def _global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
         help="print one JSON document instead of tables",
     )
     parser.add_argument(
+        "--access-key",
+        dest="access_key",
+        metavar="AK",
+        default=d(None),
+        help="ACL account to sign every request with (default: $RMQ_ACCESS_KEY); needed when "
+        "the brokers run with aclEnable=true",
+    )
+    parser.add_argument(
+        "--secret-key",
+        dest="secret_key",
+        metavar="SK",
+        default=d(None),
+        help="the account's secret key (default: $RMQ_SECRET_KEY, which keeps it out of the "
+        "process list and shell history; never printed)",
+    )
+    parser.add_argument(
         "--timeout",
         type=_timeout,
         metavar="MS",
@@ -109,7 +125,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else 2
     command: str = args.command
     try:
-        with Admin(args.namesrv_addr, args.timeout, tls=TlsOptions.from_args(args)) as admin:
+        with Admin(
+            args.namesrv_addr,
+            args.timeout,
+            access_key=args.access_key or os.environ.get("RMQ_ACCESS_KEY") or None,
+            secret_key=args.secret_key or os.environ.get("RMQ_SECRET_KEY") or None,
+            tls=TlsOptions.from_args(args),
+        ) as admin:
             result = args.run(admin, args)
             _print(result, args.json, sys.stdout, command)
     except RmqError as exc:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from rmq import fastjson
 from rmq.codes import RequestCode, ResponseCode
 from rmq.errors import (
+    NoPermissionError,
     RemotingConnectError,
     RemotingError,
     RemotingTimeoutError,
@@ -261,6 +262,8 @@ class Admin:
         timeout_ms: int = DEFAULT_TIMEOUT_MS,
         client: RemotingClient | None = None,
         *,
+        access_key: str | None = None,
+        secret_key: str | None = None,
         tls: TlsOptions = PLAIN,
     ) -> None:
         names = [a.strip() for a in namesrv_addr.split(";") if a.strip()]
@@ -268,11 +271,23 @@ class Admin:
             raise AdminError("no nameserver address given — set -n host:port or NAMESRV_ADDR")
         self.namesrv_addrs = [resolve_addr(a, "nameserver address") for a in names]
         self.timeout_ms = timeout_ms
+        if bool(access_key) != bool(secret_key):
+            missing = (
+                "--secret-key (or RMQ_SECRET_KEY)"
+                if access_key
+                else "--access-key (or RMQ_ACCESS_KEY)"
+            )
+            raise AdminError(f"ACL credentials need both keys: {missing} is not set")
+        self.access_key = access_key
+        """The ACL account the tool signs with (None without one); SDK clients a sub-command
+        starts (``rmq.Producer``...) take it and :attr:`secret_key` so they sign too."""
+        self.secret_key = secret_key
         self.tls = tls
+        """TLS of the tool's connections; SDK clients a sub-command starts take it too."""
         if client is None:
             from rmq._rmq import RemotingClient as Client
 
-            client = Client(**tls.as_kwargs())
+            client = Client(access_key=access_key, secret_key=secret_key, **tls.as_kwargs())
         self._client = client
 
     def close(self) -> None:
@@ -416,8 +431,11 @@ _HINTS: dict[int, str] = {
         "check the topic name (rmq topicList), or create the topic with "
         "rmq updateTopic -t TOPIC -c CLUSTER"
     ),
-    # NO_PERMISSION
-    16: "check the broker's brokerPermission and the topic's perm (rmq topicRoute)",
+    ResponseCode.NO_PERMISSION: (
+        "check the broker's brokerPermission and the topic's perm (rmq topicRoute); with ACL "
+        "on, the account (--access-key/--secret-key or RMQ_ACCESS_KEY/RMQ_SECRET_KEY) and its "
+        "permissions in plain_acl.yml"
+    ),
     # SUBSCRIPTION_GROUP_NOT_EXIST
     26: "create the group with rmq updateSubGroup -g GROUP -c CLUSTER",
     CONSUMER_NOT_ONLINE: "start a consumer of the group, or check the group name",
@@ -432,7 +450,9 @@ def _response_error(role: str, addr: str, code: int, resp: RemotingResponse) -> 
     text = f"{_code_name(code)} to {role} {addr} failed: {name} ({resp.code})"
     if remark:
         text += f": {remark}"
-    hint = _HINTS.get(resp.code)
+    # An Apache broker's ACL refusal is a SYSTEM_ERROR that rmq.errors classes as
+    # NoPermissionError: it gets NO_PERMISSION's hint.
+    hint = _HINTS.get(ResponseCode.NO_PERMISSION if cls is NoPermissionError else resp.code)
     if hint and not ("updateTopic" in hint and "updateTopic" in remark):
         text += " — " + hint.format(role=role)
     return cls(text, code=resp.code, remark=remark)

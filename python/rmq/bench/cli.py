@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -48,6 +49,16 @@ def _common(p: argparse.ArgumentParser, *, namesrv: bool = True) -> None:
         )
         p.add_argument(
             "-t", "--topic", default=BENCHMARK_TOPIC, help=f"topic (default: {BENCHMARK_TOPIC})"
+        )
+        p.add_argument(
+            "--access-key",
+            metavar="AK",
+            help="ACL account to sign every request with (default: $RMQ_ACCESS_KEY)",
+        )
+        p.add_argument(
+            "--secret-key",
+            metavar="SK",
+            help="the account's secret key (default: $RMQ_SECRET_KEY; never printed)",
         )
         add_tls_arguments(p)
     bound = p.add_mutually_exclusive_group()
@@ -238,7 +249,9 @@ def _run(
     failures = int(summary.get("failures", 0))
     if failures and not done:
         errors = ", ".join(f"{k}: {v}" for k, v in summary.get("errors", {}).items())
-        return _fail(f"every send failed ({errors}); check the broker's log and -n/-t")
+        first = summary.get("first_error")
+        detail = f"; the first: {first}" if first else ""
+        return _fail(f"every send failed ({errors}{detail}); check the broker's log and -n/-t")
     return 0
 
 
@@ -268,6 +281,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     from rmq.client._instance import default_namesrv_addr
 
     namesrv = default_namesrv_addr(args.namesrv)
+    access_key = args.access_key or os.environ.get("RMQ_ACCESS_KEY") or None
+    secret_key = args.secret_key or os.environ.get("RMQ_SECRET_KEY") or None
+    if bool(access_key) != bool(secret_key):
+        missing = (
+            "--secret-key (or RMQ_SECRET_KEY)" if access_key else "--access-key (or RMQ_ACCESS_KEY)"
+        )
+        return _fail(f"ACL credentials need both keys: {missing} is not set")
     if args.command == "producer":
         from rmq.bench.producer import ProducerOptions, run_producer
 
@@ -295,6 +315,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             count=args.count,
             send_timeout_ms=args.timeout,
             progress=progress,
+            access_key=access_key,
+            secret_key=secret_key,
             tls=TlsOptions.from_args(args),
         )
         return _run("producer", namesrv, args.topic, args.json, lambda: run_producer(popts))
@@ -313,6 +335,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         duration_s=args.duration,
         count=args.count,
         progress=progress,
+        access_key=access_key,
+        secret_key=secret_key,
         tls=TlsOptions.from_args(args),
     )
     return _run("consumer", namesrv, args.topic, args.json, lambda: run_consumer(copts))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rmq._rmq import BENCHMARK_TOPIC
@@ -38,6 +38,9 @@ class ConsumerOptions:
     duration_s: float | None = None
     count: int | None = None
     progress: bool = True
+    access_key: str | None = None
+    """ACL account the consumer signs with (with ``secret_key``)."""
+    secret_key: str | None = field(default=None, repr=False)
     tls: TlsOptions = PLAIN
 
     def group_name(self) -> str:
@@ -79,7 +82,8 @@ def run_consumer(opts: ConsumerOptions) -> tuple[dict[str, Any], dict[str, Laten
     listener = _Listener()
     instance_name = f"bench-consumer-{os.getpid()}-{time.time_ns()}"
     # The consumer below shares this client instance (same nameserver and instance name).
-    instance = _instance.acquire(opts.namesrv, instance_name, tls=opts.tls)
+    creds = _instance.credentials(opts.access_key, opts.secret_key)
+    instance = _instance.acquire(opts.namesrv, instance_name, creds=creds, tls=opts.tls)
     try:
         instance.fetch_subscribe_queues(opts.topic)
         consumer = PushConsumer(
@@ -90,6 +94,8 @@ def run_consumer(opts: ConsumerOptions) -> tuple[dict[str, Any], dict[str, Laten
             consume_thread_max=opts.threads,
             pull_batch_size=opts.pull_batch_size,
             consume_message_batch_max_size=opts.consume_batch_size,
+            access_key=opts.access_key,
+            secret_key=opts.secret_key,
             **opts.tls.as_kwargs(),
         )
         consumer.subscribe(opts.topic, opts.expression)

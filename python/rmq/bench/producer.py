@@ -14,7 +14,7 @@ import random
 import string
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rmq._rmq import BENCHMARK_TOPIC
@@ -49,6 +49,9 @@ class ProducerOptions:
     count: int | None = None
     send_timeout_ms: int = 3000
     progress: bool = True
+    access_key: str | None = None
+    """ACL account the producer signs with (with ``secret_key``)."""
+    secret_key: str | None = field(default=None, repr=False)
     tls: TlsOptions = PLAIN
 
     @property
@@ -97,6 +100,8 @@ class _Run:
         alphabet = (string.ascii_letters + string.digits).encode()
         self.body = bytes(rng.choice(alphabet) for _ in range(opts.message_size))
         self.slots = threading.BoundedSemaphore(max(1, opts.in_flight))
+        self.first_error: str | None = None
+        """The text of the first failed send (a refusal's remark says what to fix)."""
         self.pid = os.getpid()
         self.pacer = _Pacer(opts.rate) if opts.rate > 0 else None
 
@@ -143,6 +148,7 @@ class _Run:
                     status = producer.send(msgs[0]).status
             except Exception as exc:
                 rec.failure(n, _error_name(exc))
+                self._note(exc)
                 if isinstance(exc, RemotingError):
                     stop.wait(1.0)  # the broker or its route is gone: do not spin on it
                 continue
@@ -161,6 +167,7 @@ class _Run:
             try:
                 if error is not None:
                     rec.failure(1, _error_name(error))
+                    self._note(error)
                 elif result is not None and result.status != "SEND_OK":
                     rec.failure(1, str(result.status))
                 else:
@@ -173,6 +180,10 @@ class _Run:
         except Exception as exc:
             slots.release()
             self.recorders.local().failure(1, _error_name(exc))
+
+    def _note(self, error: BaseException) -> None:
+        if self.first_error is None:  # a race only picks which of two first errors is kept
+            self.first_error = " ".join(f"{_error_name(error)}: {error}".split())
 
     def drain(self, timeout_s: float) -> bool:
         """Wait for every async send to complete; False when some did not within the time."""
@@ -204,6 +215,8 @@ def run_producer(opts: ProducerOptions) -> tuple[dict[str, Any], dict[str, Laten
         instance_name=f"bench-producer-{os.getpid()}-{time.time_ns()}",
         send_msg_timeout=opts.send_timeout_ms,
         compress_msg_body_over_howmuch=_NO_COMPRESSION,
+        access_key=opts.access_key,
+        secret_key=opts.secret_key,
         **opts.tls.as_kwargs(),
     )
     producer.start()
@@ -259,6 +272,8 @@ def run_producer(opts: ProducerOptions) -> tuple[dict[str, Any], dict[str, Laten
         **totals.outcome(elapsed, opts.message_size),
         "interrupted": interrupted,
     }
+    if run.first_error is not None:
+        summary["first_error"] = run.first_error
     if opts.rate > 0:
         summary["rate_limit"] = opts.rate
     if opts.mode == "async":

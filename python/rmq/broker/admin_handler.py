@@ -40,6 +40,7 @@ from rmq.config import (
     check_broker_value,
     format_properties,
     iter_properties,
+    redact_secrets,
     suggest_key,
     write_properties_update,
 )
@@ -166,7 +167,9 @@ class BrokerAdminHandler:
     def get_broker_config(self) -> RemotingResponse:
         """26: the settings in effect as properties text, and the data version."""
         with self._lock:
-            text = format_properties(self._config.all_properties(self._store_defaults))
+            text = format_properties(
+                redact_secrets(self._config.all_properties(self._store_defaults))
+            )
             version = self._version.to_json()
         return _response(ResponseCode.SUCCESS, None, {"version": version}, text.encode("utf-8"))
 
@@ -241,7 +244,7 @@ class BrokerAdminHandler:
         log.info(
             "broker config updated by %s: %s%s",
             peer,
-            ", ".join(f"{key}={text}" for key, text in texts.items()),
+            ", ".join(f"{key}={text}" for key, text in redact_secrets(texts).items()),
             f" (saved to {self._path})" if self._path else " (not saved: no config file)",
         )
         for note in notes:

@@ -13,6 +13,7 @@ from rmq.config import (
     RmqConfigWarning,
     escape_property_value,
     load_broker_config,
+    redact_secrets,
 )
 from rmq.errors import RmqError
 
@@ -68,11 +69,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def format_config(config: BrokerConfig, store_defaults: dict[str, str]) -> str:
-    """The effective configuration as a ``broker.conf`` text (it loads back unchanged)."""
-    broker = config.to_properties()
+    """The effective configuration as a ``broker.conf`` text (it loads back unchanged, except
+    that secrets such as ``innerSecretKey`` show as ``******``)."""
+    broker = redact_secrets(config.to_properties())
     lines = ["# rmq broker: effective configuration", "", "# broker keys"]
     lines += [f"{key}={escape_property_value(value)}" for key, value in broker.items()]
-    store = {**store_defaults, **config.store}
+    store = redact_secrets({**store_defaults, **config.store})
     lines += ["", "# store keys (checked by the native store)"]
     lines += [
         f"{key}={escape_property_value(store[key])}" for key in sorted(store) if key not in broker

@@ -124,6 +124,8 @@ def broker_keys(config: BrokerConfig) -> dict[str, str]:
         "brokerTopicEnable": str(config.broker_topic_enable).lower(),
         "slaveReadEnable": str(config.slave_read_enable).lower(),
         **config.tls_server,
+        "aclEnable": str(config.acl_enable).lower(),
+        **({"aclFilePath": config.acl_file_path} if config.acl_file_path else {}),
     }
 
 
@@ -211,8 +213,14 @@ def run_broker(
         config, config_path=config_path, store_defaults=store_config_defaults()
     )
     try:
-        # The broker's own connections (registration, slave sync): tls.enable, tls.client.*.
-        client = RemotingClient(**config.tls_client.as_kwargs())
+        # Everything the broker itself asks (registration, a slave's copy from its master)
+        # goes through this one client: signed with innerAccessKey/innerSecretKey when set,
+        # over TLS with tls.enable (tls.client.*).
+        client = RemotingClient(
+            access_key=config.inner_access_key or None,
+            secret_key=config.inner_secret_key or None,
+            **config.tls_client.as_kwargs(),
+        )
         server = BrokerServer(store, broker_keys(config), "0.0.0.0", config.listen_port, admin)
     except (RmqError, RuntimeError) as exc:
         log.error("%s", exc)

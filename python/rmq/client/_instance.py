@@ -9,12 +9,20 @@ import atexit
 import logging
 import os
 import threading
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from rmq._rmq import ClientInstance, _stop_callbacks
 from rmq.tls import PLAIN, TlsOptions
 
-__all__ = ["BrokerPushHandler", "acquire", "default_namesrv_addr", "release"]
+__all__ = [
+    "BrokerPushHandler",
+    "Credentials",
+    "acquire",
+    "credentials",
+    "default_namesrv_addr",
+    "release",
+]
 
 log = logging.getLogger("rmq.client")
 
@@ -33,6 +41,35 @@ class BrokerPushHandler(Protocol):
 def default_namesrv_addr(namesrv_addr: str | None) -> str:
     """The address given, else ``$NAMESRV_ADDR``, else RocketMQ's default."""
     return namesrv_addr or os.environ.get("NAMESRV_ADDR") or "127.0.0.1:9876"
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """An ACL 1.0 account (``accessKey``/``secretKey`` of plain_acl.yml, and an optional
+    security token): every request of an instance made with them is signed, as Java's
+    ``AclClientRPCHook`` does. The repr never shows the secret or the token."""
+
+    access_key: str
+    secret_key: str = field(repr=False)
+    security_token: str | None = field(default=None, repr=False)
+
+
+def credentials(
+    access_key: str | None, secret_key: str | None, security_token: str | None = None
+) -> Credentials | None:
+    """The credentials the SDK's keyword arguments give: None when neither key is set, a
+    ValueError naming the missing one when only one is."""
+    if not access_key and not secret_key:
+        return None
+    if not access_key or not secret_key:
+        missing, given = (
+            ("secret_key", "access_key") if access_key else ("access_key", "secret_key")
+        )
+        raise ValueError(
+            f"{given} is set but {missing} is not: ACL signatures need both "
+            "(the account's accessKey and secretKey from the broker's plain_acl.yml)"
+        )
+    return Credentials(access_key, secret_key, security_token or None)
 
 
 class _Shared:
@@ -57,7 +94,7 @@ class _Shared:
 
 
 _lock = threading.Lock()
-_shared: dict[tuple[str, str, TlsOptions], _Shared] = {}
+_shared: dict[tuple[str, str, Credentials | None, TlsOptions], _Shared] = {}
 
 
 def acquire(
@@ -68,11 +105,14 @@ def acquire(
     *,
     heartbeat_broker_interval_ms: int = 30000,
     poll_name_server_interval_ms: int = 30000,
+    creds: Credentials | None = None,
     tls: TlsOptions = PLAIN,
 ) -> ClientInstance:
-    """The shared instance for ``(namesrv_addr, instance_name, tls)``, created on first use;
-    ``handler`` receives broker pushes for ``group``. Pair with :func:`release`."""
-    key = (namesrv_addr, instance_name, tls)
+    """The shared instance for ``(namesrv_addr, instance_name, creds, tls)``, created on first
+    use; ``handler`` receives broker pushes for ``group``. Pair with :func:`release`. An
+    instance signs with the credentials it was made with, so clients with other credentials
+    get an instance of their own; the same for TLS options."""
+    key = (namesrv_addr, instance_name, creds, tls)
     with _lock:
         s = _shared.get(key)
         if s is None:
@@ -81,6 +121,9 @@ def acquire(
                 instance_name=instance_name,
                 heartbeat_broker_interval_ms=heartbeat_broker_interval_ms,
                 poll_name_server_interval_ms=poll_name_server_interval_ms,
+                access_key=creds.access_key if creds else None,
+                secret_key=creds.secret_key if creds else None,
+                security_token=creds.security_token if creds else None,
                 **tls.as_kwargs(),
             )
             s = _Shared(inst)

@@ -66,7 +66,7 @@ from rmq.client.offset_store import (
     parse_offset_table,
 )
 from rmq.errors import RmqError
-from rmq.tls import TlsOptions
+from rmq.tls import PLAIN, TlsOptions
 
 __all__ = [
     "ConsumeConcurrentlyStatus",
@@ -205,9 +205,11 @@ class _GroupMember:
         consume_timestamp_ms: int | None,
         allocate_strategy: AllocateMessageQueueStrategy | None,
         offset_store_dir: str | Path | None,
-        tls: TlsOptions,
+        credentials: _instance.Credentials | None = None,
+        tls: TlsOptions = PLAIN,
     ) -> None:
         self.group = group
+        self._credentials = credentials
         self.tls = tls
         self.namesrv_addr = _instance.default_namesrv_addr(namesrv_addr)
         self.instance_name = instance_name
@@ -263,6 +265,9 @@ class PushConsumer(_GroupMember):
         heartbeat_broker_interval: int = 30000,
         poll_name_server_interval: int = 30000,
         offset_store_dir: str | Path | None = None,
+        access_key: str | None = None,
+        secret_key: str | None = None,
+        security_token: str | None = None,
         tls: bool = False,
         tls_ca: str | os.PathLike[str] | None = None,
         tls_cert: str | os.PathLike[str] | None = None,
@@ -278,6 +283,7 @@ class PushConsumer(_GroupMember):
             consume_timestamp_ms,
             allocate_strategy,
             offset_store_dir,
+            _instance.credentials(access_key, secret_key, security_token),
             TlsOptions.of(tls, tls_ca, tls_cert, tls_key, tls_verify),
         )
         self.consume_thread_max = consume_thread_max
@@ -355,6 +361,7 @@ class PushConsumer(_GroupMember):
             self,
             heartbeat_broker_interval_ms=self.heartbeat_broker_interval,
             poll_name_server_interval_ms=self.poll_name_server_interval,
+            creds=self._credentials,
             tls=self.tls,
         )
         self._store = self._open_offset_store(self._instance)

@@ -85,6 +85,10 @@ class Producer:
     (LZ4 frame format) or ``"ZSTD"`` (zstd frame), as RocketMQ 5's ``setCompressType``; LZ4 and
     ZSTD need RocketMQ 5.x Java consumers (or rmq's). ``compress_level`` is the zlib or zstd
     level. An unknown type raises :class:`rmq.errors.ConfigError` from :meth:`start`.
+
+    With ``access_key`` and ``secret_key`` (and ``security_token``) every request is signed
+    (ACL 1.0, as Java's ``AclClientRPCHook``); a broker's refusal raises
+    :class:`rmq.errors.NoPermissionError` carrying its remark. Consumers take the same keywords.
     """
 
     def __init__(
@@ -104,6 +108,9 @@ class Producer:
         default_topic_queue_nums: int = 4,
         poll_name_server_interval: int = 30000,
         heartbeat_broker_interval: int = 30000,
+        access_key: str | None = None,
+        secret_key: str | None = None,
+        security_token: str | None = None,
         tls: bool = False,
         tls_ca: str | os.PathLike[str] | None = None,
         tls_cert: str | os.PathLike[str] | None = None,
@@ -111,6 +118,7 @@ class Producer:
         tls_verify: bool = True,
     ) -> None:
         self.group = group
+        self._credentials = _instance.credentials(access_key, secret_key, security_token)
         self.tls = TlsOptions.of(tls, tls_ca, tls_cert, tls_key, tls_verify)
         self.namesrv_addr = _instance.default_namesrv_addr(namesrv_addr)
         self.instance_name = instance_name
@@ -143,6 +151,7 @@ class Producer:
                 handler,
                 heartbeat_broker_interval_ms=self.heartbeat_broker_interval,
                 poll_name_server_interval_ms=self.poll_name_server_interval,
+                creds=self._credentials,
                 tls=self.tls,
             )
             self._instance = instance

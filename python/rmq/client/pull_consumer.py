@@ -57,6 +57,9 @@ class PullConsumer(_GroupMember):
         poll_timeout_ms: int = 5000,
         rebalance_interval_ms: int = 20000,
         offset_store_dir: str | Path | None = None,
+        access_key: str | None = None,
+        secret_key: str | None = None,
+        security_token: str | None = None,
         tls: bool = False,
         tls_ca: str | os.PathLike[str] | None = None,
         tls_cert: str | os.PathLike[str] | None = None,
@@ -72,6 +75,7 @@ class PullConsumer(_GroupMember):
             consume_timestamp_ms,
             allocate_strategy,
             offset_store_dir,
+            _instance.credentials(access_key, secret_key, security_token),
             TlsOptions.of(tls, tls_ca, tls_cert, tls_key, tls_verify),
         )
         self.pull_batch_size = pull_batch_size
@@ -121,7 +125,12 @@ class PullConsumer(_GroupMember):
         if self._running:
             return self
         self._instance = _instance.acquire(
-            self.namesrv_addr, self.instance_name, self.group, self, tls=self.tls
+            self.namesrv_addr,
+            self.instance_name,
+            self.group,
+            self,
+            creds=self._credentials,
+            tls=self.tls,
         )
         self._store = self._open_offset_store(self._instance)
         self._rebalancer = Rebalancer(

@@ -16,8 +16,8 @@ from pathlib import Path
 from types import FrameType
 
 from rmq.config import parse_properties
-from rmq.errors import ConfigError
-from rmq.namesrv.config import ACCEPTED_UNUSED_KEYS, KNOWN_KEYS, TLS_KEYS, NamesrvConfig
+from rmq.errors import RmqError
+from rmq.namesrv.config import ACCEPTED_UNUSED_KEYS, ACL_KEYS, KNOWN_KEYS, TLS_KEYS, NamesrvConfig
 from rmq.namesrv.server import NamesrvProcessor
 
 __all__ = ["DEFAULT_PORT", "main", "run"]
@@ -53,15 +53,21 @@ def build_parser() -> argparse.ArgumentParser:
 def _read_config(path: str) -> tuple[int | None, dict[str, str]]:
     """``listenPort`` (if set) and every key of a namesrv.conf."""
     props = parse_properties(Path(path).read_text(encoding="utf-8"), path)
-    for key in sorted(set(props) - KNOWN_KEYS):
+    for key in sorted(set(props) - KNOWN_KEYS - ACL_KEYS):
         if key in ACCEPTED_UNUSED_KEYS:
             log.info("%s: %s is accepted but has no effect in rmq", path, key)
         else:
             log.warning("%s: unknown key %s is ignored", path, key)
+    from rmq._rmq import check_config_value
+
+    for key in sorted(ACL_KEYS & set(props)):
+        try:
+            check_config_value(key, props[key], "namesrv")
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from None
     raw = props.get("listenPort")
     if raw is None:
         return None, props
-    from rmq._rmq import check_config_value
 
     try:
         text, _ = check_config_value("listenPort", raw, "namesrv")
@@ -76,15 +82,23 @@ def run(host: str, port: int, stop: threading.Event, settings: dict[str, str] | 
     from rmq._rmq import RemotingServer
 
     config = NamesrvConfig(
-        port, {k: v for k, v in (settings or {}).items() if k in ACCEPTED_UNUSED_KEYS}
+        port,
+        {k: v for k, v in (settings or {}).items() if k in ACCEPTED_UNUSED_KEYS | ACL_KEYS},
     )
     processor = NamesrvProcessor(config=config)
+    settings = settings or {}
+    acl_enable = settings.get("aclEnable", "false").strip().lower() == "true"
+    acl_file = settings.get("aclFilePath") or None
     try:
         tls = {k: v for k, v in (settings or {}).items() if k in TLS_KEYS}
-        server = RemotingServer(host, port, processor, tls=tls or None)
-    except (RuntimeError, ConfigError) as exc:
+        server = RemotingServer(
+            host, port, processor, acl_enable=acl_enable, acl_file=acl_file, tls=tls or None
+        )
+    except (RuntimeError, RmqError) as exc:
         log.error("%s", exc)
         return 1
+    if acl_enable:
+        log.info("ACL on: every request is checked against %s", acl_file or "the default file")
     config.listen_port = int(server.local_addr.rsplit(":", 1)[1])
     log.info("rmq nameserver listening on %s", server.local_addr)
     try:

@@ -2,8 +2,9 @@
 as ``namesrv.conf`` spells them) and what GET_NAMESRV_CONFIG (319) / UPDATE_NAMESRV_CONFIG (318)
 report and change (``mqadmin getNamesrvConfig`` / ``updateNamesrvConfig``).
 
-rmq's nameserver acts on ``listenPort`` and the ``tls.server.*`` keys (TLS on its port, read
-at start-up and never reported back); the other keys are accepted so that RocketMQ
+rmq's nameserver acts on ``listenPort``, the ``tls.server.*`` keys (TLS on its port, read at
+start-up and never reported back) and the ACL keys (``aclEnable``, ``aclFilePath``: read at
+start-up, reported, not changeable while it runs); the other keys are accepted so that RocketMQ
 config files and admin tools work, kept, and reported back, but change nothing. The answer to
 GET_NAMESRV_CONFIG is ``key=value`` lines: ``listenPort`` (the port actually bound) and every
 key set in the config file or by UPDATE_NAMESRV_CONFIG. Updates live in memory until the
@@ -23,6 +24,7 @@ from rmq.config import format_properties
 
 __all__ = [
     "ACCEPTED_UNUSED_KEYS",
+    "ACL_KEYS",
     "KNOWN_KEYS",
     "PATH_KEYS",
     "TLS_KEYS",
@@ -39,7 +41,9 @@ _BOOL_KEYS = frozenset(name for name, key in _SCHEMA.items() if key.kind == "boo
 _INT_KEYS = frozenset(
     name for name, key in _SCHEMA.items() if key.kind == "int" and name not in KNOWN_KEYS
 )
-ACCEPTED_UNUSED_KEYS = frozenset(_SCHEMA) - KNOWN_KEYS
+ACL_KEYS = frozenset({"aclEnable", "aclFilePath"})
+"""Read at start-up (the ACL check in front of the handler), reported, not changeable."""
+ACCEPTED_UNUSED_KEYS = frozenset(_SCHEMA) - KNOWN_KEYS - ACL_KEYS
 """Keys RocketMQ's nameserver has that this one accepts, reports and ignores."""
 
 
@@ -58,6 +62,10 @@ def _check(key: str, value: str) -> None:
     if key in TLS_KEYS:
         raise NamesrvConfigError(
             f"{key} cannot change while the nameserver runs: set it in namesrv.conf and restart"
+        )
+    if key == "aclEnable":
+        raise NamesrvConfigError(
+            "aclEnable cannot change while the nameserver runs: set it in namesrv.conf and restart"
         )
     if key == "listenPort":
         raise NamesrvConfigError(

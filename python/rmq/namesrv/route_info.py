@@ -71,8 +71,9 @@ def check_topic_config_wrapper(wrapper: object) -> None:
     """Refuse a REGISTER_BROKER ``topicConfigSerializeWrapper`` the route table cannot hold:
     not an object, a topic entry that is not one, a field that is no integer, or a queue count
     outside ``0..MAX_QUEUE_NUMS`` (a route claiming 100 000 000 queues made every producer of
-    the topic allocate until it died). Raises ``ValueError`` naming the topic and the field."""
-    from rmq._rmq import MAX_QUEUE_NUMS
+    the topic allocate until it died), or a topic name RocketMQ's ``TopicValidator`` refuses.
+    Raises ``ValueError`` naming the topic and the field."""
+    from rmq._rmq import MAX_QUEUE_NUMS, validate_topic_name
 
     if wrapper is None:
         return
@@ -87,6 +88,12 @@ def check_topic_config_wrapper(wrapper: object) -> None:
     for name, cfg in table.items():
         if not isinstance(cfg, Mapping):
             raise ValueError(f"topic {name!r}: its config is not a JSON object")
+        try:
+            validate_topic_name(str(name))
+            if "topicName" in cfg:
+                validate_topic_name(str(cfg["topicName"]))
+        except ValueError as exc:
+            raise ValueError(f"topic {str(name)[:200]!r}: {exc}") from None
         try:
             q = TopicQueueConfig.from_json(name, cfg)
         except (TypeError, ValueError) as exc:

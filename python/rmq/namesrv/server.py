@@ -6,6 +6,8 @@ with RocketMQ's header field names, JSON bodies and response codes."""
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +33,10 @@ APPLY_TOPIC_HINT = (
     "create the topic (rmq updateTopic -t TOPIC -b BROKER_ADDR) or enable "
     "autoCreateTopicEnable on a broker"
 )
+
+
+REFUSAL_LOG_PERIOD_S = 300.0
+"""A broker whose registrations are refused gets one log line per this many seconds."""
 
 
 class BadRequest(Exception):
@@ -60,6 +66,8 @@ class NamesrvProcessor:
     ) -> None:
         self.routes = routes or RouteInfoManager()
         self.config = config or NamesrvConfig()
+        self._refusal_lock = threading.Lock()
+        self._refusals_logged: dict[str, float] = {}
         self._handlers: dict[int, Callable[[RemotingRequest], RemotingResponse]] = {
             RequestCode.REGISTER_BROKER: self._register_broker,
             RequestCode.UNREGISTER_BROKER: self._unregister_broker,
@@ -135,7 +143,7 @@ class NamesrvProcessor:
             try:
                 check_topic_config_wrapper(wrapper)
             except ValueError as exc:
-                raise BadRequest(f"REGISTER_BROKER refused: {exc}") from None
+                return self._refuse_registration(req, str(exc))
         result = self.routes.register_broker(
             cluster_name=_field(ext, "clusterName"),
             broker_addr=_field(ext, "brokerAddr"),
@@ -149,6 +157,30 @@ class NamesrvProcessor:
             {"table": result.kv_table},
             {"haServerAddr": result.ha_server_addr, "masterAddr": result.master_addr},
         )
+
+    def _refuse_registration(self, req: RemotingRequest, reason: str) -> RemotingResponse:
+        """Answer an absurd REGISTER_BROKER with SYSTEM_ERROR; log it once per broker per
+        :data:`REFUSAL_LOG_PERIOD_S` (a broker re-registers every 30 s)."""
+        from rmq._rmq import RemotingResponse
+
+        broker = req.ext_fields.get("brokerAddr") or str(req.peer)
+        now = time.monotonic()
+        with self._refusal_lock:
+            last = self._refusals_logged.get(broker)
+            due = last is None or now - last >= REFUSAL_LOG_PERIOD_S
+            if due:
+                if len(self._refusals_logged) >= 10_000:  # addresses are the sender's to pick
+                    self._refusals_logged.clear()
+                self._refusals_logged[broker] = now
+        if due:
+            log.warning(
+                "REGISTER_BROKER from %s (broker %s at %s) refused: %s",
+                req.peer,
+                req.ext_fields.get("brokerName", "?")[:200],
+                broker[:200],
+                reason,
+            )
+        return RemotingResponse(ResponseCode.SYSTEM_ERROR, f"REGISTER_BROKER refused: {reason}")
 
     def _unregister_broker(self, req: RemotingRequest) -> RemotingResponse:
         ext = req.ext_fields

@@ -8,7 +8,7 @@ accepts. Nothing here imports pyspark.
 Option names and meanings follow Spark's Kafka connector where one exists (``startingOffsets``,
 ``endingOffsets``, ``startingTimestamp``, ``minPartitions``, ``maxOffsetsPerTrigger``,
 ``failOnDataLoss``), and RocketMQ's client where it does not (``producerGroup``,
-``sendTimeoutMs``, ``pullBatchSize``).
+``sendTimeoutMs``, ``pullBatchSize``, ``accessKey``/``secretKey`` for brokers with ACL on).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from rmq.client._instance import Credentials, credentials
 from rmq.errors import ConfigError
 from rmq.tls import PLAIN, TlsOptions
 
@@ -46,7 +47,13 @@ DEFAULT_WRITE_GROUP = "spark-rmq-writer"
 OffsetSpec = Literal["earliest", "latest"] | dict[str, dict[str, dict[int, int]]]
 """``"earliest"``, ``"latest"``, or per topic, broker and queue id an offset (-2, -1 or >= 0)."""
 
-_COMMON = {"namesrv", "topic", "instancename", "tls", "tlsca", "tlscert", "tlskey", "tlsverify"}
+_COMMON = {"namesrv", "topic", "instancename", "accesskey", "secretkey"} | {
+    "tls",
+    "tlsca",
+    "tlscert",
+    "tlskey",
+    "tlsverify",
+}
 _READ = _COMMON | {
     "startingoffsets",
     "endingoffsets",
@@ -87,6 +94,8 @@ class ReadOptions:
     pull_batch_size: int
     pull_timeout_ms: int
     instance_name: str
+    credentials: Credentials | None = None
+    """ACL account (options ``accessKey``/``secretKey``) every executor's client signs with."""
     tls: TlsOptions = PLAIN
 
 
@@ -105,6 +114,8 @@ class WriteOptions:
     delivery_guarantee: Literal["at-least-once", "exactly-once"]
     instance_name: str
     checkpoint_location: str | None = None
+    credentials: Credentials | None = None
+    """ACL account (options ``accessKey``/``secretKey``) every executor's client signs with."""
     tls: TlsOptions = PLAIN
 
 
@@ -162,6 +173,20 @@ def _bool(opts: Mapping[str, str], key: str, name: str, default: bool) -> bool:
     if v not in ("true", "false"):
         raise ConfigError(f"option {name!r} must be 'true' or 'false', not {raw!r}")
     return v == "true"
+
+
+def _credentials(opts: Mapping[str, str]) -> Credentials | None:
+    """Options ``accessKey`` and ``secretKey``: both or neither."""
+    try:
+        return credentials(opts.get("accesskey", "").strip(), opts.get("secretkey", "").strip())
+    except ValueError:
+        given, missing = (
+            ("accessKey", "secretKey") if opts.get("accesskey") else ("secretKey", "accessKey")
+        )
+        raise ConfigError(
+            f"option {given!r} is set but {missing!r} is not: ACL signatures need both "
+            "(an account of the brokers' plain_acl.yml)"
+        ) from None
 
 
 def parse_offset_spec(raw: str, name: str, *, allow_earliest: bool = True) -> OffsetSpec:
@@ -264,6 +289,7 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
         pull_batch_size=_int_default(opts, "pullbatchsize", "pullBatchSize", 32, 1),
         pull_timeout_ms=_int_default(opts, "pulltimeoutms", "pullTimeoutMs", 10000, 1),
         instance_name=opts.get("instancename", "spark").strip() or "spark",
+        credentials=_credentials(opts),
         tls=_tls(opts),
     )
 
@@ -306,5 +332,6 @@ def parse_write_options(options: Mapping[str, str], *, streaming: bool) -> Write
         delivery_guarantee="exactly-once" if guarantee == "exactly-once" else "at-least-once",
         instance_name=opts.get("instancename", "spark").strip() or "spark",
         checkpoint_location=checkpoint,
+        credentials=_credentials(opts),
         tls=_tls(opts),
     )

@@ -174,7 +174,7 @@ def read_range(opts: ReadOptions, rng: OffsetRange, where: str) -> Iterator[Any]
     up to :data:`ROWS_PER_ARROW_BATCH` rows per call, :data:`PULLS_IN_FLIGHT` pulls at a time,
     into Arrow buffers (no Python object per message)."""
     arrow_schema = to_arrow_schema(SCHEMA, timezone="UTC")
-    client = _clients.client(opts.namesrv, opts.instance_name, opts.tls)
+    client = _clients.client(opts.namesrv, opts.instance_name, opts.credentials, opts.tls)
     mq = rng.queue.mq
     offset = rng.start
     empty_pulls = 0
@@ -243,7 +243,7 @@ class RmqReader(DataSourceReader):
 
     def partitions(self) -> list[RmqPartition]:
         o = self.opts
-        client = _clients.client(o.namesrv, o.instance_name, o.tls)
+        client = _clients.client(o.namesrv, o.instance_name, o.credentials, o.tls)
         queues = fetch_queues(client, o.topics, o.namesrv)
         lows, highs = min_offsets(client, queues), max_offsets(client, queues)
         starts = resolve(
@@ -279,7 +279,7 @@ class RmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _client_and_queues(self) -> tuple[Any, list[QueueKey]]:
         o = self.opts
-        client = _clients.client(o.namesrv, o.instance_name, o.tls)
+        client = _clients.client(o.namesrv, o.instance_name, o.credentials, o.tls)
         return client, fetch_queues(client, o.topics, o.namesrv)
 
     def initialOffset(self) -> dict[str, Any]:
@@ -309,7 +309,9 @@ class RmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # A queue the topic gained since the query started is read from its min offset, as a
         # new Kafka partition is read from earliest.
         if new := [q for q in latest if q not in begin]:
-            client = _clients.client(self.opts.namesrv, self.opts.instance_name, self.opts.tls)
+            client = _clients.client(
+                self.opts.namesrv, self.opts.instance_name, self.opts.credentials, self.opts.tls
+            )
             begin.update(min_offsets(client, new))
         # Never move back (a checkpoint past the broker's max offset: the queue was recreated).
         latest = {q: max(off, begin[q]) for q, off in latest.items()}
@@ -323,7 +325,9 @@ class RmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[RmqPartition]:
         starts, ends = from_json(start, "start offset"), from_json(end, "end offset")
-        client = _clients.client(self.opts.namesrv, self.opts.instance_name, self.opts.tls)
+        client = _clients.client(
+            self.opts.namesrv, self.opts.instance_name, self.opts.credentials, self.opts.tls
+        )
         lows = min_offsets(client, ends)
         # New queues start at their min offset (as new Kafka partitions start at earliest).
         return _plan(self.opts, starts, ends, lows, "readStream")

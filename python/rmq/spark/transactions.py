@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from rmq._rmq import StoredMessage, write_file_atomic
+from rmq.client._instance import Credentials
 from rmq.client.transaction import LocalTransactionState, TransactionProducer
 from rmq.errors import ConfigError, RmqError
 from rmq.tls import PLAIN, TlsOptions
@@ -143,6 +144,7 @@ class TransactionCoordinator:
         group: str,
         checkpoint: Path,
         topic: str | None,
+        creds: Credentials | None = None,
         tls: TlsOptions = PLAIN,
     ) -> None:
         self.group = group
@@ -153,6 +155,9 @@ class TransactionCoordinator:
             instance_name=f"spark-tx-{group}",
             execute_local_transaction=_never_called,
             check_local_transaction=self.check,
+            access_key=creds.access_key if creds else None,
+            secret_key=creds.secret_key if creds else None,
+            security_token=creds.security_token if creds else None,
             **tls.as_kwargs(),
         ).start()
         if topic is not None:
@@ -225,7 +230,12 @@ _coordinators: dict[tuple[str, str], TransactionCoordinator] = {}
 
 
 def coordinator(
-    namesrv: str, group: str, checkpoint: Path, topic: str | None, tls: TlsOptions = PLAIN
+    namesrv: str,
+    group: str,
+    checkpoint: Path,
+    topic: str | None,
+    creds: Credentials | None = None,
+    tls: TlsOptions = PLAIN,
 ) -> TransactionCoordinator:
     """The driver's coordinator of ``group`` (one per query, kept for the process's life, so
     that it answers checks about batches a stopped query left open)."""
@@ -233,6 +243,6 @@ def coordinator(
         c = _coordinators.get((namesrv, group))
         if c is None:
             c = _coordinators[(namesrv, group)] = TransactionCoordinator(
-                namesrv, group, checkpoint, topic, tls
+                namesrv, group, checkpoint, topic, creds, tls
             )
         return c

@@ -194,6 +194,7 @@ class _TaskSender:
             opts.producer_group,
             opts.send_timeout_ms,
             0 if half_properties else opts.retry_times_when_send_failed,
+            opts.credentials,
             opts.tls,
         )
         self.sent: list[Future[SendResult]] = []
@@ -534,13 +535,20 @@ class RmqStreamWriter(DataSourceStreamArrowWriter):
             checkpoint = transactions.local_checkpoint_dir(opts.checkpoint_location)
             self.tx_group = transactions.transaction_group(opts.producer_group, checkpoint)
             # Made on the driver (not pickled with the writer): answers the brokers' checks.
-            transactions.coordinator(opts.namesrv, self.tx_group, checkpoint, opts.topic, opts.tls)
+            transactions.coordinator(
+                opts.namesrv, self.tx_group, checkpoint, opts.topic, opts.credentials, opts.tls
+            )
             self.checkpoint = checkpoint
 
     def _coordinator(self) -> transactions.TransactionCoordinator:
         assert self.tx_group is not None
         return transactions.coordinator(
-            self.opts.namesrv, self.tx_group, self.checkpoint, self.opts.topic, self.opts.tls
+            self.opts.namesrv,
+            self.tx_group,
+            self.checkpoint,
+            self.opts.topic,
+            self.opts.credentials,
+            self.opts.tls,
         )
 
     def write(self, iterator: Iterator[Any]) -> RmqCommitMessage:

@@ -20,6 +20,7 @@ macro_rules! decode_header {
     };
 }
 
+pub mod acl;
 pub mod admin;
 pub mod call_consumer;
 pub mod client;
@@ -186,6 +187,10 @@ pub async fn dispatch(
         RequestCode::GET_SYSTEM_TOPIC_LIST_FROM_BROKER => topic::system_topics(&b, &req),
         RequestCode::GET_ALL_PRODUCER_INFO => client::all_producers(&b, &req),
         RequestCode::GET_ALL_CONSUMER_OFFSET => slave::all_consumer_offsets(&b, &req),
+        RequestCode::UPDATE_AND_CREATE_ACL_CONFIG => acl::update(&b, &req).await,
+        RequestCode::DELETE_ACL_CONFIG => acl::delete(&b, &req).await,
+        RequestCode::GET_BROKER_CLUSTER_ACL_INFO => acl::version(&b, &req),
+        RequestCode::UPDATE_GLOBAL_WHITE_ADDRS_CONFIG => acl::update_global_white(&b, &req).await,
         _ => match &b.fallback {
             Some(f) => f.handle(conn, req).await,
             None => reply(

@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
+use rmq_protocol::acl::SessionCredentials;
 use rmq_protocol::body::{ConsumerData, MessageQueue};
 use rmq_protocol::{ExtFields, LanguageCode, RemotingCommand, ResponseCode};
 use rmq_remoting::{Connection, RequestHandler};
@@ -75,6 +76,9 @@ pub struct ClientConfig {
     pub max_decompressed_body_size: usize,
     /// TLS for every connection (nameservers and brokers); `None`: plain TCP.
     pub tls: Option<Arc<rmq_remoting::tls::ClientTls>>,
+    /// ACL 1.0 credentials (`AclClientRPCHook`): when set, every request this instance sends
+    /// (to brokers and nameservers alike) is signed as the last step before it is written.
+    pub credentials: Option<SessionCredentials>,
 }
 
 impl ClientConfig {
@@ -90,6 +94,7 @@ impl ClientConfig {
             api_timeout: Duration::from_secs(3),
             max_decompressed_body_size: 4 * 1024 * 1024,
             tls: None,
+            credentials: None,
         }
     }
 
@@ -268,8 +273,7 @@ impl ClientInstance {
         timeout: Duration,
     ) -> Result<RemotingCommand> {
         let code = cmd.code;
-        cmd.language = LanguageCode::Python;
-        cmd.version = rmq_protocol::version::CURRENT_VERSION;
+        self.finish_request(&mut cmd);
         let conn = self.connection(addr).await?;
         conn.request(cmd, timeout).await.map_err(|e| {
             if conn.is_closed() {
@@ -299,12 +303,22 @@ impl ClientInstance {
     /// Transport failures.
     pub async fn invoke_oneway(&self, addr: &str, mut cmd: RemotingCommand) -> Result<()> {
         let code = cmd.code;
-        cmd.language = LanguageCode::Python;
-        cmd.version = rmq_protocol::version::CURRENT_VERSION;
+        self.finish_request(&mut cmd);
         let conn = self.connection(addr).await?;
         conn.oneway(cmd)
             .await
             .map_err(|e| ClientError::from_remoting(addr, code, e))
+    }
+
+    /// The one place every outgoing request passes (`invoke` and `invoke_oneway`; the
+    /// nameserver requests, heartbeats, pulls, sends and offset commits all go through them):
+    /// stamp language and version, then sign when the instance has credentials.
+    fn finish_request(&self, cmd: &mut RemotingCommand) {
+        cmd.language = LanguageCode::Python;
+        cmd.version = rmq_protocol::version::CURRENT_VERSION;
+        if let Some(creds) = &self.inner.config.credentials {
+            rmq_protocol::acl::sign_request(cmd, creds);
+        }
     }
 
     fn forget(&self, addr: &str) {

@@ -44,6 +44,12 @@ pub static BROKER_KEYS: &[K] = &[
         "host:port;host:port of the nameservers; empty runs an embedded nameserver."),
     K::new("storePathRootDir", ValueKind::Path, Some("~/store"), ControlPlane,
         "The store root (~ expanded, made absolute)."),
+    K::new("innerAccessKey", UNCHECKED, Some(""), ControlPlane,
+        "ACL account the broker signs its own requests with (nameserver registration, a \
+         slave's copy from its master); empty: unsigned. RocketMQ 5's name."),
+    K::new("innerSecretKey", UNCHECKED, Some(""), ControlPlane,
+        "The secret key of innerAccessKey; shown as ****** by GET_BROKER_CONFIG, \
+         --print-config and logs."),
     K::new("brokerAddr", ValueKind::SocketAddr, None, Broker,
         "brokerIP1:listenPort as the Rust server is told it (not a RocketMQ key: the control \
          plane sets it)."),
@@ -97,6 +103,11 @@ pub static BROKER_KEYS: &[K] = &[
     K::new("serverChannelMaxIdleTimeSeconds", int(0, 86_400), Some("120"), Broker,
         "Seconds without traffic after which a connection is closed (0: never).")
         .hint(" (seconds; 0 keeps idle connections open)"),
+    K::new("aclEnable", BOOL, Some("false"), Broker,
+        "Check every request against plain_acl.yml (RocketMQ ACL 1.0: AccessKey, Signature, \
+         white addresses, topic/group permissions, admin codes)."),
+    K::new("aclFilePath", ValueKind::Path, None, Broker,
+        "The ACL file (default $ROCKETMQ_HOME/conf/plain_acl.yml); re-read when it changes."),
     // ---- the store ---------------------------------------------------------------------------
     K::new("brokerRole", ValueKind::OneOf(&["ASYNC_MASTER", "SYNC_MASTER", "SLAVE"]),
         Some("ASYNC_MASTER"), Store,
@@ -262,7 +273,8 @@ pub static BROKER_KEYS: &[K] = &[
 ];
 
 /// Every `namesrv.conf` key (RocketMQ's `NamesrvConfig` and `NettyServerConfig`). rmq's
-/// nameserver acts on `listenPort` only; the others are kept and reported back.
+/// nameserver acts on `listenPort`, `aclEnable` and `aclFilePath`; the others are kept and
+/// reported back.
 #[rustfmt::skip]
 pub static NAMESRV_KEYS: &[K] = &[
     K::new("listenPort", int(0, 65_535), Some("9876"), Namesrv,
@@ -303,4 +315,9 @@ pub static NAMESRV_KEYS: &[K] = &[
         "true = tls.server.need.client.auth require."),
     K::new("tls.server.trustCertPath", UNCHECKED, Some(""), Namesrv,
         "PEM file of the CAs that sign client certificates (mutual TLS)."),
+    K::new("aclEnable", BOOL, Some("false"), Namesrv,
+        "Check every request against plain_acl.yml: registrations, permission changes and KV \
+         writes need an admin account, other requests a known one."),
+    K::new("aclFilePath", ValueKind::Path, None, Namesrv,
+        "The ACL file (default $ROCKETMQ_HOME/conf/plain_acl.yml); re-read when it changes."),
 ];

@@ -179,6 +179,7 @@ macro_rules! command_header {
     };
 }
 
+pub mod acl;
 pub mod admin;
 pub mod client;
 pub mod namesrv;
@@ -188,6 +189,7 @@ pub mod query;
 pub mod send;
 pub mod transaction;
 
+pub use acl::*;
 pub use admin::*;
 pub use client::*;
 pub use namesrv::*;

@@ -11,6 +11,7 @@ from rmq.admin.client import MASTER_ID, Admin, BrokerData
 from rmq.admin.command import arg, broker_or_cluster, subcommand
 from rmq.admin.output import Result, table
 from rmq.codes import RequestCode
+from rmq.config import redact_secrets
 from rmq.errors import RmqError
 
 
@@ -154,7 +155,9 @@ def get_broker_config(admin: Admin, args: argparse.Namespace) -> Result:
     lines: list[str] = []
     for label, addr in _addresses(admin, args):
         resp = admin.broker(addr, RequestCode.GET_BROKER_CONFIG)
-        config = dict(sorted(_properties((resp.body or b"").decode("utf-8")).items()))
+        # An Apache broker answers its secrets (innerSecretKey...) in clear: never show them.
+        text = (resp.body or b"").decode("utf-8")
+        config = dict(sorted(redact_secrets(_properties(text)).items()))
         configs[addr] = config
         lines.append(f"============{label}============")
         width = max((len(k) for k in config), default=0)

@@ -29,7 +29,11 @@ def send_message(admin: Admin, args: argparse.Namespace) -> Result:
     if (args.broker is None) != (args.qid is None):
         raise AdminError("sendMessage: give both -b brokerName and -i queueId, or neither")
     producer = rmq.Producer(
-        "TOOLS_PRODUCER", ";".join(admin.namesrv_addrs), **admin.tls.as_kwargs()
+        "TOOLS_PRODUCER",
+        ";".join(admin.namesrv_addrs),
+        access_key=admin.access_key,
+        secret_key=admin.secret_key,
+        **admin.tls.as_kwargs(),
     ).start()
     try:
         msg = rmq.Message(args.topic.strip(), args.body, tags=args.tags, keys=args.key)
@@ -73,6 +77,8 @@ def consume_message(admin: Admin, args: argparse.Namespace) -> Result:
         args.consumerGroup,
         ";".join(admin.namesrv_addrs),
         auto_commit=False,
+        access_key=admin.access_key,
+        secret_key=admin.secret_key,
         **admin.tls.as_kwargs(),
     ).start()
     try:

@@ -1,0 +1,54 @@
+//! The nameserver's side of security for Python: the ACL check `RemotingServer(acl_enable=True)`
+//! puts in front of the Python handler (`rmq_acl`, nameserver rules), and
+//! `validate_topic_name`, the broker's topic validator (RocketMQ's `TopicValidator`), which the
+//! nameserver applies to every REGISTER_BROKER's topics whatever the ACL setting.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use rmq_remoting::RequestHandler;
+
+use crate::errors::raise;
+
+/// `inner` behind the ACL check of the nameserver's rules, with the file `explicit` or
+/// `$ROCKETMQ_HOME/conf/plain_acl.yml`; a missing or bad file raises `rmq.errors.ConfigError`.
+pub(crate) fn namesrv_acl(
+    py: Python<'_>,
+    inner: Arc<dyn RequestHandler>,
+    explicit: Option<&Path>,
+) -> PyResult<Arc<dyn RequestHandler>> {
+    let path = rmq_acl::handler::acl_file_path(explicit, "namesrv.conf")
+        .map_err(|e| raise(py, "ConfigError", e))?;
+    let file = rmq_acl::AclFile::open(&path).map_err(|e| {
+        let msg = match e {
+            rmq_acl::AclError::Read { source, .. }
+                if source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                format!(
+                    "aclEnable=true but the ACL file {} does not exist: create it (RocketMQ's \
+                     plain_acl.yml format) or set aclFilePath in namesrv.conf",
+                    path.display()
+                )
+            }
+            other => other.to_string(),
+        };
+        raise(py, "ConfigError", msg)
+    })?;
+    Ok(Arc::new(rmq_acl::AclHandler::new(
+        inner,
+        file,
+        rmq_acl::Policy::Namesrv,
+    )))
+}
+
+/// Raise `ValueError` with RocketMQ's reason when `topic` is not a legal topic name.
+#[pyfunction]
+fn validate_topic_name(topic: &str) -> PyResult<()> {
+    rmq_broker::topic_config::validate_topic(topic).map_err(PyValueError::new_err)
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(validate_topic_name, m)?)
+}
