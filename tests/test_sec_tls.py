@@ -260,3 +260,19 @@ def test_the_embedded_nameserver_serves_tls_as_the_broker_does(pki: Pki, tmp_pat
         assert admin(ns, "clusterList").returncode == 1
     finally:
         broker.kill()
+
+
+def test_key_passwords_are_never_printed(tmp_path: Path) -> None:
+    conf = tmp_path / "broker.conf"
+    conf.write_text("tls.server.keyPassword = s3cret\ntls.client.keyPassword = t0p\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "rmq.broker", "-c", str(conf), "-p"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert "tls.server.keyPassword=******" in done.stdout
+    assert "tls.client.keyPassword=******" in done.stdout
+    assert "s3cret" not in done.stdout + done.stderr and "t0p" not in done.stdout + done.stderr

@@ -211,9 +211,9 @@ REDACTED = "******"
 
 
 def is_secret_key(key: str) -> bool:
-    """Whether ``key`` names a secret (``innerSecretKey``, ``secretKey``...): its value is
-    never shown."""
-    return key.endswith(("SecretKey", "secretKey"))
+    """Whether ``key`` names a secret (``innerSecretKey``, ``secretKey``...,
+    ``tls.server.keyPassword``, ``tls.client.keyPassword``): its value is never shown."""
+    return key.endswith(("SecretKey", "secretKey", "keyPassword"))
 
 
 def redact_secrets(entries: Mapping[str, str]) -> dict[str, str]:
