@@ -195,3 +195,47 @@ def test_a_malformed_acl_file_stops_the_start(tmp_path: Path) -> None:
     log = ns.stop()
     n = bad.splitlines().index("    defaultTopicPerm: NONE") + 1
     assert f"{ns.acl_file}:{n}: key accounts[1].defaultTopicPerm" in log, log
+
+
+def test_the_embedded_nameserver_checks_the_brokers_acl_file(
+    tmp_path: Path, client: RemotingClient
+) -> None:
+    """``python -m rmq.broker`` without namesrvAddr embeds a nameserver: with aclEnable it
+    checks the broker's ACL file, the broker registers with it signed by innerAccessKey, and
+    without innerAccessKey the start stops saying what to set."""
+    from helpers import STOP_TIMEOUT_S, BrokerProcess, free_port
+    from sec_acl_helpers import broker_conf
+
+    acl_file = tmp_path / "plain_acl.yml"
+    acl_file.write_text(ACL_FILE)
+    ns_port = free_port()
+    conf = broker_conf(tmp_path, free_port(), acl_file, "")
+    unsigned = BrokerProcess("-c", str(conf), "--namesrv-port", str(ns_port), cwd=tmp_path)
+    try:
+        line = unsigned.wait_for("innerAccessKey")
+        assert "embedded nameserver" in line and "admin account" in line
+        assert unsigned.proc.wait(STOP_TIMEOUT_S) == 1
+    finally:
+        unsigned.kill()
+
+    with conf.open("a") as f:
+        f.write(f"innerAccessKey = {ADMIN[0]}\ninnerSecretKey = {ADMIN[1]}\n")
+    broker = BrokerProcess("-c", str(conf), "--namesrv-port", str(ns_port), cwd=tmp_path)
+    try:
+        broker.wait_for("embedded nameserver listening on")
+        ns = f"127.0.0.1:{ns_port}"
+        # the broker's own registration passed the check: its cluster is known
+        deadline = time.monotonic() + 30
+        while True:
+            r = invoke_signed(client, ns, RequestCode.GET_BROKER_CLUSTER_INFO, {}, None, ADMIN)
+            if r.code == ResponseCode.SUCCESS and b"broker-acl" in (r.body or b""):
+                break
+            assert time.monotonic() < deadline, r.remark
+            time.sleep(0.2)
+        # a stranger's registration and an unsigned read are refused
+        r = client.invoke(ns, RequestCode.REGISTER_BROKER, HEADER, GOOD)
+        assert r.code == ResponseCode.NO_PERMISSION, r.remark
+        r = client.invoke(ns, RequestCode.GET_BROKER_CLUSTER_INFO)
+        assert r.code == ResponseCode.NO_PERMISSION, r.remark
+    finally:
+        broker.kill()

@@ -431,7 +431,9 @@ impl IndexService {
         if let Some(i) = bad {
             for p in paths.split_off(i) {
                 log::warn!(
-                    "index file {} is not {want} bytes (maxHashSlotNum/maxIndexNum, or cut                      short by a crash): it and any newer index file are deleted and rebuilt                      from the CommitLog",
+                    "index file {} is not {want} bytes (maxHashSlotNum/maxIndexNum, or cut \
+                     short by a crash): it and any newer index file are deleted and rebuilt \
+                     from the CommitLog",
                     p.display()
                 );
                 std::fs::remove_file(&p).ctx(|| format!("removing {}", p.display()))?;

@@ -86,15 +86,24 @@ def transaction_check_policy(config: BrokerConfig) -> TransactionCheckPolicy:
 
 
 def start_embedded_namesrv(
-    port: int, tls: dict[str, str] | None = None
+    port: int, config: BrokerConfig | None = None
 ) -> tuple[RemotingServer, NamesrvProcessor] | None:
-    """Run a nameserver in this process (when no ``namesrvAddr`` is configured); ``tls``: the
-    broker's ``tls.server.*`` keys, so that it serves the same clients as the broker."""
+    """Run a nameserver in this process (when no ``namesrvAddr`` is configured). With the
+    broker's ``config`` it takes the broker's ``tls.server.*`` keys and ACL file, so that it
+    serves the same clients and checks the same accounts as the broker."""
     from rmq._rmq import RemotingServer as Server
 
     processor = NamesrvProcessor()
+    acl = config is not None and config.acl_enable
     try:
-        server = Server("0.0.0.0", port, processor, tls=tls)
+        server = Server(
+            "0.0.0.0",
+            port,
+            processor,
+            tls=config.tls_server if config is not None else None,
+            acl_enable=acl,
+            acl_file=config.acl_file_path if acl and config is not None else None,
+        )
     except (RuntimeError, RmqError) as exc:
         log.error(
             "cannot start the embedded nameserver: %s. Set namesrvAddr (or -n host:port) to use "
@@ -105,6 +114,24 @@ def start_embedded_namesrv(
     processor.config.listen_port = int(server.local_addr.rsplit(":", 1)[1])
     log.info("embedded nameserver listening on %s", server.local_addr)
     return server, processor
+
+
+def embedded_namesrv_refusal(config: BrokerConfig) -> str | None:
+    """Why this broker could not register with the nameserver it embeds (which serves with the
+    broker's TLS mode and ACL file), or None when it can."""
+    if config.tls_server_mode == "enforcing" and not config.tls_enable:
+        return (
+            "tls.server.mode = enforcing also holds for the embedded nameserver, and this broker "
+            "would register with it in plain TCP: set tls.enable = true (and "
+            "tls.client.trustCertPath), or set namesrvAddr to a separate nameserver"
+        )
+    if config.acl_enable and not config.inner_access_key:
+        return (
+            "aclEnable = true also holds for the embedded nameserver, which accepts only "
+            "registrations signed by an admin account: set innerAccessKey and innerSecretKey to "
+            "an admin account of the ACL file, or set namesrvAddr to a separate nameserver"
+        )
+    return None
 
 
 def broker_keys(config: BrokerConfig) -> dict[str, str]:
@@ -184,12 +211,11 @@ def run_broker(
     namesrv_addrs = list(config.namesrv_addrs)
     embedded = None
     if not namesrv_addrs:
-        if config.tls_server_mode == "enforcing" and not config.tls_enable:
-            log.warning(
-                "tls.server.mode = enforcing also holds for the embedded nameserver, and this "
-                "broker registers with it in plain TCP: set tls.enable = true"
-            )
-        embedded = start_embedded_namesrv(embedded_namesrv_port, config.tls_server)
+        refusal = embedded_namesrv_refusal(config)
+        if refusal:
+            log.error("%s", refusal)
+            return 1
+        embedded = start_embedded_namesrv(embedded_namesrv_port, config)
         if embedded is None:
             return 1
         namesrv_addrs = [f"127.0.0.1:{embedded[0].local_addr.rsplit(':', 1)[1]}"]
