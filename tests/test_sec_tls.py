@@ -170,6 +170,7 @@ def test_bad_tls_settings_stop_start_up_naming_the_key(pki: Pki, tmp_path: Path)
         f"listenPort = {free_port()}\n"
         f"storePathRootDir = {tmp_path / 'store'}\n"
         "tls.server.mode = enforcing\n"
+        "tls.enable = true\n"  # it registers with its embedded nameserver over TLS
         f"tls.server.certPath = {tmp_path / 'missing.pem'}\n"
         f"tls.server.keyPath = {pki.server_key}\n"
     )
@@ -231,7 +232,9 @@ def test_an_encrypted_key_opens_with_its_password(
     wrong.write_text(
         "brokerName = broker-b\n"
         f"listenPort = {free_port()}\n"
-        f"storePathRootDir = {tmp_path / 'store-b'}\n" + conf + "tls.server.keyPassword = nope\n"
+        f"storePathRootDir = {tmp_path / 'store-b'}\n"
+        + conf
+        + "tls.enable = true\ntls.server.keyPassword = nope\n"
     )
     broker = BrokerProcess("-c", str(wrong), cwd=tmp_path)
     assert broker.finish() == 1
@@ -276,3 +279,18 @@ def test_key_passwords_are_never_printed(tmp_path: Path) -> None:
     assert "tls.server.keyPassword=******" in done.stdout
     assert "tls.client.keyPassword=******" in done.stdout
     assert "s3cret" not in done.stdout + done.stderr and "t0p" not in done.stdout + done.stderr
+
+
+def test_enforcing_with_the_embedded_nameserver_needs_tls_enable(pki: Pki, tmp_path: Path) -> None:
+    """The embedded nameserver serves TLS only; a broker that would register with it in plain
+    TCP stops at start saying what to set, instead of failing every registration."""
+    conf = tmp_path / "broker.conf"
+    conf.write_text(
+        "brokerName = broker-p\n"
+        f"listenPort = {free_port()}\n"
+        f"storePathRootDir = {tmp_path / 'store'}\n" + server_keys(pki, "enforcing")
+    )
+    broker = BrokerProcess("-c", str(conf), cwd=tmp_path)
+    assert broker.finish() == 1
+    assert "set tls.enable = true" in broker.log
+    assert not (tmp_path / "store").exists(), "refused before the store opened"
