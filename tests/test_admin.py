@@ -1145,3 +1145,30 @@ def test_producer_connection(capsys: pytest.CaptureFixture[str], cluster: Cluste
         "-t", "AdminProducerTopic",
     )  # fmt: skip
     assert code != 0 and "the producer group[NoSuchProducers] not exist" in err, err
+
+
+def test_the_offset_id_other_commands_print_is_what_query_msg_by_id_takes(
+    capsys: pytest.CaptureFixture[str], cluster: Cluster
+) -> None:
+    """A message from the SDK carries its unique key (UNIQ_KEY) as msgId; queryMsgByKey's
+    "Offset ID" column and printMsg's OffsetID are the store's offset id, which queryMsgById
+    takes (they used to print the unique key there)."""
+    producer = rmq.Producer("PG_OFFSET_ID", cluster.namesrv)
+    producer.start()
+    try:
+        result = producer.send(rmq.Message("AdminMsgs", b"offset-id", keys="offset-id-key"))
+    finally:
+        producer.shutdown()
+    assert result.msg_id != result.offset_msg_id
+
+    def indexed() -> Any:
+        return query_by_key(capsys, cluster, "offset-id-key")
+
+    wait_until(indexed, "the index to hold offset-id-key")
+    (found,) = indexed()["messages"]
+    assert (found["msgId"], found["offsetMsgId"]) == (result.msg_id, result.offset_msg_id)
+    by_id = rmq_json(capsys, cluster, "queryMsgById", "-i", found["offsetMsgId"])
+    assert [m["body"] for m in by_id["messages"]] == ["offset-id"]
+    done = cluster.run("queryMsgById", "-i", found["offsetMsgId"])
+    fields = dict(re.split(r":\s+", line, maxsplit=1) for line in done.stdout.splitlines())
+    assert (fields["OffsetID"], fields["Message ID"]) == (result.offset_msg_id, result.msg_id)

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rmq._rmq import PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, decompress_body
+from rmq._rmq import decompress_body
 from rmq.admin.client import AdminError
 from rmq.errors import RmqError
 
@@ -129,16 +129,11 @@ def message_body(msg: StoredMessage) -> bytes:
         return msg.body
 
 
-def _client_msg_id(msg: StoredMessage) -> str:
-    """What RocketMQ clients call the message id: the producer's UNIQ_KEY, else the offset id."""
-    return msg.properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or msg.msg_id
-
-
 def message_json(msg: StoredMessage, charset: str = "utf-8") -> dict[str, Any]:
     body = message_body(msg)
     return {
-        "msgId": _client_msg_id(msg),
-        "offsetMsgId": msg.msg_id,
+        "msgId": msg.msg_id,
+        "offsetMsgId": msg.offset_msg_id,
         "topic": msg.topic,
         "tags": msg.tags,
         "keys": msg.keys,
@@ -164,8 +159,8 @@ def message_lines(msg: StoredMessage, charset: str = "utf-8") -> list[str]:
     """One message as mqadmin's queryMsgById prints it, with the body inline."""
     props = ", ".join(f"{k}={v}" for k, v in sorted(msg.properties.items()))
     rows: list[tuple[str, object]] = [
-        ("OffsetID:", msg.msg_id),
-        ("Message ID:", _client_msg_id(msg)),
+        ("OffsetID:", msg.offset_msg_id),
+        ("Message ID:", msg.msg_id),
         ("Topic:", msg.topic),
         ("Tags:", f"[{msg.tags or ''}]"),
         ("Keys:", f"[{msg.keys or ''}]"),

@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rmq._rmq import PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
 from rmq.admin.client import Admin, AdminError, BrokerData
 from rmq.admin.command import arg, subcommand
 from rmq.admin.output import (
@@ -354,10 +353,7 @@ def print_msg(admin: Admin, args: argparse.Namespace) -> Result:
                             if args.printBody
                             else "NOT PRINT BODY"
                         )
-                        msg_id = (
-                            msg.properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or msg.msg_id
-                        )
-                        yield f"MSGID: {msg_id} {_summary(msg)} BODY: {body}"
+                        yield f"MSGID: {msg.msg_id} {_summary(msg)} BODY: {body}"
                 elif result.status == "NO_MATCHED_MSG":
                     yield f"{mq} no matched msg. status={result.status}, offset={offset}"
                 else:
