@@ -187,7 +187,7 @@ def test_console_script_is_installed() -> None:
     ("argv", "message"),
     [
         ([], "required: COMMAND"),
-        (["noSuchCommand"], "invalid choice"),
+        (["noSuchCommand"], "unknown command 'noSuchCommand'"),
         (["updateTopic", "-t", "T"], "one of the arguments -b/--brokerAddr -c/--clusterName"),
         (["updateTopic", "-t", "T", "-b", "127.0.0.1:1", "-c", "C"], "not allowed with"),
         (["updateTopic", "-t", "T", "-c", "C", "-o", "maybe"], "expected true or false"),
@@ -1172,3 +1172,22 @@ def test_the_offset_id_other_commands_print_is_what_query_msg_by_id_takes(
     done = cluster.run("queryMsgById", "-i", found["offsetMsgId"])
     fields = dict(re.split(r":\s+", line, maxsplit=1) for line in done.stdout.splitlines())
     assert (fields["OffsetID"], fields["Message ID"]) == (result.offset_msg_id, result.msg_id)
+
+
+@pytest.mark.parametrize(
+    ("typed", "hint"),
+    [
+        ("clusterlist", "did you mean 'clusterList'? (names are case-sensitive)"),
+        ("TOPICLIST", "did you mean 'topicList'?"),
+        ("topiclst", "did you mean 'topicList'"),
+        ("startMonitoring", "'startMonitoring' is an mqadmin command that rmq's admin tool"),
+        ("frobnicate", "unknown command 'frobnicate': run 'rmq --help' for the list"),
+    ],
+)
+def test_an_unknown_command_gets_a_hint_not_every_choice(
+    capsys: pytest.CaptureFixture[str], typed: str, hint: str
+) -> None:
+    code, _, err = run_main(capsys, typed)
+    assert code == 2
+    assert hint in err, err
+    assert "choose from" not in err

@@ -9,14 +9,17 @@ since mqadmin users write ``mqadmin topicList -n host:9876``.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
+import re
 import sys
+import typing
 from collections.abc import Sequence
 from typing import TextIO
 
 from rmq.admin.client import DEFAULT_NAMESRV_ADDR, DEFAULT_TIMEOUT_MS, Admin
-from rmq.admin.command import REGISTRY
+from rmq.admin.command import MQADMIN_COMMANDS, REGISTRY
 from rmq.admin.output import Result
 from rmq.errors import RmqError
 from rmq.tls import TlsOptions, add_tls_arguments
@@ -73,10 +76,42 @@ def _global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
     add_tls_arguments(parser, suppress=suppress)
 
 
+def unknown_command_hint(name: str) -> str:
+    """What to tell a user who typed sub-command ``name``, which rmq does not have: the
+    command they probably meant (case-insensitively, then by spelling), or that it is one of
+    mqadmin's that rmq lacks."""
+    by_case = [c for c in REGISTRY if c.lower() == name.lower()]
+    if by_case:
+        return f"unknown command {name!r}: did you mean {by_case[0]!r}? (names are case-sensitive)"
+    lowered = {c.lower(): c for c in REGISTRY}
+    close = difflib.get_close_matches(name.lower(), list(lowered), n=3, cutoff=0.7)
+    if close:
+        names = " or ".join(repr(lowered[c]) for c in close)
+        return f"unknown command {name!r}: did you mean {names}?"
+    if name in MQADMIN_COMMANDS:
+        return (
+            f"{name!r} is an mqadmin command that rmq's admin tool does not have yet (run "
+            "'rmq --help' for the ones it has)"
+        )
+    return f"unknown command {name!r}: run 'rmq --help' for the list"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but an unknown sub-command gets :func:`unknown_command_hint` instead of the
+    list of every choice."""
+
+    def error(self, message: str) -> typing.NoReturn:
+        bad = re.match(r"argument COMMAND: invalid choice: '?([^' ]+)'?", message)
+        if bad:
+            self.print_usage(sys.stderr)
+            self.exit(2, f"{self.prog}: error: {unknown_command_hint(bad.group(1))}\n")
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
     import rmq.admin.commands  # noqa: F401  (registers the sub-commands)
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=PROG,
         description="Administer an rmq (or RocketMQ) cluster: mqadmin's sub-commands and flags.",
         epilog="Run 'rmq COMMAND -h' for the options of one command.",

@@ -22,7 +22,83 @@ from typing import Any
 from rmq.admin.client import Admin
 from rmq.admin.output import Result
 
-__all__ = ["REGISTRY", "Arg", "OneOf", "RunFn", "SubCommand", "arg", "one_of", "subcommand"]
+__all__ = [
+    "MQADMIN_COMMANDS",
+    "REGISTRY",
+    "Arg",
+    "OneOf",
+    "RunFn",
+    "SubCommand",
+    "arg",
+    "one_of",
+    "subcommand",
+]
+
+#: Apache RocketMQ 4.9's mqadmin sub-commands (``MQAdminStartup.initCommand``), so that a name
+#: rmq does not have yet is told apart from a typo.
+MQADMIN_COMMANDS: frozenset[str] = frozenset(
+    [
+        "updateTopic",
+        "deleteTopic",
+        "updateSubGroup",
+        "deleteSubGroup",
+        "updateBrokerConfig",
+        "updateTopicPerm",
+        "topicRoute",
+        "topicStatus",
+        "topicClusterList",
+        "brokerStatus",
+        "queryMsgById",
+        "queryMsgByKey",
+        "queryMsgByUniqueKey",
+        "queryMsgByOffset",
+        "queryMsgTraceById",
+        "printMsg",
+        "printMsgByQueue",
+        "sendMsgStatus",
+        "brokerConsumeStats",
+        "producerConnection",
+        "consumerConnection",
+        "consumerProgress",
+        "consumerStatus",
+        "cloneGroupOffset",
+        "clusterList",
+        "topicList",
+        "updateKvConfig",
+        "deleteKvConfig",
+        "wipeWritePerm",
+        "addWritePerm",
+        "resetOffsetByTime",
+        "updateOrderConf",
+        "cleanExpiredCQ",
+        "cleanUnusedTopic",
+        "startMonitoring",
+        "statsAll",
+        "allocateMQ",
+        "checkMsgSendRT",
+        "clusterRT",
+        "getNamesrvConfig",
+        "updateNamesrvConfig",
+        "getBrokerConfig",
+        "queryCq",
+        "sendMessage",
+        "consumeMessage",
+        "updateAclConfig",
+        "deleteAclConfig",
+        "clusterAclConfigVersion",
+        "updateGlobalWhiteAddr",
+        "getAccessConfigSubCommand",
+        "exportMetadata",
+        "exportConfigs",
+        "exportMetrics",
+        "deleteExpiredCommitLog",
+        "getConsumerConfig",
+        "skipAccumulatedMessage",
+        "skipAccumulatedMessageByTimestamp",
+        "setConsumeMode",
+        "haStatus",
+    ]
+)
 
 RunFn = Callable[[Admin, argparse.Namespace], Result]
 
