@@ -8,8 +8,8 @@ in-process through ``main(argv)`` elsewhere (faster).
 
 Tests named ``test_new_codes_*`` need a broker build that serves GET_TOPIC_STATS_INFO (202),
 GET_CONSUMER_CONNECTION_LIST (203), GET_CONSUME_STATS (208), GET_BROKER_CONFIG (26) and
-UPDATE_BROKER_CONFIG (25); until it lands they fail with the tool's own
-"REQUEST_CODE_NOT_SUPPORTED ... upgrade it" message.
+UPDATE_BROKER_CONFIG (25); without them they fail with the tool's REQUEST_CODE_NOT_SUPPORTED
+message.
 """
 
 from __future__ import annotations
@@ -985,8 +985,10 @@ def test_java_unsupported_code_names_itself(
     assert code == 1 and out == ""
     assert err.strip() == (
         f"rmq topicStatus: GET_TOPIC_STATS_INFO to broker {java_peer.addr} failed: "
-        "REQUEST_CODE_NOT_SUPPORTED (3): request type 202 not supported — the broker is older than "
-        "this admin command; upgrade it"
+        "REQUEST_CODE_NOT_SUPPORTED (3): request type 202 not supported — is "
+        f"{java_peer.addr} a broker? -b takes a broker's address (port 10911 by default), not a "
+        "nameserver's; if it is one, it does not serve this request (an older RocketMQ, or one "
+        "rmq does not serve yet)"
     )
 
 
@@ -1191,3 +1193,15 @@ def test_an_unknown_command_gets_a_hint_not_every_choice(
     assert code == 2
     assert hint in err, err
     assert "choose from" not in err
+
+
+def test_a_broker_given_as_the_nameserver_is_named_as_the_likely_cause(
+    capsys: pytest.CaptureFixture[str], cluster: Cluster
+) -> None:
+    code, _, err = run_main(capsys, "-n", cluster.broker, "clusterList")
+    assert code == 1
+    assert f"is {cluster.broker} a nameserver? -n takes nameserver addresses" in err, err
+    assert "upgrade" not in err
+    code, _, err = run_main(capsys, "-n", cluster.namesrv, "brokerStatus", "-b", cluster.namesrv)
+    assert code == 1
+    assert f"is {cluster.namesrv} a broker? -b takes a broker's address" in err, err

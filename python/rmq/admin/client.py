@@ -424,9 +424,6 @@ def _json_body(resp: RemotingResponse, role: str, addr: str, code: int) -> Any:
 
 
 _HINTS: dict[int, str] = {
-    ResponseCode.REQUEST_CODE_NOT_SUPPORTED: (
-        "the {role} is older than this admin command; upgrade it"
-    ),
     ResponseCode.TOPIC_NOT_EXIST: (
         "check the topic name (rmq topicList), or create the topic with "
         "rmq updateTopic -t TOPIC -c CLUSTER"
@@ -442,6 +439,21 @@ _HINTS: dict[int, str] = {
 }
 
 
+# REQUEST_CODE_NOT_SUPPORTED most often means the address is the other kind of process: a
+# nameserver serves no broker codes and a broker no nameserver codes.
+_NOT_SUPPORTED_HINTS = {
+    "nameserver": (
+        "is {addr} a nameserver? -n takes nameserver addresses (port 9876 by default), not a "
+        "broker's; if it is one, it does not serve this request"
+    ),
+    "broker": (
+        "is {addr} a broker? -b takes a broker's address (port 10911 by default), not a "
+        "nameserver's; if it is one, it does not serve this request (an older RocketMQ, or "
+        "one rmq does not serve yet)"
+    ),
+}
+
+
 def _response_error(role: str, addr: str, code: int, resp: RemotingResponse) -> RmqError:
     """The :mod:`rmq.errors` class of the response code, with a message a person can act on."""
     remark = (resp.remark or "").replace("\n", " ").strip()
@@ -453,6 +465,8 @@ def _response_error(role: str, addr: str, code: int, resp: RemotingResponse) -> 
     # An Apache broker's ACL refusal is a SYSTEM_ERROR that rmq.errors classes as
     # NoPermissionError: it gets NO_PERMISSION's hint.
     hint = _HINTS.get(ResponseCode.NO_PERMISSION if cls is NoPermissionError else resp.code)
+    if resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+        hint = _NOT_SUPPORTED_HINTS.get(role)
     if hint and not ("updateTopic" in hint and "updateTopic" in remark):
-        text += " — " + hint.format(role=role)
+        text += " — " + hint.format(role=role, addr=addr)
     return cls(text, code=resp.code, remark=remark)
