@@ -156,6 +156,14 @@ def test_rmq_cluster_list_shows_live_in_and_out_tps(
     rate = env.load.rate()
     assert near(row["inTps"], rate), (row, rate)
     assert row["outTps"] > 0, row
+    # brokerStatus: RocketMQ's keys, the TPS ones as "10 s, 60 s, 600 s" rates.
+    kv = rmq_json(capsys, env, "brokerStatus", "-b", env.broker_addr)
+    for key in ("putTps", "getTransferedTps", "getFoundTps", "getTotalTps"):
+        figures = [float(x) for x in kv[key].split()]
+        assert len(figures) == 3 and all(f > 0 for f in figures), (key, kv[key])
+    assert int(kv["msgPutTotalTodayNow"]) >= 2000 and int(kv["msgGetTotalTodayNow"]) >= 2000
+    assert int(kv["putMessageTimesTotal"]) >= 2000 and int(kv["putMessageSizeTotal"]) > 0
+    assert kv["putMessageDistributeTime"].startswith("[<=0ms]:"), kv
 
 
 def test_rmq_stats_all_shows_topic_and_group_tps(
