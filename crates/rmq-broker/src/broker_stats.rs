@@ -7,11 +7,21 @@
 //! seconds compares the live counters with the newest snapshot at least N seconds old (the
 //! oldest one while the broker is younger than that, so a fresh broker already reports what
 //! it has done). The day totals roll over at midnight UTC.
+//!
+//! [`BrokerStats::items`] holds the per-topic and per-group counters (RocketMQ's
+//! `BrokerStatsManager` tables, see [`crate::stats_items`]).
+//!
+//! Read API (for `/metrics` and the admin codes): [`BrokerStats::totals`] (broker-wide
+//! counters since start), [`BrokerStats::rates`] (per-second rates over a window),
+//! [`BrokerStats::runtime_info`] (GET_BROKER_RUNTIME_INFO's entries) and
+//! `items.<table>.snapshot()` / `items.table(name)` (per topic / `topic@group`).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
+
+use crate::stats_items::StatsItems;
 
 /// Snapshots kept: ten minutes at one a second, plus the one the ten-minute rate starts at.
 const MAX_SAMPLES: usize = 601;
@@ -37,12 +47,17 @@ const PUT_TIME_LABELS: [&str; 13] = [
     "[10s~]",
 ];
 
+/// Broker-wide counters since the broker started.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct Counts {
-    put: u64,
-    found: u64,
-    miss: u64,
-    transferred: u64,
+pub struct Counts {
+    /// Messages stored.
+    pub put: u64,
+    /// Pulls that found messages.
+    pub found: u64,
+    /// Pulls that found none.
+    pub miss: u64,
+    /// Messages handed to consumers.
+    pub transferred: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -63,6 +78,8 @@ struct DayTotals {
 /// The counters of one broker.
 #[derive(Debug)]
 pub struct BrokerStats {
+    /// Per-topic and per-group tables (`TOPIC_PUT_NUMS` ...).
+    pub items: StatsItems,
     boot_ms: i64,
     put_msgs: AtomicU64,
     put_failed: AtomicU64,
@@ -90,14 +107,16 @@ pub struct Rates {
 }
 
 impl BrokerStats {
-    /// Counters at zero, the first snapshot taken at `now_ms` (the broker's start).
+    /// Counters at zero, the first snapshot taken at `now_ms` (the broker's start);
+    /// `cluster` keys the `BROKER_*` items.
     #[must_use]
-    pub fn new(now_ms: i64) -> Self {
+    pub fn new(now_ms: i64, cluster: &str) -> Self {
         let first = Sample {
             at_ms: now_ms,
             counts: Counts::default(),
         };
         Self {
+            items: StatsItems::new(cluster),
             boot_ms: now_ms,
             put_msgs: AtomicU64::new(0),
             put_failed: AtomicU64::new(0),
@@ -142,6 +161,12 @@ impl BrokerStats {
         }
         let ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
         self.get_time_max_ms.fetch_max(ms, Ordering::Relaxed);
+    }
+
+    /// The broker-wide counters now.
+    #[must_use]
+    pub fn totals(&self) -> Counts {
+        self.counts()
     }
 
     fn counts(&self) -> Counts {
@@ -316,7 +341,7 @@ mod tests {
 
     #[test]
     fn rates_use_the_snapshot_a_window_ago_or_the_oldest() {
-        let s = BrokerStats::new(1_000_000);
+        let s = BrokerStats::new(1_000_000, "C");
         s.on_put(10, Duration::from_millis(3));
         s.sample(1_001_000);
         s.on_put(20, Duration::from_millis(60));
@@ -350,7 +375,7 @@ mod tests {
 
     #[test]
     fn day_totals_roll_over_at_midnight() {
-        let s = BrokerStats::new(DAY_MS - 5000);
+        let s = BrokerStats::new(DAY_MS - 5000, "C");
         s.on_put(7, Duration::ZERO);
         s.on_get(3, Duration::ZERO);
         s.sample(DAY_MS + 1000);
@@ -368,7 +393,7 @@ mod tests {
 
     #[test]
     fn the_ring_keeps_ten_minutes() {
-        let s = BrokerStats::new(0);
+        let s = BrokerStats::new(0, "C");
         for i in 1..=1000 {
             s.on_put(1, Duration::ZERO);
             s.sample(i * 1000);

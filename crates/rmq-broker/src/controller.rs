@@ -145,7 +145,7 @@ impl BrokerController {
                 let now = rmq_common::time::now_millis();
                 b.stats.sample(now);
                 if now >= next_history {
-                    // Walks the topic and offset tables: off the runtime's worker.
+                    // Copies every stats item: off the runtime's worker.
                     let b2 = Arc::clone(&b);
                     let _ = tokio::task::spawn_blocking(move || b2.history.sample(&b2, now)).await;
                     next_history = now + crate::stats_history::SAMPLE_INTERVAL_MS;

@@ -59,6 +59,7 @@ pub mod producer_manager;
 pub mod rebalance_lock;
 pub mod state;
 pub mod stats_history;
+pub mod stats_items;
 pub mod subscription_group;
 pub mod topic_config;
 pub mod transaction;

@@ -87,6 +87,7 @@ impl BrokerState {
             None
         };
         let now = rmq_common::time::now_millis();
+        let stats = BrokerStats::new(now, &config.broker_cluster_name);
         Ok(Self {
             acl,
             locks: RebalanceLockManager::new(config.rebalance_lock_max_live_time_ms),
@@ -103,7 +104,7 @@ impl BrokerState {
             hold: PullRequestHoldService::default(),
             fallback,
             boot_timestamp: now,
-            stats: BrokerStats::new(now),
+            stats,
             history: StatsHistory::default(),
         })
     }

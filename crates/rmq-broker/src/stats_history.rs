@@ -1,24 +1,20 @@
-//! Messages put per topic and consumed per (topic, group) over the last minute, hour and day,
-//! for VIEW_BROKER_STATS_DATA (315; `mqadmin statsAll`'s in/out TPS and 24-hour columns). The
-//! two statistics RocketMQ's `BrokerStatsManager` serves under the names `TOPIC_PUT_NUMS`
-//! (key: topic) and `GROUP_GET_NUMS` (key: `topic@group`).
+//! The per-topic and per-group statistics of [`crate::stats_items`] over the last minute,
+//! hour and day, for VIEW_BROKER_STATS_DATA (315; `mqadmin statsAll`'s in/out TPS and 24-hour
+//! columns) and GET_CONSUME_STATS's `consumeTps`, as RocketMQ's `StatsItem` computes them.
 //!
-//! Nothing is counted on the send or pull path: the messages put to a topic are the sum of
-//! its queues' max offsets, and what a group consumed of a topic the sum of its committed
-//! offsets. The broker's sampler records both every 10 s (the last hour kept at that
-//! resolution, the last day at one sample an hour); a window compares the figure now with
-//! the newest sample at least that old (the oldest one while the broker is younger). So
-//! "consumed" counts commits, which trail the pulls by the consumer's commit interval.
+//! The broker's sampler copies every item's totals every 10 s (the last hour kept at that
+//! resolution, the last day at one sample an hour); a window compares the totals now with the
+//! newest sample at least that old (the oldest one while the broker is younger): `sum` is the
+//! value added since, `tps` that per second, `avgpt` the value per call (messages per send or
+//! pull for the `*_NUMS` statistics).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Mutex, PoisonError};
 
 use crate::state::BrokerState;
-
-/// `Stats.TOPIC_PUT_NUMS`.
-pub const TOPIC_PUT_NUMS: &str = "TOPIC_PUT_NUMS";
-/// `Stats.GROUP_GET_NUMS`.
-pub const GROUP_GET_NUMS: &str = "GROUP_GET_NUMS";
+#[cfg(test)]
+use crate::stats_items::TOPIC_PUT_NUMS;
+use crate::stats_items::{ItemTotals, STATS_NAMES};
 
 /// How often the broker samples (ms).
 pub const SAMPLE_INTERVAL_MS: i64 = 10_000;
@@ -26,7 +22,7 @@ const HOUR_MS: i64 = 3_600_000;
 const FINE_SAMPLES: usize = 361;
 const COARSE_SAMPLES: usize = 25;
 
-type Figures = HashMap<String, u64>;
+type Figures = HashMap<String, ItemTotals>;
 
 struct Sample {
     at_ms: i64,
@@ -40,6 +36,8 @@ pub struct WindowStats {
     pub sum: u64,
     /// Messages per second over the window.
     pub tps: f64,
+    /// Value per call over the window (0 when no call).
+    pub avgpt: f64,
 }
 
 /// The sampled history.
@@ -53,44 +51,22 @@ fn key(name: &str, stats_key: &str) -> String {
     format!("{name}\u{1}{stats_key}")
 }
 
-/// The current figure of one statistic, `None` when the broker has no such item (unknown
-/// topic, or a group without offsets on the topic).
+/// The current totals of one statistic item, `None` when nothing was counted under it
+/// since the broker started (or `name` is not a statistic rmq keeps).
 #[must_use]
-pub fn current(b: &BrokerState, name: &str, stats_key: &str) -> Option<u64> {
-    match name {
-        TOPIC_PUT_NUMS => {
-            let config = b.topics.select(stats_key)?;
-            let queues = config.read_queue_nums.max(config.write_queue_nums);
-            Some(
-                (0..queues)
-                    .map(|q| {
-                        b.store
-                            .get_max_offset_in_queue(stats_key, q)
-                            .max(0)
-                            .unsigned_abs()
-                    })
-                    .sum(),
-            )
-        }
-        GROUP_GET_NUMS => {
-            let (topic, group) = stats_key.split_once('@')?;
-            b.offsets.committed_sum(group, topic)
-        }
-        _ => None,
-    }
+pub fn current(b: &BrokerState, name: &str, stats_key: &str) -> Option<ItemTotals> {
+    b.stats.items.table(name)?.get(stats_key)
 }
 
-/// Every current figure, for a sample.
+/// Every item's totals, for a sample.
 fn snapshot(b: &BrokerState) -> Figures {
     let mut figures = Figures::new();
-    for topic in b.topics.wrapper().topic_config_table.into_keys() {
-        if let Some(v) = current(b, TOPIC_PUT_NUMS, &topic) {
-            figures.insert(key(TOPIC_PUT_NUMS, &topic), v);
+    for name in STATS_NAMES {
+        if let Some(table) = b.stats.items.table(name) {
+            for (k, totals) in table.snapshot() {
+                figures.insert(key(name, &k), totals);
+            }
         }
-    }
-    for (topic_at_group, queues) in b.offsets.wrapper().offset_table {
-        let sum = queues.values().map(|o| o.max(&0).unsigned_abs()).sum();
-        figures.insert(key(GROUP_GET_NUMS, &topic_at_group), sum);
     }
     figures
 }
@@ -123,7 +99,7 @@ impl StatsHistory {
         }
     }
 
-    /// The statistic over the last `window_ms`, given its figure `now_value` at `now_ms`.
+    /// The statistic over the last `window_ms`, given its totals `now_value` at `now_ms`.
     /// A key absent from the starting sample started at 0 (a topic or group that appeared
     /// since).
     #[must_use]
@@ -131,7 +107,7 @@ impl StatsHistory {
         &self,
         name: &str,
         stats_key: &str,
-        now_value: u64,
+        now_value: ItemTotals,
         now_ms: i64,
         window_ms: i64,
     ) -> WindowStats {
@@ -148,14 +124,19 @@ impl StatsHistory {
             .find(|s| s.at_ms <= start)
             .or_else(|| samples.front())
         else {
-            return WindowStats { sum: 0, tps: 0.0 };
+            return WindowStats {
+                sum: 0,
+                tps: 0.0,
+                avgpt: 0.0,
+            };
         };
         let before = from
             .figures
             .get(&key(name, stats_key))
             .copied()
-            .unwrap_or(0);
-        let sum = now_value.saturating_sub(before);
+            .unwrap_or_default();
+        let sum = now_value.value.saturating_sub(before.value);
+        let calls = now_value.times.saturating_sub(before.times);
         let elapsed = now_ms - from.at_ms;
         #[expect(clippy::cast_precision_loss, reason = "a rate per second, for display")]
         let tps = if elapsed > 0 {
@@ -163,7 +144,13 @@ impl StatsHistory {
         } else {
             0.0
         };
-        WindowStats { sum, tps }
+        #[expect(clippy::cast_precision_loss, reason = "an average, for display")]
+        let avgpt = if calls > 0 {
+            sum as f64 / calls as f64
+        } else {
+            0.0
+        };
+        WindowStats { sum, tps, avgpt }
     }
 }
 
@@ -174,8 +161,12 @@ mod tests {
     fn figures(pairs: &[(&str, u64)]) -> Figures {
         pairs
             .iter()
-            .map(|(k, v)| (key(TOPIC_PUT_NUMS, k), *v))
+            .map(|(k, v)| (key(TOPIC_PUT_NUMS, k), t(*v, *v / 2)))
             .collect()
+    }
+
+    fn t(value: u64, times: u64) -> ItemTotals {
+        ItemTotals { value, times }
     }
 
     #[test]
@@ -185,21 +176,27 @@ mod tests {
         h.record(50_000, figures(&[("T", 40)]));
         h.record(70_000, figures(&[("T", 100)]));
         // At 120 s: the minute window starts at the 50 s sample (the newest <= 60 s).
-        let m = h.window(TOPIC_PUT_NUMS, "T", 160, 120_000, 60_000);
+        let m = h.window(TOPIC_PUT_NUMS, "T", t(160, 80), 120_000, 60_000);
         assert_eq!(m.sum, 120);
         assert!((m.tps - 120.0 / 70.0).abs() < 1e-9);
+        assert!((m.avgpt - 2.0).abs() < 1e-9, "{m:?}");
         // The hour and day windows reach back to the first sample.
         assert_eq!(
-            h.window(TOPIC_PUT_NUMS, "T", 160, 120_000, HOUR_MS).sum,
+            h.window(TOPIC_PUT_NUMS, "T", t(160, 80), 120_000, HOUR_MS)
+                .sum,
             160
         );
         assert_eq!(
-            h.window(TOPIC_PUT_NUMS, "T", 160, 120_000, 24 * HOUR_MS)
+            h.window(TOPIC_PUT_NUMS, "T", t(160, 80), 120_000, 24 * HOUR_MS)
                 .sum,
             160
         );
         // A topic the samples never saw started at 0.
-        assert_eq!(h.window(TOPIC_PUT_NUMS, "New", 7, 120_000, 60_000).sum, 7);
+        assert_eq!(
+            h.window(TOPIC_PUT_NUMS, "New", t(7, 1), 120_000, 60_000)
+                .sum,
+            7
+        );
     }
 
     #[test]
@@ -214,9 +211,9 @@ mod tests {
         assert_eq!(h.fine.lock().unwrap().len(), FINE_SAMPLES);
         assert_eq!(h.coarse.lock().unwrap().len(), COARSE_SAMPLES);
         let now = 30 * HOUR_MS;
-        let day = h.window(TOPIC_PUT_NUMS, "T", 30 * 360, now, 24 * HOUR_MS);
+        let day = h.window(TOPIC_PUT_NUMS, "T", t(30 * 360, 0), now, 24 * HOUR_MS);
         assert_eq!(day.sum, 24 * 360);
-        let hour = h.window(TOPIC_PUT_NUMS, "T", 30 * 360, now, HOUR_MS);
+        let hour = h.window(TOPIC_PUT_NUMS, "T", t(30 * 360, 0), now, HOUR_MS);
         assert_eq!(hour.sum, 360);
     }
 }

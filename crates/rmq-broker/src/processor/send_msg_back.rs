@@ -142,6 +142,8 @@ fn send_back(
     };
 
     let prop = |n| find_property(r.properties, n).and_then(|v| std::str::from_utf8(v).ok());
+    // SNDBCK_PUT_NUMS counts under the topic the message was first sent to.
+    let back_topic = prop(PropertyKey::RETRY_TOPIC).unwrap_or(r.topic).to_owned();
     let origin_id;
     let level;
     let mut set: Vec<(&str, &str)> = Vec::with_capacity(4);
@@ -186,6 +188,7 @@ fn send_back(
             topic: topic.clone(),
             source,
         })?;
+    b.stats.items.on_send_back(&back_topic, &h.group);
     // WAIT=false: no wait for the disk, but a SYNC_FLUSH store still gets the flush request.
     let f = b.store.flush_future(appended.end_offset());
     if b.store.config().flush_disk_type == FlushDiskType::SyncFlush {

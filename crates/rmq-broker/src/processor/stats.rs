@@ -19,6 +19,7 @@ use rmq_remoting::Reply;
 
 use super::{answer, json_response, reply};
 use crate::state::BrokerState;
+use crate::stats_history::current;
 
 /// 202: min and max offset of every queue of the topic, and the store time of its last
 /// message (0 for an empty queue).
@@ -115,10 +116,10 @@ pub fn consume_stats(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let group = h.consumer_group.as_str();
     let mut stats = ConsumeStats::default();
     for topic in topics_for_consume_stats(b, group, h.topic.as_deref()) {
-        add_queue_offsets(b, group, &topic, &mut stats);
+        if add_queue_offsets(b, group, &topic, &mut stats) {
+            stats.consume_tps += group_get_tps(b, group, &topic);
+        }
     }
-    // consumeTps stays 0.0: this broker keeps no per-group pull statistics (RocketMQ's
-    // BrokerStatsManager GROUP_GET_NUMS) to derive a rate from yet.
     let mut resp = json_response(req, &stats);
     if resp.code == ResponseCode::SUCCESS.0 && stats.offset_table.0.is_empty() {
         resp.remark = Some(match &h.topic {
@@ -158,6 +159,7 @@ pub fn broker_consume_stats(b: &BrokerState, req: &RemotingCommand) -> Option<Re
             }
             let mut stats = ConsumeStats::default();
             if add_queue_offsets(b, &group, &topic, &mut stats) {
+                stats.consume_tps = group_get_tps(b, &group, &topic);
                 body.total_diff += stats.total_diff();
                 per_topic.push(stats);
             }
@@ -168,19 +170,20 @@ pub fn broker_consume_stats(b: &BrokerState, req: &RemotingCommand) -> Option<Re
     reply(req, json_response(req, &body))
 }
 
-/// 315: `TOPIC_PUT_NUMS` (key: topic) or `GROUP_GET_NUMS` (key: `topic@group`) over the last
-/// minute, hour and day (`avgpt` stays 0: rmq does not count the calls, only the messages).
-/// SYSTEM_ERROR "The stats <name> <key> not exist" for an unknown item, as RocketMQ answers.
+/// 315: one statistic of [`crate::stats_items`] (`TOPIC_PUT_NUMS`, key: topic;
+/// `GROUP_GET_NUMS`, key: `topic@group`; ...) over the last minute, hour and day. SYSTEM_ERROR
+/// "The stats <name> <key> not exist" for an item nothing was counted under, as RocketMQ
+/// answers (`mqadmin statsAll` prints 0 for it).
 pub fn view_stats(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
-    use crate::stats_history::{current, GROUP_GET_NUMS, TOPIC_PUT_NUMS};
+    use crate::stats_items::STATS_NAMES;
     let h = decode_header!(req, ViewBrokerStatsDataRequestHeader);
     let Some(now_value) = current(b, &h.stats_name, &h.stats_key) else {
-        let why = if [TOPIC_PUT_NUMS, GROUP_GET_NUMS].contains(&h.stats_name.as_str()) {
-            "the topic does not exist here, or the group has no offsets on it".to_owned()
+        let why = if STATS_NAMES.contains(&h.stats_name.as_str()) {
+            "nothing was counted under it since the broker started (no send to the topic, or \
+             no pull by the group from it)"
+                .to_owned()
         } else {
-            format!(
-                "rmq keeps {TOPIC_PUT_NUMS} (key: topic) and {GROUP_GET_NUMS} (key: topic@group)"
-            )
+            format!("rmq keeps {}", STATS_NAMES.join(", "))
         };
         return answer(
             req,
@@ -199,7 +202,7 @@ pub fn view_stats(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
         BrokerStatsItem {
             sum: i64::try_from(w.sum).unwrap_or(i64::MAX),
             tps: w.tps,
-            avgpt: 0.0,
+            avgpt: w.avgpt,
         }
     };
     let body = BrokerStatsData {
@@ -208,4 +211,17 @@ pub fn view_stats(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
         stats_day: item(86_400_000),
     };
     reply(req, json_response(req, &body))
+}
+
+/// `GROUP_GET_NUMS` of `topic@group` per second over the last minute (RocketMQ's
+/// `tpsGroupGetNums`), 0 when the group pulled nothing from the topic.
+fn group_get_tps(b: &BrokerState, group: &str, topic: &str) -> f64 {
+    use crate::stats_items::{stats_key, GROUP_GET_NUMS};
+    let key = stats_key(topic, group);
+    current(b, GROUP_GET_NUMS, &key).map_or(0.0, |now_value| {
+        let now = rmq_common::time::now_millis();
+        b.history
+            .window(GROUP_GET_NUMS, &key, now_value, now, 60_000)
+            .tps
+    })
 }
