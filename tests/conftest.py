@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import subprocess
 import sys
@@ -10,6 +11,10 @@ import time
 from collections.abc import Iterator
 
 import pytest
+
+# The rmq processes tests start log to stderr only, not to ~/logs/rmqlogs (a test that checks
+# the log file passes --log-dir itself).
+os.environ.setdefault("RMQ_LOG_DIR", "-")
 
 
 @contextlib.contextmanager

@@ -94,6 +94,7 @@ __all__ = [
     "parse_delay_levels",
     "parse_delete_when",
     "reset_logging_cache",
+    "set_log_level",
     "store_config_defaults",
     "topic_list_json",
     "topic_route_data_json",
@@ -322,6 +323,11 @@ def reset_logging_cache() -> None:
     ``rmq.<crate>.<module>``, e.g. ``rmq.broker.processor.pull_message``) go to Python's
     :mod:`logging`; each logger's level is read once, at its first record, so call this
     after changing levels or handlers once the native code may have logged."""
+
+def set_log_level(levelno: int) -> None:
+    """Set the most verbose level the Rust side makes records at (a :mod:`logging` level
+    number; above ERROR: none), so disabled levels cost nothing, and forget the cached
+    levels (as :func:`reset_logging_cache`)."""
 
 def decode_messages(body: bytes) -> list[StoredMessage]:
     """Decode concatenated CommitLog records (a pull, query or view response body)."""

@@ -16,12 +16,11 @@ from rmq.config import (
     redact_secrets,
 )
 from rmq.errors import RmqError
+from rmq.logsetup import add_arguments, configure_from_args
 
 __all__ = ["build_parser", "main"]
 
 log = logging.getLogger("rmq.broker")
-
-LOG_FORMAT = "%(asctime)s %(levelname)-7s [%(threadName)s] %(name)s: %(message)s"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,12 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="port of the embedded nameserver, run when no nameserver address is configured "
         "(default: 9876; 0 = any free port)",
     )
-    parser.add_argument(
-        "--log-level",
-        default="INFO",
-        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
-        help="log level of the messages written to stderr (default: INFO)",
-    )
+    add_arguments(parser, "broker")
     return parser
 
 
@@ -85,7 +79,7 @@ def format_config(config: BrokerConfig, store_defaults: dict[str, str]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m rmq.broker``. Returns the exit status."""
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level, format=LOG_FORMAT, stream=sys.stderr)
+    configure_from_args(args, "broker")
     # rmq.config logs every config warning itself; showing the warning too would say it twice.
     warnings.simplefilter("ignore", RmqConfigWarning)
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
-import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,6 +16,7 @@ from types import FrameType
 
 from rmq.config import parse_properties
 from rmq.errors import RmqError
+from rmq.logsetup import add_arguments, configure_from_args
 from rmq.namesrv.config import ACCEPTED_UNUSED_KEYS, ACL_KEYS, KNOWN_KEYS, TLS_KEYS, NamesrvConfig
 from rmq.namesrv.server import NamesrvProcessor
 
@@ -26,7 +26,6 @@ log = logging.getLogger("rmq.namesrv")
 
 DEFAULT_PORT = 9876
 SCAN_INTERVAL_S = 5.0
-LOG_FORMAT = "%(asctime)s %(levelname)-7s [%(threadName)s] %(name)s: %(message)s"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,9 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--host", default="0.0.0.0", help="address to listen on (default: all interfaces)"
     )
-    parser.add_argument(
-        "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"]
-    )
+    add_arguments(parser, "namesrv")
     return parser
 
 
@@ -112,7 +109,7 @@ def run(host: str, port: int, stop: threading.Event, settings: dict[str, str] | 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level, format=LOG_FORMAT, stream=sys.stderr)
+    configure_from_args(args, "namesrv")
     port = DEFAULT_PORT
     settings: dict[str, str] = {}
     if args.config:

@@ -493,7 +493,8 @@ class TransactionChecker:
                 log.error("checking half message %s failed: %s", msg.msg_id, exc)
                 return
             if sent:
-                log.info(
+                # Debug: one line per half message; each round logs a summary at info.
+                log.debug(
                     "asked producer %s (%s, group %s) about half message %s (check %d of %d)",
                     client_id,
                     addr,

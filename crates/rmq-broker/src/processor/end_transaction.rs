@@ -47,8 +47,10 @@ pub async fn process(b: &BrokerState, conn: &Connection, req: &RemotingCommand) 
         TRANSACTION_NOT_TYPE => "unknown",
         _ => return None,
     };
+    // Debug, not info: one line per message would flood the log of a producer that rolls back
+    // often (the transaction check logs a summary of each round).
     if h.from_transaction_check || h.commit_or_rollback != TRANSACTION_COMMIT_TYPE {
-        log::info!(
+        log::debug!(
             "producer {} (group {}) {source}: {state} for message {} \
              (commit log offset {}){}",
             conn.peer(),
