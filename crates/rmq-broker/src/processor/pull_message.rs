@@ -175,6 +175,12 @@ fn pull_once(
     );
     b.stats
         .on_get(result.messages.len() as u64, started.elapsed());
+    b.metrics.on_get(
+        &h.topic,
+        &h.consumer_group,
+        result.messages.len() as u64,
+        result.buffer_total_size as u64,
+    );
     let slave = b.store.broker_role() == BrokerRole::Slave;
     let mut code = match result.status {
         S::Found => ResponseCode::SUCCESS,

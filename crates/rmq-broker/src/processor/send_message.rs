@@ -322,6 +322,10 @@ fn append(
     };
     let results = appended.inspect_err(|_| b.stats.on_put_failed())?;
     b.stats.on_put(results.len() as u64, started.elapsed());
+    if b.metrics.enabled() {
+        let bytes = results.iter().map(|r| r.wrote_bytes as u64).sum();
+        b.metrics.on_put(common.topic, results.len() as u64, bytes);
+    }
     if results.is_empty() {
         return Err(SendError::NothingStored.into());
     }
