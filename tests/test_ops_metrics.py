@@ -111,7 +111,10 @@ def test_in_out_counters_and_lag(prom_broker: tuple[str, str, int]) -> None:
     # Stored size: the body, the topic and the fixed fields of each message.
     assert N * (len(BODY) + len(TOPIC)) < bytes_in < N * (len(BODY) + len(TOPIC) + 200)
     group = f'{{topic="{TOPIC}",consumer_group="{GROUP}"}}'
-    assert sent[f"rocketmq_consumer_lag_messages{group}"] == N
+    # The ConsumeQueues (lag's source) are written by the dispatcher, after the send answers.
+    lag = f"rocketmq_consumer_lag_messages{group}"
+    wait_until(lambda: scrape(mport)[lag] == N, f"a lag of {N}")
+    sent = scrape(mport)
     assert sent[f"rocketmq_consumer_lag_latency{group}"] >= 0
     assert f"rocketmq_messages_out_total{group}" not in sent
     # Every send was answered (SEND_MESSAGE_V2 = 310, SUCCESS = 0) and timed.
@@ -121,6 +124,9 @@ def test_in_out_counters_and_lag(prom_broker: tuple[str, str, int]) -> None:
     send_labels = ('request_code="310"', 'response_code="0"')
     top = [v for k, v in buckets.items() if all(x in k for x in (*send_labels, 'le="+Inf"'))]
     assert top == [N], buckets
+    # Cumulative: each bucket holds at least the one below it.
+    send_buckets = [v for k, v in buckets.items() if all(x in k for x in send_labels)]
+    assert send_buckets == sorted(send_buckets) and len(send_buckets) == 10
 
     got = Collector()
     consumer = push_consumer(ns, GROUP, TOPIC, got)

@@ -81,6 +81,7 @@ __all__ = [
     "__version__",
     "_run_callbacks",
     "_stop_callbacks",
+    "broker_metrics_text",
     "check_config_value",
     "cluster_info_json",
     "config_schema",

@@ -8,6 +8,10 @@ use crate::broker::BrokerServer;
 
 /// One scrape of `server`'s metrics (OpenMetrics text).
 #[pyfunction]
+#[expect(
+    clippy::needless_pass_by_value,
+    reason = "pyo3 extracts Python arguments as owned values"
+)]
 fn broker_metrics_text(
     py: Python<'_>,
     server: PyRef<'_, BrokerServer>,

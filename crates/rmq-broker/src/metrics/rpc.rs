@@ -18,7 +18,7 @@ use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::Registry;
 
 /// Upper bounds (ms, inclusive) of the buckets, as RocketMQ 5 sets them.
-const BOUNDS_MS: [u64; 9] = [1, 3, 5, 7, 10, 100, 1000, 2000, 3000];
+const BOUNDS_MS: [u32; 9] = [1, 3, 5, 7, 10, 100, 1000, 2000, 3000];
 
 /// One pair's buckets (the last one: above every bound), count of answers and sum of µs.
 #[derive(Debug, Default)]
@@ -32,7 +32,7 @@ impl Latencies {
         let us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
         let bucket = BOUNDS_MS
             .iter()
-            .position(|&ms| us <= ms * 1000)
+            .position(|&ms| us <= u64::from(ms) * 1000)
             .unwrap_or(BOUNDS_MS.len());
         self.buckets[bucket].fetch_add(1, Ordering::Relaxed);
         self.sum_us.fetch_add(us, Ordering::Relaxed);
@@ -65,18 +65,16 @@ impl RpcLatencies {
     pub(super) fn register(&self, r: &mut Registry) {
         let family = Family::<RpcLabels, Snapshot>::default();
         for (&(request_code, response_code), l) in self.0.load().iter() {
-            let mut cumulative = 0;
-            let buckets = BOUNDS_MS
+            // Per-bucket counts: the encoder sums them into Prometheus' cumulative ones.
+            let buckets: Vec<(f64, u64)> = BOUNDS_MS
                 .iter()
-                .map(|&b| b as f64)
+                .map(|&b| f64::from(b))
                 // prometheus-client writes `le="+Inf"` for f64::MAX.
                 .chain([f64::MAX])
                 .zip(&l.buckets)
-                .map(|(bound, n)| {
-                    cumulative += n.load(Ordering::Relaxed);
-                    (bound, cumulative)
-                })
+                .map(|(bound, n)| (bound, n.load(Ordering::Relaxed)))
                 .collect();
+            let count = buckets.iter().map(|(_, n)| n).sum();
             #[expect(clippy::cast_precision_loss, reason = "µs sums far below 2^52")]
             let sum_ms = l.sum_us.load(Ordering::Relaxed) as f64 / 1000.0;
             let labels = RpcLabels {
@@ -86,7 +84,7 @@ impl RpcLatencies {
             };
             let _ = family.get_or_create(&labels).0.set(Figures {
                 sum_ms,
-                count: cumulative,
+                count,
                 buckets,
             });
         }
@@ -124,9 +122,7 @@ impl TypedMetric for Snapshot {
 impl EncodeMetric for Snapshot {
     fn encode(&self, mut encoder: MetricEncoder<'_>) -> Result<(), std::fmt::Error> {
         match self.0.get() {
-            Some(f) => {
-                encoder.encode_histogram::<NoLabelSet>(f.sum_ms, f.count, &f.buckets, None)
-            }
+            Some(f) => encoder.encode_histogram::<NoLabelSet>(f.sum_ms, f.count, &f.buckets, None),
             None => Ok(()),
         }
     }
