@@ -338,3 +338,43 @@ fn register_counts(r: &mut Registry, b: &BrokerState) {
         count(consumers),
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_nothing_when_off() {
+        let off = BrokerMetrics::new(false);
+        off.on_put("T", 1, 10);
+        off.on_get("T", "g", 1, 10);
+        assert!(off.topics.load().is_empty());
+    }
+
+    #[test]
+    fn first_sightings_from_many_threads_lose_no_count() {
+        let on = Arc::new(BrokerMetrics::new(true));
+        let threads: Vec<_> = (0..4)
+            .map(|i| {
+                let m = Arc::clone(&on);
+                std::thread::spawn(move || {
+                    for _ in 0..1000 {
+                        m.on_put(&format!("T{}", i % 2), 1, 3);
+                        m.on_get("T0", &format!("g{i}"), 2, 5);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().expect("counting thread");
+        }
+        let topics = on.topics.load();
+        assert_eq!(topics["T0"].put.get(), (2000, 6000));
+        assert_eq!(topics["T1"].put.get(), (2000, 6000));
+        let out = topics["T0"].out.load();
+        for i in 0..4 {
+            assert_eq!(out[&format!("g{i}")].get(), (2000, 5000));
+        }
+        assert!(!topics["T1"].out.load().contains_key("g0"));
+    }
+}
