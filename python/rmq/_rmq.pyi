@@ -81,6 +81,7 @@ __all__ = [
     "__version__",
     "_run_callbacks",
     "_stop_callbacks",
+    "broker_metrics_text",
     "check_config_value",
     "cluster_info_json",
     "config_schema",
@@ -317,6 +318,9 @@ def topic_list_json(topics: set[str], broker_addr: str | None = None) -> str:
 
 def store_config_defaults() -> dict[str, str]:
     """Every store key the native engine understands (RocketMQ spelling), with its default."""
+
+def broker_metrics_text(server: BrokerServer, cpu_seconds: float, resident_bytes: int) -> str:
+    """One Prometheus scrape of ``server`` (OpenMetrics text; ``rmq_broker::metrics``)."""
 
 def reset_logging_cache() -> None:
     """Forget the Python logging levels the Rust side has cached. Rust records (loggers

@@ -447,6 +447,12 @@ class BrokerConfig:
     """``aclEnable``: check every request against the ACL file (RocketMQ ACL 1.0)."""
     acl_file_path: str | None = None
     """``aclFilePath``: the ACL file (default ``$ROCKETMQ_HOME/conf/plain_acl.yml``)."""
+    metrics_exporter_type: str = _default("metricsExporterType")
+    """``metricsExporterType``: PROM serves Prometheus metrics (``rmq.metrics_http``)."""
+    metrics_prom_exporter_host: str = _default("metricsPromExporterHost")
+    """``metricsPromExporterHost``: the address the Prometheus exporter listens on."""
+    metrics_prom_exporter_port: int = _default("metricsPromExporterPort")
+    """``metricsPromExporterPort``: the Prometheus exporter's port (0: any free port)."""
     tls_server_mode: str = _default("tls.server.mode")
     """``tls.server.mode``: TLS on the broker's ports: disabled, permissive or enforcing."""
     tls_server_cert_path: str = _default("tls.server.certPath")
@@ -578,6 +584,9 @@ _FIELDS: dict[str, str] = {
     "slaveReadEnable": "slave_read_enable",
     "aclEnable": "acl_enable",
     "aclFilePath": "acl_file_path",
+    "metricsExporterType": "metrics_exporter_type",
+    "metricsPromExporterHost": "metrics_prom_exporter_host",
+    "metricsPromExporterPort": "metrics_prom_exporter_port",
     "tls.server.mode": "tls_server_mode",
     "tls.server.certPath": "tls_server_cert_path",
     "tls.server.keyPath": "tls_server_key_path",

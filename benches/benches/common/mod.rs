@@ -69,6 +69,9 @@ pub(crate) fn start_broker_with_tls(
     let cfg = BrokerConfig {
         config_dir: dir.path().join("config"),
         tls_server,
+        // RMQ_BENCH_METRICS=PROM counts the Prometheus metrics (their cost on the bench).
+        metrics_exporter_type: std::env::var("RMQ_BENCH_METRICS")
+            .unwrap_or_else(|_| "NONE".to_owned()),
         ..BrokerConfig::default()
     };
     let controller = BrokerController::new(cfg, Arc::clone(&store), None).expect("broker");

@@ -70,6 +70,8 @@ pub struct BrokerConfig {
     /// `aclFilePath` (default `$ROCKETMQ_HOME/conf/plain_acl.yml`, see
     /// [`BrokerConfig::acl_file`]).
     pub acl_file_path: Option<PathBuf>,
+    /// `metricsExporterType` (default NONE): PROM counts the Prometheus metrics.
+    pub metrics_exporter_type: String,
 }
 
 impl Default for BrokerConfig {
@@ -103,6 +105,7 @@ impl Default for BrokerConfig {
             tls_server: HashMap::new(),
             acl_enable: schema_default("aclEnable"),
             acl_file_path: None,
+            metrics_exporter_type: schema_default("metricsExporterType"),
         }
     }
 }
@@ -164,6 +167,7 @@ impl BrokerConfig {
             }
             "aclEnable" => self.acl_enable = parse(key, value)?,
             "aclFilePath" => self.acl_file_path = Some(parse(key, value)?),
+            "metricsExporterType" => self.metrics_exporter_type = parse(key, value)?,
             _ => return Err(format!("broker config: {key} is not a broker server key")),
         }
         Ok(())

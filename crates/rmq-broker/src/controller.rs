@@ -3,7 +3,7 @@
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rmq_protocol::body::RegisterBrokerBody;
 use rmq_protocol::RemotingCommand;
@@ -28,7 +28,20 @@ struct Dispatcher(Arc<BrokerState>);
 
 impl RequestHandler for Dispatcher {
     fn handle(&self, conn: Connection, request: RemotingCommand) -> BoxFuture<Option<Reply>> {
-        Box::pin(processor::dispatch(Arc::clone(&self.0), conn, request))
+        if !self.0.metrics.enabled() {
+            return Box::pin(processor::dispatch(Arc::clone(&self.0), conn, request));
+        }
+        let (state, code, started) = (Arc::clone(&self.0), request.code, Instant::now());
+        Box::pin(async move {
+            let reply = processor::dispatch(Arc::clone(&state), conn, request).await;
+            if let Some(r) = &reply {
+                let response = match r {
+                    Reply::Command(c) | Reply::WithFileRegions { command: c, .. } => c.code,
+                };
+                state.metrics.on_rpc(code, response, started.elapsed());
+            }
+            reply
+        })
     }
     fn run_inline(&self, request: &RemotingCommand) -> bool {
         processor::is_cheap(request)

@@ -38,6 +38,7 @@
 //! * [`topic_config`], [`consumer_offset`], [`subscription_group`], [`consumer_manager`],
 //!   [`producer_manager`]: the managers.
 //! * [`long_polling`]: held pulls.
+//! * [`metrics`]: the Prometheus counters and scrape (`metricsExporterType = PROM`).
 //! * [`rebalance_lock`]: queue locks of orderly consumers.
 //! * [`transaction`]: half messages, op records, transaction checks.
 //! * [`processor`]: one file per request family.
@@ -54,6 +55,7 @@ pub mod controller;
 pub mod error;
 mod fsutil;
 pub mod long_polling;
+pub mod metrics;
 pub mod processor;
 pub mod producer_manager;
 pub mod rebalance_lock;

@@ -17,6 +17,7 @@ use crate::consumer_manager::ConsumerManager;
 use crate::consumer_offset::ConsumerOffsetManager;
 use crate::error::BrokerError;
 use crate::long_polling::PullRequestHoldService;
+use crate::metrics::BrokerMetrics;
 use crate::producer_manager::ProducerManager;
 use crate::rebalance_lock::RebalanceLockManager;
 use crate::stats_history::StatsHistory;
@@ -62,6 +63,8 @@ pub struct BrokerState {
     pub stats: BrokerStats,
     /// Per-topic and per-group message counts over time (VIEW_BROKER_STATS_DATA).
     pub history: StatsHistory,
+    /// Prometheus counters (count only with `metricsExporterType = PROM`).
+    pub metrics: BrokerMetrics,
 }
 
 impl BrokerState {
@@ -88,6 +91,7 @@ impl BrokerState {
         };
         let now = rmq_common::time::now_millis();
         let stats = BrokerStats::new(now, &config.broker_cluster_name);
+        let metrics_on = config.metrics_exporter_type == crate::metrics::EXPORTER_PROM;
         Ok(Self {
             acl,
             locks: RebalanceLockManager::new(config.rebalance_lock_max_live_time_ms),
@@ -106,6 +110,7 @@ impl BrokerState {
             boot_timestamp: now,
             stats,
             history: StatsHistory::default(),
+            metrics: BrokerMetrics::new(metrics_on),
         })
     }
 

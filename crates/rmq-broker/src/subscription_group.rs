@@ -99,6 +99,18 @@ impl SubscriptionGroupManager {
         self.select(group)
     }
 
+    /// How many groups there are.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.lock().groups.len()
+    }
+
+    /// Whether there are no groups.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// The group, if it exists.
     #[must_use]
     pub fn select(&self, group: &str) -> Option<SubscriptionGroupConfig> {

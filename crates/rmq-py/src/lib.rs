@@ -8,7 +8,8 @@
 //! transport (`remoting`), retention passes and their floor (`retention`), the bridge from
 //! Rust's `log` records into Python's `logging` (`logging`), the config schema
 //! (`config_schema`), the names and codes Rust owns (`names`), small protocol helpers
-//! (`common`), the atomic file replacement (`files`) and the TLS options (`tls`).
+//! (`common`), the atomic file replacement (`files`), the TLS options (`tls`) and the
+//! broker's Prometheus scrape (`metrics`).
 
 mod acl;
 mod broker;
@@ -23,6 +24,7 @@ mod errors;
 mod files;
 mod ha;
 mod logging;
+mod metrics;
 mod names;
 mod producer;
 mod remoting;
@@ -54,5 +56,6 @@ fn _rmq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     names::register(m)?;
     files::register(m)?;
     acl::register(m)?;
+    metrics::register(m)?;
     Ok(())
 }

@@ -29,6 +29,7 @@ from rmq.broker.role import BrokerGroupRole
 from rmq.codes import RequestCode
 from rmq.config import BrokerConfig, BrokerRole
 from rmq.errors import RmqError
+from rmq.metrics_http import MetricsExporter, process_figures
 from rmq.namesrv.server import NamesrvProcessor
 from rmq.scheduling.delay import DelayService
 from rmq.scheduling.retention import (
@@ -150,6 +151,7 @@ def broker_keys(config: BrokerConfig) -> dict[str, str]:
         "clusterTopicEnable": str(config.cluster_topic_enable).lower(),
         "brokerTopicEnable": str(config.broker_topic_enable).lower(),
         "slaveReadEnable": str(config.slave_read_enable).lower(),
+        "metricsExporterType": config.metrics_exporter_type,
         **config.tls_server,
         "aclEnable": str(config.acl_enable).lower(),
         **({"aclFilePath": config.acl_file_path} if config.acl_file_path else {}),
@@ -255,6 +257,18 @@ def run_broker(
             embedded[0].shutdown()
         return 1
 
+    exporter: MetricsExporter | None = None
+    if config.metrics_exporter_type == "PROM":
+        try:
+            exporter = broker_metrics_exporter(config, server)
+        except RmqError as exc:
+            log.error("%s", exc)
+            server.shutdown()
+            store.shutdown()
+            if embedded is not None:
+                embedded[0].shutdown()
+            return 1
+
     identity = BrokerIdentity(
         cluster_name=config.broker_cluster_name,
         broker_name=config.broker_name,
@@ -335,6 +349,8 @@ def run_broker(
             if embedded is not None and ticks % 5 == 0:
                 embedded[1].routes.scan_not_active_broker()
     finally:
+        if exporter is not None:
+            exporter.shutdown()
         registrar.stop(unregister=True)
         scheduler.stop()
         role.stop_checks()
@@ -369,6 +385,23 @@ def run_broker(
     # disk) does not make it 1: the previous version is kept, nothing stored is lost, and the
     # error line above names the file.
     return 0 if clean else 1
+
+
+def broker_metrics_exporter(config: BrokerConfig, server: BrokerServer) -> MetricsExporter:
+    """``GET /metrics`` on ``metricsPromExporterHost:metricsPromExporterPort`` (HTTPS with the
+    broker's ``tls.server.*`` keys when TLS is on)."""
+    from rmq._rmq import broker_metrics_text
+
+    def scrape() -> str:
+        cpu, resident = process_figures()
+        return broker_metrics_text(server, cpu, resident)
+
+    return MetricsExporter(
+        scrape,
+        config.metrics_prom_exporter_host,
+        config.metrics_prom_exporter_port,
+        tls=config.tls_server,
+    )
 
 
 class PersistFailures:

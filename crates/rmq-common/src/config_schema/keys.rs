@@ -221,6 +221,15 @@ pub static BROKER_KEYS: &[K] = &[
         "Granularity of timer messages (ms); only RocketMQ's default is supported.")
         .allowed("only 1000 (one-second slots, RocketMQ's default) is supported; remove the key \
                   or set it to 1000"),
+    // ---- metrics (RocketMQ 5's names; rmq_broker::metrics, rmq.metrics_http) --------------
+    K::new("metricsExporterType", ValueKind::OneOf(&["NONE", "DISABLE", "PROM"]), Some("NONE"),
+        Broker,
+        "PROM serves Prometheus metrics on metricsPromExporterHost:metricsPromExporterPort \
+         (GET /metrics); NONE or DISABLE (RocketMQ 5's name) serves none and counts nothing."),
+    K::new("metricsPromExporterHost", ValueKind::Ip, Some("0.0.0.0"), ControlPlane,
+        "The address the Prometheus exporter listens on."),
+    K::new("metricsPromExporterPort", int(0, 65_535), Some("5557"), ControlPlane,
+        "The Prometheus exporter's port (0: any free port, logged at start)."),
     // ---- TLS (rmq_remoting::tls; RocketMQ's TlsSystemConfig names) -------------------------
     K::new("tls.server.mode", TLS_MODE, Some("disabled"), Broker,
         "TLS on the remoting port, its VIP port (listenPort - 2) and the HA port: disabled, \

@@ -1,0 +1,133 @@
+//! `rocketmq_rpc_latency`: how long the broker took to answer, per request code and response
+//! code, in RocketMQ 5's buckets (`RemotingMetricsManager`: 1, 3, 5, 7, 10, 100, 1000, 2000,
+//! 3000 ms). A pull held by long polling is counted when it is answered from the hold
+//! service's wake-up, not here (its answer leaves by another path).
+//!
+//! Each (request code, response code) pair has its own bucket atomics, found through a
+//! read-copy-update map as the topic counters are (see the parent module).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder, NoLabelSet};
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::{MetricType, TypedMetric};
+use prometheus_client::registry::Registry;
+
+/// Upper bounds (ms, inclusive) of the buckets, as RocketMQ 5 sets them.
+const BOUNDS_MS: [u32; 9] = [1, 3, 5, 7, 10, 100, 1000, 2000, 3000];
+
+/// One pair's buckets (the last one: above every bound), count of answers and sum of µs.
+#[derive(Debug, Default)]
+pub(super) struct Latencies {
+    buckets: [AtomicU64; BOUNDS_MS.len() + 1],
+    sum_us: AtomicU64,
+}
+
+impl Latencies {
+    fn observe(&self, elapsed: Duration) {
+        let us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
+        let bucket = BOUNDS_MS
+            .iter()
+            .position(|&ms| us <= u64::from(ms) * 1000)
+            .unwrap_or(BOUNDS_MS.len());
+        self.buckets[bucket].fetch_add(1, Ordering::Relaxed);
+        self.sum_us.fetch_add(us, Ordering::Relaxed);
+    }
+}
+
+/// The histograms of every (request code, response code) pair seen.
+#[derive(Debug, Default)]
+pub(super) struct RpcLatencies(ArcSwap<HashMap<(i32, i32), Arc<Latencies>>>);
+
+impl RpcLatencies {
+    pub(super) fn observe(&self, request_code: i32, response_code: i32, elapsed: Duration) {
+        let key = (request_code, response_code);
+        if let Some(l) = self.0.load().get(&key) {
+            l.observe(elapsed);
+            return;
+        }
+        let mut created = None;
+        self.0.rcu(|old| {
+            let mut new = HashMap::clone(old);
+            created = Some(Arc::clone(new.entry(key).or_default()));
+            new
+        });
+        if let Some(l) = created {
+            l.observe(elapsed);
+        }
+    }
+
+    /// Register the histograms' current figures as `rocketmq_rpc_latency`.
+    pub(super) fn register(&self, r: &mut Registry) {
+        let family = Family::<RpcLabels, Snapshot>::default();
+        for (&(request_code, response_code), l) in self.0.load().iter() {
+            // Per-bucket counts: the encoder sums them into Prometheus' cumulative ones.
+            let buckets: Vec<(f64, u64)> = BOUNDS_MS
+                .iter()
+                .map(|&b| f64::from(b))
+                // prometheus-client writes `le="+Inf"` for f64::MAX.
+                .chain([f64::MAX])
+                .zip(&l.buckets)
+                .map(|(bound, n)| (bound, n.load(Ordering::Relaxed)))
+                .collect();
+            let count = buckets.iter().map(|(_, n)| n).sum();
+            #[expect(clippy::cast_precision_loss, reason = "µs sums far below 2^52")]
+            let sum_ms = l.sum_us.load(Ordering::Relaxed) as f64 / 1000.0;
+            let labels = RpcLabels {
+                protocol_type: "remoting",
+                request_code,
+                response_code,
+            };
+            let _ = family.get_or_create(&labels).0.set(Figures {
+                sum_ms,
+                count,
+                buckets,
+            });
+        }
+        r.register(
+            "rocketmq_rpc_latency",
+            "Milliseconds from a request's arrival to its answer, per request and response code.",
+            family,
+        );
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RpcLabels {
+    protocol_type: &'static str,
+    request_code: i32,
+    response_code: i32,
+}
+
+#[derive(Debug)]
+struct Figures {
+    sum_ms: f64,
+    count: u64,
+    buckets: Vec<(f64, u64)>,
+}
+
+/// A histogram as of one scrape (`prometheus-client`'s own histogram only takes
+/// observations; these are already bucketed).
+#[derive(Debug, Default)]
+struct Snapshot(OnceLock<Figures>);
+
+impl TypedMetric for Snapshot {
+    const TYPE: MetricType = MetricType::Histogram;
+}
+
+impl EncodeMetric for Snapshot {
+    fn encode(&self, mut encoder: MetricEncoder<'_>) -> Result<(), std::fmt::Error> {
+        match self.0.get() {
+            Some(f) => encoder.encode_histogram::<NoLabelSet>(f.sum_ms, f.count, &f.buckets, None),
+            None => Ok(()),
+        }
+    }
+
+    fn metric_type(&self) -> MetricType {
+        Self::TYPE
+    }
+}
