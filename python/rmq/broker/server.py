@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import threading
 import time
-from types import FrameType
 from typing import TYPE_CHECKING
 
 from rmq.broker.admin_handler import BrokerAdminHandler
@@ -42,6 +40,7 @@ from rmq.scheduling.transaction import (
     TransactionCheckPolicy,
     TransactionCheckService,
 )
+from rmq.stop_signals import stop_on_signals
 
 if TYPE_CHECKING:
     from rmq._rmq import BrokerServer, MessageStore, RemotingServer
@@ -201,14 +200,7 @@ def run_broker(
 
     stopping = threading.Event()
 
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        del frame
-        if not stopping.is_set():
-            log.info("%s received; shutting down", signal.Signals(signum).name)
-        stopping.set()
-
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, on_signal)
+    stop_on_signals(stopping, log)
 
     namesrv_addrs = list(config.namesrv_addrs)
     embedded = None

@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType
 
 from rmq.config import parse_properties
 from rmq.errors import RmqError
 from rmq.logsetup import add_arguments, configure_from_args
 from rmq.namesrv.config import ACCEPTED_UNUSED_KEYS, ACL_KEYS, KNOWN_KEYS, TLS_KEYS, NamesrvConfig
 from rmq.namesrv.server import NamesrvProcessor
+from rmq.stop_signals import stop_on_signals
 
 __all__ = ["DEFAULT_PORT", "main", "run"]
 
@@ -124,11 +123,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         port = args.port
     stop = threading.Event()
 
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        del frame
-        log.info("%s received; shutting down", signal.Signals(signum).name)
-        stop.set()
-
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, on_signal)
+    stop_on_signals(stop, log)
     return run(args.host, port, stop, settings)
