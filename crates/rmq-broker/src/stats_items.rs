@@ -140,6 +140,24 @@ pub fn stats_key(topic: &str, group: &str) -> String {
     format!("{topic}@{group}")
 }
 
+thread_local! {
+    /// The pull path's `topic@group` key, built in a buffer each thread reuses so that
+    /// counting a pull allocates nothing once the buffer has grown.
+    static KEY_BUF: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+/// Run `f` with `topic@group` ([`stats_key`]) borrowed from the thread's buffer.
+fn with_stats_key<R>(topic: &str, group: &str, f: impl FnOnce(&str) -> R) -> R {
+    KEY_BUF.with(|buf| {
+        let mut key = buf.borrow_mut();
+        key.clear();
+        key.push_str(topic);
+        key.push('@');
+        key.push_str(group);
+        f(&key)
+    })
+}
+
 impl StatsItems {
     /// Empty tables; `cluster` keys the `BROKER_*` items.
     #[must_use]
@@ -184,15 +202,16 @@ impl StatsItems {
         if msgs == 0 {
             return;
         }
-        let key = stats_key(topic, group);
-        self.group_get_nums.add(&key, msgs, 1);
-        self.group_get_size.add(&key, bytes, 1);
+        with_stats_key(topic, group, |key| {
+            self.group_get_nums.add(key, msgs, 1);
+            self.group_get_size.add(key, bytes, 1);
+        });
         self.broker_get_nums.add(&self.cluster, msgs, 1);
     }
 
     /// `group` sent one message of `topic` back for retry.
     pub fn on_send_back(&self, topic: &str, group: &str) {
-        self.sndbck_put_nums.add(&stats_key(topic, group), 1, 1);
+        with_stats_key(topic, group, |key| self.sndbck_put_nums.add(key, 1, 1));
     }
 }
 
