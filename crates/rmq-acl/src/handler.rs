@@ -40,6 +40,26 @@ pub fn acl_file_path(explicit: Option<&Path>, conf: &str) -> Result<PathBuf, Str
     }
 }
 
+/// The ACL file of a server with `aclEnable=true`: `explicit` (`aclFilePath`) or the
+/// default of [`acl_file_path`], opened with [`AclFile::open`]. The error is the sentence
+/// the operator reads at start-up, naming the file and the `conf` file's key to set.
+///
+/// # Errors
+/// No path can be chosen, the file is missing, unreadable or invalid.
+pub fn open_enabled(explicit: Option<&Path>, conf: &str) -> Result<Arc<AclFile>, String> {
+    let path = acl_file_path(explicit, conf)?;
+    AclFile::open(&path).map_err(|e| match e {
+        AclError::Read { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+            format!(
+                "aclEnable=true but the ACL file {} does not exist: create it (RocketMQ's \
+                 plain_acl.yml format) or set aclFilePath in {conf}",
+                path.display()
+            )
+        }
+        other => other.to_string(),
+    })
+}
+
 /// The ACL file and the rules last read from it.
 pub struct AclFile {
     path: PathBuf,

@@ -174,16 +174,6 @@ impl BrokerConfig {
     }
 }
 
-impl BrokerConfig {
-    /// The ACL file: `aclFilePath`, else `$ROCKETMQ_HOME/conf/plain_acl.yml`.
-    ///
-    /// # Errors
-    /// Neither is set (the message says which key to set).
-    pub fn acl_file(&self) -> Result<PathBuf, String> {
-        rmq_acl::handler::acl_file_path(self.acl_file_path.as_deref(), "broker.conf")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -173,19 +173,6 @@ impl BrokerState {
 
 /// Read the ACL file `aclEnable=true` asks for; a missing or bad file stops the start.
 fn open_acl(config: &BrokerConfig) -> Result<Arc<rmq_acl::AclFile>, BrokerError> {
-    let path = config.acl_file().map_err(BrokerError::Acl)?;
-    rmq_acl::AclFile::open(&path).map_err(|e| {
-        BrokerError::Acl(match e {
-            rmq_acl::AclError::Read { source, .. }
-                if source.kind() == std::io::ErrorKind::NotFound =>
-            {
-                format!(
-                    "aclEnable=true but the ACL file {} does not exist: create it (RocketMQ's \
-                     plain_acl.yml format) or set aclFilePath in broker.conf",
-                    path.display()
-                )
-            }
-            other => other.to_string(),
-        })
-    })
+    rmq_acl::handler::open_enabled(config.acl_file_path.as_deref(), "broker.conf")
+        .map_err(BrokerError::Acl)
 }

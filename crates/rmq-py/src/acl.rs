@@ -19,23 +19,8 @@ pub(crate) fn namesrv_acl(
     inner: Arc<dyn RequestHandler>,
     explicit: Option<&Path>,
 ) -> PyResult<Arc<dyn RequestHandler>> {
-    let path = rmq_acl::handler::acl_file_path(explicit, "namesrv.conf")
+    let file = rmq_acl::handler::open_enabled(explicit, "namesrv.conf")
         .map_err(|e| raise(py, "ConfigError", e))?;
-    let file = rmq_acl::AclFile::open(&path).map_err(|e| {
-        let msg = match e {
-            rmq_acl::AclError::Read { source, .. }
-                if source.kind() == std::io::ErrorKind::NotFound =>
-            {
-                format!(
-                    "aclEnable=true but the ACL file {} does not exist: create it (RocketMQ's \
-                     plain_acl.yml format) or set aclFilePath in namesrv.conf",
-                    path.display()
-                )
-            }
-            other => other.to_string(),
-        };
-        raise(py, "ConfigError", msg)
-    })?;
     Ok(Arc::new(rmq_acl::AclHandler::new(
         inner,
         file,
