@@ -21,6 +21,7 @@ from helpers import (
     Collector,
     create_topic,
     free_port,
+    pull_header,
     push_consumer,
     update_offset_header,
     wait_until,
@@ -34,10 +35,22 @@ N = 25
 BODY = b"m" * 100
 
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$")
+#: RocketMQ 5's attributes of every broker series, for the broker ``prom_broker`` starts.
+NODE_LABELS = ('cluster="DefaultCluster"', 'node_type="broker"', 'node_id="broker-m"')
+
+
+def _without_node_labels(labels: str | None) -> str:
+    """The label set without :data:`NODE_LABELS`, which every series must carry."""
+    inner = (labels or "{}")[1:-1]
+    parts = re.findall(r'[a-zA-Z_]+="(?:[^"\\]|\\.)*"', inner)
+    assert all(label in parts for label in NODE_LABELS), labels
+    rest = [p for p in parts if p not in NODE_LABELS]
+    return "{" + ",".join(rest) + "}" if rest else ""
 
 
 def scrape(port: int) -> dict[str, float]:
-    """``/metrics`` as ``{'name{labels}': value}`` (labels as the exporter writes them)."""
+    """``/metrics`` as ``{'name{labels}': value}`` (labels as the exporter writes them, less
+    the node labels, checked on every series)."""
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
         assert resp.status == 200
         assert resp.headers["Content-Type"].startswith("application/openmetrics-text")
@@ -46,7 +59,7 @@ def scrape(port: int) -> dict[str, float]:
     for line in text.splitlines():
         m = _SAMPLE.match(line)
         if m and not line.startswith("#"):
-            samples[m.group(1) + (m.group(2) or "")] = float(m.group(3))
+            samples[m.group(1) + _without_node_labels(m.group(2))] = float(m.group(3))
     return samples
 
 
@@ -117,6 +130,16 @@ def test_in_out_counters_and_lag(prom_broker: tuple[str, str, int]) -> None:
     sent = scrape(mport)
     assert sent[f"rocketmq_consumer_lag_latency{group}"] >= 0
     assert f"rocketmq_messages_out_total{group}" not in sent
+    # Nothing pulled yet: all of the lag is ready, none in flight.
+    assert sent[f"rocketmq_consumer_ready_messages{group}"] == N
+    assert sent[f"rocketmq_consumer_inflight_messages{group}"] == 0
+    assert sent[f"rocketmq_consumer_queueing_latency{group}"] >= 0
+    # Every message was stored as a Normal one well under 1 KiB.
+    sizes = f'{{topic="{TOPIC}",message_type="Normal"}}'
+    assert sent[f"rocketmq_message_size_count{sizes}"] == N
+    small = f'{{le="1024.0",topic="{TOPIC}",message_type="Normal"}}'
+    assert sent[f"rocketmq_message_size_bucket{small}"] == N
+    assert N * len(BODY) < sent[f"rocketmq_message_size_sum{sizes}"] < N * (len(BODY) + 200)
     # Every send was answered (SEND_MESSAGE_V2 = 310, SUCCESS = 0) and timed.
     sends = '{protocol_type="remoting",request_code="310",response_code="0"}'
     assert sent[f"rocketmq_rpc_latency_count{sends}"] == N
@@ -128,6 +151,20 @@ def test_in_out_counters_and_lag(prom_broker: tuple[str, str, int]) -> None:
     send_buckets = [v for k, v in buckets.items() if all(x in k for x in send_labels)]
     assert send_buckets == sorted(send_buckets) and len(send_buckets) == 10
 
+    # Raw pulls that commit nothing: the lag moves from ready to in flight.
+    client = RemotingClient()
+    try:
+        for q in range(4):
+            resp = client.invoke(addr, RequestCode.PULL_MESSAGE, pull_header(GROUP, TOPIC, q))
+            assert resp.code in (0, 19), resp.remark  # SUCCESS, or PULL_NOT_FOUND if empty
+    finally:
+        client.close()
+    pulled = scrape(mport)
+    assert pulled[f"rocketmq_consumer_ready_messages{group}"] == 0
+    assert pulled[f"rocketmq_consumer_inflight_messages{group}"] == N
+    assert pulled[f"rocketmq_consumer_queueing_latency{group}"] == 0
+    assert pulled[lag] == N
+
     got = Collector()
     consumer = push_consumer(ns, GROUP, TOPIC, got)
     try:
@@ -138,9 +175,12 @@ def test_in_out_counters_and_lag(prom_broker: tuple[str, str, int]) -> None:
         )
         after = scrape(mport)
         assert after[f"rocketmq_consumer_lag_latency{group}"] == 0
-        assert after[f"rocketmq_messages_out_total{group}"] == N
+        assert after[f"rocketmq_consumer_inflight_messages{group}"] == 0
+        assert after[f"rocketmq_consumer_ready_messages{group}"] == 0
+        # Every message went out twice: in the raw pulls, then to the consumer.
+        assert after[f"rocketmq_messages_out_total{group}"] == 2 * N
         # Pulls hand out the stored messages: the same bytes as were put.
-        assert after[f"rocketmq_throughput_out_total{group}"] == bytes_in
+        assert after[f"rocketmq_throughput_out_total{group}"] == 2 * bytes_in
         assert after[f"rocketmq_messages_in_total{topic}"] == N
         assert after["rocketmq_consumer_connections"] >= 1
         assert after["rocketmq_consumer_group_number"] >= 1

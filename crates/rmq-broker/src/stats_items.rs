@@ -1,6 +1,6 @@
 //! Per-topic and per-group counters: the statistics RocketMQ's `BrokerStatsManager` keeps
 //! under the names `TOPIC_PUT_NUMS`, `TOPIC_PUT_SIZE` (key: topic), `GROUP_GET_NUMS`,
-//! `GROUP_GET_SIZE`, `SNDBCK_PUT_NUMS` (key: `topic@group`), `BROKER_PUT_NUMS` and
+//! `GROUP_GET_SIZE`, `SNDBCK_PUT_NUMS`, `DLQ_PUT_NUMS` (key: `topic@group`), `BROKER_PUT_NUMS` and
 //! `BROKER_GET_NUMS` (key: the cluster name). Each item holds a `value` (messages or bytes)
 //! and `times` (how many calls added to it), as RocketMQ's `StatsItem`; VIEW_BROKER_STATS_DATA
 //! derives its minute/hour/day `sum`, `tps` and `avgpt` from them ([`crate::stats_history`]),
@@ -26,18 +26,22 @@ pub const GROUP_GET_NUMS: &str = "GROUP_GET_NUMS";
 pub const GROUP_GET_SIZE: &str = "GROUP_GET_SIZE";
 /// `Stats.SNDBCK_PUT_NUMS`: messages a consumer sent back for retry, per `topic@group`.
 pub const SNDBCK_PUT_NUMS: &str = "SNDBCK_PUT_NUMS";
+/// `BrokerStatsManager.DLQ_PUT_NUMS`: messages a consumer's send-back moved to its group's
+/// dead-letter queue, per `topic@group` (the topic the message was consumed from).
+pub const DLQ_PUT_NUMS: &str = "DLQ_PUT_NUMS";
 /// `Stats.BROKER_PUT_NUMS`: messages stored by this broker (key: its cluster name).
 pub const BROKER_PUT_NUMS: &str = "BROKER_PUT_NUMS";
 /// `Stats.BROKER_GET_NUMS`: messages pulled from this broker (key: its cluster name).
 pub const BROKER_GET_NUMS: &str = "BROKER_GET_NUMS";
 
 /// Every statistic name served, in the order listed above.
-pub const STATS_NAMES: [&str; 7] = [
+pub const STATS_NAMES: [&str; 8] = [
     TOPIC_PUT_NUMS,
     TOPIC_PUT_SIZE,
     GROUP_GET_NUMS,
     GROUP_GET_SIZE,
     SNDBCK_PUT_NUMS,
+    DLQ_PUT_NUMS,
     BROKER_PUT_NUMS,
     BROKER_GET_NUMS,
 ];
@@ -128,6 +132,8 @@ pub struct StatsItems {
     pub group_get_size: StatsTable,
     /// [`SNDBCK_PUT_NUMS`].
     pub sndbck_put_nums: StatsTable,
+    /// [`DLQ_PUT_NUMS`].
+    pub dlq_put_nums: StatsTable,
     /// [`BROKER_PUT_NUMS`].
     pub broker_put_nums: StatsTable,
     /// [`BROKER_GET_NUMS`].
@@ -147,7 +153,7 @@ thread_local! {
 }
 
 /// Run `f` with `topic@group` ([`stats_key`]) borrowed from the thread's buffer.
-fn with_stats_key<R>(topic: &str, group: &str, f: impl FnOnce(&str) -> R) -> R {
+pub(crate) fn with_stats_key<R>(topic: &str, group: &str, f: impl FnOnce(&str) -> R) -> R {
     KEY_BUF.with(|buf| {
         let mut key = buf.borrow_mut();
         key.clear();
@@ -169,6 +175,7 @@ impl StatsItems {
             group_get_nums: StatsTable::default(),
             group_get_size: StatsTable::default(),
             sndbck_put_nums: StatsTable::default(),
+            dlq_put_nums: StatsTable::default(),
             broker_put_nums: StatsTable::default(),
             broker_get_nums: StatsTable::default(),
         }
@@ -183,6 +190,7 @@ impl StatsItems {
             GROUP_GET_NUMS => &self.group_get_nums,
             GROUP_GET_SIZE => &self.group_get_size,
             SNDBCK_PUT_NUMS => &self.sndbck_put_nums,
+            DLQ_PUT_NUMS => &self.dlq_put_nums,
             BROKER_PUT_NUMS => &self.broker_put_nums,
             BROKER_GET_NUMS => &self.broker_get_nums,
             _ => return None,
@@ -209,9 +217,15 @@ impl StatsItems {
         self.broker_get_nums.add(&self.cluster, msgs, 1);
     }
 
-    /// `group` sent one message of `topic` back for retry.
-    pub fn on_send_back(&self, topic: &str, group: &str) {
-        with_stats_key(topic, group, |key| self.sndbck_put_nums.add(key, 1, 1));
+    /// `group` sent one message of `topic` back for retry, or to its dead-letter queue when
+    /// `to_dlq`.
+    pub fn on_send_back(&self, topic: &str, group: &str, to_dlq: bool) {
+        with_stats_key(topic, group, |key| {
+            self.sndbck_put_nums.add(key, 1, 1);
+            if to_dlq {
+                self.dlq_put_nums.add(key, 1, 1);
+            }
+        });
     }
 }
 
@@ -227,20 +241,22 @@ mod tests {
         s.on_put("U", 2, 10);
         s.on_get("T", "G", 4, 390);
         s.on_get("T", "G", 0, 0);
-        s.on_send_back("T", "G");
+        s.on_send_back("T", "G", false);
+        s.on_send_back("T", "G", true);
         let t = s.topic_put_nums.get("T").unwrap();
         assert_eq!((t.value, t.times), (4, 2));
         assert_eq!(s.topic_put_size.get("T").unwrap().value, 390);
         assert_eq!(s.broker_put_nums.get("C").unwrap().value, 6);
         assert_eq!(s.group_get_nums.get("T@G").unwrap().times, 1);
         assert_eq!(s.group_get_size.get("T@G").unwrap().value, 390);
-        assert_eq!(s.sndbck_put_nums.get("T@G").unwrap().value, 1);
+        assert_eq!(s.sndbck_put_nums.get("T@G").unwrap().value, 2);
+        assert_eq!(s.dlq_put_nums.get("T@G").unwrap().value, 1);
         assert!(s.group_get_nums.get("U@G").is_none());
         assert_eq!(s.topic_put_nums.snapshot().len(), 2);
         assert!(s.table("NOPE").is_none());
         assert_eq!(
             STATS_NAMES.iter().filter(|n| s.table(n).is_some()).count(),
-            7
+            8
         );
     }
 

@@ -1,15 +1,18 @@
 //! The broker's Prometheus metrics (`metricsExporterType = PROM`), named and labelled as
 //! RocketMQ 5's `BrokerMetricsConstant` and `DefaultStoreMetricsConstant` name them:
-//! messages and bytes in per topic, out per topic and consumer group, consumer lag, storage
-//! size, flush- and dispatch-behind bytes, topic/group/connection counts, and the RPC latency
-//! histogram of RemotingMetricsConstant ([`rpc`]).
+//! messages and bytes in per topic, out per topic and consumer group, messages sent to a
+//! dead-letter queue, consumer lag split into ready and in-flight messages, storage size,
+//! flush- and dispatch-behind bytes, topic/group/connection counts, the message size
+//! histogram ([`size`]) and the RPC latency histogram of RemotingMetricsConstant ([`rpc`]).
+//! Every series carries RocketMQ 5's `cluster`, `node_type` and `node_id` labels.
 //!
 //! # Hot path
 //! The messages and bytes in and out are RocketMQ's statistic tables (`TOPIC_PUT_NUMS`,
 //! `TOPIC_PUT_SIZE`, `GROUP_GET_NUMS`, `GROUP_GET_SIZE` in [`crate::stats_items`]), which the
 //! send and pull paths count anyway for VIEW_BROKER_STATS_DATA: `/metrics` reads them, it
-//! does not count them a second time. Only the RPC latency histogram ([`rpc`]) is counted here,
-//! and only when the exporter is on. Everything else (lag, storage, counts) is read from the
+//! does not count them a second time. Only the RPC latency histogram ([`rpc`]), the message
+//! sizes ([`size`]) and the groups' pull offsets ([`pull_offsets`]) are counted here, and only
+//! when the exporter is on. Everything else (lag, storage, counts) is read from the
 //! managers and the store when Prometheus scrapes, so it costs nothing between scrapes.
 //!
 //! # Encoding and serving
@@ -29,16 +32,23 @@ use prometheus_client::registry::Registry;
 
 use crate::state::BrokerState;
 
+mod histogram;
+mod pull_offsets;
 mod rpc;
+mod size;
+
+pub use size::message_type;
 
 /// `metricsExporterType` values that turn the exporter on.
 pub const EXPORTER_PROM: &str = "PROM";
 
-/// What is counted for the exporter alone: the RPC latencies (see the module doc).
+/// What is counted for the exporter alone (see the module doc).
 #[derive(Debug, Default)]
 pub struct BrokerMetrics {
     enabled: bool,
     rpc: rpc::RpcLatencies,
+    sizes: size::MessageSizes,
+    pulled: pull_offsets::PullOffsets,
 }
 
 impl BrokerMetrics {
@@ -47,7 +57,7 @@ impl BrokerMetrics {
     pub fn new(enabled: bool) -> Self {
         Self {
             enabled,
-            rpc: rpc::RpcLatencies::default(),
+            ..Self::default()
         }
     }
 
@@ -61,6 +71,23 @@ impl BrokerMetrics {
     pub fn on_rpc(&self, request_code: i32, response_code: i32, elapsed: std::time::Duration) {
         if self.enabled {
             self.rpc.observe(request_code, response_code, elapsed);
+        }
+    }
+
+    /// Messages of `sizes` bytes and type `kind` ([`message_type`]) were stored to `topic`.
+    pub fn on_stored(&self, topic: &str, kind: usize, sizes: impl Iterator<Item = u64>) {
+        if self.enabled {
+            self.sizes.observe(topic, kind, sizes);
+        }
+    }
+
+    /// A pull of `topic`'s queue `queue_id` by `group` found messages up to `next` (the
+    /// answer's `nextBeginOffset`).
+    pub fn on_pulled(&self, topic: &str, group: &str, queue_id: i32, next: i64) {
+        if self.enabled {
+            crate::stats_items::with_stats_key(topic, group, |key| {
+                self.pulled.record(key, queue_id, next);
+            });
         }
     }
 }
@@ -101,58 +128,20 @@ fn runtime_figure(info: &[(&str, String)], key: &str) -> i64 {
 /// One scrape of `b`, in the OpenMetrics text format.
 #[must_use]
 pub fn render(b: &BrokerState, process: ProcessFigures) -> String {
-    let mut r = Registry::default();
-    let (msgs_in, bytes_in) = (
-        Family::<TopicLabels, Counter>::default(),
-        Family::<TopicLabels, Counter>::default(),
+    // RocketMQ 5's attributes of every broker series (`BrokerMetricsManager`).
+    let mut r = Registry::with_labels(
+        [
+            (
+                "cluster".into(),
+                b.config.broker_cluster_name.clone().into(),
+            ),
+            ("node_type".into(), "broker".into()),
+            ("node_id".into(), b.config.broker_name.clone().into()),
+        ]
+        .into_iter(),
     );
-    let (msgs_out, bytes_out) = (
-        Family::<GroupLabels, Counter>::default(),
-        Family::<GroupLabels, Counter>::default(),
-    );
-    let items = &b.stats.items;
-    for (family, table) in [
-        (&msgs_in, &items.topic_put_nums),
-        (&bytes_in, &items.topic_put_size),
-    ] {
-        for (topic, totals) in table.snapshot() {
-            family
-                .get_or_create(&TopicLabels { topic })
-                .inc_by(totals.value);
-        }
-    }
-    for (family, table) in [
-        (&msgs_out, &items.group_get_nums),
-        (&bytes_out, &items.group_get_size),
-    ] {
-        for (key, totals) in table.snapshot() {
-            // `topic@group` (RocketMQ's stats key); neither name may hold an '@'.
-            let Some((topic, group)) = key.split_once('@') else {
-                continue;
-            };
-            let labels = GroupLabels {
-                topic: topic.to_owned(),
-                consumer_group: group.to_owned(),
-            };
-            family.get_or_create(&labels).inc_by(totals.value);
-        }
-    }
-    r.register("rocketmq_messages_in", "Messages put, per topic.", msgs_in);
-    r.register(
-        "rocketmq_throughput_in",
-        "Stored bytes put, per topic.",
-        bytes_in,
-    );
-    r.register(
-        "rocketmq_messages_out",
-        "Messages pulled, per topic and consumer group.",
-        msgs_out,
-    );
-    r.register(
-        "rocketmq_throughput_out",
-        "Stored bytes pulled, per topic and consumer group.",
-        bytes_out,
-    );
+    register_traffic(&mut r, b);
+    b.metrics.sizes.register(&mut r);
     register_lag(&mut r, b);
     let info = b.store.runtime_info();
     let max = runtime_figure(&info, "commitLogMaxOffset");
@@ -197,46 +186,143 @@ pub fn render(b: &BrokerState, process: ProcessFigures) -> String {
     out
 }
 
-/// `rocketmq_consumer_lag_messages`: per group and topic, the messages between the group's
-/// committed offsets and the queues' max offsets; `rocketmq_consumer_lag_latency`: how long
-/// (ms) the oldest of them has been stored (0 when the group is caught up).
+/// Messages and bytes in per topic, out per topic and group, and dead-lettered per topic
+/// and group, from the statistic tables.
+fn register_traffic(r: &mut Registry, b: &BrokerState) {
+    let (msgs_in, bytes_in) = (
+        Family::<TopicLabels, Counter>::default(),
+        Family::<TopicLabels, Counter>::default(),
+    );
+    let (msgs_out, bytes_out, to_dlq) = (
+        Family::<GroupLabels, Counter>::default(),
+        Family::<GroupLabels, Counter>::default(),
+        Family::<GroupLabels, Counter>::default(),
+    );
+    let items = &b.stats.items;
+    for (family, table) in [
+        (&msgs_in, &items.topic_put_nums),
+        (&bytes_in, &items.topic_put_size),
+    ] {
+        for (topic, totals) in table.snapshot() {
+            family
+                .get_or_create(&TopicLabels { topic })
+                .inc_by(totals.value);
+        }
+    }
+    for (family, table) in [
+        (&msgs_out, &items.group_get_nums),
+        (&bytes_out, &items.group_get_size),
+        (&to_dlq, &items.dlq_put_nums),
+    ] {
+        for (key, totals) in table.snapshot() {
+            // `topic@group` (RocketMQ's stats key); neither name may hold an '@'.
+            let Some((topic, group)) = key.split_once('@') else {
+                continue;
+            };
+            let labels = GroupLabels {
+                topic: topic.to_owned(),
+                consumer_group: group.to_owned(),
+            };
+            family.get_or_create(&labels).inc_by(totals.value);
+        }
+    }
+    r.register("rocketmq_messages_in", "Messages put, per topic.", msgs_in);
+    r.register(
+        "rocketmq_throughput_in",
+        "Stored bytes put, per topic.",
+        bytes_in,
+    );
+    r.register(
+        "rocketmq_messages_out",
+        "Messages pulled, per topic and consumer group.",
+        msgs_out,
+    );
+    r.register(
+        "rocketmq_throughput_out",
+        "Stored bytes pulled, per topic and consumer group.",
+        bytes_out,
+    );
+    r.register(
+        "rocketmq_send_to_dlq_messages",
+        "Messages moved to a consumer group's dead-letter queue, per group and the topic they \
+         were consumed from.",
+        to_dlq,
+    );
+}
+
+/// Per group and topic: `rocketmq_consumer_lag_messages`, the messages between the group's
+/// committed offsets and the queues' max offsets, split at the pull offsets
+/// ([`pull_offsets`]) into `rocketmq_consumer_ready_messages` (not pulled yet) and
+/// `rocketmq_consumer_inflight_messages` (pulled, not committed);
+/// `rocketmq_consumer_lag_latency` and `rocketmq_consumer_queueing_latency`: how long (ms) the
+/// oldest not committed, and the oldest not pulled, message has been stored (0 when none).
 fn register_lag(r: &mut Registry, b: &BrokerState) {
-    let lag = Family::<GroupLabels, Gauge>::default();
-    let latency = Family::<GroupLabels, Gauge>::default();
+    let names = [
+        (
+            "rocketmq_consumer_lag_messages",
+            "Messages not yet consumed (committed), per consumer group and topic.",
+        ),
+        (
+            "rocketmq_consumer_ready_messages",
+            "Messages not yet pulled, per consumer group and topic.",
+        ),
+        (
+            "rocketmq_consumer_inflight_messages",
+            "Messages pulled but not yet committed, per consumer group and topic.",
+        ),
+        (
+            "rocketmq_consumer_lag_latency",
+            "Milliseconds the oldest message not yet consumed has been stored, per consumer \
+             group and topic.",
+        ),
+        (
+            "rocketmq_consumer_queueing_latency",
+            "Milliseconds the oldest message not yet pulled has been stored, per consumer group \
+             and topic.",
+        ),
+    ];
+    let families: [Family<GroupLabels, Gauge>; 5] = Default::default();
     let now = rmq_common::time::now_millis();
+    let age = |topic: &str, q: i32, offset: i64| {
+        b.store
+            .get_message_store_timestamp(topic, q, offset)
+            .map_or(0, |stored| (now - stored).max(0))
+    };
     for (topic_at_group, queues) in b.offsets.wrapper().offset_table {
         let Some((topic, group)) = topic_at_group.split_once('@') else {
             continue;
         };
-        let (mut behind, mut oldest_ms) = (0, 0);
+        let mut figures = [0i64; 5];
         for (&q, &committed) in &queues {
-            let next = committed.max(0);
-            let n = (b.store.get_max_offset_in_queue(topic, q) - next).max(0);
-            if n > 0 {
-                behind += n;
-                if let Some(stored) = b.store.get_message_store_timestamp(topic, q, next) {
-                    oldest_ms = oldest_ms.max(now - stored);
-                }
+            let committed = committed.max(0);
+            let max = b.store.get_max_offset_in_queue(topic, q);
+            let pulled = b
+                .metrics
+                .pulled
+                .get(&topic_at_group, q)
+                .map_or(committed, |p| p.clamp(committed, max.max(committed)));
+            let (lag, ready) = ((max - committed).max(0), (max - pulled).max(0));
+            figures[0] += lag;
+            figures[1] += ready;
+            figures[2] += pulled - committed;
+            if lag > 0 {
+                figures[3] = figures[3].max(age(topic, q, committed));
+            }
+            if ready > 0 {
+                figures[4] = figures[4].max(age(topic, q, pulled));
             }
         }
         let labels = GroupLabels {
             topic: topic.to_owned(),
             consumer_group: group.to_owned(),
         };
-        lag.get_or_create(&labels).set(behind);
-        latency.get_or_create(&labels).set(oldest_ms.max(0));
+        for (family, value) in families.iter().zip(figures) {
+            family.get_or_create(&labels).set(value);
+        }
     }
-    r.register(
-        "rocketmq_consumer_lag_messages",
-        "Messages not yet consumed (committed), per consumer group and topic.",
-        lag,
-    );
-    r.register(
-        "rocketmq_consumer_lag_latency",
-        "Milliseconds the oldest message not yet consumed has been stored, per consumer group \
-         and topic.",
-        latency,
-    );
+    for ((name, help), family) in names.into_iter().zip(families) {
+        r.register(name, help, family);
+    }
 }
 
 /// Topic, group and connection counts.

@@ -8,14 +8,15 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
-use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder, NoLabelSet};
+use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::Registry;
+
+use super::histogram::Snapshot;
 
 /// Upper bounds (ms, inclusive) of the buckets, as RocketMQ 5 sets them.
 const BOUNDS_MS: [u32; 9] = [1, 3, 5, 7, 10, 100, 1000, 2000, 3000];
@@ -65,16 +66,11 @@ impl RpcLatencies {
     pub(super) fn register(&self, r: &mut Registry) {
         let family = Family::<RpcLabels, Snapshot>::default();
         for (&(request_code, response_code), l) in self.0.load().iter() {
-            // Per-bucket counts: the encoder sums them into Prometheus' cumulative ones.
-            let buckets: Vec<(f64, u64)> = BOUNDS_MS
+            let counts: Vec<u64> = l
+                .buckets
                 .iter()
-                .map(|&b| f64::from(b))
-                // prometheus-client writes `le="+Inf"` for f64::MAX.
-                .chain([f64::MAX])
-                .zip(&l.buckets)
-                .map(|(bound, n)| (bound, n.load(Ordering::Relaxed)))
+                .map(|n| n.load(Ordering::Relaxed))
                 .collect();
-            let count = buckets.iter().map(|(_, n)| n).sum();
             #[expect(clippy::cast_precision_loss, reason = "µs sums far below 2^52")]
             let sum_ms = l.sum_us.load(Ordering::Relaxed) as f64 / 1000.0;
             let labels = RpcLabels {
@@ -82,11 +78,11 @@ impl RpcLatencies {
                 request_code,
                 response_code,
             };
-            let _ = family.get_or_create(&labels).0.set(Figures {
+            family.get_or_create(&labels).set(
                 sum_ms,
-                count,
-                buckets,
-            });
+                BOUNDS_MS.iter().map(|&b| f64::from(b)),
+                &counts,
+            );
         }
         r.register(
             "rocketmq_rpc_latency",
@@ -101,33 +97,4 @@ struct RpcLabels {
     protocol_type: &'static str,
     request_code: i32,
     response_code: i32,
-}
-
-#[derive(Debug)]
-struct Figures {
-    sum_ms: f64,
-    count: u64,
-    buckets: Vec<(f64, u64)>,
-}
-
-/// A histogram as of one scrape (`prometheus-client`'s own histogram only takes
-/// observations; these are already bucketed).
-#[derive(Debug, Default)]
-struct Snapshot(OnceLock<Figures>);
-
-impl TypedMetric for Snapshot {
-    const TYPE: MetricType = MetricType::Histogram;
-}
-
-impl EncodeMetric for Snapshot {
-    fn encode(&self, mut encoder: MetricEncoder<'_>) -> Result<(), std::fmt::Error> {
-        match self.0.get() {
-            Some(f) => encoder.encode_histogram::<NoLabelSet>(f.sum_ms, f.count, &f.buckets, None),
-            None => Ok(()),
-        }
-    }
-
-    fn metric_type(&self) -> MetricType {
-        Self::TYPE
-    }
 }

@@ -181,6 +181,14 @@ fn pull_once(
         result.messages.len() as u64,
         result.buffer_total_size as u64,
     );
+    if result.status == S::Found {
+        b.metrics.on_pulled(
+            &h.topic,
+            &h.consumer_group,
+            h.queue_id,
+            result.next_begin_offset,
+        );
+    }
     let slave = b.store.broker_role() == BrokerRole::Slave;
     let mut code = match result.status {
         S::Found => ResponseCode::SUCCESS,

@@ -326,6 +326,13 @@ fn append(
     b.stats
         .items
         .on_put(msgs[0].topic, results.len() as u64, bytes);
+    if b.metrics.enabled() {
+        let kind = crate::metrics::message_type(h.sys_flag, msgs[0].properties);
+        let sizes = msgs
+            .iter()
+            .map(|m| (m.body.len() + m.properties.len()) as u64);
+        b.metrics.on_stored(msgs[0].topic, kind, sizes);
+    }
     if results.is_empty() {
         return Err(SendError::NothingStored.into());
     }

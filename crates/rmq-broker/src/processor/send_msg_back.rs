@@ -188,7 +188,7 @@ fn send_back(
             topic: topic.clone(),
             source,
         })?;
-    b.stats.items.on_send_back(&back_topic, &h.group);
+    b.stats.items.on_send_back(&back_topic, &h.group, to_dlq);
     // WAIT=false: no wait for the disk, but a SYNC_FLUSH store still gets the flush request.
     let f = b.store.flush_future(appended.end_offset());
     if b.store.config().flush_disk_type == FlushDiskType::SyncFlush {

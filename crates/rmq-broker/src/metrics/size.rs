@@ -1,0 +1,160 @@
+//! `rocketmq_message_size`: the sizes of stored messages per topic and message type, in
+//! RocketMQ 5's buckets (1 KiB, 4 KiB, 512 KiB, 1 MiB, 2 MiB, 4 MiB, above), counted when a
+//! send is stored and only while the exporter is on.
+//!
+//! The type is RocketMQ 5's `TopicMessageType` as its broker derives it from a send:
+//! Transaction (a half message), Delay (a delay level or a timer property), FIFO (a sharding
+//! key), else Normal.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::registry::Registry;
+use rmq_common::properties::{find_property, PropertyKey};
+use rmq_common::sys_flag;
+
+use super::histogram::Snapshot;
+
+/// Upper bounds (bytes, inclusive) of the buckets.
+const BOUNDS: [u64; 6] = [1 << 10, 4 << 10, 512 << 10, 1 << 20, 2 << 20, 4 << 20];
+
+/// `TopicMessageType`'s values, in label order.
+const TYPES: [&str; 4] = ["Normal", "FIFO", "Delay", "Transaction"];
+
+/// The type of a message with `sys_flag` and encoded `properties` (an index into [`TYPES`]).
+#[must_use]
+pub fn message_type(sys_flag: i32, properties: &[u8]) -> usize {
+    let has = |k| find_property(properties, k).is_some_and(|v| !v.is_empty() && v != b"0");
+    if sys_flag & sys_flag::TRANSACTION_PREPARED_TYPE != 0 {
+        3
+    } else if has(PropertyKey::DELAY_TIME_LEVEL)
+        || has(PropertyKey::TIMER_DELIVER_MS)
+        || has(PropertyKey::TIMER_DELAY_SEC)
+        || has(PropertyKey::TIMER_DELAY_MS)
+    {
+        2
+    } else {
+        usize::from(has(PropertyKey::SHARDING_KEY))
+    }
+}
+
+#[derive(Debug, Default)]
+struct Buckets {
+    counts: [AtomicU64; BOUNDS.len() + 1],
+    sum: AtomicU64,
+}
+
+/// Per topic, one histogram per message type.
+#[derive(Debug, Default)]
+pub(super) struct MessageSizes(ArcSwap<HashMap<String, Arc<[Buckets; TYPES.len()]>>>);
+
+impl MessageSizes {
+    /// Messages of `sizes` bytes, of type `kind` ([`message_type`]), were stored to `topic`.
+    pub(super) fn observe(&self, topic: &str, kind: usize, sizes: impl Iterator<Item = u64>) {
+        let topics = self.0.load();
+        let per_type = if let Some(t) = topics.get(topic) {
+            Arc::clone(t)
+        } else {
+            drop(topics);
+            let mut created = None;
+            self.0.rcu(|old| {
+                let mut new = HashMap::clone(old);
+                created = Some(Arc::clone(new.entry(topic.to_owned()).or_default()));
+                new
+            });
+            match created {
+                Some(t) => t,
+                None => return,
+            }
+        };
+        let Some(b) = per_type.get(kind) else { return };
+        for size in sizes {
+            let i = BOUNDS
+                .iter()
+                .position(|&max| size <= max)
+                .unwrap_or(BOUNDS.len());
+            b.counts[i].fetch_add(1, Ordering::Relaxed);
+            b.sum.fetch_add(size, Ordering::Relaxed);
+        }
+    }
+
+    /// Register the histograms as `rocketmq_message_size`.
+    pub(super) fn register(&self, r: &mut Registry) {
+        let family = Family::<SizeLabels, Snapshot>::default();
+        for (topic, per_type) in self.0.load().iter() {
+            for (kind, b) in TYPES.iter().zip(per_type.iter()) {
+                let counts: Vec<u64> = b.counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+                if counts.iter().all(|&n| n == 0) {
+                    continue;
+                }
+                #[expect(clippy::cast_precision_loss, reason = "bucket bounds are exact")]
+                let bounds = BOUNDS.iter().map(|&b| b as f64);
+                #[expect(clippy::cast_precision_loss, reason = "byte sums far below 2^52")]
+                let sum = b.sum.load(Ordering::Relaxed) as f64;
+                let labels = SizeLabels {
+                    topic: topic.clone(),
+                    message_type: kind,
+                };
+                family.get_or_create(&labels).set(sum, bounds, &counts);
+            }
+        }
+        r.register(
+            "rocketmq_message_size",
+            "Bytes per stored message (body and properties as sent), per topic and message type.",
+            family,
+        );
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SizeLabels {
+    topic: String,
+    message_type: &'static str,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn types_follow_rocketmq_5() {
+        let p = |s: &str| s.replace(',', "\u{2}").replace('=', "\u{1}").into_bytes();
+        assert_eq!(TYPES[message_type(0, &p("KEYS=k"))], "Normal");
+        assert_eq!(TYPES[message_type(0, &p("DELAY=3"))], "Delay");
+        assert_eq!(TYPES[message_type(0, &p("DELAY=0"))], "Normal");
+        assert_eq!(TYPES[message_type(0, &p("TIMER_DELIVER_MS=5"))], "Delay");
+        assert_eq!(TYPES[message_type(0, &p("__SHARDINGKEY=a"))], "FIFO");
+        let half = sys_flag::TRANSACTION_PREPARED_TYPE;
+        assert_eq!(TYPES[message_type(half, &p("DELAY=3"))], "Transaction");
+    }
+
+    #[test]
+    fn sizes_land_in_their_buckets() {
+        let s = MessageSizes::default();
+        s.observe("T", 0, [10, 1024, 1025, 5 << 20].into_iter());
+        let mut r = Registry::default();
+        s.register(&mut r);
+        let mut text = String::new();
+        let _ = prometheus_client::encoding::text::encode(&mut text, &r);
+        assert!(
+            text.contains(
+                "rocketmq_message_size_bucket{le=\"1024.0\",topic=\"T\",message_type=\"Normal\"} 2"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "rocketmq_message_size_bucket{le=\"4096.0\",topic=\"T\",message_type=\"Normal\"} 3"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("rocketmq_message_size_count{topic=\"T\",message_type=\"Normal\"} 4"),
+            "{text}"
+        );
+    }
+}
