@@ -92,6 +92,7 @@ __all__ = [
     "decompress_body",
     "fastjson_to_json",
     "java_string_hash",
+    "namesrv_metrics_text",
     "parse_delay_levels",
     "parse_delete_when",
     "reset_logging_cache",
@@ -321,6 +322,19 @@ def store_config_defaults() -> dict[str, str]:
 
 def broker_metrics_text(server: BrokerServer, cpu_seconds: float, resident_bytes: int) -> str:
     """One Prometheus scrape of ``server`` (OpenMetrics text; ``rmq_broker::metrics``)."""
+
+def namesrv_metrics_text(
+    server: RemotingServer,
+    *,
+    brokers: int,
+    topics: int,
+    clusters: int,
+    cpu_seconds: float,
+    resident_bytes: int,
+) -> str:
+    """One Prometheus scrape of a nameserver ``server`` started with ``metrics=True``: its RPC
+    latencies, the route table's sizes given here and the process figures; ``ValueError``
+    when the server times nothing."""
 
 def reset_logging_cache() -> None:
     """Forget the Python logging levels the Rust side has cached. Rust records (loggers
@@ -680,12 +694,14 @@ class RemotingServer:
         acl_enable: bool = False,
         acl_file: str | os.PathLike[str] | None = None,
         tls: dict[str, str] | None = None,
+        metrics: bool = False,
     ) -> RemotingServer:
         """``acl_enable``: every request is checked in Rust, before ``handler`` sees it,
         against the ACL file ``acl_file`` (default ``$ROCKETMQ_HOME/conf/plain_acl.yml``)
         with the nameserver's rules; refusals are answered NO_PERMISSION (16). A missing or
         bad file raises ``rmq.errors.ConfigError`` naming the file, line and key. ``tls``:
-        the ``tls.server.*`` settings (see the class doc)."""
+        the ``tls.server.*`` settings (see the class doc). ``metrics``: every answer is timed
+        for :func:`namesrv_metrics_text`."""
     @property
     def local_addr(self) -> str: ...
     def shutdown(self) -> None: ...

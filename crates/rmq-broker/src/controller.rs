@@ -3,7 +3,7 @@
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rmq_protocol::body::RegisterBrokerBody;
 use rmq_protocol::RemotingCommand;
@@ -28,20 +28,7 @@ struct Dispatcher(Arc<BrokerState>);
 
 impl RequestHandler for Dispatcher {
     fn handle(&self, conn: Connection, request: RemotingCommand) -> BoxFuture<Option<Reply>> {
-        if !self.0.metrics.enabled() {
-            return Box::pin(processor::dispatch(Arc::clone(&self.0), conn, request));
-        }
-        let (state, code, started) = (Arc::clone(&self.0), request.code, Instant::now());
-        Box::pin(async move {
-            let reply = processor::dispatch(Arc::clone(&state), conn, request).await;
-            if let Some(r) = &reply {
-                let response = match r {
-                    Reply::Command(c) | Reply::WithFileRegions { command: c, .. } => c.code,
-                };
-                state.metrics.on_rpc(code, response, started.elapsed());
-            }
-            reply
-        })
+        Box::pin(processor::dispatch(Arc::clone(&self.0), conn, request))
     }
     fn run_inline(&self, request: &RemotingCommand) -> bool {
         processor::is_cheap(request)
@@ -190,8 +177,8 @@ impl BrokerController {
         if let Some(vip) = vip_channel_listener(listen_addr).await {
             listeners.push(vip);
         }
-        let acl = b.acl.clone();
-        let mut handler: Arc<dyn rmq_remoting::RequestHandler> = Arc::new(Dispatcher(b));
+        let (acl, dispatcher) = (b.acl.clone(), Arc::new(Dispatcher(Arc::clone(&b))));
+        let mut handler: Arc<dyn rmq_remoting::RequestHandler> = dispatcher;
         if let Some(file) = acl {
             handler = Arc::new(rmq_acl::AclHandler::new(
                 handler,
@@ -199,6 +186,8 @@ impl BrokerController {
                 rmq_acl::Policy::Broker,
             ));
         }
+        // Outermost, so that the RPC latencies count ACL refusals too.
+        let handler = b.metrics.timed(handler);
         rmq_remoting::serve_listeners(listeners, &handler, &server_config)
     }
 

@@ -215,19 +215,25 @@ impl RequestHandler for PyHandler {
 #[pyclass(module = "rmq._rmq")]
 pub(crate) struct RemotingServer {
     handle: Mutex<Option<rmq_remoting::ServerHandle>>,
-    local_addr: String,
+    pub(crate) local_addr: String,
+    /// With `metrics=True`: the RPC latencies of every answer (`rmq._rmq.namesrv_metrics_text`).
+    pub(crate) rpc: Option<Arc<rmq_broker::metrics::RpcLatencies>>,
 }
 
 #[pymethods]
 impl RemotingServer {
     /// `acl_enable`: check every request in Rust, before `handler` sees it, against the ACL
     /// file `acl_file` (default `$ROCKETMQ_HOME/conf/plain_acl.yml`) with the nameserver's
-    /// rules (`rmq_acl::Policy::Namesrv`); refusals are answered NO_PERMISSION.
+    /// rules (`rmq_acl::Policy::Namesrv`); refusals are answered NO_PERMISSION. `metrics`:
+    /// time every answer for the Prometheus scrape.
     #[new]
-    #[pyo3(signature = (host, port, handler, *, acl_enable=false, acl_file=None, tls=None))]
+    #[pyo3(signature = (host, port, handler, *, acl_enable=false, acl_file=None, tls=None,
+                        metrics=false))]
     #[expect(
         clippy::needless_pass_by_value,
-        reason = "pyo3 extracts Python arguments as owned values"
+        clippy::too_many_arguments,
+        reason = "pyo3 extracts Python arguments as owned values; the keywords are the Python \
+                  constructor's"
     )]
     fn new(
         py: Python<'_>,
@@ -237,6 +243,7 @@ impl RemotingServer {
         acl_enable: bool,
         acl_file: Option<std::path::PathBuf>,
         tls: Option<HashMap<String, String>>,
+        metrics: bool,
     ) -> PyResult<Self> {
         if !handler.bind(py).hasattr("handle")? {
             return Err(PyValueError::new_err(
@@ -247,6 +254,10 @@ impl RemotingServer {
         let mut h: Arc<dyn RequestHandler> = Arc::new(PyHandler::new(handler));
         if acl_enable {
             h = crate::acl::namesrv_acl(py, h, acl_file.as_deref())?;
+        }
+        let rpc = metrics.then(Arc::default);
+        if let Some(rpc) = &rpc {
+            h = Arc::new(rmq_broker::metrics::TimedHandler::new(h, Arc::clone(rpc)));
         }
         let config = rmq_remoting::ServerConfig {
             tls: crate::tls::server_tls(py, tls.as_ref())?,
@@ -263,6 +274,7 @@ impl RemotingServer {
         Ok(Self {
             handle: Mutex::new(Some(handle)),
             local_addr,
+            rpc,
         })
     }
 

@@ -11,13 +11,25 @@ import logging
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rmq.config import parse_properties
 from rmq.errors import RmqError
 from rmq.logsetup import add_arguments, configure_from_args
-from rmq.namesrv.config import ACCEPTED_UNUSED_KEYS, ACL_KEYS, KNOWN_KEYS, TLS_KEYS, NamesrvConfig
+from rmq.metrics_http import MetricsExporter, process_figures
+from rmq.namesrv.config import (
+    ACCEPTED_UNUSED_KEYS,
+    ACL_KEYS,
+    KNOWN_KEYS,
+    METRICS_KEYS,
+    TLS_KEYS,
+    NamesrvConfig,
+)
 from rmq.namesrv.server import NamesrvProcessor
 from rmq.stop_signals import stop_on_signals
+
+if TYPE_CHECKING:
+    from rmq._rmq import RemotingServer
 
 __all__ = ["DEFAULT_PORT", "main", "run"]
 
@@ -49,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _read_config(path: str) -> tuple[int | None, dict[str, str]]:
     """``listenPort`` (if set) and every key of a namesrv.conf."""
     props = parse_properties(Path(path).read_text(encoding="utf-8"), path)
-    for key in sorted(set(props) - KNOWN_KEYS - ACL_KEYS):
+    for key in sorted(set(props) - KNOWN_KEYS - ACL_KEYS - METRICS_KEYS):
         if key in ACCEPTED_UNUSED_KEYS:
             log.info("%s: %s is accepted but has no effect in rmq", path, key)
         else:
@@ -79,20 +91,39 @@ def run(host: str, port: int, stop: threading.Event, settings: dict[str, str] | 
 
     config = NamesrvConfig(
         port,
-        {k: v for k, v in (settings or {}).items() if k in ACCEPTED_UNUSED_KEYS | ACL_KEYS},
+        {
+            k: v
+            for k, v in (settings or {}).items()
+            if k in ACCEPTED_UNUSED_KEYS | ACL_KEYS | METRICS_KEYS
+        },
     )
     processor = NamesrvProcessor(config=config)
     settings = settings or {}
     acl_enable = settings.get("aclEnable", "false").strip().lower() == "true"
     acl_file = settings.get("aclFilePath") or None
+    metrics = settings.get("metricsExporterType", "NONE") == "PROM"
+    tls = {k: v for k, v in (settings or {}).items() if k in TLS_KEYS}
     try:
-        tls = {k: v for k, v in (settings or {}).items() if k in TLS_KEYS}
         server = RemotingServer(
-            host, port, processor, acl_enable=acl_enable, acl_file=acl_file, tls=tls or None
+            host,
+            port,
+            processor,
+            acl_enable=acl_enable,
+            acl_file=acl_file,
+            tls=tls or None,
+            metrics=metrics,
         )
     except (RuntimeError, RmqError) as exc:
         log.error("%s", exc)
         return 1
+    exporter = None
+    if metrics:
+        try:
+            exporter = namesrv_metrics_exporter(settings, server, processor)
+        except RmqError as exc:
+            log.error("%s", exc)
+            server.shutdown()
+            return 1
     if acl_enable:
         log.info("ACL on: every request is checked against %s", acl_file or "the default file")
     config.listen_port = int(server.local_addr.rsplit(":", 1)[1])
@@ -101,9 +132,38 @@ def run(host: str, port: int, stop: threading.Event, settings: dict[str, str] | 
         while not stop.wait(SCAN_INTERVAL_S):
             processor.routes.scan_not_active_broker()
     finally:
+        if exporter is not None:
+            exporter.shutdown()
         server.shutdown()
     log.info("shutdown complete")
     return 0
+
+
+def namesrv_metrics_exporter(
+    settings: dict[str, str], server: RemotingServer, processor: NamesrvProcessor
+) -> MetricsExporter:
+    """``GET /metrics`` on ``metricsPromExporterHost:metricsPromExporterPort`` (HTTPS with the
+    nameserver's ``tls.server.*`` keys when TLS is on)."""
+    from rmq._rmq import namesrv_metrics_text
+
+    def scrape() -> str:
+        brokers, topics, clusters = processor.routes.sizes()
+        cpu, resident = process_figures()
+        return namesrv_metrics_text(
+            server,
+            brokers=brokers,
+            topics=topics,
+            clusters=clusters,
+            cpu_seconds=cpu,
+            resident_bytes=resident,
+        )
+
+    return MetricsExporter(
+        scrape,
+        settings.get("metricsPromExporterHost", "0.0.0.0"),
+        int(settings.get("metricsPromExporterPort", "5557")),
+        tls={k: v for k, v in settings.items() if k in TLS_KEYS},
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -3,8 +3,9 @@ as ``namesrv.conf`` spells them) and what GET_NAMESRV_CONFIG (319) / UPDATE_NAME
 report and change (``mqadmin getNamesrvConfig`` / ``updateNamesrvConfig``).
 
 rmq's nameserver acts on ``listenPort``, the ``tls.server.*`` keys (TLS on its port, read at
-start-up and never reported back) and the ACL keys (``aclEnable``, ``aclFilePath``: read at
-start-up, reported, not changeable while it runs); the other keys are accepted so that RocketMQ
+start-up and never reported back), the ACL keys (``aclEnable``, ``aclFilePath``) and the
+metrics keys (``metricsExporterType``, ``metricsPromExporterHost``/``Port``), both read at
+start-up, reported, not changeable while it runs; the other keys are accepted so that RocketMQ
 config files and admin tools work, kept, and reported back, but change nothing. The answer to
 GET_NAMESRV_CONFIG is ``key=value`` lines: ``listenPort`` (the port actually bound) and every
 key set in the config file or by UPDATE_NAMESRV_CONFIG. Updates live in memory until the
@@ -26,6 +27,7 @@ __all__ = [
     "ACCEPTED_UNUSED_KEYS",
     "ACL_KEYS",
     "KNOWN_KEYS",
+    "METRICS_KEYS",
     "PATH_KEYS",
     "TLS_KEYS",
     "NamesrvConfig",
@@ -43,7 +45,10 @@ _INT_KEYS = frozenset(
 )
 ACL_KEYS = frozenset({"aclEnable", "aclFilePath"})
 """Read at start-up (the ACL check in front of the handler), reported, not changeable."""
-ACCEPTED_UNUSED_KEYS = frozenset(_SCHEMA) - KNOWN_KEYS - ACL_KEYS
+METRICS_KEYS = frozenset(name for name in _SCHEMA if name.startswith("metrics"))
+"""``metricsExporterType``, ``metricsPromExporterHost``/``Port``: read at start-up (the
+Prometheus exporter, ``rmq.metrics_http``), reported, not changeable."""
+ACCEPTED_UNUSED_KEYS = frozenset(_SCHEMA) - KNOWN_KEYS - ACL_KEYS - METRICS_KEYS
 """Keys RocketMQ's nameserver has that this one accepts, reports and ignores."""
 
 
@@ -63,9 +68,9 @@ def _check(key: str, value: str) -> None:
         raise NamesrvConfigError(
             f"{key} cannot change while the nameserver runs: set it in namesrv.conf and restart"
         )
-    if key == "aclEnable":
+    if key == "aclEnable" or key in METRICS_KEYS:
         raise NamesrvConfigError(
-            "aclEnable cannot change while the nameserver runs: set it in namesrv.conf and restart"
+            f"{key} cannot change while the nameserver runs: set it in namesrv.conf and restart"
         )
     if key == "listenPort":
         raise NamesrvConfigError(

@@ -265,6 +265,15 @@ class RouteInfoManager:
         log.warning("broker %s removed: %s", broker_addr, reason)
         return True
 
+    def sizes(self) -> tuple[int, int, int]:
+        """Live brokers, topics and clusters in the table (the nameserver's metrics)."""
+        with self._lock:
+            return (
+                len(self.broker_live_table),
+                len(self.topic_queue_table),
+                len(self.cluster_addr_table),
+            )
+
     def scan_not_active_broker(self) -> list[str]:
         """Drop brokers silent for 120 s (run every few seconds). Returns their addresses."""
         now = self._now_ms()

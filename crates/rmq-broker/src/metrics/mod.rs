@@ -23,6 +23,7 @@
 //! nameserver, and this keeps an HTTP stack out of the Rust build.
 
 use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -30,13 +31,18 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
+use rmq_remoting::RequestHandler;
+
 use crate::state::BrokerState;
 
 mod histogram;
+mod namesrv;
 mod pull_offsets;
 mod rpc;
 mod size;
 
+pub use namesrv::{render_namesrv, NamesrvFigures};
+pub use rpc::{RpcLatencies, TimedHandler};
 pub use size::message_type;
 
 /// `metricsExporterType` values that turn the exporter on.
@@ -46,7 +52,7 @@ pub const EXPORTER_PROM: &str = "PROM";
 #[derive(Debug, Default)]
 pub struct BrokerMetrics {
     enabled: bool,
-    rpc: rpc::RpcLatencies,
+    rpc: Arc<RpcLatencies>,
     sizes: size::MessageSizes,
     pulled: pull_offsets::PullOffsets,
 }
@@ -67,10 +73,13 @@ impl BrokerMetrics {
         self.enabled
     }
 
-    /// A request with `request_code` was answered with `response_code` after `elapsed`.
-    pub fn on_rpc(&self, request_code: i32, response_code: i32, elapsed: std::time::Duration) {
+    /// `handler`, timed into the RPC latency histogram when the exporter is on.
+    #[must_use]
+    pub fn timed(&self, handler: Arc<dyn RequestHandler>) -> Arc<dyn RequestHandler> {
         if self.enabled {
-            self.rpc.observe(request_code, response_code, elapsed);
+            Arc::new(TimedHandler::new(handler, Arc::clone(&self.rpc)))
+        } else {
+            handler
         }
     }
 
@@ -125,6 +134,23 @@ fn runtime_figure(info: &[(&str, String)], key: &str) -> i64 {
         .unwrap_or(0)
 }
 
+/// The process's CPU time and resident memory (`process_*`, Prometheus' own names).
+fn register_process(r: &mut Registry, process: ProcessFigures) {
+    let cpu = Counter::<f64, AtomicU64>::default();
+    cpu.inc_by(process.cpu_seconds);
+    r.register(
+        "process_cpu_seconds",
+        "User and system CPU time of the process.",
+        cpu,
+    );
+    gauge(
+        r,
+        "process_resident_memory_bytes",
+        "Resident memory of the process.",
+        process.resident_bytes,
+    );
+}
+
 /// One scrape of `b`, in the OpenMetrics text format.
 #[must_use]
 pub fn render(b: &BrokerState, process: ProcessFigures) -> String {
@@ -167,19 +193,7 @@ pub fn render(b: &BrokerState, process: ProcessFigures) -> String {
     );
     register_counts(&mut r, b);
     b.metrics.rpc.register(&mut r);
-    let cpu = Counter::<f64, AtomicU64>::default();
-    cpu.inc_by(process.cpu_seconds);
-    r.register(
-        "process_cpu_seconds",
-        "User and system CPU time of the broker process.",
-        cpu,
-    );
-    gauge(
-        &mut r,
-        "process_resident_memory_bytes",
-        "Resident memory of the broker process.",
-        process.resident_bytes,
-    );
+    register_process(&mut r, process);
     let mut out = String::new();
     // Writing to a String cannot fail.
     let _ = prometheus_client::encoding::text::encode(&mut out, &r);
@@ -365,14 +379,24 @@ fn register_counts(r: &mut Registry, b: &BrokerState) {
 mod tests {
     use super::*;
 
+    struct Silent;
+
+    impl RequestHandler for Silent {
+        fn handle(
+            &self,
+            _conn: rmq_remoting::Connection,
+            _request: rmq_protocol::RemotingCommand,
+        ) -> rmq_remoting::BoxFuture<Option<rmq_remoting::Reply>> {
+            Box::pin(async { None })
+        }
+    }
+
     #[test]
-    fn counts_no_latency_when_off() {
+    fn times_nothing_when_off() {
         let off = BrokerMetrics::new(false);
-        off.on_rpc(10, 0, std::time::Duration::from_millis(2));
-        let mut r = Registry::default();
-        off.rpc.register(&mut r);
-        let mut text = String::new();
-        let _ = prometheus_client::encoding::text::encode(&mut text, &r);
-        assert!(!text.contains("request_code=\"10\""), "{text}");
+        let inner: Arc<dyn RequestHandler> = Arc::new(Silent);
+        assert!(Arc::ptr_eq(&off.timed(Arc::clone(&inner)), &inner));
+        let on = BrokerMetrics::new(true);
+        assert!(!Arc::ptr_eq(&on.timed(Arc::clone(&inner)), &inner));
     }
 }

@@ -4,17 +4,20 @@
 //! service's wake-up, not here (its answer leaves by another path).
 //!
 //! Each (request code, response code) pair has its own bucket atomics, found through a
-//! read-copy-update map as the topic counters are (see the parent module).
+//! read-copy-update map as the topic counters are (see the parent module). [`TimedHandler`]
+//! times any server's requests this way: the broker's and the nameserver's.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
+use rmq_protocol::RemotingCommand;
+use rmq_remoting::{BoxFuture, Connection, Reply, RequestHandler};
 
 use super::histogram::Snapshot;
 
@@ -23,7 +26,7 @@ const BOUNDS_MS: [u32; 9] = [1, 3, 5, 7, 10, 100, 1000, 2000, 3000];
 
 /// One pair's buckets (the last one: above every bound), count of answers and sum of µs.
 #[derive(Debug, Default)]
-pub(super) struct Latencies {
+struct Latencies {
     buckets: [AtomicU64; BOUNDS_MS.len() + 1],
     sum_us: AtomicU64,
 }
@@ -42,10 +45,11 @@ impl Latencies {
 
 /// The histograms of every (request code, response code) pair seen.
 #[derive(Debug, Default)]
-pub(super) struct RpcLatencies(ArcSwap<HashMap<(i32, i32), Arc<Latencies>>>);
+pub struct RpcLatencies(ArcSwap<HashMap<(i32, i32), Arc<Latencies>>>);
 
 impl RpcLatencies {
-    pub(super) fn observe(&self, request_code: i32, response_code: i32, elapsed: Duration) {
+    /// A request with `request_code` was answered with `response_code` after `elapsed`.
+    pub fn observe(&self, request_code: i32, response_code: i32, elapsed: Duration) {
         let key = (request_code, response_code);
         if let Some(l) = self.0.load().get(&key) {
             l.observe(elapsed);
@@ -97,4 +101,45 @@ struct RpcLabels {
     protocol_type: &'static str,
     request_code: i32,
     response_code: i32,
+}
+
+/// A server's handler whose answers are timed into an [`RpcLatencies`] (oneways, which get
+/// no answer, are not counted).
+pub struct TimedHandler {
+    inner: Arc<dyn RequestHandler>,
+    rpc: Arc<RpcLatencies>,
+}
+
+impl TimedHandler {
+    /// `inner`, timed into `rpc`.
+    #[must_use]
+    pub fn new(inner: Arc<dyn RequestHandler>, rpc: Arc<RpcLatencies>) -> Self {
+        Self { inner, rpc }
+    }
+}
+
+impl RequestHandler for TimedHandler {
+    fn handle(&self, conn: Connection, request: RemotingCommand) -> BoxFuture<Option<Reply>> {
+        let (code, started) = (request.code, Instant::now());
+        let (answer, rpc) = (self.inner.handle(conn, request), Arc::clone(&self.rpc));
+        Box::pin(async move {
+            let reply = answer.await;
+            if let Some(r) = &reply {
+                let response = match r {
+                    Reply::Command(c) | Reply::WithFileRegions { command: c, .. } => c.code,
+                };
+                rpc.observe(code, response, started.elapsed());
+            }
+            reply
+        })
+    }
+    fn run_inline(&self, request: &RemotingCommand) -> bool {
+        self.inner.run_inline(request)
+    }
+    fn on_connect(&self, conn: &Connection) {
+        self.inner.on_connect(conn);
+    }
+    fn on_close(&self, conn: &Connection) {
+        self.inner.on_close(conn);
+    }
 }

@@ -282,8 +282,8 @@ pub static BROKER_KEYS: &[K] = &[
 ];
 
 /// Every `namesrv.conf` key (RocketMQ's `NamesrvConfig` and `NettyServerConfig`). rmq's
-/// nameserver acts on `listenPort`, `aclEnable` and `aclFilePath`; the others are kept and
-/// reported back.
+/// nameserver acts on `listenPort`, `tls.server.*`, `aclEnable`, `aclFilePath` and the
+/// `metrics*` keys; the others are kept and reported back.
 #[rustfmt::skip]
 pub static NAMESRV_KEYS: &[K] = &[
     K::new("listenPort", int(0, 65_535), Some("9876"), Namesrv,
@@ -324,6 +324,14 @@ pub static NAMESRV_KEYS: &[K] = &[
         "true = tls.server.need.client.auth require."),
     K::new("tls.server.trustCertPath", UNCHECKED, Some(""), Namesrv,
         "PEM file of the CAs that sign client certificates (mutual TLS)."),
+    K::new("metricsExporterType", ValueKind::OneOf(&["NONE", "DISABLE", "PROM"]), Some("NONE"),
+        Namesrv, "PROM serves Prometheus metrics (RPC latencies, route table sizes, process \
+         figures) on metricsPromExporterHost:metricsPromExporterPort (GET /metrics)."),
+    K::new("metricsPromExporterHost", ValueKind::Ip, Some("0.0.0.0"), Namesrv,
+        "The address the nameserver's Prometheus exporter listens on."),
+    K::new("metricsPromExporterPort", int(0, 65_535), Some("5557"), Namesrv,
+        "The nameserver's Prometheus exporter port (0: any free port, logged at start; a \
+         broker on the same machine needs another)."),
     K::new("aclEnable", BOOL, Some("false"), Namesrv,
         "Check every request against plain_acl.yml: registrations, permission changes and KV \
          writes need an admin account, other requests a known one."),
