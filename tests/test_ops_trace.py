@@ -68,7 +68,12 @@ def cluster(
 ) -> Iterator[tuple[str, str]]:
     """A nameserver and a broker with ``traceTopicEnable = true``."""
     _, ns_addr = module_namesrv
-    broker, addr = _broker(tmp_path_factory.mktemp("trace"), ns_addr, "traceTopicEnable = true\n")
+    broker, addr = _broker(
+        tmp_path_factory.mktemp("trace"),
+        ns_addr,
+        # Quick transaction checks for the EndTransaction-from-a-check test.
+        "traceTopicEnable = true\ntransactionCheckInterval = 1000\ntransactionTimeOut = 1000\n",
+    )
     try:
         with Admin(ns_addr) as admin:
             wait_until(lambda: _routed(admin, TRACE_TOPIC), "the trace topic's route")
@@ -216,10 +221,13 @@ def test_older_layouts_decode_and_a_malformed_record_is_skipped() -> None:
 def test_the_broker_creates_the_trace_topic_only_when_enabled(
     cluster: tuple[str, str], tmp_path: Path
 ) -> None:
-    ns_addr, _ = cluster
+    ns_addr, broker_addr = cluster
     with Admin(ns_addr) as admin:
         (queues,) = admin.route(TRACE_TOPIC).queue_datas
         assert (queues.read_queue_nums, queues.write_queue_nums, queues.perm) == (1, 1, 6)
+        config = admin.broker(broker_addr, RequestCode.GET_BROKER_CONFIG, {}).body or b""
+    lines = config.decode().splitlines()
+    assert "traceTopicEnable=true" in lines and f"msgTraceTopicName={TRACE_TOPIC}" in lines
     # Another broker, trace topic off but a custom name set: no topic of either name.
     custom = "MY_TRACE_TOPIC"
     broker, addr = _broker(tmp_path, ns_addr, f"msgTraceTopicName = {custom}\n")
@@ -334,6 +342,86 @@ def test_a_transaction_yields_its_half_pub_and_an_endtransaction(
     )
     assert end.bean.transaction_id == result.transaction_id
     assert end.bean.store_host == broker_addr and end.bean.keys == "order-1"
+
+
+def test_a_checked_transaction_yields_an_endtransaction_from_the_check(
+    cluster: tuple[str, str],
+) -> None:
+    ns_addr, broker_addr = cluster
+    topic = "TraceTopicTxCheck"
+    create_topic(ns_addr, [broker_addr], topic, 1)
+    checked = threading.Event()
+
+    def check(m: rmq.StoredMessage) -> rmq.LocalTransactionState:
+        checked.set()
+        return rmq.LocalTransactionState.COMMIT_MESSAGE
+
+    with rmq.TransactionProducer(
+        "trace-tx-check",
+        ns_addr,
+        execute_local_transaction=lambda m, a: rmq.LocalTransactionState.UNKNOW,
+        check_local_transaction=check,
+        enable_msg_trace=True,
+    ) as producer:
+        result = producer.send_message_in_transaction(rmq.Message(topic, b"tx"))
+        wait_until(checked.is_set, "the broker's transaction check")
+    records = _records(ns_addr, result.msg_id, 3)
+    ends = [r.bean for r in records if r.trace_type is TraceType.EndTransaction]
+    assert [(e.transaction_state, e.from_transaction_check) for e in ends] == [
+        ("UNKNOW", False),
+        ("COMMIT_MESSAGE", True),
+    ]
+    assert ends[1].store_host == broker_addr and ends[1].transaction_id == result.msg_id
+
+
+def test_a_custom_trace_topic_and_an_orderly_consumer_whose_listener_raised(
+    cluster: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    ns_addr, broker_addr = cluster
+    topic, trace_topic = "TraceTopicOrderly", "MY_TRACE_TOPIC"
+    create_topic(ns_addr, [broker_addr], topic, 1)
+    create_topic(ns_addr, [broker_addr], trace_topic, 1)
+    with rmq.Producer(
+        "trace-custom-pg", ns_addr, enable_msg_trace=True, custom_trace_topic=trace_topic
+    ) as producer:
+        sent = producer.send(rmq.Message(topic, b"in order"))
+    calls: list[int] = []
+
+    def listener(msgs: list[rmq.StoredMessage]) -> rmq.ConsumeOrderlyStatus:
+        calls.append(len(msgs))
+        if len(calls) == 1:
+            raise RuntimeError("the first call fails")
+        return rmq.ConsumeOrderlyStatus.SUCCESS
+
+    consumer = rmq.PushConsumer(
+        "trace-orderly-cg",
+        ns_addr,
+        consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+        rebalance_interval_ms=1000,
+        suspend_current_queue_time_millis=100,
+        enable_msg_trace=True,
+        custom_trace_topic=trace_topic,
+    )
+    consumer.subscribe(topic)
+    consumer.register_message_listener_orderly(listener)
+    consumer.start()
+    try:
+        wait_until(lambda: len(calls) >= 2, "the failed call and its retry")
+    finally:
+        consumer.shutdown()
+
+    def found() -> list[TraceContext]:
+        with Admin(ns_addr) as admin:
+            return query_trace(admin, sent.msg_id, trace_topic)
+
+    wait_until(lambda: len(found()) >= 5, "Pub and two SubBefore/SubAfter pairs")
+    afters = [(r.success, r.context_code) for r in found() if r.trace_type is TraceType.SubAfter]
+    assert afters[:2] == [(False, ConsumeReturnType.EXCEPTION), (True, ConsumeReturnType.SUCCESS)]
+    # Nothing of it went to the default trace topic; -t finds it.
+    with Admin(ns_addr) as admin:
+        assert query_trace(admin, sent.msg_id) == []
+    assert main(["-n", ns_addr, "queryMsgTraceById", "-i", sent.msg_id, "-t", trace_topic]) == 0
+    assert "trace-orderly-cg" in capsys.readouterr().out
 
 
 def test_without_trace_nothing_reaches_the_trace_topic(cluster: tuple[str, str]) -> None:

@@ -306,7 +306,7 @@ class TransactionProducer(Producer):
                 self._tracer.end_transaction(
                     message,
                     message.msg_id,
-                    fields.get("transactionId") or message.msg_id,
+                    message.msg_id,  # as Java's hook: the unique key is the transaction id
                     broker_addr,
                     state.value,
                     from_check=True,
