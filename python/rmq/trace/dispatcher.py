@@ -132,10 +132,15 @@ class AsyncTraceDispatcher:
             except queue.Empty:
                 ctx = None
             if ctx is not None and ctx.trace_beans:
-                if not batch:
-                    first = time.monotonic()
-                batch.append(ctx)
-                size += len(encode(ctx))
+                try:
+                    n = len(encode(ctx))
+                except Exception:  # a bad record must not stop the worker
+                    log.exception("dropping a trace record that cannot be encoded: %r", ctx)
+                else:
+                    if not batch:
+                        first = time.monotonic()
+                    batch.append(ctx)
+                    size += n
             if batch and (
                 size >= BATCH_BYTES
                 or time.monotonic() - first >= WAIT_THRESHOLD_S
