@@ -3,8 +3,9 @@ ways, against an rmq broker with ``traceTopicEnable = true``:
 
 * what rmq's SDK traces (a Pub, and a consumer group's SubBefore/SubAfter) is decoded by
   Apache's ``mqadmin queryMsgTraceById``;
-* what Java's ``DefaultMQProducer(group, enableMsgTrace=true)`` traces
-  (tests/compat/java/trace/TraceProducer.java) is printed by ``rmq queryMsgTraceById``.
+* what Java's ``DefaultMQProducer(group, true)`` and ``DefaultMQPushConsumer(group, true)``
+  trace (tests/compat/java/trace/TraceCheck.java) is decoded by ``rmq.trace.query_trace`` and
+  printed by ``rmq queryMsgTraceById``.
 """
 
 from __future__ import annotations
@@ -23,13 +24,13 @@ from helpers import Collector, create_topic, push_consumer, wait_until
 from rmq._rmq import TRACE_TOPIC
 from rmq.admin import main
 from rmq.admin.client import Admin
-from rmq.trace import TraceType, query_trace
+from rmq.trace import ConsumeReturnType, TraceType, query_trace
 from test_ops_trace import _broker, _routed
 
 sys.path.insert(0, str(Path(__file__).parent / "compat" / "mqadmin"))
 from mqadmin import MQAdmin, java_executable, resolve_classpath
 
-TRACE_PRODUCER = Path(__file__).parent / "compat" / "java" / "trace" / "TraceProducer.java"
+TRACE_CHECK = Path(__file__).parent / "compat" / "java" / "trace" / "TraceCheck.java"
 MQADMIN_PROJECT = Path(__file__).parent / "compat" / "mqadmin"
 
 
@@ -88,11 +89,11 @@ def test_apache_mqadmin_reads_what_rmq_traced(tmp_path: Path, cluster: str) -> N
     assert [(s[1], s[-1]) for s in subs] == [(cgroup, "success")], out.output
 
 
-def test_rmq_reads_what_a_java_producer_traced(
+def test_rmq_reads_what_a_java_producer_and_consumer_traced(
     tmp_path: Path, cluster: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     ns_addr = cluster
-    topic, group = "TraceJavaB", "java-trace-pg"
+    topic, group, cgroup = "TraceJavaB", "java-trace-pg", "java-trace-cg"
     with Admin(ns_addr) as admin:
         addrs = [b.select_addr() or "" for b in admin.cluster_info().brokers_of("TraceCluster")]
     create_topic(ns_addr, addrs, topic, 1)
@@ -106,10 +107,11 @@ def test_rmq_reads_what_a_java_producer_traced(
             f"-Duser.home={tmp_path}",
             "-cp",
             resolve_classpath(MQADMIN_PROJECT),
-            str(TRACE_PRODUCER),
+            str(TRACE_CHECK),
             ns_addr,
             topic,
             group,
+            cgroup,
             "java-key",
         ],
         capture_output=True,
@@ -119,10 +121,21 @@ def test_rmq_reads_what_a_java_producer_traced(
         env={k: v for k, v in os.environ.items() if k != "JAVA_TOOL_OPTIONS"},
     )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
-    ids = json.loads(done.stdout.strip().splitlines()[-1])
+    # The client's shutdown logs to stdout too: the answer is the JSON line.
+    (answer,) = [line for line in done.stdout.splitlines() if line.startswith('{"msgId"')]
+    ids = json.loads(answer)
     with Admin(ns_addr) as admin:
-        (pub,) = query_trace(admin, ids["msgId"])
-    assert pub.trace_type is TraceType.Pub and pub.group_name == group and pub.success
+        records = query_trace(admin, ids["msgId"])
+    assert [r.trace_type for r in records] == [
+        TraceType.Pub,
+        TraceType.SubBefore,
+        TraceType.SubAfter,
+    ]
+    pub, before, after = records
+    assert pub.group_name == group and pub.success
+    assert before.group_name == cgroup and before.bean.retry_times == 0
+    assert (after.group_name, after.success, after.request_id) == (cgroup, True, before.request_id)
+    assert after.context_code == ConsumeReturnType.SUCCESS
     assert (pub.bean.topic, pub.bean.tags, pub.bean.keys) == (topic, "TagTrace", "java-key")
     assert pub.bean.offset_msg_id == ids["offsetMsgId"]
     assert pub.bean.body_length == len(b"traced by java")
@@ -130,3 +143,5 @@ def test_rmq_reads_what_a_java_producer_traced(
     out = capsys.readouterr().out.splitlines()
     assert code == 0
     assert out[1].split()[:2] == ["Pub", group] and out[1].split()[-1] == "success", out
+    subs = [line.split() for line in out if line.startswith("Sub ")]
+    assert [(s[1], s[-1]) for s in subs] == [(cgroup, "success")], out
