@@ -40,6 +40,7 @@ from rmq.trace import (
     query_trace,
 )
 from rmq.trace import dispatcher as dispatcher_module
+from rmq.trace.data import transfer_keys
 
 C1, C2 = "\x01", "\x02"
 
@@ -213,6 +214,20 @@ def test_older_layouts_decode_and_a_malformed_record_is_skipped() -> None:
     assert [r.trace_type for r in records] == [TraceType.Pub, TraceType.SubAfter]
     assert records[0].success is False and records[0].bean.msg_type is MessageType.Delay_Msg
     assert (records[1].cost_time, records[1].success, records[1].context_code) == (9, True, 0)
+
+
+def test_a_batch_of_consumed_messages_is_one_record_per_message() -> None:
+    ctx = TraceContext(TraceType.SubBefore, 5, "r", group_name="g", request_id="R")
+    ctx.trace_beans = [TraceBean(msg_id="M1", keys=None), TraceBean(msg_id="M2", keys="a b")]
+    text = encode(ctx)
+    assert text == (
+        C1.join(["SubBefore", "5", "r", "g", "R", "M1", "0", "null"])
+        + C2
+        + C1.join(["SubBefore", "5", "r", "g", "R", "M2", "0", "a b"])
+        + C2
+    )
+    assert transfer_keys(ctx) == ["M1", "M2", "a", "b"]
+    assert [r.bean.msg_id for r in decode(text)] == ["M1", "M2"]
 
 
 # ---- the broker ------------------------------------------------------------------------------
@@ -472,3 +487,20 @@ def test_a_full_trace_queue_drops_records_and_never_blocks_a_send(
     assert [r.trace_type for r in _records(ns_addr, results[3].msg_id, 1)] == [TraceType.Pub]
     with Admin(ns_addr) as admin:
         assert query_trace(admin, results[4].msg_id) == []
+
+
+def test_query_errors_are_told_plainly(
+    cluster: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    ns_addr, _ = cluster
+    # A trace topic nobody created: the tool names it, without a traceback.
+    code = main(["-n", ns_addr, "queryMsgTraceById", "-i", "ABC", "-t", "NO_SUCH_TRACE_TOPIC"])
+    err = capsys.readouterr().err
+    assert code != 0 and "Traceback" not in err, err
+    assert "the trace topic NO_SUCH_TRACE_TOPIC has no route" in err
+    assert "traceTopicEnable = true and msgTraceTopicName = NO_SUCH_TRACE_TOPIC" in err
+    # A message nothing traced: an empty answer and a warning saying so.
+    code = main(["-n", ns_addr, "queryMsgTraceById", "-i", "0A0000000000000000000000000000FF"])
+    captured = capsys.readouterr()
+    assert code == 0 and captured.out == ""
+    assert "no trace record of message 0A0000000000000000000000000000FF" in captured.err

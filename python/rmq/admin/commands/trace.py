@@ -8,9 +8,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
+from rmq._rmq import TRACE_TOPIC
 from rmq.admin.client import Admin
 from rmq.admin.command import arg, subcommand
 from rmq.admin.output import Result, date_time
+from rmq.errors import TopicNotExistError
 from rmq.trace import TraceContext, TraceType, query_trace
 
 _ROW = "{:<10} {:<20} {:<20} {:<20} {:<10} {:<10}"
@@ -91,7 +93,15 @@ def trace_lines(records: list[TraceContext]) -> list[str]:
 def query_msg_trace_by_id(admin: Admin, args: argparse.Namespace) -> Result:
     msg_id = args.msgId.strip()
     topic = args.traceTopic.strip() if args.traceTopic else None
-    records = query_trace(admin, msg_id, topic)
+    try:
+        records = query_trace(admin, msg_id, topic)
+    except TopicNotExistError:
+        name = topic or TRACE_TOPIC
+        raise TopicNotExistError(
+            f"the trace topic {name} has no route: start the brokers with traceTopicEnable = "
+            f"true{'' if topic is None else f' and msgTraceTopicName = {name}'}, or name the "
+            "trace topic the clients use with -t"
+        ) from None
     data = {"msgId": msg_id, "records": [dataclasses.asdict(r) for r in records]}
     warnings = [] if records else [f"no trace record of message {msg_id} was found"]
     return Result(data, trace_lines(records), warnings)
