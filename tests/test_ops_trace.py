@@ -24,7 +24,7 @@ from helpers import (
     push_consumer,
     wait_until,
 )
-from rmq._rmq import TRACE_TOPIC, RemotingClient
+from rmq._rmq import TRACE_TOPIC, RemotingClient, decode_messages
 from rmq.admin import main
 from rmq.admin.client import Admin
 from rmq.codes import RequestCode, ResponseCode
@@ -330,6 +330,34 @@ def test_a_traced_send_and_consume_yield_pub_subbefore_and_subafter(
     subs = [line.split() for line in out if line.startswith("Sub ")]
     assert [(s[1], s[-1]) for s in subs] == [(cgroup, "failed"), (cgroup, "success")]
     assert "#ConsumerGroup" in "\n".join(out)
+
+
+def test_an_async_send_is_traced_and_a_oneway_send_is_not(cluster: tuple[str, str]) -> None:
+    ns_addr, broker_addr = cluster
+    topic = "TraceTopicAsync"
+    create_topic(ns_addr, [broker_addr], topic, 1)
+    with rmq.Producer("trace-async-pg", ns_addr, enable_msg_trace=True) as producer:
+        sent = producer.send_async(rmq.Message(topic, b"async", keys="k-oneway")).result(30)
+        producer.send_oneway(rmq.Message(topic, b"oneway", keys="k-oneway"))
+    (pub,) = _records(ns_addr, sent.msg_id, 1)
+    assert (pub.trace_type, pub.group_name, pub.bean.msg_id) == (
+        TraceType.Pub,
+        "trace-async-pg",
+        sent.msg_id,
+    )
+    # The oneway send had no result to trace: the trace messages indexed under the key the
+    # two messages share (both records would have gone out in one batch) hold one Pub.
+    with Admin(ns_addr) as admin:
+        header = {
+            "topic": TRACE_TOPIC,
+            "key": "k-oneway",
+            "maxNum": "64",
+            "beginTimestamp": "0",
+            "endTimestamp": str(2**63 - 1),
+        }
+        resp = admin.broker(broker_addr, RequestCode.QUERY_MESSAGE, header)
+    records = [r for m in decode_messages(resp.body or b"") for r in decode(m.body.decode())]
+    assert [(r.trace_type, r.bean.msg_id) for r in records] == [(TraceType.Pub, sent.msg_id)]
 
 
 def test_a_transaction_yields_its_half_pub_and_an_endtransaction(
