@@ -7,6 +7,7 @@ written as RocketMQ 4.9.7's ``TraceDataEncoder`` writes it."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -330,6 +331,11 @@ def test_a_traced_send_and_consume_yield_pub_subbefore_and_subafter(
     subs = [line.split() for line in out if line.startswith("Sub ")]
     assert [(s[1], s[-1]) for s in subs] == [(cgroup, "failed"), (cgroup, "success")]
     assert "#ConsumerGroup" in "\n".join(out)
+    # --json: the records with TraceBean/TraceContext's fields.
+    assert main(["-n", ns_addr, "--json", "queryMsgTraceById", "-i", sent.msg_id]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [r["trace_type"] for r in doc["records"]][:2] == ["Pub", "SubBefore"]
+    assert doc["records"][0]["trace_beans"][0]["offset_msg_id"] == sent.offset_msg_id
 
 
 def test_an_async_send_is_traced_and_a_oneway_send_is_not(cluster: tuple[str, str]) -> None:
