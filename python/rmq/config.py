@@ -439,6 +439,10 @@ class BrokerConfig:
     (otherwise sends to it are NO_PERMISSION, as in RocketMQ)."""
     broker_topic_enable: bool = _default("brokerTopicEnable")
     """``brokerTopicEnable``: the topic named after the broker is readable and writable."""
+    trace_topic_enable: bool = _default("traceTopicEnable")
+    """``traceTopicEnable``: create the message trace topic (``msgTraceTopicName``) at start."""
+    msg_trace_topic_name: str = _default("msgTraceTopicName")
+    """``msgTraceTopicName``: the message trace topic (``RMQ_SYS_TRACE_TOPIC``)."""
     slave_read_enable: bool = _default("slaveReadEnable")
     """``slaveReadEnable``: a pull whose data is cold on the master (beyond
     ``accessMessageInMemoryMaxRatio`` of RAM) suggests the subscription group's
@@ -581,6 +585,8 @@ _FIELDS: dict[str, str] = {
     "serverChannelMaxIdleTimeSeconds": "server_channel_max_idle_time_seconds",
     "clusterTopicEnable": "cluster_topic_enable",
     "brokerTopicEnable": "broker_topic_enable",
+    "traceTopicEnable": "trace_topic_enable",
+    "msgTraceTopicName": "msg_trace_topic_name",
     "slaveReadEnable": "slave_read_enable",
     "aclEnable": "acl_enable",
     "aclFilePath": "acl_file_path",

@@ -49,6 +49,10 @@ pub struct BrokerConfig {
     pub region_id: String,
     /// `traceOn`, returned in send responses (`TRACE_ON`).
     pub trace_on: bool,
+    /// `traceTopicEnable` (default false): create `msg_trace_topic_name` at start.
+    pub trace_topic_enable: bool,
+    /// `msgTraceTopicName` (default `RMQ_SYS_TRACE_TOPIC`): the message trace topic.
+    pub msg_trace_topic_name: String,
     /// `clusterTopicEnable`: the cluster-name topic is readable and writable.
     pub cluster_topic_enable: bool,
     /// `brokerTopicEnable`: the broker-name topic is readable and writable.
@@ -94,6 +98,8 @@ impl Default for BrokerConfig {
             config_dir: PathBuf::from("store/config"),
             region_id: schema_default("regionId"),
             trace_on: schema_default("traceOn"),
+            trace_topic_enable: schema_default("traceTopicEnable"),
+            msg_trace_topic_name: schema_default("msgTraceTopicName"),
             cluster_topic_enable: schema_default("clusterTopicEnable"),
             broker_topic_enable: schema_default("brokerTopicEnable"),
             channel_expired_timeout_ms: schema_default("channelExpiredTimeout"),
@@ -151,6 +157,8 @@ impl BrokerConfig {
             "slaveReadEnable" => self.slave_read_enable = parse(key, value)?,
             "regionId" => self.region_id = parse(key, value)?,
             "traceOn" => self.trace_on = parse(key, value)?,
+            "traceTopicEnable" => self.trace_topic_enable = parse(key, value)?,
+            "msgTraceTopicName" => self.msg_trace_topic_name = parse(key, value)?,
             "clusterTopicEnable" => self.cluster_topic_enable = parse(key, value)?,
             "brokerTopicEnable" => self.broker_topic_enable = parse(key, value)?,
             "channelExpiredTimeout" => self.channel_expired_timeout_ms = parse(key, value)?,

@@ -130,6 +130,10 @@ impl TopicConfigManager {
         add(topic(OFFSET_MOVED_EVENT, 1, rw));
         add(topic(SCHEDULE_TOPIC, 18, rw));
         add(topic(TRANS_HALF_TOPIC, 1, rw));
+        if cfg.trace_topic_enable {
+            // As RocketMQ's TopicConfigManager: one queue, read and write.
+            add(topic(&cfg.msg_trace_topic_name, 1, rw));
+        }
         add(topic(
             &format!("{}_REPLY_TOPIC", cfg.broker_cluster_name),
             1,

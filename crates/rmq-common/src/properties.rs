@@ -46,6 +46,10 @@ impl PropertyKey {
     pub const TIMER_DEQUEUE_MS: &'static str = "TIMER_DEQUEUE_MS";
     /// The broker's cluster, which it adds to every message it stores.
     pub const CLUSTER: &'static str = "CLUSTER";
+    /// The region of the broker, in send responses (and trace records).
+    pub const MSG_REGION: &'static str = "MSG_REGION";
+    /// Whether message trace is on (`"false"` turns it off), in send responses and messages.
+    pub const TRACE_SWITCH: &'static str = "TRACE_ON";
 
     /// Every key above by its constant's name: what `rmq._rmq` exposes to Python (as
     /// `PROPERTY_<name>`), so the Python side never spells a key itself.
@@ -86,6 +90,8 @@ impl PropertyKey {
         ("TIMER_ENQUEUE_MS", Self::TIMER_ENQUEUE_MS),
         ("TIMER_DEQUEUE_MS", Self::TIMER_DEQUEUE_MS),
         ("CLUSTER", Self::CLUSTER),
+        ("MSG_REGION", Self::MSG_REGION),
+        ("TRACE_SWITCH", Self::TRACE_SWITCH),
     ];
 }
 

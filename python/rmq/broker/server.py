@@ -150,6 +150,8 @@ def broker_keys(config: BrokerConfig) -> dict[str, str]:
         "clusterTopicEnable": str(config.cluster_topic_enable).lower(),
         "brokerTopicEnable": str(config.broker_topic_enable).lower(),
         "slaveReadEnable": str(config.slave_read_enable).lower(),
+        "traceTopicEnable": str(config.trace_topic_enable).lower(),
+        "msgTraceTopicName": config.msg_trace_topic_name,
         "metricsExporterType": config.metrics_exporter_type,
         **config.tls_server,
         "aclEnable": str(config.acl_enable).lower(),

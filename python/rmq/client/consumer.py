@@ -67,6 +67,8 @@ from rmq.client.offset_store import (
 )
 from rmq.errors import RmqError
 from rmq.tls import PLAIN, TlsOptions
+from rmq.trace.dispatcher import AsyncTraceDispatcher
+from rmq.trace.hooks import ConsumeTracer
 
 __all__ = [
     "ConsumeConcurrentlyStatus",
@@ -117,6 +119,9 @@ class ConsumeOrderlyStatus(str, enum.Enum):
     SUCCESS = "SUCCESS"
     SUSPEND_CURRENT_QUEUE_A_MOMENT = "SUSPEND_CURRENT_QUEUE_A_MOMENT"
 
+
+_CONCURRENT_OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+_ORDERLY_OK = ConsumeOrderlyStatus.SUCCESS
 
 ConcurrentListener = Callable[[list[StoredMessage]], "ConsumeConcurrentlyStatus | None"]
 OrderlyListener = Callable[[list[StoredMessage]], "ConsumeOrderlyStatus | None"]
@@ -273,6 +278,8 @@ class PushConsumer(_GroupMember):
         tls_cert: str | os.PathLike[str] | None = None,
         tls_key: str | os.PathLike[str] | None = None,
         tls_verify: bool = True,
+        enable_msg_trace: bool = False,
+        custom_trace_topic: str | None = None,
     ) -> None:
         super().__init__(
             group,
@@ -310,6 +317,10 @@ class PushConsumer(_GroupMember):
         self._rebalance_lock = threading.Lock()
         self._running = False
         self._inner_producer: NativeProducer | None = None
+        # Message trace (rmq.trace): SubBefore/SubAfter around each listener call.
+        self.enable_msg_trace = enable_msg_trace
+        self.custom_trace_topic = custom_trace_topic
+        self._tracer: ConsumeTracer | None = None
 
     # ---- configuration ------------------------------------------------------------------
 
@@ -372,6 +383,9 @@ class PushConsumer(_GroupMember):
             max_workers=self.consume_thread_max, thread_name_prefix=f"rmq-consume-{self.group}"
         )
         self._scheduler = Scheduler(f"rmq-consumer-{self.group}")
+        if self.enable_msg_trace and self._tracer is None:
+            dispatcher = AsyncTraceDispatcher(self.group, "CONSUMER", self.custom_trace_topic, self)
+            self._tracer = ConsumeTracer(self.group, dispatcher.start())
         self._running = True
         self._register()
         for topic in self._subscriptions:
@@ -418,6 +432,9 @@ class PushConsumer(_GroupMember):
         self._scheduler.shutdown()
         # As RocketMQ: let the batches handed out finish (and move the offsets) first.
         self._executor.shutdown(wait=True)
+        tracer, self._tracer = self._tracer, None
+        if tracer is not None:
+            tracer.dispatcher.shutdown()
         with self._queues_lock:
             for pq in self._queues.values():
                 pq.dropped = True
@@ -645,8 +662,12 @@ class PushConsumer(_GroupMember):
             return
         listener = self._listener
         assert listener is not None
+        tracer = self._tracer
         try:
-            status = listener(msgs)
+            if tracer is None:
+                status = listener(msgs)
+            else:
+                status = tracer.call(listener, msgs, lambda s: s == _CONCURRENT_OK)
         except Exception:
             log.exception(
                 "%s: the listener raised on %d message(s) of %s", self.group, len(msgs), mq
@@ -754,8 +775,12 @@ class PushConsumer(_GroupMember):
                 msgs = pq.take(self.consume_message_batch_max_size)
                 if not msgs:
                     return
+                tracer = self._tracer
                 try:
-                    status = listener(msgs)
+                    if tracer is None:
+                        status = listener(msgs)
+                    else:
+                        status = tracer.call(listener, msgs, lambda s: s == _ORDERLY_OK)
                 except Exception:
                     log.exception("%s: the orderly listener raised on %s", self.group, mq)
                     status = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT

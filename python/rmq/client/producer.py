@@ -19,6 +19,9 @@ from rmq.client import _instance
 from rmq.client.message import Message
 from rmq.client.message_queue import MessageQueue
 from rmq.tls import TlsOptions
+from rmq.trace.data import now_ms
+from rmq.trace.dispatcher import AsyncTraceDispatcher
+from rmq.trace.hooks import SendTracer
 
 __all__ = [
     "MessageQueueSelector",
@@ -89,6 +92,10 @@ class Producer:
     With ``access_key`` and ``secret_key`` (and ``security_token``) every request is signed
     (ACL 1.0, as Java's ``AclClientRPCHook``); a broker's refusal raises
     :class:`rmq.errors.NoPermissionError` carrying its remark. Consumers take the same keywords.
+
+    With ``enable_msg_trace`` each send that returns a result is traced (a Pub record, see
+    :mod:`rmq.trace`) to ``custom_trace_topic`` (default ``RMQ_SYS_TRACE_TOPIC``) in the
+    background, as Java's ``DefaultMQProducer(group, enableMsgTrace, customizedTraceTopic)``.
     """
 
     def __init__(
@@ -116,8 +123,13 @@ class Producer:
         tls_cert: str | os.PathLike[str] | None = None,
         tls_key: str | os.PathLike[str] | None = None,
         tls_verify: bool = True,
+        enable_msg_trace: bool = False,
+        custom_trace_topic: str | None = None,
     ) -> None:
         self.group = group
+        self.enable_msg_trace = enable_msg_trace
+        self.custom_trace_topic = custom_trace_topic
+        self._tracer: SendTracer | None = None
         self._credentials = _instance.credentials(access_key, secret_key, security_token)
         self.tls = TlsOptions.of(tls, tls_ca, tls_cert, tls_key, tls_verify)
         self.namesrv_addr = _instance.default_namesrv_addr(namesrv_addr)
@@ -168,11 +180,19 @@ class Producer:
                 send_latency_fault_enable=self.send_latency_fault_enable,
                 default_topic_queue_nums=self.default_topic_queue_nums,
             )
+            if self.enable_msg_trace:
+                dispatcher = AsyncTraceDispatcher(
+                    self.group, "PRODUCER", self.custom_trace_topic, self
+                )
+                self._tracer = SendTracer(self.group, dispatcher.start())
         return self
 
     def shutdown(self) -> None:
         """Unregister from the brokers and release the connections. Idempotent."""
         if self._native is not None:
+            tracer, self._tracer = self._tracer, None
+            if tracer is not None:
+                tracer.dispatcher.shutdown()
             native, self._native = self._native, None
             native.shutdown()
             handled = self._push_handler() is not None
@@ -222,7 +242,14 @@ class Producer:
         """Send and wait for the broker. With ``selector`` (or ``queue``) the message goes to
         the queue chosen, in one attempt (ordered sends must not move to another queue);
         otherwise queues are taken round-robin and a failed attempt is retried elsewhere."""
-        return self.native.send(message, queue or self._select(message, selector, arg))
+        queue = queue or self._select(message, selector, arg)
+        tracer = self._tracer
+        if tracer is None:
+            return self.native.send(message, queue)
+        begin = now_ms()
+        result = self.native.send(message, queue)
+        tracer.sent(message, result, begin)
+        return result
 
     def send_async(
         self,
@@ -235,8 +262,11 @@ class Producer:
         error)`` runs too, when given, on the client's callback thread."""
         future = SendFuture()
         future.set_running_or_notify_cancel()
+        tracer, begin = self._tracer, now_ms()
 
         def done(result: SendResult | None, error: BaseException | None) -> None:
+            if tracer is not None and result is not None:
+                tracer.sent(message, result, begin)
             if error is not None:
                 future.set_exception(error)
             elif result is not None:

@@ -57,6 +57,7 @@ from rmq.client.message import Message
 from rmq.client.message_queue import MessageQueue
 from rmq.client.producer import Producer
 from rmq.errors import RmqError
+from rmq.trace.hooks import offset_id_host
 
 __all__ = [
     "CheckLocalTransaction",
@@ -206,7 +207,7 @@ class TransactionProducer(Producer):
             message.delay_level = 0
         message.properties[_TRAN_MSG] = "true"
         message.properties[_PGROUP] = self.group
-        result = self.native.send(message, None)
+        result = self.send(message)
         state = LocalTransactionState.UNKNOW
         remark: str | None = None
         if result.status == "SEND_OK":
@@ -231,6 +232,15 @@ class TransactionProducer(Producer):
                 result.msg_id,
                 state.value,
                 exc,
+            )
+        if self._tracer is not None:
+            self._tracer.end_transaction(
+                message,
+                result.msg_id,
+                result.transaction_id or result.msg_id,
+                offset_id_host(result.offset_msg_id),
+                state.value,
+                from_check=False,
             )
         return TransactionSendResult(
             status=result.status,
@@ -292,6 +302,15 @@ class TransactionProducer(Producer):
             native.end_transaction_from_check(
                 broker_addr, fields, message.msg_id, state.value, remark
             )
+            if self._tracer is not None:
+                self._tracer.end_transaction(
+                    message,
+                    message.msg_id,
+                    message.msg_id,  # as Java's hook: the unique key is the transaction id
+                    broker_addr,
+                    state.value,
+                    from_check=True,
+                )
         except RmqError as exc:
             log.warning("answering a transaction check failed: %s", exc)
         finally:

@@ -368,9 +368,9 @@ async fn ack(
         batch_uniq_id: None,
     });
     resp.ext_fields
-        .insert("MSG_REGION", b.config.region_id.clone());
+        .insert(PropertyKey::MSG_REGION, b.config.region_id.clone());
     resp.ext_fields
-        .insert("TRACE_ON", b.config.trace_on.to_string());
+        .insert(PropertyKey::TRACE_SWITCH, b.config.trace_on.to_string());
     Ok(resp)
 }
 

@@ -4,6 +4,7 @@
 
 use super::values::DEFAULT_DELAY_LEVELS;
 use super::{ConfigKey as K, Owner, ValueKind};
+use crate::topic::TRACE_TOPIC;
 
 use Owner::{Broker, ControlPlane, Namesrv, Store, Unused};
 
@@ -89,6 +90,10 @@ pub static BROKER_KEYS: &[K] = &[
     K::new("regionId", UNCHECKED, Some("DefaultRegion"), Broker,
         "Returned in send responses (MSG_REGION)."),
     K::new("traceOn", BOOL, Some("true"), Broker, "Returned in send responses (TRACE_ON)."),
+    K::new("traceTopicEnable", BOOL, Some("false"), Broker,
+        "Create the message trace topic (msgTraceTopicName, 1 queue) at start."),
+    K::new("msgTraceTopicName", ValueKind::Name, Some(TRACE_TOPIC), Broker,
+        "The message trace topic created with traceTopicEnable."),
     K::new("clusterTopicEnable", BOOL, Some("true"), Broker,
         "The cluster-name topic is readable and writable."),
     K::new("brokerTopicEnable", BOOL, Some("true"), Broker,
