@@ -3,6 +3,36 @@ sub-commands; a new group of sub-commands is one more module and one more import
 
 from __future__ import annotations
 
-from . import acl, broker, consumer, ha, message, namesrv, produce, stats, topic
+from . import (
+    acl,
+    broker,
+    consumer,
+    ha,
+    maintenance,
+    message,
+    msgid,
+    namesrv,
+    offset,
+    produce,
+    route,
+    rt,
+    stats,
+    topic,
+)
 
-__all__ = ["acl", "broker", "consumer", "ha", "message", "namesrv", "produce", "stats", "topic"]
+__all__ = [
+    "acl",
+    "broker",
+    "consumer",
+    "ha",
+    "maintenance",
+    "message",
+    "msgid",
+    "namesrv",
+    "offset",
+    "produce",
+    "route",
+    "rt",
+    "stats",
+    "topic",
+]
