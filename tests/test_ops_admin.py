@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,13 +23,25 @@ import pytest
 import rmq
 import rmq.admin.commands  # registers the sub-commands
 from conftest import start_namesrv
-from helpers import Cluster, create_topic, update_offset_header, wait_until
+from helpers import (
+    Cluster,
+    Collector,
+    create_topic,
+    push_consumer,
+    update_offset_header,
+    wait_until,
+)
 from rmq._rmq import RemotingClient, SendResult
 from rmq.admin import main
 from rmq.admin.cli import unknown_command_hint
 from rmq.admin.command import MQADMIN_COMMANDS, REGISTRY
 from rmq.client.message import Message
 from rmq.codes import RequestCode, ResponseCode
+
+sys.path.insert(0, str(Path(__file__).parent / "compat" / "mqadmin"))
+from mqadmin import MQAdmin
+
+pytestmark = pytest.mark.timeout(300)  # a first run resolves mqadmin's jars with Maven
 
 CLUSTER = "ClientCluster"  # helpers.Cluster's brokers' cluster
 TOPIC = "OpsAdminTopic"
@@ -247,15 +262,17 @@ def test_query_msg_by_unique_key_finds_the_message(
     capsys: pytest.CaptureFixture[str], env: Env
 ) -> None:
     r = env.sent[3]
+    env.commit(GROUP + "Track", "ops-a", 0, 1)
     out = ok(capsys, env, "queryMsgByUniqueKey", "-i", r.msg_id, "-t", TOPIC)
     assert f"Message ID:          {r.msg_id}" in out
     assert f"OffsetID:            {r.offset_msg_id}" in out
     assert "Message Body:        body-3" in out and "Keys:                [k3]" in out
     (msg,) = ok_json(capsys, env, "queryMsgByUniqueKey", "-i", r.msg_id, "-t", TOPIC)["messages"]
     assert (msg["queueId"], msg["queueOffset"]) == (r.queue.queue_id, r.queue_offset)
-    # Groups that committed offsets on the topic are tracked; none of them is online.
+    # Every group with offsets on the topic is tracked: this one never had a consumer (no
+    # retry topic, so no broker to ask): UNKNOWN, as mqadmin.
     tracks = {t["consumerGroup"]: t["trackType"] for t in msg["tracks"]}
-    assert set(tracks.values()) <= {"NOT_ONLINE"}
+    assert tracks[GROUP + "Track"] == "UNKNOWN", tracks
     err = fails(capsys, env, "queryMsgByUniqueKey", "-i", "0" * 32, "-t", TOPIC)
     assert "has unique key" in err and "msgId a producer got back" in err
     err = fails(
@@ -385,3 +402,124 @@ def test_store_housekeeping_commands(capsys: pytest.CaptureFixture[str], env: En
     assert all("deleted 0 expired CommitLog" in b["remark"] for b in data["brokers"])
     err = fails(capsys, env, "cleanExpiredCQ", "-c", "NoCluster")
     assert "cluster 'NoCluster' is not known" in err
+
+
+# ---- with a consumer online, and against Apache's mqadmin -------------------------------------
+
+
+def _max_offsets(env: Env) -> dict[tuple[str, int], int]:
+    """(broker name, queue id) → max offset of each of TOPIC's queues."""
+    out: dict[tuple[str, int], int] = {}
+    for broker, addr in env.addrs.items():
+        for qid in (0, 1):
+            ext = {"topic": TOPIC, "queueId": str(qid)}
+            r = env.client.invoke(addr, RequestCode.GET_MAX_OFFSET, ext)
+            out[(broker, qid)] = int(r.ext_fields["offset"])
+    return out
+
+
+@pytest.fixture(scope="module")
+def online(env: Env) -> Iterator[rmq.PushConsumer]:
+    """GROUP consuming TOPIC, caught up (every offset committed at the end of its queue)."""
+    got = Collector()
+    consumer = push_consumer(env.namesrv, GROUP, TOPIC, got)
+    try:
+        ends = _max_offsets(env)
+        wait_until(lambda: got.count() >= sum(ends.values()), "the consumer to get every message")
+        wait_until(
+            lambda: all(env.committed(GROUP, b, q) == end for (b, q), end in ends.items()),
+            "the consumer to commit its offsets",
+        )
+        yield consumer
+    finally:
+        consumer.shutdown()
+
+
+def test_online_group_is_tracked_as_consumed(
+    capsys: pytest.CaptureFixture[str], env: Env, online: rmq.PushConsumer
+) -> None:
+    r = env.sent[5]
+    (msg,) = ok_json(capsys, env, "queryMsgByUniqueKey", "-i", r.msg_id, "-t", TOPIC)["messages"]
+    tracks = {t["consumerGroup"]: t["trackType"] for t in msg["tracks"]}
+    assert tracks[GROUP] == "CONSUMED", tracks
+    out = ok(capsys, env, "queryMsgByUniqueKey", "-i", r.msg_id, "-t", TOPIC)
+    assert f"MessageTrack [consumerGroup={GROUP}, trackType=CONSUMED, exceptionDesc=null]" in out
+    # Online, the broker resets the consumer's offsets itself: the 3-column answer.
+    out = ok(capsys, env, "skipAccumulatedMessage", "-g", GROUP, "-t", TOPIC)
+    assert out.splitlines()[0].split() == ["#brokerName", "#queueId", "#offset"], out
+    assert len(rows(out, "ops-a") + rows(out, "ops-b")) == 4
+
+
+def test_apache_mqadmin_prints_the_same(
+    capsys: pytest.CaptureFixture[str],
+    env: Env,
+    online: rmq.PushConsumer,
+    tmp_path: Path,
+) -> None:
+    """Apache 4.9.7's mqadmin against the same cluster prints what rmq's tool prints."""
+    with MQAdmin(tmp_path, env.namesrv) as apache:
+
+        def theirs(*argv: str) -> str:
+            result = apache.run(*argv)
+            assert not result.failed, result.output
+            return result.output
+
+        assert theirs("topicClusterList", "-t", TOPIC).split() == [CLUSTER]
+        a = env.addrs["ops-a"]
+        ours = rows(ok(capsys, env, "brokerConsumeStats", "-b", a), TOPIC)
+        apache_out = theirs("brokerConsumeStats", "-b", a)
+        # #Topic #Group #Broker Name #QID #Broker Offset #Consumer Offset #Diff (then the time)
+        assert sorted(r[:7] for r in rows(apache_out, TOPIC)) == sorted(r[:7] for r in ours)
+        total = [line for line in apache_out.splitlines() if line.startswith("Diff Total")]
+        assert total == [
+            line
+            for line in ok(capsys, env, "brokerConsumeStats", "-b", a).splitlines()
+            if line.startswith("Diff Total")
+        ]
+        ours_more = rows(ok(capsys, env, "clusterList", "-m"), CLUSTER)
+        assert sorted(rows(theirs("clusterList", "-m"), CLUSTER)) == sorted(ours_more)
+        topic = "OpsApachePermTopic"
+        create_topic(env.namesrv, env.addrs.values(), topic, queues=2)
+        apache_out = theirs("updateTopicPerm", "-t", topic, "-p", "4", "-b", a)
+        wait_until(lambda: route_perms(capsys, env, topic)["ops-a"] == 4, "Apache's perm 4")
+        ours_out = ok(capsys, env, "updateTopicPerm", "-t", topic, "-p", "6", "-b", a)
+        assert apache_out.splitlines() == [
+            line.replace("4 to 6", "6 to 4").replace("RW-", "R--") for line in ours_out.splitlines()
+        ]
+        apache_out = theirs("sendMsgStatus", "-b", "ops-b", "-c", "2")
+        send_line = re.compile(
+            r"rt=\d+ms, SendResult=SendResult \[sendStatus=SEND_OK, msgId=[0-9A-F]{32}, "
+            r"offsetMsgId=[0-9A-F]{32}, messageQueue=MessageQueue \[topic=ops-b, "
+            r"brokerName=ops-b, queueId=\d+\], queueOffset=\d+\]"
+        )
+        assert len(apache_out.splitlines()) == 2, apache_out
+        assert all(send_line.fullmatch(x) for x in apache_out.splitlines()), apache_out
+        ours_out = ok(capsys, env, "sendMsgStatus", "-b", "ops-b", "-c", "2")
+        assert len(ours_out.splitlines()) == 2, ours_out
+        assert all(send_line.fullmatch(x) for x in ours_out.splitlines()), ours_out
+        r = env.sent[7]
+        # Not theirs(): the UNKNOWN tracks' descriptions carry Java exception names.
+        apache_out = apache.run("queryMsgByUniqueKey", "-i", r.msg_id, "-t", TOPIC).output
+        ours_out = ok(capsys, env, "queryMsgByUniqueKey", "-i", r.msg_id, "-t", TOPIC)
+        for label in (
+            "Topic:",
+            "Tags:",
+            "Keys:",
+            "Queue ID:",
+            "Queue Offset:",
+            "CommitLog Offset:",
+        ):
+            assert _field(apache_out, label) == _field(ours_out, label), label
+        assert _tracks(apache_out) == _tracks(ours_out)
+        assert ("consumerGroup=" + GROUP, "trackType=CONSUMED") in _tracks(ours_out)
+
+
+def _field(out: str, label: str) -> str:
+    (line,) = [x for x in out.splitlines() if x.startswith(label)]
+    return line[len(label) :].strip()
+
+
+def _tracks(out: str) -> set[tuple[str, str]]:
+    """(consumerGroup=G, trackType=T) of each MessageTrack printed."""
+    found = re.findall(r"MessageTrack \[(consumerGroup=[^,]*), (trackType=[A-Z_]*)", out)
+    return set(found)

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from rmq import fastjson
-from rmq.admin.client import Admin, AdminError
+from rmq.admin.client import CONSUMER_NOT_ONLINE, Admin, AdminError
 from rmq.admin.command import arg, subcommand
 from rmq.admin.commands.consumer import consume_stats, consumer_connection
 from rmq.admin.commands.message import (
@@ -76,8 +76,12 @@ def _track(admin: Admin, msg: StoredMessage, group: str) -> dict[str, Any]:
     try:
         cc = consumer_connection(admin, group)
     except RmqError as exc:
-        track["trackType"] = "NOT_ONLINE"
-        track["exceptionDesc"] = f"CODE:{getattr(exc, 'code', '')} DESC:{exc}"
+        # mqadmin: NOT_ONLINE when the broker says so, UNKNOWN for any other failure (a group
+        # with no retry topic, so no broker to ask).
+        code = getattr(exc, "code", None)
+        if code == CONSUMER_NOT_ONLINE:
+            track["trackType"] = "NOT_ONLINE"
+        track["exceptionDesc"] = f"CODE:{code} DESC:{exc}"
         return track
     if cc.get("consumeType") == "CONSUME_ACTIVELY":
         track["trackType"] = "PULL"
@@ -92,9 +96,9 @@ def _track(admin: Admin, msg: StoredMessage, group: str) -> dict[str, Any]:
         for mq, o in offsets.items()
     )
     track["trackType"] = "CONSUMED" if consumed else "NOT_CONSUME_YET"
-    sub = (cc.get("subscriptionTable") or {}).get(msg.topic) or {}
-    tags = {str(t) for t in sub.get("tagsSet") or ()}
-    if consumed and sub.get("subString", "*") != "*" and msg.tags not in tags:
+    sub = (cc.get("subscriptionTable") or {}).get(msg.topic)
+    tags = {str(t) for t in (sub or {}).get("tagsSet") or ()}
+    if consumed and sub is not None and tags and "*" not in tags and msg.tags not in tags:
         track["trackType"] = "CONSUMED_BUT_FILTERED"
     return track
 
