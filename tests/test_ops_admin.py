@@ -314,6 +314,9 @@ def test_print_msg_by_queue_counts_tags(capsys: pytest.CaptureFixture[str], env:
     assert counted == tags
     out = ok(capsys, env, *args, "-p", "true")
     assert out.count("NOT PRINT BODY") == len(mine) and "Tag:" not in out
+    # From a store time after every message: nothing.
+    later = str(int(time.time() * 1000) + 60_000)
+    assert ok(capsys, env, *args, "-p", "true", "-b", later) == ""
     err = fails(capsys, env, "printMsgByQueue", "-t", TOPIC, "-a", "nope", "-i", "0")
     assert "no broker named 'nope'" in err
 
@@ -388,6 +391,8 @@ def test_cluster_list_more_stats_shows_day_totals(
         "#OutTotalToday",
     ]
     assert len(rows(out, CLUSTER)) == 2
+    err = fails(capsys, env, "clusterList", "-m", "-i", "0")
+    assert "-i takes a positive number of seconds" in err
 
 
 def test_store_housekeeping_commands(capsys: pytest.CaptureFixture[str], env: Env) -> None:

@@ -86,7 +86,11 @@ def _track(admin: Admin, msg: StoredMessage, group: str) -> dict[str, Any]:
     if cc.get("consumeType") == "CONSUME_ACTIVELY":
         track["trackType"] = "PULL"
         return track
-    _, offsets = consume_stats(admin, group, msg.topic)
+    try:
+        _, offsets = consume_stats(admin, group, msg.topic)
+    except RmqError as exc:
+        track["exceptionDesc"] = f"CODE:{getattr(exc, 'code', None)} DESC:{exc}"
+        return track
     store_broker = admin.cluster_info().broker_name_of(msg.store_host)
     consumed = any(
         mq.topic == msg.topic
@@ -155,14 +159,19 @@ def query_msg_by_unique_key(admin: Admin, args: argparse.Namespace) -> Result:
     shown = found if args.showAll else found[:1]
     lines: list[str] = []
     messages = []
+    warnings: list[str] = []
     for msg in shown:
-        tracks = _tracks(admin, msg)
+        try:
+            tracks = _tracks(admin, msg)
+        except RmqError as exc:  # the message is found; only who consumed it is not known
+            tracks = []
+            warnings.append(f"cannot tell which groups consumed it: {exc}")
         messages.append(message_json(msg) | {"tracks": tracks})
         if lines:
             lines.append("")
         lines += message_lines(msg)
         lines.append("")
-        if not tracks:
+        if not tracks and not warnings:
             lines.append("WARN: No Consumer")
         for t in tracks:
             desc = t["exceptionDesc"] if t["exceptionDesc"] is not None else "null"
@@ -170,7 +179,7 @@ def query_msg_by_unique_key(admin: Admin, args: argparse.Namespace) -> Result:
                 f"MessageTrack [consumerGroup={t['consumerGroup']}, trackType={t['trackType']}, "
                 f"exceptionDesc={desc}]"
             )
-    return Result({"messages": messages}, lines)
+    return Result({"messages": messages}, lines, warnings)
 
 
 @subcommand(
