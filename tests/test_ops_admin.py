@@ -62,6 +62,8 @@ NEW = [
     "printMsgByQueue",
     "sendMsgStatus",
     "updateOrderConf",
+    "queryCq",
+    "producer",
 ]
 
 
@@ -321,6 +323,46 @@ def test_print_msg_by_queue_counts_tags(capsys: pytest.CaptureFixture[str], env:
     assert "no broker named 'nope'" in err
 
 
+def test_query_cq_shows_the_queue_units(capsys: pytest.CaptureFixture[str], env: Env) -> None:
+    a = env.addrs["ops-a"]
+    first = next(s for s in env.sent if (s.queue.broker_name, s.queue.queue_id) == ("ops-a", 0))
+    (stored,) = ok_json(capsys, env, "queryMsgByUniqueKey", "-i", first.msg_id, "-t", TOPIC)[
+        "messages"
+    ]
+    out = ok(capsys, env, "queryCq", "-t", TOPIC, "-q", "0", "-i", "0", "-c", "1", "-b", a)
+    lines = out.splitlines()
+    assert lines[0] == "Queue data: " and lines[1].endswith(", min: 0"), out
+    assert lines[3] == "idx: 0"
+    assert lines[4].startswith(
+        f"ConsumeQueueData{{physicOffset={stored['commitLogOffset']}, "
+        f"physicSize={stored['storeSize']}, "
+    ), out
+    assert len([x for x in lines if x.startswith("idx: ")]) == 1
+    err = fails(capsys, env, "queryCq", "-t", TOPIC, "-q", "9", "-i", "0", "-b", a)
+    assert "9@OpsAdminTopic is not exist" in err
+
+
+def test_producer_lists_connected_producers(capsys: pytest.CaptureFixture[str], env: Env) -> None:
+    group = "OpsProducerGroup"
+    producer = rmq.Producer(group, env.namesrv, heartbeat_broker_interval=500).start()
+    try:
+        producer.send(Message(TOPIC, b"p"), queue=rmq.MessageQueue(TOPIC, "ops-a", 0))
+        prefix = f"producer group ({group}) instance : clientId="
+
+        def listed() -> list[str]:
+            out = ok(capsys, env, "producer", "-b", env.addrs["ops-a"])
+            return [x for x in out.splitlines() if x.startswith(prefix)]
+
+        wait_until(listed, "the producer's heartbeat to ops-a")
+        (line,) = listed()
+        assert ",remoteIP=127.0.0.1:" in line and "lastUpdateTimestamp=" in line, line
+        data = ok_json(capsys, env, "producer", "-b", env.addrs["ops-a"])
+        (info,) = data["producers"][group]
+        assert line.startswith(prefix + str(info["clientId"]) + ",")
+    finally:
+        producer.shutdown()
+
+
 # ---- sends and RT ----------------------------------------------------------------------------
 
 
@@ -502,6 +544,8 @@ def test_apache_mqadmin_prints_the_same(
         ours_out = ok(capsys, env, "sendMsgStatus", "-b", "ops-b", "-c", "2")
         assert len(ours_out.splitlines()) == 2, ours_out
         assert all(send_line.fullmatch(x) for x in ours_out.splitlines()), ours_out
+        cq = ("queryCq", "-t", TOPIC, "-q", "1", "-i", "0", "-b", a)
+        assert theirs(*cq).splitlines() == ok(capsys, env, *cq).splitlines()
         r = env.sent[7]
         # Not theirs(): the UNKNOWN tracks' descriptions carry Java exception names.
         apache_out = apache.run("queryMsgByUniqueKey", "-i", r.msg_id, "-t", TOPIC).output

@@ -1,7 +1,8 @@
 """Broker housekeeping on demand and the broker-wide consume view: ``cleanExpiredCQ``,
 ``cleanUnusedTopic``, ``deleteExpiredCommitLog`` (the broker runs the pass now and says what
-it removed) and ``brokerConsumeStats`` (every group's offsets on one broker,
-GET_BROKER_CONSUME_STATS)."""
+it removed), ``brokerConsumeStats`` (every group's offsets on one broker,
+GET_BROKER_CONSUME_STATS) and ``producer`` (every producer connected to one broker,
+GET_ALL_PRODUCER_INFO)."""
 
 from __future__ import annotations
 
@@ -137,3 +138,25 @@ def broker_consume_stats(admin: Admin, args: argparse.Namespace) -> Result:
     )
     lines += ["", f"Diff Total: {total}"]
     return Result({"brokerAddr": addr, "totalDiff": total, "queues": rows}, lines)
+
+
+@subcommand(
+    "producer",
+    "Query producer's instances, connection, status, etc.",
+    arg("-b", "--broker", required=True, metavar="ADDR", help="broker address"),
+)
+def producer(admin: Admin, args: argparse.Namespace) -> Result:
+    addr = admin.broker_addr(args.broker)
+    body = admin.broker_json(addr, RequestCode.GET_ALL_PRODUCER_INFO)
+    data = {str(g): list(v or ()) for g, v in sorted((body.get("data") or {}).items())}
+    lines = []
+    for group, instances in data.items():
+        if not instances:
+            lines.append(f"producer group ({group}) instances are empty")
+        for p in instances:
+            lines.append(
+                f"producer group ({group}) instance : clientId={p.get('clientId')},"
+                f"remoteIP={p.get('remoteIP')}, language={p.get('language')}, "
+                f"version={p.get('version')}, lastUpdateTimestamp={p.get('lastUpdateTimestamp')}"
+            )
+    return Result({"brokerAddr": addr, "producers": data}, lines)

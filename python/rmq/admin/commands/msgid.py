@@ -1,12 +1,14 @@
 """Message sub-commands keyed by the producer's unique id or by one queue:
 ``queryMsgByUniqueKey`` (the index lookup by ``UNIQ_KEY``, each consumer group's track of the
 message, or a direct re-consume by one client), ``decodeMessageId`` (what an id says: broker
-and CommitLog offset, or producer host, pid and time) and ``printMsgByQueue``."""
+and CommitLog offset, or producer host, pid and time), ``printMsgByQueue`` and ``queryCq`` (a
+ConsumeQueue's raw units)."""
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 from collections import Counter
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -302,3 +304,69 @@ def print_msg_by_queue(admin: Admin, args: argparse.Namespace) -> Result:
         data = {"minOffset": lo, "maxOffset": hi, "messages": printed, "tags": dict(tags)}
         return Result(data)
     return Result(None, walk())
+
+
+def _java(value: object) -> str:
+    """A value as Java's string concatenation writes it."""
+    if value is None:
+        return "null"
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+@subcommand(
+    "queryCq",
+    "Query cq command.",
+    arg("-t", "--topic", required=True, help="topic name"),
+    arg("-q", "--queue", type=int, required=True, help="queue id"),
+    arg("-i", "--index", type=int, required=True, help="first queue offset to show"),
+    arg("-c", "--count", type=int, default=10, help="how many units (default: 10)"),
+    arg("-b", "--broker", metavar="ADDR", help="broker address (default: the topic's first)"),
+    arg("-g", "--consumer", help="also show this consumer group's subscription"),
+)
+def query_cq(admin: Admin, args: argparse.Namespace) -> Result:
+    topic = args.topic.strip()
+    if args.count <= 0:
+        raise AdminError(f"-c takes a positive number of units, not {args.count}")
+    if args.broker:
+        addr = admin.broker_addr(args.broker)
+    else:
+        brokers = admin.route(topic).broker_datas
+        master = brokers[0].master_addr if brokers else None
+        if master is None:
+            raise AdminError(f"topic {topic!r} has no master broker in its route; name one with -b")
+        addr = master
+    header = {
+        "topic": topic,
+        "queueId": str(args.queue),
+        "index": str(args.index),
+        "count": str(args.count),
+    }
+    if args.consumer:
+        header["consumerGroup"] = args.consumer.strip()
+    body = admin.broker_json(addr, RequestCode.QUERY_CONSUME_QUEUE, header)
+    lines: list[str] = []
+    if body.get("subscriptionData") is not None:
+        lines += [
+            "Subscription data: ",
+            *json.dumps(body["subscriptionData"], indent=4).splitlines(),
+        ]
+        lines.append("=" * 38)
+    if body.get("filterData") is not None:
+        lines += ["Filter data: ", str(body["filterData"]), "=" * 38]
+    lines += [
+        "Queue data: ",
+        f"max: {body.get('maxQueueIndex', 0)}, min: {body.get('minQueueIndex', 0)}",
+        "=" * 38,
+    ]
+    for i, unit in enumerate(body.get("queueData") or (), start=args.index):
+        lines += [
+            f"idx: {i}",
+            "ConsumeQueueData{"
+            f"physicOffset={unit.get('physicOffset')}, physicSize={unit.get('physicSize')}, "
+            f"tagsCode={unit.get('tagsCode')}, "
+            f"extendDataJson='{_java(unit.get('extendDataJson'))}', "
+            f"bitMap='{_java(unit.get('bitMap'))}', eval={_java(unit.get('eval', False))}, "
+            f"msg='{_java(unit.get('msg'))}'}}",
+            "=" * 38,
+        ]
+    return Result(body, lines)
