@@ -64,6 +64,7 @@ NEW = [
     "updateOrderConf",
     "queryCq",
     "producer",
+    "exportConfigs",
 ]
 
 
@@ -435,6 +436,27 @@ def test_cluster_list_more_stats_shows_day_totals(
     assert len(rows(out, CLUSTER)) == 2
     err = fails(capsys, env, "clusterList", "-m", "-i", "0")
     assert "-i takes a positive number of seconds" in err
+
+
+def test_export_configs_writes_the_clusters_configs(
+    capsys: pytest.CaptureFixture[str], env: Env, tmp_path: Path
+) -> None:
+    out = ok(capsys, env, "exportConfigs", "-c", CLUSTER, "-f", str(tmp_path / "x"))
+    path = tmp_path / "x" / "configs.json"
+    assert out.strip() == f"export {path} success"
+    exported = json.loads(path.read_text())
+    assert exported["clusterScale"] == {
+        "namesrvSize": 1,
+        "masterBrokerSize": 2,
+        "slaveBrokerSize": 0,
+    }
+    for name in env.addrs:
+        config = exported["brokerConfigs"][name]
+        assert config["brokerName"] == name and config["brokerClusterName"] == CLUSTER
+        assert config["brokerId"] == "0" and config["autoCreateTopicEnable"] == "true"
+    (tmp_path / "file").write_text("")
+    err = fails(capsys, env, "exportConfigs", "-c", CLUSTER, "-f", str(tmp_path / "file"))
+    assert "cannot write" in err and "choose another -f" in err
 
 
 def test_store_housekeeping_commands(capsys: pytest.CaptureFixture[str], env: Env) -> None:

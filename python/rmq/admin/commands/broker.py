@@ -1,11 +1,13 @@
-"""Cluster and broker sub-commands: the cluster layout, a broker's runtime key/values, and
-reading or changing a broker's configuration."""
+"""Cluster and broker sub-commands: the cluster layout (and its day totals), a broker's runtime
+key/values, and reading, changing or exporting a broker's configuration."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from rmq.admin.client import MASTER_ID, Admin, AdminError, BrokerData
@@ -266,3 +268,65 @@ def update_broker_config(admin: Admin, args: argparse.Namespace) -> Result:
         admin.broker(addr, RequestCode.UPDATE_BROKER_CONFIG, None, body)
     lines = [f"update broker config success, {addr}" for addr in addrs]
     return Result({"key": key, "value": value, "brokers": addrs}, lines)
+
+
+EXPORTED_BROKER_KEYS = (
+    "brokerClusterName",
+    "brokerId",
+    "brokerName",
+    "brokerRole",
+    "fileReservedTime",
+    "filterServerNums",
+    "flushDiskType",
+    "maxMessageSize",
+    "messageDelayLevel",
+    "msgTraceTopicName",
+    "slaveReadEnable",
+    "traceOn",
+    "traceTopicEnable",
+    "useTLS",
+    "autoCreateTopicEnable",
+    "autoCreateSubscriptionGroup",
+)
+"""The broker keys mqadmin's exportConfigs keeps (a key the broker does not have is left out)."""
+
+
+@subcommand(
+    "exportConfigs",
+    "export configs",
+    arg("-c", "--clusterName", required=True, metavar="CLUSTER", help="the cluster to export"),
+    arg(
+        "-f",
+        "--filePath",
+        default="/tmp/rocketmq/export",
+        help="directory of configs.json (default: /tmp/rocketmq/export)",
+    ),
+)
+def export_configs(admin: Admin, args: argparse.Namespace) -> Result:
+    brokers = admin.cluster_info().brokers_of(args.clusterName.strip())
+    configs: dict[str, dict[str, str]] = {}
+    slaves = 0
+    for b in brokers:
+        if b.master_addr is None:
+            continue
+        slaves += len(b.addrs) - 1
+        resp = admin.broker(b.master_addr, RequestCode.GET_BROKER_CONFIG)
+        props = _properties((resp.body or b"").decode("utf-8"))
+        configs[props.get("brokerName", b.broker_name)] = {
+            k: props[k] for k in EXPORTED_BROKER_KEYS if k in props
+        }
+    result = {
+        "brokerConfigs": configs,
+        "clusterScale": {
+            "namesrvSize": len(admin.namesrv_addrs),
+            "masterBrokerSize": len(configs),
+            "slaveBrokerSize": slaves,
+        },
+    }
+    path = Path(args.filePath.strip()) / "configs.json"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise AdminError(f"cannot write {path}: {exc.strerror} — choose another -f") from None
+    return Result({"path": str(path), **result}, [f"export {path} success"])
