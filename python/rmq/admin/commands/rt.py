@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import sys
 import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -108,10 +109,14 @@ def cluster_rt(admin: Admin, args: argparse.Namespace) -> Result:
                 if result is None:
                     failed, error = failed + 1, why
             if failed == amount:
-                warnings.append(
+                warning = (
                     f"every send to {broker}'s own topic {broker!r} failed ({error}) — the "
                     "broker-name topic exists only with brokerTopicEnable=true"
                 )
+                if args.json:
+                    warnings.append(warning)
+                else:  # now: a run until interrupted never gets to the warnings at the end
+                    print(f"rmq clusterRT: warning: {warning}", file=sys.stderr, flush=True)
             yield {
                 "cluster": cluster,
                 "brokerName": broker,
