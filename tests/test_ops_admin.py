@@ -31,7 +31,7 @@ from helpers import (
     update_offset_header,
     wait_until,
 )
-from rmq._rmq import RemotingClient, SendResult
+from rmq._rmq import RemotingClient, SendResult, create_offset_msg_id
 from rmq.admin import main
 from rmq.admin.cli import unknown_command_hint
 from rmq.admin.command import MQADMIN_COMMANDS, REGISTRY
@@ -299,6 +299,14 @@ def test_decode_message_id_round_trips(capsys: pytest.CaptureFixture[str], env: 
         f"brokerAddr={env.addrs[r.queue.broker_name]}",
         f"commitLogOffset={stored['commitLogOffset']}",
     ]
+    # IPv6: 56 digits either way.
+    v6 = create_offset_msg_id("[::1]:10911", 4096)
+    assert ok(capsys, env, "decodeMessageId", "-i", v6).split() == [
+        "brokerAddr=[::1]:10911",
+        "commitLogOffset=4096",
+    ]
+    data = ok_json(capsys, env, "decodeMessageId", "-i", "0" * 31 + "1" + "04D2" + "0" * 20)
+    assert (data["kind"], data["ip"], data["pid"]) == ("msgId", "::1", 1234)
     err = fails(capsys, env, "decodeMessageId", "-i", "not-an-id")
     assert "32 (IPv4) or 56 (IPv6) hex digits" in err
 

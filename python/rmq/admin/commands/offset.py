@@ -28,7 +28,7 @@ __all__: list[str] = []
         metavar="{true,false}",
         help="also move offsets forward (default: true)",
     ),
-    arg("-c", "--clusterName", metavar="CLUSTER", help="only the brokers of this cluster"),
+    arg("-c", "--cluster", metavar="CLUSTER", help="only the brokers of this cluster"),
 )
 def skip_accumulated_message(admin: Admin, args: argparse.Namespace) -> Result:
     reset = argparse.Namespace(
@@ -36,7 +36,7 @@ def skip_accumulated_message(admin: Admin, args: argparse.Namespace) -> Result:
         topic=args.topic,
         timestamp="now",
         force=args.force,
-        clusterName=args.clusterName,
+        clusterName=args.cluster,
     )
     done = reset_offset_by_time(admin, reset)
     data = done.data
