@@ -41,6 +41,8 @@ from rmq.codes import RequestCode, ResponseCode
 sys.path.insert(0, str(Path(__file__).parent / "compat" / "mqadmin"))
 from mqadmin import MQAdmin
 
+from test_mqadmin import RunningInfoConsumer
+
 pytestmark = pytest.mark.timeout(300)  # a first run resolves mqadmin's jars with Maven
 
 CLUSTER = "ClientCluster"  # helpers.Cluster's brokers' cluster
@@ -479,6 +481,40 @@ def test_store_housekeeping_commands(capsys: pytest.CaptureFixture[str], env: En
     assert all("deleted 0 expired CommitLog" in b["remark"] for b in data["brokers"])
     err = fails(capsys, env, "cleanExpiredCQ", "-c", "NoCluster")
     assert "cluster 'NoCluster' is not known" in err
+
+
+def test_query_msg_by_unique_key_consumes_directly(
+    capsys: pytest.CaptureFixture[str], env: Env
+) -> None:
+    """-g -d: the broker holding the message relays it to that client (CONSUME_MESSAGE_DIRECTLY)
+    and the client's answer is printed as mqadmin prints it."""
+    i, r = next((i, s) for i, s in enumerate(env.sent) if s.queue.broker_name == "ops-a")
+    group, client_id = GROUP + "Direct", "10.0.0.9@ops"
+    consumer = RunningInfoConsumer(env.addrs["ops-a"], client_id, group, [TOPIC])
+    try:
+        out = ok(
+            capsys,
+            env,
+            "queryMsgByUniqueKey",
+            "-i",
+            r.msg_id,
+            "-t",
+            TOPIC,
+            "-g",
+            group,
+            "-d",
+            client_id,
+        )
+        assert out.strip() == (
+            "ConsumeMessageDirectlyResult [order=false, autoCommit=true, "
+            f"consumeResult=CR_SUCCESS, remark=consumed body-{i} from ops-a, spentTimeMills=1]"
+        )
+        ((asked, _),) = consumer.requests(RequestCode.CONSUME_MESSAGE_DIRECTLY)
+        assert asked["extFields"]["msgId"] == r.offset_msg_id
+    finally:
+        consumer.close()
+    err = fails(capsys, env, "queryMsgByUniqueKey", "-i", r.msg_id, "-t", TOPIC, "-g", group)
+    assert "give both -g consumerGroup and -d clientId" in err
 
 
 # ---- with a consumer online, and against Apache's mqadmin -------------------------------------
