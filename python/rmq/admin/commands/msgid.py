@@ -48,6 +48,13 @@ UNIQUE_KEY_MAX = 32
 """mqadmin asks each broker for at most 32 messages by unique key."""
 
 
+def _java(value: object) -> str:
+    """A value as Java's string concatenation writes it."""
+    if value is None:
+        return "null"
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
 def query_by_unique_key(admin: Admin, topic: str, msg_id: str) -> list[StoredMessage]:
     """QUERY_MESSAGE with ``_UNIQUE_KEY_QUERY`` on every broker of the topic: the stored
     copies of the message (a retried send stores more than one), oldest first."""
@@ -110,10 +117,11 @@ def _track(admin: Admin, msg: StoredMessage, group: str) -> dict[str, Any]:
 
 
 def _tracks(admin: Admin, msg: StoredMessage) -> list[dict[str, Any]]:
-    addr = admin.route(msg.topic).broker_datas[0].select_addr()
-    body = admin.broker_json(
-        addr or "", RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, {"topic": msg.topic}
-    )
+    """A track per group that consumes the topic (asked of its first broker, as mqadmin)."""
+    addr = next((a for b in admin.route(msg.topic).broker_datas if (a := b.select_addr())), None)
+    if addr is None:
+        return []
+    body = admin.broker_json(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, {"topic": msg.topic})
     return [_track(admin, msg, str(g)) for g in sorted(body.get("groupList") or ())]
 
 
@@ -125,14 +133,11 @@ def _consume_directly(admin: Admin, group: str, client_id: str, msg: StoredMessa
         timeout_ms=admin.timeout_ms * 3,
     )
     r = fastjson.loads(resp.body) if resp.body else {}
-
-    def text(v: object) -> str:
-        return "null" if v is None else str(v).lower() if isinstance(v, bool) else str(v)
-
     line = (
-        f"ConsumeMessageDirectlyResult [order={text(r.get('order'))}, "
-        f"autoCommit={text(r.get('autoCommit'))}, consumeResult={text(r.get('consumeResult'))}, "
-        f"remark={text(r.get('remark'))}, spentTimeMills={text(r.get('spentTimeMills'))}]"
+        f"ConsumeMessageDirectlyResult [order={_java(r.get('order'))}, "
+        f"autoCommit={_java(r.get('autoCommit'))}, "
+        f"consumeResult={_java(r.get('consumeResult'))}, remark={_java(r.get('remark'))}, "
+        f"spentTimeMills={_java(r.get('spentTimeMills'))}]"
     )
     return Result(r, [line])
 
@@ -304,13 +309,6 @@ def print_msg_by_queue(admin: Admin, args: argparse.Namespace) -> Result:
         data = {"minOffset": lo, "maxOffset": hi, "messages": printed, "tags": dict(tags)}
         return Result(data)
     return Result(None, walk())
-
-
-def _java(value: object) -> str:
-    """A value as Java's string concatenation writes it."""
-    if value is None:
-        return "null"
-    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 @subcommand(
