@@ -422,6 +422,8 @@ def test_send_msg_status_prints_each_send_result(
     for line in lines:
         assert line.startswith("rt=") and "SendResult [sendStatus=SEND_OK" in line
         assert "messageQueue=MessageQueue [topic=ops-b, brokerName=ops-b" in line
+    err = fails(capsys, env, "sendMsgStatus", "-b", "ops-x", "-c", "1")
+    assert "broker 'ops-x' is not known to the nameserver (brokers: ops-a, ops-b)" in err
 
 
 def test_cluster_list_more_stats_shows_day_totals(

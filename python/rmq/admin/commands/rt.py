@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from rmq.admin.client import Admin, AdminError
 from rmq.admin.command import arg, subcommand
 from rmq.admin.output import Result, parse_bool
-from rmq.errors import RmqError
+from rmq.errors import RmqError, TopicNotExistError
 
 if TYPE_CHECKING:
     import rmq
@@ -45,14 +45,14 @@ def _positive(name: str, value: int) -> int:
 
 def _timed_send(
     producer: rmq.Producer, msg: rmq.Message, **kw: Any
-) -> tuple[float, rmq.SendResult | None, str]:
-    """(milliseconds, the result or None, the error text) of one send."""
+) -> tuple[float, rmq.SendResult | None, RmqError | None]:
+    """(milliseconds, the result or None, the error or None) of one send."""
     start = time.perf_counter()
     try:
         result = producer.send(msg, **kw)
     except RmqError as exc:
-        return (time.perf_counter() - start) * 1000, None, str(exc)
-    return (time.perf_counter() - start) * 1000, result, ""
+        return (time.perf_counter() - start) * 1000, None, exc
+    return (time.perf_counter() - start) * 1000, result, None
 
 
 def _average(times: list[float]) -> float:
@@ -102,17 +102,17 @@ def cluster_rt(admin: Admin, args: argparse.Namespace) -> Result:
     def measure() -> Iterator[dict[str, Any]]:
         for cluster, broker in targets:
             msg = rmq.Message(broker, b"a" * size)
-            times, failed, error = [], 0, ""
+            times, failed = [], 0
+            error: RmqError | None = None
             for _ in range(amount):
                 ms, result, why = _timed_send(producer, msg)
                 times.append(ms)
                 if result is None:
                     failed, error = failed + 1, why
             if failed == amount:
-                warning = (
-                    f"every send to {broker}'s own topic {broker!r} failed ({error}) — the "
-                    "broker-name topic exists only with brokerTopicEnable=true"
-                )
+                warning = f"every send to {broker}'s own topic {broker!r} failed: {error}"
+                if isinstance(error, TopicNotExistError):
+                    warning += " — the broker-name topic exists only with brokerTopicEnable=true"
                 if args.json:
                     warnings.append(warning)
                 else:  # now: a run until interrupted never gets to the warnings at the end
@@ -193,7 +193,7 @@ def check_msg_send_rt(admin: Admin, args: argparse.Namespace) -> Result:
                     "queueId": queue.queue_id,
                     "success": result is not None,
                     "rt": round(ms, 3),
-                    "error": error,
+                    "error": str(error) if error else "",
                 }
             )
     finally:
@@ -237,6 +237,13 @@ def send_msg_status(admin: Admin, args: argparse.Namespace) -> Result:
     broker = args.brokerName.strip()
     size = _positive("-s", args.messageSize)
     count = _positive("-c", args.count)
+    known = admin.cluster_info().brokers
+    if broker not in known:
+        names = ", ".join(sorted(known)) or "none"
+        raise AdminError(
+            f"broker {broker!r} is not known to the nameserver (brokers: {names}) — -b takes "
+            "a broker name, as rmq clusterList shows it"
+        )
     producer = _producer(admin, "PID_SMSC")
     sends: list[dict[str, Any]] = []
     lines: list[str] = []
