@@ -67,6 +67,7 @@ NEW = [
     "queryCq",
     "producer",
     "exportConfigs",
+    "exportMetadata",
 ]
 
 
@@ -471,6 +472,28 @@ def test_export_configs_writes_the_clusters_configs(
     assert "cannot write" in err and "choose another -f" in err
 
 
+def test_export_metadata_writes_user_topics_and_groups(
+    capsys: pytest.CaptureFixture[str], env: Env, tmp_path: Path
+) -> None:
+    group = GROUP + "Export"
+    ok(capsys, env, "updateSubGroup", "-c", CLUSTER, "-g", group, "-q", "2")
+    out = ok(capsys, env, "exportMetadata", "-c", CLUSTER, "-f", str(tmp_path))
+    assert out.strip() == f"export {tmp_path / 'metadata.json'} success"
+    exported = json.loads((tmp_path / "metadata.json").read_text())
+    topic = exported["topicConfigTable"][TOPIC]
+    assert (topic["readQueueNums"], topic["writeQueueNums"]) == (4, 4)  # 2 on each broker
+    assert (
+        "TBW102" not in exported["topicConfigTable"] and "ops-a" not in exported["topicConfigTable"]
+    )
+    assert exported["subscriptionGroupTable"][group]["retryQueueNums"] == 4
+    assert "TOOLS_CONSUMER" not in exported["subscriptionGroupTable"]
+    out = ok(capsys, env, "exportMetadata", "-b", env.addrs["ops-a"], "-t", "-f", str(tmp_path))
+    one = json.loads((tmp_path / "topic.json").read_text())
+    assert one["topicConfigTable"][TOPIC]["readQueueNums"] == 2 and "dataVersion" in one
+    err = fails(capsys, env, "exportMetadata", "-b", env.addrs["ops-a"])
+    assert "choose what to export: -t (topics) or -g (groups)" in err
+
+
 def test_store_housekeeping_commands(capsys: pytest.CaptureFixture[str], env: Env) -> None:
     a = env.addrs["ops-a"]
     out = ok(capsys, env, "cleanExpiredCQ", "-b", a)
@@ -612,6 +635,13 @@ def test_apache_mqadmin_prints_the_same(
         ours_out = ok(capsys, env, "sendMsgStatus", "-b", "ops-b", "-c", "2")
         assert len(ours_out.splitlines()) == 2, ours_out
         assert all(send_line.fullmatch(x) for x in ours_out.splitlines()), ours_out
+        theirs("exportMetadata", "-c", CLUSTER, "-f", str(tmp_path / "apache"))
+        ok(capsys, env, "exportMetadata", "-c", CLUSTER, "-f", str(tmp_path / "rmq"))
+        exported = [
+            json.loads((tmp_path / d / "metadata.json").read_text()) for d in ("apache", "rmq")
+        ]
+        for table in ("topicConfigTable", "subscriptionGroupTable"):
+            assert exported[0][table] == exported[1][table], table
         cq = ("queryCq", "-t", TOPIC, "-q", "1", "-i", "0", "-b", a)
         assert theirs(*cq).splitlines() == ok(capsys, env, *cq).splitlines()
         r = env.sent[7]
