@@ -34,10 +34,10 @@ __all__ = [
     "subcommand",
 ]
 
-#: Apache RocketMQ 4.9.7's mqadmin sub-commands (``MQAdminStartup.initCommand``) and the 5.x
-#: ones rmq has (``haStatus``, ``setConsumeMode``, ``skipAccumulatedMessageByTimestamp``), so
-#: that a name rmq does not have yet is told apart from a typo. (``DecodeMessageId`` is a class
-#: mqadmin never registers; rmq's ``decodeMessageId`` is its own.)
+#: Apache RocketMQ 4.9.7's mqadmin sub-commands (``MQAdminStartup.initCommand``) and two of
+#: 5.x's (``haStatus``, ``setConsumeMode``), so that a name rmq does not have yet is told apart
+#: from a typo. (``DecodeMessageId`` is a class mqadmin never registers; rmq's
+#: ``decodeMessageId`` is its own.)
 MQADMIN_COMMANDS: frozenset[str] = frozenset(
     [
         "updateTopic",
@@ -98,7 +98,6 @@ MQADMIN_COMMANDS: frozenset[str] = frozenset(
         "deleteExpiredCommitLog",
         "getConsumerConfig",
         "skipAccumulatedMessage",
-        "skipAccumulatedMessageByTimestamp",
         "setConsumeMode",
         "haStatus",
     ]
