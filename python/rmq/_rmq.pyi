@@ -91,6 +91,7 @@ __all__ = [
     "decode_messages",
     "decode_offset_msg_id",
     "decode_trans_op",
+    "decode_uniq_id",
     "decompress_body",
     "fastjson_to_json",
     "java_string_hash",
@@ -378,6 +379,10 @@ def create_offset_msg_id(store_host: str, commit_log_offset: int) -> str:
 
 def decode_offset_msg_id(msg_id: str) -> tuple[str, int]:
     """Inverse of :func:`create_offset_msg_id`: ``("ip:port", commit_log_offset)``."""
+
+def decode_uniq_id(msg_id: str) -> tuple[str, int, int]:
+    """A unique message id (``UNIQ_KEY``) read back: ``(producer ip, pid (low 16 bits), unix
+    ms it was made at)``; ``ValueError`` when it is not 32 or 56 hex digits."""
 
 @final
 class PutMessageResult:

@@ -204,6 +204,54 @@ fn month_start_millis(now_ms: i64) -> i64 {
     (days - day_of_month) * DAY_MS
 }
 
+/// What a client-side unique id ([`new_uniq_id`]'s layout, or a Java client's) tells: the
+/// producer host's address, its process id and roughly when the id was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UniqIdParts {
+    /// The producer host (IPv4 for 32-digit ids, IPv6 for 56-digit ones).
+    pub ip: std::net::IpAddr,
+    /// The low 16 bits of the producer's process id.
+    pub pid: u16,
+    /// Unix milliseconds the id was made at, read as `MessageClientIDSetter
+    /// .getNearlyTimeFromID` reads it: the id holds milliseconds since a month's start, taken
+    /// as the latest month start that puts the time before `now_ms`.
+    pub time_ms: i64,
+}
+
+/// Decode a unique id (`UNIQ_KEY`, the `msgId` a producer gets back); `None` when it is not
+/// 32 or 56 hex digits.
+#[must_use]
+pub fn decode_uniq_id(id: &str, now_ms: i64) -> Option<UniqIdParts> {
+    if !(id.len() == 32 || id.len() == 56) || !id.is_ascii() {
+        return None;
+    }
+    let mut bytes = Vec::with_capacity(id.len() / 2);
+    for i in (0..id.len()).step_by(2) {
+        bytes.push(u8::from_str_radix(&id[i..i + 2], 16).ok()?);
+    }
+    let ip_len = if id.len() == 32 { 4 } else { 16 };
+    let ip = if ip_len == 4 {
+        let o: [u8; 4] = bytes[..4].try_into().ok()?;
+        std::net::IpAddr::V4(Ipv4Addr::from(o))
+    } else {
+        let o: [u8; 16] = bytes[..16].try_into().ok()?;
+        std::net::IpAddr::V6(std::net::Ipv6Addr::from(o))
+    };
+    let pid = u16::from_be_bytes(bytes[ip_len..ip_len + 2].try_into().ok()?);
+    // After the pid: 4 bytes of per-process salt, then the milliseconds since the month start.
+    let at = ip_len + 2 + 4;
+    let since_month = i64::from(u32::from_be_bytes(bytes[at..at + 4].try_into().ok()?));
+    let mut start = month_start_millis(now_ms);
+    if start + since_month >= now_ms {
+        start = month_start_millis(start - 1);
+    }
+    Some(UniqIdParts {
+        ip,
+        pid,
+        time_ms: start + since_month,
+    })
+}
+
 pub(crate) fn random_u32() -> u32 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
@@ -260,6 +308,37 @@ mod tests {
         assert_eq!(month_start_millis(1_793_491_200_000), 1_793_491_200_000);
         // 2024-03-01 just after a leap day
         assert_eq!(month_start_millis(1_709_251_200_000 + 5), 1_709_251_200_000);
+    }
+
+    #[test]
+    fn uniq_id_decodes_to_its_host_pid_and_time() {
+        let before = rmq_common::time::now_millis();
+        let id = new_uniq_id();
+        let now = rmq_common::time::now_millis() + 1;
+        let parts = decode_uniq_id(&id, now).expect("a fresh id decodes");
+        assert_eq!(parts.ip, std::net::IpAddr::V4(local_ipv4()));
+        #[expect(
+            clippy::cast_possible_truncation,
+            reason = "the id keeps the low 16 bits"
+        )]
+        let pid = std::process::id() as u16;
+        assert_eq!(parts.pid, pid);
+        assert!(
+            (before..now).contains(&parts.time_ms),
+            "{parts:?} not in {before}..{now}"
+        );
+        // An id made later in the month than `now` belongs to the month before.
+        let start = month_start_millis(now);
+        let late = format!("7F000001000100000000{:08X}0000", 5_000u32);
+        let parts = decode_uniq_id(&late, start + 1_000).expect("decodes");
+        assert_eq!(parts.time_ms, month_start_millis(start - 1) + 5_000);
+        assert_eq!(parts.pid, 1);
+        assert!(decode_uniq_id("XYZ", now).is_none());
+        assert!(decode_uniq_id(&"G".repeat(32), now).is_none());
+        assert_eq!(
+            decode_uniq_id(&"0".repeat(56), now).map(|p| p.ip.is_ipv6()),
+            Some(true)
+        );
     }
 
     #[test]

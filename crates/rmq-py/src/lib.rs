@@ -8,8 +8,8 @@
 //! transport (`remoting`), retention passes and their floor (`retention`), the bridge from
 //! Rust's `log` records into Python's `logging` (`logging`), the config schema
 //! (`config_schema`), the names and codes Rust owns (`names`), small protocol helpers
-//! (`common`), the atomic file replacement (`files`), the TLS options (`tls`) and the
-//! broker's Prometheus scrape (`metrics`).
+//! (`common`), the atomic file replacement (`files`), the TLS options (`tls`), the
+//! broker's Prometheus scrape (`metrics`) and the unique message id read back (`msg_ids`).
 
 mod acl;
 mod broker;
@@ -25,6 +25,7 @@ mod files;
 mod ha;
 mod logging;
 mod metrics;
+mod msg_ids;
 mod names;
 mod producer;
 mod remoting;
@@ -57,5 +58,6 @@ fn _rmq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     files::register(m)?;
     acl::register(m)?;
     metrics::register(m)?;
+    msg_ids::register(m)?;
     Ok(())
 }

@@ -34,8 +34,10 @@ __all__ = [
     "subcommand",
 ]
 
-#: Apache RocketMQ 4.9's mqadmin sub-commands (``MQAdminStartup.initCommand``), so that a name
-#: rmq does not have yet is told apart from a typo.
+#: Apache RocketMQ 4.9.7's mqadmin sub-commands (``MQAdminStartup.initCommand``) and two of
+#: 5.x's (``haStatus``, ``setConsumeMode``), so that a name rmq does not have yet is told apart
+#: from a typo. (``DecodeMessageId`` is a class mqadmin never registers; rmq's
+#: ``decodeMessageId`` is its own.)
 MQADMIN_COMMANDS: frozenset[str] = frozenset(
     [
         "updateTopic",
@@ -87,14 +89,15 @@ MQADMIN_COMMANDS: frozenset[str] = frozenset(
         "deleteAclConfig",
         "clusterAclConfigVersion",
         "updateGlobalWhiteAddr",
-        "getAccessConfigSubCommand",
+        "getAclConfig",
+        "producer",
+        "consumer",
         "exportMetadata",
         "exportConfigs",
         "exportMetrics",
         "deleteExpiredCommitLog",
         "getConsumerConfig",
         "skipAccumulatedMessage",
-        "skipAccumulatedMessageByTimestamp",
         "setConsumeMode",
         "haStatus",
     ]

@@ -3,16 +3,39 @@ sub-commands; a new group of sub-commands is one more module and one more import
 
 from __future__ import annotations
 
-from . import acl, broker, consumer, ha, message, namesrv, produce, stats, topic, trace
+from . import (
+    acl,
+    broker,
+    consumer,
+    export,
+    ha,
+    maintenance,
+    message,
+    msgid,
+    namesrv,
+    offset,
+    produce,
+    route,
+    rt,
+    stats,
+    topic,
+    trace,
+)
 
 __all__ = [
     "acl",
     "broker",
     "consumer",
+    "export",
     "ha",
+    "maintenance",
     "message",
+    "msgid",
     "namesrv",
+    "offset",
     "produce",
+    "route",
+    "rt",
     "stats",
     "topic",
     "trace",

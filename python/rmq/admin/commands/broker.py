@@ -1,13 +1,16 @@
-"""Cluster and broker sub-commands: the cluster layout, a broker's runtime key/values, and
-reading or changing a broker's configuration."""
+"""Cluster and broker sub-commands: the cluster layout (and its day totals), a broker's runtime
+key/values, and reading, changing or exporting a broker's configuration."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
-from rmq.admin.client import MASTER_ID, Admin, BrokerData
+from rmq.admin.client import MASTER_ID, Admin, AdminError, BrokerData
 from rmq.admin.command import arg, broker_or_cluster, subcommand
 from rmq.admin.output import Result, table
 from rmq.codes import RequestCode
@@ -54,8 +57,90 @@ def _addresses(admin: Admin, args: argparse.Namespace) -> list[tuple[str, str]]:
     return out
 
 
-@subcommand("clusterList", "List all of clusters")
+def _day_totals(kv: dict[str, str]) -> tuple[int, int, int, int] | None:
+    """(in yesterday, out yesterday, in today, out today) from the runtime info's day marks,
+    as mqadmin's ``clusterList -m`` computes them; None when the broker has no such keys."""
+    try:
+        put = [int(kv[f"msgPutTotal{w}"]) for w in ("YesterdayMorning", "TodayMorning", "TodayNow")]
+        get = [int(kv[f"msgGetTotal{w}"]) for w in ("YesterdayMorning", "TodayMorning", "TodayNow")]
+    except (KeyError, ValueError):
+        return None
+    return put[1] - put[0], get[1] - get[0], put[2] - put[1], get[2] - get[1]
+
+
+def _more_stats(admin: Admin) -> Result:
+    info = admin.cluster_info()
+    rows: list[dict[str, Any]] = []
+    warnings = []
+    for cluster in sorted(info.clusters):
+        for name in info.clusters[cluster]:
+            b: BrokerData | None = info.brokers.get(name)
+            for bid, addr in sorted(b.addrs.items()) if b else ():
+                try:
+                    totals = _day_totals(runtime_info(admin, addr))
+                except RmqError as exc:
+                    warnings.append(str(exc))
+                    totals = None
+                if totals is None:
+                    totals = (0, 0, 0, 0)
+                keys = ("inTotalYest", "outTotalYest", "inTotalToday", "outTotalToday")
+                row = {"cluster": cluster, "brokerName": name, "brokerId": bid, "addr": addr}
+                rows.append(row | dict(zip(keys, totals, strict=True)))
+    lines = table(
+        (
+            "Cluster Name",
+            "Broker Name",
+            "InTotalYest",
+            "OutTotalYest",
+            "InTotalToday",
+            "OutTotalToday",
+        ),
+        (
+            (
+                r["cluster"],
+                r["brokerName"],
+                r["inTotalYest"],
+                r["outTotalYest"],
+                r["inTotalToday"],
+                r["outTotalToday"],
+            )
+            for r in rows
+        ),
+    )
+    return Result({"brokers": rows}, lines, warnings)
+
+
+@subcommand(
+    "clusterList",
+    "List all of clusters",
+    arg("-m", "--moreStats", action="store_true", help="print the day totals in and out"),
+    arg(
+        "-i",
+        "--interval",
+        type=int,
+        metavar="SECONDS",
+        help="print again every SECONDS seconds until interrupted (not with --json)",
+    ),
+)
 def cluster_list(admin: Admin, args: argparse.Namespace) -> Result:
+    once = _more_stats if args.moreStats else _base_info
+    if args.interval is None or args.json:
+        return once(admin)
+    if args.interval <= 0:
+        raise AdminError(f"-i takes a positive number of seconds, not {args.interval}")
+    first = once(admin)
+
+    def rounds() -> Iterator[str]:
+        result = first
+        while True:
+            yield from result.lines
+            time.sleep(args.interval)
+            result = once(admin)
+
+    return Result(first.data, rounds(), first.warnings)
+
+
+def _base_info(admin: Admin) -> Result:
     info = admin.cluster_info()
     now_ms = int(time.time() * 1000)
     rows: list[dict[str, Any]] = []
@@ -183,3 +268,65 @@ def update_broker_config(admin: Admin, args: argparse.Namespace) -> Result:
         admin.broker(addr, RequestCode.UPDATE_BROKER_CONFIG, None, body)
     lines = [f"update broker config success, {addr}" for addr in addrs]
     return Result({"key": key, "value": value, "brokers": addrs}, lines)
+
+
+EXPORTED_BROKER_KEYS = (
+    "brokerClusterName",
+    "brokerId",
+    "brokerName",
+    "brokerRole",
+    "fileReservedTime",
+    "filterServerNums",
+    "flushDiskType",
+    "maxMessageSize",
+    "messageDelayLevel",
+    "msgTraceTopicName",
+    "slaveReadEnable",
+    "traceOn",
+    "traceTopicEnable",
+    "useTLS",
+    "autoCreateTopicEnable",
+    "autoCreateSubscriptionGroup",
+)
+"""The broker keys mqadmin's exportConfigs keeps (a key the broker does not have is left out)."""
+
+
+@subcommand(
+    "exportConfigs",
+    "export configs",
+    arg("-c", "--clusterName", required=True, metavar="CLUSTER", help="the cluster to export"),
+    arg(
+        "-f",
+        "--filePath",
+        default="/tmp/rocketmq/export",
+        help="directory of configs.json (default: /tmp/rocketmq/export)",
+    ),
+)
+def export_configs(admin: Admin, args: argparse.Namespace) -> Result:
+    brokers = admin.cluster_info().brokers_of(args.clusterName.strip())
+    configs: dict[str, dict[str, str]] = {}
+    slaves = 0
+    for b in brokers:
+        if b.master_addr is None:
+            continue
+        slaves += len(b.addrs) - 1
+        resp = admin.broker(b.master_addr, RequestCode.GET_BROKER_CONFIG)
+        props = _properties((resp.body or b"").decode("utf-8"))
+        configs[props.get("brokerName", b.broker_name)] = {
+            k: props[k] for k in EXPORTED_BROKER_KEYS if k in props
+        }
+    result = {
+        "brokerConfigs": configs,
+        "clusterScale": {
+            "namesrvSize": len(admin.namesrv_addrs),
+            "masterBrokerSize": len(configs),
+            "slaveBrokerSize": slaves,
+        },
+    }
+    path = Path(args.filePath.strip()) / "configs.json"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise AdminError(f"cannot write {path}: {exc.strerror} — choose another -f") from None
+    return Result({"path": str(path), **result}, [f"export {path} success"])

@@ -14,6 +14,7 @@ from rmq.admin.client import (
     Admin,
     AdminError,
     BrokerData,
+    TopicRoute,
 )
 from rmq.admin.command import arg, broker_or_cluster, subcommand
 from rmq.admin.output import (
@@ -338,6 +339,23 @@ def consumer_connection_cmd(admin: Admin, args: argparse.Namespace) -> Result:
     return Result(cc, lines)
 
 
+def route_in_cluster(admin: Admin, topic: str, cluster: str | None) -> TopicRoute:
+    """The topic's route, cut down to the brokers of ``cluster`` when one is named (mqadmin's
+    ``-c`` of the offset commands); AdminError when none of them holds the topic."""
+    route = admin.route(topic)
+    if not cluster:
+        return route
+    names = {b.broker_name for b in admin.cluster_info().brokers_of(cluster.strip())}
+    kept = tuple(b for b in route.broker_datas if b.broker_name in names)
+    if not kept:
+        raise AdminError(
+            f"no broker of cluster {cluster.strip()!r} holds topic {topic!r} — check -c against "
+            f"rmq topicClusterList -t {topic}"
+        )
+    queues = tuple(q for q in route.queue_datas if q.broker_name in names)
+    return TopicRoute(topic, queues, kept, route.raw)
+
+
 @subcommand(
     "resetOffsetByTime",
     "Reset consumer offset by timestamp (without client restart)",
@@ -362,7 +380,7 @@ def consumer_connection_cmd(admin: Admin, args: argparse.Namespace) -> Result:
 def reset_offset_by_time(admin: Admin, args: argparse.Namespace) -> Result:
     group, topic = args.group.strip(), args.topic.strip()
     timestamp = parse_timestamp(args.timestamp, allow_now=True)
-    route = admin.route(topic)
+    route = route_in_cluster(admin, topic, getattr(args, "clusterName", None))
     header = {
         "topic": topic,
         "group": group,
@@ -394,7 +412,7 @@ def reset_offset_by_time(admin: Admin, args: argparse.Namespace) -> Result:
         for key, offset in (body.get("offsetTable") or {}).items():
             offsets[fastjson.message_queue_key(key)] = int(offset)
     if fallback_reason is not None:
-        return _reset_offline(admin, group, topic, timestamp, args.force, title, fallback_reason)
+        return _reset_offline(admin, group, route, timestamp, args.force, title, fallback_reason)
     rows = [
         {"brokerName": mq.broker_name, "queueId": mq.queue_id, "offset": off}
         for mq, off in sorted(offsets.items())
@@ -419,7 +437,7 @@ def reset_offset_by_time(admin: Admin, args: argparse.Namespace) -> Result:
 def _reset_offline(
     admin: Admin,
     group: str,
-    topic: str,
+    route: TopicRoute,
     timestamp: int,
     force: bool,
     title: str,
@@ -428,7 +446,7 @@ def _reset_offline(
     """Set the stored offsets queue by queue (mqadmin's ``resetOffsetByTimestampOld``), for a
     group with no consumer online, or a broker that does not serve
     INVOKE_BROKER_TO_RESET_OFFSET. Consumers started later begin at the new offsets."""
-    route = admin.route(topic)
+    topic = route.topic
     rows: list[dict[str, Any]] = []
     for b, queue_id in route.read_queues():
         addr = b.select_addr()
