@@ -642,6 +642,10 @@ def test_apache_mqadmin_prints_the_same(
         ]
         for table in ("topicConfigTable", "subscriptionGroupTable"):
             assert exported[0][table] == exported[1][table], table
+        # Apache's exportConfigs reads keys rmq has no setting for (useTLS, filterServerNums).
+        theirs("exportConfigs", "-c", CLUSTER, "-f", str(tmp_path / "apache"))
+        configs = json.loads((tmp_path / "apache" / "configs.json").read_text())
+        assert configs["brokerConfigs"]["ops-a"]["brokerName"] == "ops-a", configs
         cq = ("queryCq", "-t", TOPIC, "-q", "1", "-i", "0", "-b", a)
         assert theirs(*cq).splitlines() == ok(capsys, env, *cq).splitlines()
         r = env.sent[7]

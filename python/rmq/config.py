@@ -400,6 +400,21 @@ class BrokerConfig:
     """``fileReservedTime``: hours a CommitLog file is kept."""
     auto_create_topic_enable: bool = _default("autoCreateTopicEnable")
     """``autoCreateTopicEnable``: create unknown topics on first send."""
+    auto_create_subscription_group: bool = _default("autoCreateSubscriptionGroup")
+    """``autoCreateSubscriptionGroup``: create unknown subscription groups on first use."""
+    long_polling_enable: bool = _default("longPollingEnable")
+    """``longPollingEnable``: hold pulls up to the client's suspend timeout."""
+    short_polling_time_mills: int = _default("shortPollingTimeMills")
+    """``shortPollingTimeMills``: hold time (ms) of a pull when long polling is off."""
+    transfer_msg_by_heap: bool = _default("transferMsgByHeap")
+    """``transferMsgByHeap``: copy pull bodies instead of sending them from the mapped file."""
+    region_id: str = _default("regionId")
+    """``regionId``: returned in send responses (``MSG_REGION``)."""
+    trace_on: bool = _default("traceOn")
+    """``traceOn``: returned in send responses (``TRACE_ON``); false asks tracing clients not
+    to trace their sends."""
+    channel_expired_timeout: int = _default("channelExpiredTimeout")
+    """``channelExpiredTimeout``: clients silent this long (ms) are dropped."""
     default_topic_queue_nums: int = _default("defaultTopicQueueNums")
     """``defaultTopicQueueNums``: queues of an auto-created topic."""
     max_message_size: int = _default("maxMessageSize")
@@ -540,8 +555,12 @@ class BrokerConfig:
     def all_properties(self, store_defaults: Mapping[str, str]) -> dict[str, str]:
         """Every setting in effect, broker and store keys, as ``broker.conf`` strings:
         ``store_defaults`` (``rmq._rmq.store_config_defaults()``), overridden by the store keys
-        given, overridden by the broker keys."""
-        return {**store_defaults, **self.store, **self.to_properties()}
+        given, overridden by the broker keys; and two keys of RocketMQ's that rmq has no setting
+        for but tools read back (Apache mqadmin's ``exportConfigs`` fails without them):
+        ``useTLS`` (NettyClientConfig's, i.e. ``tls.enable``) and ``filterServerNums`` (0: rmq
+        runs no filter servers)."""
+        read_back = {"useTLS": _to_text(self.tls_enable), "filterServerNums": "0"}
+        return {**store_defaults, **self.store, **read_back, **self.to_properties()}
 
 
 def _to_text(value: object) -> str:
@@ -588,6 +607,13 @@ _FIELDS: dict[str, str] = {
     "traceTopicEnable": "trace_topic_enable",
     "msgTraceTopicName": "msg_trace_topic_name",
     "slaveReadEnable": "slave_read_enable",
+    "autoCreateSubscriptionGroup": "auto_create_subscription_group",
+    "longPollingEnable": "long_polling_enable",
+    "shortPollingTimeMills": "short_polling_time_mills",
+    "transferMsgByHeap": "transfer_msg_by_heap",
+    "regionId": "region_id",
+    "traceOn": "trace_on",
+    "channelExpiredTimeout": "channel_expired_timeout",
     "aclEnable": "acl_enable",
     "aclFilePath": "acl_file_path",
     "metricsExporterType": "metrics_exporter_type",
@@ -619,8 +645,8 @@ KNOWN_BUT_UNUSED: frozenset[str] = frozenset(
     or (spec.owner == "broker" and key not in BROKER_KEYS and key != "brokerAddr")
 )
 """Legitimate RocketMQ keys that this build accepts without a warning but does not act on yet
-(they are logged at INFO level): the schema's ``unused`` keys (Java thread pools, HA addresses
-before HA lands) and the Rust broker's keys that the broker process does not hand to it yet.
+(they are logged at INFO level): the schema's ``unused`` keys (Java thread pools, ...) and
+any Rust broker key :class:`BrokerConfig` has no field for (none today).
 Keys whose absence would change what a user gets (store paths, ACLs, ...) are deliberately
 *not* here: those are warned about. ``brokerAddr`` is not a RocketMQ key (the control plane
 sets it from ``brokerIP1:listenPort``)."""

@@ -21,7 +21,7 @@ const SYSTEM_GROUPS: &[&str] = &[
     "CID_ONSAPI_PULL",
     "CID_ONSAPI_PERMISSION",
     "CID_ONSAPI_OWNER",
-    "CID_SYS_RMQ_TRANS",
+    rmq_common::topic::CID_SYS_RMQ_TRANS,
 ];
 
 struct Table {

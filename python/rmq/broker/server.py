@@ -25,7 +25,7 @@ from rmq.broker.admin_handler import BrokerAdminHandler
 from rmq.broker.registration import BrokerIdentity, NamesrvRegistrar
 from rmq.broker.role import BrokerGroupRole
 from rmq.codes import RequestCode
-from rmq.config import BrokerConfig, BrokerRole
+from rmq.config import SCHEMA, BrokerConfig, BrokerRole
 from rmq.errors import RmqError
 from rmq.metrics_http import MetricsExporter, process_figures
 from rmq.namesrv.server import NamesrvProcessor
@@ -135,27 +135,14 @@ def embedded_namesrv_refusal(config: BrokerConfig) -> str | None:
 
 
 def broker_keys(config: BrokerConfig) -> dict[str, str]:
-    """The settings the Rust broker server takes, by RocketMQ key name."""
+    """The settings the Rust broker server takes, by RocketMQ key name: the effective value of
+    every key the schema gives the Rust broker, and the broker's identity."""
     return {
+        **{k: v for k, v in config.to_properties().items() if SCHEMA[k].owner == "broker"},
         "brokerName": config.broker_name,
         "brokerClusterName": config.broker_cluster_name,
         "brokerId": str(config.broker_id),
         "brokerAddr": config.store_host,
-        "autoCreateTopicEnable": str(config.auto_create_topic_enable).lower(),
-        "defaultTopicQueueNums": str(config.default_topic_queue_nums),
-        "brokerPermission": str(config.broker_permission),
-        "rejectTransactionMessage": str(config.reject_transaction_message).lower(),
-        "rocketmq.broker.rebalance.lockMaxLiveTime": str(config.rebalance_lock_max_live_time),
-        "serverChannelMaxIdleTimeSeconds": str(config.server_channel_max_idle_time_seconds),
-        "clusterTopicEnable": str(config.cluster_topic_enable).lower(),
-        "brokerTopicEnable": str(config.broker_topic_enable).lower(),
-        "slaveReadEnable": str(config.slave_read_enable).lower(),
-        "traceTopicEnable": str(config.trace_topic_enable).lower(),
-        "msgTraceTopicName": config.msg_trace_topic_name,
-        "metricsExporterType": config.metrics_exporter_type,
-        **config.tls_server,
-        "aclEnable": str(config.acl_enable).lower(),
-        **({"aclFilePath": config.acl_file_path} if config.acl_file_path else {}),
     }
 
 
