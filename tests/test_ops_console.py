@@ -346,3 +346,47 @@ def test_bad_command_line() -> None:
     )
     assert proc.returncode == 2 and "not an address like" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_trace_records_reach_the_page_as_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The contract with rmq.trace: ``query_trace(admin, msg_id, trace_topic)`` returns
+    dataclasses; the API hands them over as JSON objects, nested beans included."""
+    import dataclasses
+    import types
+
+    from rmq.console import api
+
+    @dataclasses.dataclass
+    class Bean:
+        msg_id: str
+        store_host: str
+
+    @dataclasses.dataclass
+    class Context:
+        trace_type: str
+        time_stamp: int
+        trace_beans: list[Bean]
+
+    calls: list[tuple[object, str, str | None]] = []
+
+    def query_trace(admin: object, msg_id: str, trace_topic: str | None = None) -> list[Context]:
+        calls.append((admin, msg_id, trace_topic))
+        return [Context("Pub", 1, [Bean(msg_id, "127.0.0.1:10911")]), Context("SubAfter", 2, [])]
+
+    fake = types.ModuleType("rmq.trace")
+    fake.query_trace = query_trace  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "rmq.trace", fake)
+    admin = object()
+    data = api.trace(admin, {"id": "ABC", "traceTopic": "MyTrace"})  # type: ignore[arg-type]
+    assert calls == [(admin, "ABC", "MyTrace")]
+    assert json.loads(json.dumps(data)) == {
+        "available": True,
+        "records": [
+            {
+                "trace_type": "Pub",
+                "time_stamp": 1,
+                "trace_beans": [{"msg_id": "ABC", "store_host": "127.0.0.1:10911"}],
+            },
+            {"trace_type": "SubAfter", "time_stamp": 2, "trace_beans": []},
+        ],
+    }

@@ -22,7 +22,7 @@ from rmq.admin.client import Admin
 from rmq.admin.command import REGISTRY
 from rmq.admin.commands.message import pull, query_index, queue_range
 from rmq.admin.output import message_json, parse_timestamp
-from rmq.errors import QueryNotFoundError, RmqError
+from rmq.errors import QueryNotFoundError, RmqError, TopicNotExistError
 
 __all__ = ["GET", "POST", "ApiError", "Query", "run_command"]
 
@@ -237,7 +237,17 @@ def trace(admin: Admin, q: Query) -> Any:
         query_trace = None
     if query_trace is None:
         return {"available": False, "message": "tracing not available in this build"}
-    records = query_trace(admin, msg_id, (q.get("traceTopic") or "").strip() or None)
+    trace_topic = (q.get("traceTopic") or "").strip() or None
+    try:
+        records = query_trace(admin, msg_id, trace_topic)
+    except TopicNotExistError:
+        return {
+            "available": True,
+            "records": [],
+            "message": f"no trace topic {trace_topic or 'RMQ_SYS_TRACE_TOPIC'} in the cluster: "
+            "nothing was traced (enable tracing in the producers and consumers, and "
+            "traceTopicEnable on a broker)",
+        }
     return {"available": True, "records": [_plain(r) for r in records]}
 
 

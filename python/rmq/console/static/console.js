@@ -262,6 +262,21 @@ function hex(base64) {
 
 const PREVIEW_CHARS = 64 * 1024;
 
+// One row per traced step (Pub, SubBefore, SubAfter, EndTransaction) and message.
+function traceTable(records) {
+  const rows = [];
+  for (const r of records) {
+    const beans = r.trace_beans && r.trace_beans.length ? r.trace_beans : [{}];
+    for (const b of beans) {
+      rows.push([r.trace_type ?? "", time(r.time_stamp), r.group_name ?? "", r.cost_time ?? "",
+        String(r.success ?? ""), b.client_host ?? "", b.store_host ?? "", b.retry_times ?? "",
+        b.transaction_state ?? "", b.msg_id ?? ""]);
+    }
+  }
+  return table("trace-table", ["Step", "Time", "Group", "Cost (ms)", "Success", "Client", "Store host",
+    "Retries", "Transaction", "Message ID"], rows);
+}
+
 function messageDetail(m) {
   const body = el("pre", { class: "body", id: "message-body" });
   const show = (mode) => {
@@ -273,8 +288,8 @@ function messageDetail(m) {
     try {
       const t = await api("/api/trace", { id: m.msgId });
       if (!t.available) { traceBox.replaceChildren(el("p", { class: "muted", id: "trace-unavailable" }, t.message)); return; }
-      const rows = t.records.map((r) => Object.entries(r).filter(([, v]) => typeof v !== "object").map(([k, v]) => `${k}=${v}`).join("  "));
-      traceBox.replaceChildren(rows.length ? el("pre", { class: "body" }, rows.join("\n")) : el("p", { class: "muted" }, "no trace records"));
+      traceBox.replaceChildren(t.records.length ? traceTable(t.records)
+        : el("p", { class: "muted", id: "trace-none" }, t.message || "no trace records of this message"));
     } catch (e) { traceBox.replaceChildren(el("div", { class: "note" }, e.message)); }
   } } }, "Show trace"));
   const props = Object.entries(m.properties || {}).map(([k, v]) => `${k}=${v}`).join(", ");
