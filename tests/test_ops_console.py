@@ -327,6 +327,19 @@ def test_bad_requests_get_json_errors(env: Env) -> None:
             raise AssertionError(f"{path} was served")
 
 
+def test_requests_for_another_host_name_are_refused(env: Env) -> None:
+    """DNS rebinding: a page of evil.example resolved to 127.0.0.1 gets nothing."""
+    port = urllib.parse.urlsplit(env.url).port
+    for host, status in ((f"evil.example:{port}", 403), (f"localhost:{port}", 200)):
+        req = urllib.request.Request(env.url + "api/cluster", headers={"Host": host})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as resp:
+                assert resp.status == status, host
+        except urllib.error.HTTPError as exc:
+            assert exc.code == status, host
+            assert "evil.example" in json.loads(exc.read())["error"]
+
+
 def test_a_dead_nameserver_is_a_readable_error(env: Env) -> None:
     console = ConsoleProcess("-n", f"127.0.0.1:{free_port()}")
     try:

@@ -172,3 +172,16 @@ def test_group_lag_falls_to_zero_when_a_consumer_runs(browser: WebDriver, env: E
         shot(browser, "group-caught-up")
     finally:
         consumer.shutdown()
+    # Reset offset by time to long ago (the form's POST): every message is lag again.
+    until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#clients-none"), "the group offline")
+    assert browser.find_element(By.ID, "reset-topic").get_attribute("value") == TOPIC
+    browser.execute_script("document.getElementById('reset-time').value = '2001-01-01T00:00:00'")
+    browser.find_element(By.ID, "reset-button").click()
+    until(
+        browser,
+        lambda d: len(d.find_elements(By.CSS_SELECTOR, "#reset-table tbody tr")) == 4,
+        "reset",
+    )
+    total = len(env.sent) + 5
+    until(browser, lambda d: text_of(d, "#lag-total") == str(total), f"a lag of {total}")
+    shot(browser, "group-reset")

@@ -11,9 +11,10 @@ Every API answer is JSON: ``{"error": "..."}`` with a status code for failures (
 parameter, 404 nothing found, 502 a nameserver or broker that did not answer, 500 a bug,
 whose traceback goes to the log only). POSTs must be ``application/json``, which a page of
 another origin cannot send without a CORS preflight this server never grants, so no other
-site can reset offsets through an operator's browser. The Content-Security-Policy allows
-only this origin's scripts and styles, as a second guard against markup in user data
-(the page also inserts every such string as text).
+site can reset offsets through an operator's browser; a console on a loopback address
+answers only requests addressed to a loopback name (no DNS rebinding). The
+Content-Security-Policy allows only this origin's scripts and styles, as a second guard
+against markup in user data (the page also inserts every such string as text).
 """
 
 from __future__ import annotations
@@ -65,6 +66,17 @@ def _static(name: str) -> bytes | None:
         return None
     entry = resources.files("rmq.console").joinpath("static").joinpath(name)
     return entry.read_bytes() if entry.is_file() else None
+
+
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def _host_name(host_header: str) -> str:
+    """``example.com`` of a Host header ``example.com:8080`` (``::1`` of ``[::1]:8080``)."""
+    h = host_header.strip().lower()
+    if h.startswith("["):
+        return h[1 : h.find("]")] if "]" in h else h
+    return h.rsplit(":", 1)[0] if h.count(":") == 1 else h
 
 
 def _status_of(exc: RmqError) -> int:
@@ -122,7 +134,22 @@ class _Handler(BaseHTTPRequestHandler):
     console: ConsoleServer
     server_version = "rmq-console"
 
+    def _host_refused(self) -> bool:
+        """A console on a loopback address answers only requests addressed to a loopback
+        name: a page of another site that rebinds its DNS name to 127.0.0.1 is refused."""
+        if self.console.host.lower() not in LOOPBACK_NAMES and not self.console.host.startswith(
+            "127."
+        ):
+            return False
+        name = _host_name(self.headers.get("Host") or "")
+        if name in LOOPBACK_NAMES or name.startswith("127.") or name == self.console.host:
+            return False
+        self._json(403, {"error": f"Host {name!r} is not this console's: open it as localhost"})
+        return True
+
     def do_GET(self) -> None:
+        if self._host_refused():
+            return
         url = urlsplit(self.path)
         if url.path.startswith("/api/"):
             query = {k: v[-1] for k, v in parse_qs(url.query).items()}
@@ -139,6 +166,8 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, STATIC_TYPES.get(suffix, "application/octet-stream"), body)
 
     def do_POST(self) -> None:
+        if self._host_refused():
+            return
         url = urlsplit(self.path)
         ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
         if ctype != "application/json":

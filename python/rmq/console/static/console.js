@@ -69,8 +69,11 @@ function render(...nodes) {
 
 // Runs load() now and every POLL_MS while the page is shown; errors go to the error box.
 function every(load) {
+  let busy = false;  // a slow cluster: skip a tick rather than pile requests up
   const run = async () => {
-    try { await load(); showError(""); } catch (e) { showError(e.message); }
+    if (busy) return;
+    busy = true;
+    try { await load(); showError(""); } catch (e) { showError(e.message); } finally { busy = false; }
   };
   run();
   timer = setInterval(run, POLL_MS);
