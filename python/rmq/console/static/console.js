@@ -188,7 +188,9 @@ function groupPage(name) {
         group: name, topic: document.getElementById("reset-topic").value, timestamp,
         force: document.getElementById("reset-force").checked,
       });
-      result.replaceChildren(el("p", {}, `offsets reset (${r.mode || "online"}):`),
+      const how = r.mode === "offline" ? "stored offsets set directly (no consumer online)"
+        : "reset by the brokers, online consumers told";
+      result.replaceChildren(el("p", { id: "reset-done" }, `offsets reset: ${how}`),
         table("reset-table", ["Broker", "Queue", "Offset"], (r.queues || []).map((q) => [q.brokerName, q.queueId, q.offset])));
       showError("");
     } catch (e) { showError(e.message); }
