@@ -350,6 +350,24 @@ def test_a_dead_nameserver_is_a_readable_error(env: Env) -> None:
         assert console.stop() == 0
 
 
+def test_a_port_in_use_is_a_readable_error() -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = subprocess.run(
+            [sys.executable, "-m", "rmq.console", "-n", "127.0.0.1:9876", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    assert proc.returncode == 1, proc.stderr
+    assert f"the console cannot listen on 127.0.0.1:{port}" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
 def test_bad_command_line() -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "rmq.console", "-n", "not-an-address"],
@@ -403,3 +421,23 @@ def test_trace_records_reach_the_page_as_json(monkeypatch: pytest.MonkeyPatch) -
             {"trace_type": "SubAfter", "time_stamp": 2, "trace_beans": []},
         ],
     }
+
+
+def test_the_page_loads_nothing_from_elsewhere() -> None:
+    """Offline: the static files (package data of rmq.console) name no other host; the SVG
+    namespace is an identifier, never fetched."""
+    from importlib import resources
+
+    static = resources.files("rmq.console").joinpath("static")
+    names = sorted(p.name for p in static.iterdir())
+    assert names == ["chart.js", "console.css", "console.js", "index.html"]
+    for name in names:
+        text = static.joinpath(name).read_text(encoding="utf-8")
+        urls = set(re.findall(r"\w+://[^\s\"'`)]+", text)) - {"http://www.w3.org/2000/svg"}
+        assert not urls, (name, urls)
+    index = static.joinpath("index.html").read_text(encoding="utf-8")
+    assert re.findall(r'(?:src|href)="(/[^"]*)"', index) == [
+        "/static/console.css",
+        "/static/chart.js",
+        "/static/console.js",
+    ]

@@ -67,8 +67,10 @@ function render(...nodes) {
   main.replaceChildren(...nodes);
 }
 
-// Runs load() now and every POLL_MS while the page is shown; errors go to the error box.
-function every(load) {
+// Runs load() now and every `ms` while the page is shown; errors go to the error box. The
+// lists of every topic or group ask each broker about each one: they refresh 5 times slower.
+const LIST_POLL_MS = 5 * POLL_MS;
+function every(load, ms = POLL_MS) {
   let busy = false;  // a slow cluster: skip a tick rather than pile requests up
   const run = async () => {
     if (busy) return;
@@ -76,7 +78,7 @@ function every(load) {
     try { await load(); showError(""); } catch (e) { showError(e.message); } finally { busy = false; }
   };
   run();
-  timer = setInterval(run, POLL_MS);
+  timer = setInterval(run, ms);
 }
 
 // ---- cluster: brokers and live TPS ---------------------------------------------------------
@@ -134,7 +136,7 @@ function topicsPage() {
     holder.replaceChildren(table("topics", ["Topic", "Cluster", "Consumer groups"],
       data.topics.map((t) => [link("#/topic/" + encodeURIComponent(t.topic), t.topic), t.cluster,
         el("span", {}, t.consumerGroups.map((g, i) => [i ? ", " : "", link("#/group/" + encodeURIComponent(g), g)]))])));
-  });
+  }, LIST_POLL_MS);
 }
 
 function topicPage(name) {
@@ -173,7 +175,7 @@ function groupsPage() {
     holder.replaceChildren(table("groups", ["Group", "Clients", "Version", "Type", "Model", "TPS", "Lag"],
       data.groups.map((g) => [link("#/group/" + encodeURIComponent(g.group), g.group), g.count, g.version,
         g.type, g.model, g.consumeTps, g.diffTotal])));
-  });
+  }, LIST_POLL_MS);
 }
 
 function groupPage(name) {
