@@ -72,9 +72,14 @@ def _need(q: Query, name: str) -> str:
     return value
 
 
-def _opt(flag: str, q: Query, name: str) -> list[str]:
+def _arg(option: str, value: str) -> str:
+    """``--option=value``: one word, so a value that starts with ``-`` stays a value."""
+    return f"--{option}={value}"
+
+
+def _opt(option: str, q: Query, name: str) -> list[str]:
     value = (q.get(name) or "").strip()
-    return [flag, value] if value else []
+    return [_arg(option, value)] if value else []
 
 
 # ---- cluster and brokers ------------------------------------------------------------------
@@ -88,7 +93,7 @@ def cluster(admin: Admin, q: Query) -> Any:
 
 def broker_runtime(admin: Admin, q: Query) -> Any:
     """brokerStatus -b ADDR: the broker's GET_BROKER_RUNTIME_INFO table."""
-    return run_command(admin, "brokerStatus", ["-b", _need(q, "addr")])
+    return run_command(admin, "brokerStatus", [_arg("brokerAddr", _need(q, "addr"))])
 
 
 # ---- topics -------------------------------------------------------------------------------
@@ -104,10 +109,10 @@ def topic(admin: Admin, q: Query) -> Any:
     and, per group, out TPS and accumulation)."""
     name = _need(q, "topic")
     out: dict[str, Any] = {"topic": name}
-    out["status"] = run_command(admin, "topicStatus", ["-t", name])
-    out["route"] = run_command(admin, "topicRoute", ["-t", name])
+    out["status"] = run_command(admin, "topicStatus", [_arg("topic", name)])
+    out["route"] = run_command(admin, "topicRoute", [_arg("topic", name)])
     try:
-        out["stats"] = run_command(admin, "statsAll", ["-t", name])["stats"]
+        out["stats"] = run_command(admin, "statsAll", [_arg("topic", name)])["stats"]
     except RmqError as exc:
         out["stats"], out["statsError"] = [], str(exc)
     return out
@@ -128,12 +133,12 @@ def group(admin: Admin, q: Query) -> Any:
     out: dict[str, Any] = {"group": name}
     try:
         out["progress"] = run_command(
-            admin, "consumerProgress", ["-g", name, *_opt("-t", q, "topic")]
+            admin, "consumerProgress", [_arg("groupName", name), *_opt("topicName", q, "topic")]
         )
     except RmqError as exc:
         out["progress"], out["progressError"] = None, str(exc)
     try:
-        out["connection"] = run_command(admin, "consumerConnection", ["-g", name])
+        out["connection"] = run_command(admin, "consumerConnection", [_arg("consumerGroup", name)])
     except RmqError as exc:
         out["connection"], out["connectionError"] = None, str(exc)
     return out
@@ -141,15 +146,17 @@ def group(admin: Admin, q: Query) -> Any:
 
 def reset_offset(admin: Admin, q: Query) -> Any:
     """resetOffsetByTime -g -t -s [-f]: move the group's offsets to a point in time."""
-    argv = ["-g", _need(q, "group"), "-t", _need(q, "topic"), "-s", _need(q, "timestamp")]
-    argv += _opt("-f", q, "force")
+    argv = [_arg("group", _need(q, "group")), _arg("topic", _need(q, "topic"))]
+    argv += [_arg("timestamp", _need(q, "timestamp")), *_opt("force", q, "force")]
     return run_command(admin, "resetOffsetByTime", argv)
 
 
 def producers(admin: Admin, q: Query) -> Any:
     """producerConnection -g -t: the group's connections to the brokers of a topic."""
     return run_command(
-        admin, "producerConnection", ["-g", _need(q, "group"), "-t", _need(q, "topic")]
+        admin,
+        "producerConnection",
+        [_arg("producerGroup", _need(q, "group")), _arg("topic", _need(q, "topic"))],
     )
 
 
@@ -158,8 +165,8 @@ def producers(admin: Admin, q: Query) -> Any:
 
 def messages_by_key(admin: Admin, q: Query) -> Any:
     """queryMsgByKey -t -k [-b -e]."""
-    argv = ["-t", _need(q, "topic"), "-k", _need(q, "key")]
-    argv += _opt("-b", q, "begin") + _opt("-e", q, "end")
+    argv = [_arg("topic", _need(q, "topic")), _arg("msgKey", _need(q, "key"))]
+    argv += _opt("beginTimestamp", q, "begin") + _opt("endTimestamp", q, "end")
     return run_command(admin, "queryMsgByKey", argv)
 
 
@@ -193,7 +200,7 @@ def messages_by_id(admin: Admin, q: Query) -> Any:
             f"{where}{msg_id} is no offset message id of a broker of this cluster (it would "
             f"name {addr}) — if it is a Message ID (unique key), give its topic too"
         )
-    data = run_command(admin, "queryMsgById", ["-i", msg_id])
+    data = run_command(admin, "queryMsgById", [_arg("msgId", msg_id)])
     return {**data, "idKind": "offset id"}
 
 
