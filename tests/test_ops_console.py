@@ -136,12 +136,13 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
             producer.shutdown()
         if console is not None:
             console.stop()
-        if broker is not None:
-            broker.kill()
+        # SIGTERM: the broker stops its console too and still exits cleanly.
+        code = broker.stop() if broker is not None else 0
         ns_proc.kill()
         ns_proc.wait(10)
         assert ns_proc.stderr is not None
         ns_proc.stderr.close()
+        assert code == 0, broker.log if broker is not None else ""
 
 
 def get(url: str, path: str, **params: str) -> tuple[int, Any]:
