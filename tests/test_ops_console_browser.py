@@ -2,9 +2,10 @@
 Debian's chromedriver (``make browser-tools`` installs both), against ``python -m
 rmq.console`` and a real nameserver and broker. The cluster page lists the broker and draws
 its TPS, the topic page shows the topic just created, a search by key finds the message just
-sent and shows its body as text (markup in it stays text), an unknown topic shows a
-readable error, and a group's lag is above 0 until a consumer runs, then falls to 0 on the
-page's own refresh. Screenshots go to ``$RMQ_TEST_ARTIFACTS/console`` (default
+sent and shows its body as text (markup in it stays text), an unknown topic and a
+nameserver that is down show a readable error, and a group's lag is above 0 until a consumer
+runs, then falls to 0 on the page's own refresh, and comes back when the reset form moves the
+offsets to long ago. Screenshots go to ``$RMQ_TEST_ARTIFACTS/console`` (default
 ``tests/artifacts/console``, git-ignored)."""
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
 import rmq
-from helpers import push_consumer
-from test_ops_console import GROUP, HOSTILE, KEY, TOPIC, Env, ok
+from helpers import free_port, push_consumer
+from test_ops_console import GROUP, HOSTILE, KEY, TOPIC, ConsoleProcess, Env, ok
 from test_ops_console import env as env  # the module's cluster and console
 
 pytestmark = pytest.mark.timeout(180)
@@ -145,6 +146,20 @@ def test_an_unknown_topic_is_a_readable_error(browser: WebDriver, env: Env) -> N
     until(browser, lambda d: d.find_element(By.ID, "error").is_displayed(), "the error box")
     message = text_of(browser, "#error") or ""
     assert "NoSuchConsoleTopic" in message and "Traceback" not in message, message
+
+
+def test_a_dead_nameserver_is_a_readable_error_in_the_page(browser: WebDriver) -> None:
+    dead = f"127.0.0.1:{free_port()}"
+    console = ConsoleProcess("-n", dead)
+    try:
+        browser.get(console.url + "#/cluster")
+        until(browser, lambda d: d.find_element(By.ID, "error").is_displayed(), "the error box")
+        message = text_of(browser, "#error") or ""
+        assert f"cannot reach nameserver {dead}" in message, message
+        assert "Traceback" not in message
+        shot(browser, "namesrv-down")
+    finally:
+        assert console.stop() == 0
 
 
 def test_group_lag_falls_to_zero_when_a_consumer_runs(browser: WebDriver, env: Env) -> None:
