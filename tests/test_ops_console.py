@@ -268,6 +268,13 @@ def test_producer_connection(env: Env) -> None:
     wait_until(listed, "the producer's heartbeat")
     (conn,) = listed()
     assert conn["clientAddr"].startswith("127.0.0.1:") and conn["language"]
+    assert conn["versionDesc"].startswith("V"), conn
+    # Every producer group of every master (GET_ALL_PRODUCER_INFO), without naming a topic.
+    rows = ok(env.url, "/api/producers/all")["producers"]
+    mine = [r for r in rows if r["group"] == PRODUCER_GROUP]
+    assert [(r["brokerName"], r["clientId"]) for r in mine] == [
+        ("broker-console", conn["clientId"])
+    ], rows
     status, err = get(env.url, "/api/producers", group="NoSuchProducers", topic=TOPIC)
     assert status == 400 and "NoSuchProducers" in err["error"]
 

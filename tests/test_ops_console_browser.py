@@ -25,7 +25,16 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 import rmq
 from helpers import free_port, push_consumer
-from test_ops_console import GROUP, HOSTILE, KEY, TOPIC, ConsoleProcess, Env, ok
+from test_ops_console import (
+    GROUP,
+    HOSTILE,
+    KEY,
+    PRODUCER_GROUP,
+    TOPIC,
+    ConsoleProcess,
+    Env,
+    ok,
+)
 from test_ops_console import env as env  # the module's cluster and console
 
 pytestmark = pytest.mark.timeout(180)
@@ -139,6 +148,16 @@ def test_search_by_key_shows_the_body_as_text(browser: WebDriver, env: Env) -> N
     browser.find_element(By.ID, "trace-button").click()
     until(browser, lambda d: (text_of(d, "#trace") or "") != "Show trace", "the trace panel")
     shot(browser, "message")
+
+
+def test_producers_page_lists_the_producer_group(browser: WebDriver, env: Env) -> None:
+    browser.get(env.url + "#/producers")
+    until(
+        browser,
+        lambda d: PRODUCER_GROUP in (text_of(d, "#all-producers") or ""),
+        "the producer group",
+    )
+    shot(browser, "producers")
 
 
 def test_an_unknown_topic_is_a_readable_error(browser: WebDriver, env: Env) -> None:

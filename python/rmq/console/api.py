@@ -20,8 +20,10 @@ from typing import Any, NoReturn
 
 from rmq.admin.client import Admin
 from rmq.admin.command import REGISTRY
+from rmq.admin.commands.consumer import version_desc
 from rmq.admin.commands.message import pull, query_index, queue_range
 from rmq.admin.output import message_json, parse_timestamp
+from rmq.codes import RequestCode
 from rmq.errors import QueryNotFoundError, RmqError, TopicNotExistError
 
 __all__ = ["GET", "POST", "ApiError", "Query", "run_command"]
@@ -138,7 +140,9 @@ def group(admin: Admin, q: Query) -> Any:
     except RmqError as exc:
         out["progress"], out["progressError"] = None, str(exc)
     try:
-        out["connection"] = run_command(admin, "consumerConnection", [_arg("consumerGroup", name)])
+        conn = run_command(admin, "consumerConnection", [_arg("consumerGroup", name)])
+        conn["connectionSet"] = _with_version(conn.get("connectionSet"))
+        out["connection"] = conn
     except RmqError as exc:
         out["connection"], out["connectionError"] = None, str(exc)
     return out
@@ -153,11 +157,46 @@ def reset_offset(admin: Admin, q: Query) -> Any:
 
 def producers(admin: Admin, q: Query) -> Any:
     """producerConnection -g -t: the group's connections to the brokers of a topic."""
-    return run_command(
+    data = run_command(
         admin,
         "producerConnection",
         [_arg("producerGroup", _need(q, "group")), _arg("topic", _need(q, "topic"))],
     )
+    return {**data, "connectionSet": _with_version(data.get("connectionSet"))}
+
+
+def all_producers(admin: Admin, q: Query) -> Any:
+    """GET_ALL_PRODUCER_INFO of every master: each producer group's connections, with the
+    broker that holds each one (a broker that does not answer is a warning)."""
+    rows: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    for b in admin.cluster_info().brokers.values():
+        addr = b.master_addr
+        if addr is None:
+            continue
+        try:
+            body = admin.broker_json(addr, RequestCode.GET_ALL_PRODUCER_INFO)
+        except RmqError as exc:
+            warnings.append(str(exc))
+            continue
+        for group, conns in sorted((body.get("data") or {}).items()):
+            for c in _with_version(conns):
+                rows.append({"group": str(group), "brokerName": b.broker_name, **c})
+    rows.sort(key=lambda r: (r["group"], str(r.get("clientId", "")), r["brokerName"]))
+    out: dict[str, Any] = {"producers": rows}
+    if warnings:
+        out["warnings"] = warnings
+    return out
+
+
+def _with_version(conns: Any) -> list[dict[str, Any]]:
+    """Connections with ``versionDesc`` (``V4_9_8``) beside the ordinal, as the admin tool
+    prints it."""
+    return [
+        {**c, "versionDesc": version_desc(int(c.get("version") or 0))}
+        for c in conns or ()
+        if isinstance(c, dict)
+    ]
 
 
 # ---- messages -----------------------------------------------------------------------------
@@ -277,6 +316,7 @@ GET: dict[str, Handler] = {
     "/api/groups": groups,
     "/api/group": group,
     "/api/producers": producers,
+    "/api/producers/all": all_producers,
     "/api/messages/by-key": messages_by_key,
     "/api/messages/by-id": messages_by_id,
     "/api/messages/by-time": messages_by_time,

@@ -223,7 +223,7 @@ function groupPage(name) {
     if (d.connection) {
       const c = d.connection;
       parts.push(table("clients", ["Client id", "Address", "Language", "Version"],
-        (c.connectionSet || []).map((x) => [x.clientId, x.clientAddr, x.language, x.version])));
+        (c.connectionSet || []).map((x) => [x.clientId, x.clientAddr, x.language, x.versionDesc])));
       parts.push(table("subscriptions", ["Topic", "Expression"],
         Object.entries(c.subscriptionTable || {}).map(([t, s]) => [s.topic || t, s.subString || ""])));
       parts.push(el("p", { class: "muted" }, `${c.consumeType || ""} ${c.messageModel || ""} ${c.consumeFromWhere || ""}`));
@@ -244,14 +244,22 @@ function producersPage() {
       const d = await api("/api/producers", { group: document.getElementById("producer-group").value,
         topic: document.getElementById("producer-topic").value });
       holder.replaceChildren(table("producers", ["Client id", "Address", "Language", "Version"],
-        d.connectionSet.map((c) => [c.clientId, c.clientAddr, c.language, c.version])));
+        d.connectionSet.map((c) => [c.clientId, c.clientAddr, c.language, c.versionDesc])));
       showError("");
     } catch (e) { holder.replaceChildren(); showError(e.message); }
   } } },
     el("label", {}, "Producer group", el("input", { id: "producer-group", required: true })),
     el("label", {}, "Topic it sends to", el("input", { id: "producer-topic", required: true })),
     el("button", { type: "submit", id: "producer-search" }, "Show connections"));
-  render(el("h2", {}, "Producers"), form, holder);
+  const all = el("div", { id: "all-producers-holder" }, el("p", { class: "muted" }, "loading…"));
+  render(el("h2", {}, "Producers"), all,
+    el("h3", {}, "A group's connections to the brokers of a topic"), form, holder);
+  every(async () => {
+    const d = await api("/api/producers/all");
+    all.replaceChildren(table("all-producers", ["Producer group", "Broker", "Client id", "Address", "Language", "Version", "Last heartbeat"],
+      d.producers.map((p) => [p.group, p.brokerName, p.clientId, p.remoteIP, p.language, p.versionDesc, time(p.lastUpdateTimestamp)])));
+    if (d.warnings) all.appendChild(el("div", { class: "note" }, d.warnings.join("\n")));
+  }, LIST_POLL_MS);
 }
 
 // ---- messages ------------------------------------------------------------------------------
