@@ -112,6 +112,10 @@ def test_cluster_page_lists_the_broker_and_charts_tps(browser: WebDriver, env: E
     )
     assert env.namesrv in (text_of(browser, "#namesrv") or "")
     shot(browser, "cluster")
+    # The address opens the broker's runtime table (brokerStatus).
+    browser.find_element(By.LINK_TEXT, env.broker_addr).click()
+    until(browser, lambda d: "putTps" in (text_of(d, "#runtime") or ""), "the runtime table")
+    assert "brokerVersionDesc" in (text_of(browser, "#runtime") or "")
 
 
 def test_topic_page_shows_the_topic_just_created(browser: WebDriver, env: Env) -> None:

@@ -108,7 +108,7 @@ function clusterPage() {
     holder.replaceChildren(table("brokers",
       ["Cluster", "Broker", "BID", "Role", "Address", "Version", "In TPS", "Out TPS", "Disk ratio", "Hours"],
       data.brokers.map((b) => [b.cluster, b.brokerName, b.brokerId, b.brokerId === 0 ? "MASTER" : "SLAVE",
-        b.addr, b.reachable ? b.version : "UNREACHABLE", fixed(b.inTps), fixed(b.outTps),
+        link("#/broker/" + encodeURIComponent(b.addr), b.addr), b.reachable ? b.version : "UNREACHABLE", fixed(b.inTps), fixed(b.outTps),
         Number(b.commitLogDiskRatio || 0).toFixed(4), fixed(b.hours)])));
     if (data.warnings) holder.appendChild(el("div", { class: "note" }, data.warnings.join("\n")));
     const series = [];
@@ -123,6 +123,16 @@ function clusterPage() {
     });
     for (const s of legend.querySelectorAll(".swatch")) s.style.background = s.dataset.color;
     drawChart(chart, series);
+  });
+}
+
+function brokerPage(addr) {
+  const holder = el("div", {}, el("p", { class: "muted" }, "loading…"));
+  render(el("h2", {}, "Broker ", el("span", { id: "broker-addr" }, addr), " runtime (brokerStatus)"), holder);
+  every(async () => {
+    const kv = await api("/api/broker", { addr });
+    holder.replaceChildren(table("runtime", ["Key", "Value"],
+      Object.keys(kv).sort().map((k) => [k, String(kv[k])])));
   });
 }
 
@@ -369,13 +379,14 @@ function route() {
   const page = parts[0] || "cluster";
   const arg = parts.length > 1 ? decodeURIComponent(parts.slice(1).join("/")) : "";
   for (const a of document.querySelectorAll("header nav a")) {
-    a.classList.toggle("active", a.id === "nav-" + (page === "topic" ? "topics" : page === "group" ? "groups" : page));
+    a.classList.toggle("active", a.id === "nav-" + ({ topic: "topics", group: "groups", broker: "cluster" }[page] || page));
   }
   if (page === "topics") topicsPage();
   else if (page === "topic" && arg) topicPage(arg);
   else if (page === "groups") groupsPage();
   else if (page === "group" && arg) groupPage(arg);
   else if (page === "producers") producersPage();
+  else if (page === "broker" && arg) brokerPage(arg);
   else if (page === "messages") messagesPage();
   else clusterPage();
 }
