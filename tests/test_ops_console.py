@@ -238,6 +238,9 @@ def test_search_by_key_id_and_time_finds_the_message(env: Env) -> None:
     # A unique key without its topic is not sent to whatever address it may decode to.
     status, err = get(env.url, "/api/messages/by-id", id=target.msg_id)
     assert status in (400, 404) and "its topic" in err["error"], err
+    # Another topic's Message ID: not found there, and no offset id either.
+    status, err = get(env.url, "/api/messages/by-id", id=target.msg_id, topic="TBW102")
+    assert status == 404 and "no message of topic 'TBW102'" in err["error"], err
     # Topic + time range: every message since a minute ago, oldest first.
     since = str(int(time.time() * 1000) - 60_000)
     found = ok(env.url, "/api/messages/by-time", topic=TOPIC, begin=since)
@@ -247,6 +250,19 @@ def test_search_by_key_id_and_time_finds_the_message(env: Env) -> None:
     assert dash["body"] == "dash"
     status, err = get(env.url, "/api/messages/by-key", topic=TOPIC, key="no-such-key")
     assert status == 404 and "no-such-key" in err["error"]
+
+
+def test_a_time_range_search_is_capped(env: Env) -> None:
+    from rmq.console.api import MAX_TIME_RANGE_MESSAGES
+
+    bulk = "ConsoleBulkTopic"
+    create_topic(env.namesrv, [env.broker_addr], bulk, 2)
+    since = str(int(time.time() * 1000) - 60_000)
+    n = MAX_TIME_RANGE_MESSAGES + 10
+    env.producer.send_batch([rmq.Message(bulk, f"m{i}".encode()) for i in range(n)])
+    found = ok(env.url, "/api/messages/by-time", topic=bulk, begin=since)
+    assert found["truncated"] and len(found["messages"]) == MAX_TIME_RANGE_MESSAGES
+    assert len({m["msgId"] for m in found["messages"]}) == MAX_TIME_RANGE_MESSAGES
 
 
 def test_trace_panel_says_whether_tracing_is_available(env: Env) -> None:

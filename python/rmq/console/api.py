@@ -5,7 +5,10 @@ Every figure comes from :mod:`rmq.admin`: a handler runs the registered sub-comm
 (``clusterList``, ``topicStatus``, ``consumerProgress``, ``resetOffsetByTime``...) with
 options parsed by that sub-command's own argparse definition, and returns its ``--json``
 document. So a page shows what ``rmq`` prints, with the same validation and error messages,
-and nothing (lag, TPS, offsets) is computed a second time here. Failures are
+and nothing (lag, TPS, offsets) is computed a second time here. Two views have no
+sub-command and use the admin tool's pieces instead: every producer group of the cluster
+(GET_ALL_PRODUCER_INFO through the admin client) and a topic's messages in a time range
+(``printMsg``'s ``queue_range`` and ``pull``, capped). Failures are
 :class:`ApiError` (a status and one readable line) or :class:`rmq.errors.RmqError`, which
 :mod:`rmq.console.server` turns into a JSON error.
 """
@@ -224,17 +227,17 @@ def messages_by_id(admin: Admin, q: Query) -> Any:
         found = query_index(admin, topic_name, msg_id, unique=True)
         if found:
             return {"messages": [message_json(m) for m in found], "idKind": "unique key"}
+    where = f"no message of topic {topic_name!r} has it as Message ID, and " if topic_name else ""
     try:
         addr, _ = decode_offset_msg_id(msg_id)
     except ValueError as exc:
+        if topic_name:
+            raise QueryNotFoundError(f"{where}{exc}") from None
         raise ApiError(
             400, f"{exc}: give an offset message id, or a Message ID and its topic"
         ) from None
     known = {a for b in admin.cluster_info().brokers.values() for a in b.addrs.values()}
     if addr not in known:
-        where = (
-            f"no message of topic {topic_name!r} has it as Message ID, and " if topic_name else ""
-        )
         raise QueryNotFoundError(
             f"{where}{msg_id} is no offset message id of a broker of this cluster (it would "
             f"name {addr}) — if it is a Message ID (unique key), give its topic too"
@@ -253,6 +256,8 @@ def messages_by_time(admin: Admin, q: Query) -> Any:
     truncated = False
     for b, queue_id in admin.route(name).read_queues():
         addr = b.select_addr()
+        if truncated:
+            break
         if addr is None:
             continue
         offset, hi = queue_range(admin, addr, name, queue_id, begin, end)
