@@ -474,3 +474,27 @@ def test_the_page_loads_nothing_from_elsewhere() -> None:
         "/static/chart.js",
         "/static/console.js",
     ]
+
+
+def test_an_unresponsive_broker_is_a_readable_error(env: Env) -> None:
+    """A broker that stops answering (SIGSTOP: its connections stay open, so the nameserver
+    keeps it registered): the cluster page marks it and says why; its topic is a 502."""
+    import signal
+
+    stuck, stuck_addr = start_broker(env.work, env.namesrv, "broker-stuck")
+    console = None
+    try:
+        create_topic(env.namesrv, [stuck_addr], "ConsoleStuckTopic", 1)
+        console = ConsoleProcess("-n", env.namesrv, "--timeout", "500")
+        stuck.proc.send_signal(signal.SIGSTOP)
+        data = ok(console.url, "/api/cluster")
+        rows = {r["addr"]: r for r in data["brokers"]}
+        assert rows[env.broker_addr]["reachable"] and not rows[stuck_addr]["reachable"]
+        assert any(f"no answer from broker {stuck_addr}" in w for w in data["warnings"]), data
+        status, err = get(console.url, "/api/topic", topic="ConsoleStuckTopic")
+        assert status == 502 and f"no answer from broker {stuck_addr}" in err["error"], err
+    finally:
+        stuck.proc.send_signal(signal.SIGCONT)
+        stuck.kill()
+        if console is not None:
+            console.stop()
