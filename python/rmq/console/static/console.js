@@ -28,8 +28,10 @@ function table(id, headers, rows) {
   return el("table", { id },
     el("thead", {}, el("tr", {}, headers.map((h) => el("th", {}, h)))),
     el("tbody", {}, rows.map((r) => el("tr", {}, r.map((c) =>
-      c instanceof Node ? el("td", {}, c) : el("td", { class: typeof c === "number" ? "num" : null }, c ?? ""))))));
+      c instanceof Node ? el("td", {}, c) : el("td", { class: isNumber(c) ? "num" : null }, c ?? ""))))));
 }
+
+function isNumber(c) { return typeof c === "number" || (typeof c === "string" && /^-?\d+(\.\d+)?$/.test(c)); }
 
 function link(href, text) { return el("a", { href }, text); }
 
