@@ -96,7 +96,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     stopping = threading.Event()
     stop_on_signals(stopping, log)
     try:
-        stopping.wait()
+        # Wake up every second: a SIGTERM that the kernel hands to another thread (the HTTP
+        # server's, the transport's) does not interrupt a wait without a timeout, and Python
+        # runs its handler only on the main thread, once that is awake.
+        while not stopping.wait(1.0):
+            pass
     finally:
         server.shutdown()
         admin.close()
