@@ -7,7 +7,9 @@ what happened, never a traceback. tests/test_ops_console_browser.py drives the p
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -45,6 +47,7 @@ class ConsoleProcess:
     def __init__(self, *args: str) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "rmq.console", "--port", "0", *args],
+            env={**os.environ, "PYTHONFAULTHANDLER": "1"},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -71,7 +74,13 @@ class ConsoleProcess:
 
     def stop(self) -> int:
         self.proc.terminate()
-        code = self.proc.wait(15)
+        try:
+            code = self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.send_signal(signal.SIGABRT)  # faulthandler prints every thread's stack
+            self.proc.wait(10)
+            self._drainer.join(10)
+            raise AssertionError("the console ignored SIGTERM:\n" + "".join(self.lines)) from None
         self._drainer.join(15)
         assert self.proc.stderr is not None
         self.proc.stderr.close()
@@ -479,7 +488,6 @@ def test_the_page_loads_nothing_from_elsewhere() -> None:
 def test_an_unresponsive_broker_is_a_readable_error(env: Env) -> None:
     """A broker that stops answering (SIGSTOP: its connections stay open, so the nameserver
     keeps it registered): the cluster page marks it and says why; its topic is a 502."""
-    import signal
 
     stuck, stuck_addr = start_broker(env.work, env.namesrv, "broker-stuck")
     console = None
