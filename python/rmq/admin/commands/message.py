@@ -225,7 +225,8 @@ def query_index(
         for msg in _decode(resp.body):
             if msg.topic != topic:
                 continue
-            if msg.msg_id == key if unique else key in (msg.keys or "").split(" "):
+            matches = msg.msg_id == key if unique else key in (msg.keys or "").split(" ")
+            if matches:
                 found.append(msg)
     found.sort(key=lambda m: (m.store_timestamp, m.commit_log_offset))
     return found
