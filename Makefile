@@ -32,7 +32,7 @@ export PYO3_PYTHON := $(VENV_ABS)/bin/python
 section = @printf '\n==== %s ====\n' "$(1)"
 
 .PHONY: help venv build run run-slave lint lint-rust lint-python stubtest test test-rust test-python java-tools \
-	go-tools node-tools bench chaos chaos-tools fuzz \
+	go-tools node-tools browser-tools bench chaos chaos-tools fuzz \
 	fmt clean distclean
 
 help:
@@ -115,7 +115,7 @@ test-rust: $(VENV_STAMP)
 	cargo test --workspace --release
 
 # Needs `make build` first (the CLI tests start real broker processes).
-test-python: $(VENV_STAMP) java-tools go-tools node-tools
+test-python: $(VENV_STAMP) java-tools go-tools node-tools browser-tools
 	$(call section,test: pytest)
 	$(PY) -m pytest tests -q
 
@@ -141,6 +141,13 @@ node-tools:
 		echo "error: Node.js 18+ and npm are needed by tests/test_compat_node.py: install them, e.g."; \
 		echo "apt-get install -y nodejs npm, or from https://nodejs.org/"; \
 		exit 1; }
+
+# tests/test_ops_console_browser.py drives the web console in Debian's headless chromium through
+# its chromedriver (Selenium from requirements-dev.txt); no browser is downloaded by a test tool.
+browser-tools:
+	@[ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ] || { \
+		echo "installing chromium and chromium-driver (needed by tests/test_ops_console_browser.py)"; \
+		apt-get update -q && apt-get install -y -q --no-install-recommends chromium chromium-driver; }
 
 # ---- bench ------------------------------------------------------------------------------------
 

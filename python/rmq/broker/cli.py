@@ -58,6 +58,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="port of the embedded nameserver, run when no nameserver address is configured "
         "(default: 9876; 0 = any free port)",
     )
+    parser.add_argument(
+        "--console-port",
+        type=int,
+        metavar="PORT",
+        help="also serve the web console (rmq.console) on this port, against this broker's "
+        "nameservers (default: off; 0 = any free port)",
+    )
+    parser.add_argument(
+        "--console-host",
+        default="127.0.0.1",
+        metavar="HOST",
+        help="address the web console listens on (default: 127.0.0.1; it has no login)",
+    )
     add_arguments(parser, "broker")
     return parser
 
@@ -102,4 +115,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from rmq.broker.server import run_broker
 
-    return run_broker(config, embedded_namesrv_port=args.namesrv_port, config_path=args.config)
+    console = (args.console_host, args.console_port) if args.console_port is not None else None
+    return run_broker(
+        config,
+        embedded_namesrv_port=args.namesrv_port,
+        config_path=args.config,
+        console=console,
+    )

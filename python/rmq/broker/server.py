@@ -21,11 +21,13 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
+from rmq.admin.client import Admin
 from rmq.broker.admin_handler import BrokerAdminHandler
 from rmq.broker.registration import BrokerIdentity, NamesrvRegistrar
 from rmq.broker.role import BrokerGroupRole
 from rmq.codes import RequestCode
 from rmq.config import SCHEMA, BrokerConfig, BrokerRole
+from rmq.console import ConsoleServer
 from rmq.errors import RmqError
 from rmq.metrics_http import MetricsExporter, process_figures
 from rmq.namesrv.server import NamesrvProcessor
@@ -177,13 +179,15 @@ def run_broker(
     embedded_namesrv_port: int = 9876,
     *,
     config_path: str | None = None,
+    console: tuple[str, int] | None = None,
 ) -> int:
     """Run until SIGTERM or SIGINT; return the exit status: 0 once the store closed cleanly
     (even if a config file could not be written then: its previous version is kept and the
     error is logged), 1 when the store's final flush failed or it could not start.
 
     ``config_path`` is the file ``config`` was loaded from: UPDATE_BROKER_CONFIG writes accepted
-    changes back to it.
+    changes back to it. ``console`` is (host, port) of the web console to serve alongside
+    (:func:`start_console`), None for none.
     """
     from rmq._rmq import BrokerServer, MessageStore, RemotingClient, store_config_defaults
 
@@ -244,6 +248,20 @@ def run_broker(
             exporter = broker_metrics_exporter(config, server)
         except RmqError as exc:
             log.error("%s", exc)
+            server.shutdown()
+            store.shutdown()
+            if embedded is not None:
+                embedded[0].shutdown()
+            return 1
+
+    web_console = None
+    if console is not None:
+        try:
+            web_console = start_console(config, namesrv_addrs, *console)
+        except RmqError as exc:
+            log.error("%s", exc)
+            if exporter is not None:
+                exporter.shutdown()
             server.shutdown()
             store.shutdown()
             if embedded is not None:
@@ -330,6 +348,9 @@ def run_broker(
             if embedded is not None and ticks % 5 == 0:
                 embedded[1].routes.scan_not_active_broker()
     finally:
+        if web_console is not None:
+            web_console[0].shutdown()
+            web_console[1].close()
         if exporter is not None:
             exporter.shutdown()
         registrar.stop(unregister=True)
@@ -383,6 +404,24 @@ def broker_metrics_exporter(config: BrokerConfig, server: BrokerServer) -> Metri
         config.metrics_prom_exporter_port,
         tls=config.tls_server,
     )
+
+
+def start_console(
+    config: BrokerConfig, namesrv_addrs: list[str], host: str, port: int
+) -> tuple[ConsoleServer, Admin]:
+    """The web console (``--console-port``) against the broker's nameservers, signing with
+    innerAccessKey/innerSecretKey and connecting over TLS as the broker's own client does."""
+    admin = Admin(
+        ";".join(namesrv_addrs),
+        access_key=config.inner_access_key or None,
+        secret_key=config.inner_secret_key or None,
+        tls=config.tls_client,
+    )
+    try:
+        return ConsoleServer(admin, host, port).start(), admin
+    except RmqError:
+        admin.close()
+        raise
 
 
 class PersistFailures:

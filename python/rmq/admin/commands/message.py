@@ -117,6 +117,36 @@ def _queue_offset(
     return int(resp.ext_fields.get("offset", "0"))
 
 
+def queue_range(
+    admin: Admin, addr: str, topic: str, queue_id: int, begin: int | None, end: int | None
+) -> tuple[int, int]:
+    """The queue offsets [from, to) of a queue's messages stored between ``begin`` and ``end``
+    (ms; None: the queue's min or max offset), as printMsg -b/-e and the console read them."""
+    if begin is None:
+        lo = _queue_offset(admin, addr, RequestCode.GET_MIN_OFFSET, topic, queue_id)
+    else:
+        lo = _queue_offset(
+            admin,
+            addr,
+            RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
+            topic,
+            queue_id,
+            timestamp=str(begin),
+        )
+    if end is None:
+        hi = _queue_offset(admin, addr, RequestCode.GET_MAX_OFFSET, topic, queue_id)
+    else:
+        hi = _queue_offset(
+            admin,
+            addr,
+            RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
+            topic,
+            queue_id,
+            timestamp=str(end),
+        )
+    return lo, hi
+
+
 def _check_charset(name: str) -> str:
     try:
         return codecs.lookup(name).name
@@ -163,6 +193,45 @@ def query_msg_by_id(admin: Admin, args: argparse.Namespace) -> Result:
     return Result({"messages": [message_json(m) for m in messages]}, lines)
 
 
+def query_index(
+    admin: Admin,
+    topic: str,
+    key: str,
+    *,
+    begin: int = 0,
+    end: int = LONG_MAX,
+    max_num: int = MAX_QUERY_NUM,
+    unique: bool = False,
+) -> list[StoredMessage]:
+    """QUERY_MESSAGE on every broker of ``topic``: the messages whose key (or, with
+    ``unique``, whose unique key, the Message ID) is ``key``, in store order. The index
+    matches key hashes: only exact matches are kept, as RocketMQ clients do."""
+    header = {
+        "topic": topic,
+        "key": key,
+        "maxNum": str(max_num),
+        "beginTimestamp": str(begin),
+        "endTimestamp": str(end),
+        "_UNIQUE_KEY_QUERY": str(unique).lower(),
+    }
+    found: list[StoredMessage] = []
+    for b in admin.route(topic).broker_datas:
+        addr = b.select_addr()
+        if addr is None:
+            continue
+        resp = admin.broker(
+            addr, RequestCode.QUERY_MESSAGE, header, accept=(QueryNotFoundError.code,)
+        )
+        for msg in _decode(resp.body):
+            if msg.topic != topic:
+                continue
+            matches = msg.msg_id == key if unique else key in (msg.keys or "").split(" ")
+            if matches:
+                found.append(msg)
+    found.sort(key=lambda m: (m.store_timestamp, m.commit_log_offset))
+    return found
+
+
 @subcommand(
     "queryMsgByKey",
     "Query Message by Key",
@@ -192,32 +261,12 @@ def query_msg_by_key(admin: Admin, args: argparse.Namespace) -> Result:
     topic, key = args.topic.strip(), args.msgKey.strip()
     begin = parse_timestamp(args.beginTimestamp) if args.beginTimestamp else 0
     end = parse_timestamp(args.endTimestamp) if args.endTimestamp else LONG_MAX
-    header = {
-        "topic": topic,
-        "key": key,
-        "maxNum": str(args.maxNum),
-        "beginTimestamp": str(begin),
-        "endTimestamp": str(end),
-        "_UNIQUE_KEY_QUERY": "false",
-    }
-    found: list[StoredMessage] = []
-    for b in admin.route(topic).broker_datas:
-        addr = b.select_addr()
-        if addr is None:
-            continue
-        resp = admin.broker(
-            addr, RequestCode.QUERY_MESSAGE, header, accept=(QueryNotFoundError.code,)
-        )
-        for msg in _decode(resp.body):
-            # The index matches key hashes: keep exact matches only, as RocketMQ clients do.
-            if msg.topic == topic and key in (msg.keys or "").split(" "):
-                found.append(msg)
+    found = query_index(admin, topic, key, begin=begin, end=end, max_num=args.maxNum)
     if not found:
         raise QueryNotFoundError(
             f"no message of topic {topic!r} has key {key!r}"
             + (" in that time range" if args.beginTimestamp or args.endTimestamp else "")
         )
-    found.sort(key=lambda m: (m.store_timestamp, m.commit_log_offset))
     msgs = [message_json(m) for m in found]
     lines = table(
         ("Message ID", "QID", "Offset", "Offset ID"),
@@ -308,26 +357,7 @@ def print_msg(admin: Admin, args: argparse.Namespace) -> Result:
         for b, queue_id in route.read_queues():
             addr = b.select_addr()
             assert addr is not None
-            lo = _queue_offset(admin, addr, RequestCode.GET_MIN_OFFSET, topic, queue_id)
-            hi = _queue_offset(admin, addr, RequestCode.GET_MAX_OFFSET, topic, queue_id)
-            if begin is not None:
-                lo = _queue_offset(
-                    admin,
-                    addr,
-                    RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
-                    topic,
-                    queue_id,
-                    timestamp=str(begin),
-                )
-            if end is not None:
-                hi = _queue_offset(
-                    admin,
-                    addr,
-                    RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
-                    topic,
-                    queue_id,
-                    timestamp=str(end),
-                )
+            lo, hi = queue_range(admin, addr, topic, queue_id, begin, end)
             mq = f"MessageQueue [topic={topic}, brokerName={b.broker_name}, queueId={queue_id}]"
             entry: dict[str, Any] = {
                 "brokerName": b.broker_name,
