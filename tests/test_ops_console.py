@@ -117,7 +117,8 @@ def start_broker(work: Path, ns: str, name: str, *extra: str) -> tuple[BrokerPro
     conf.write_text(
         f"brokerClusterName = ConsoleCluster\nbrokerName = {name}\nbrokerIP1 = 127.0.0.1\n"
         f"listenPort = {port}\nstorePathRootDir = {work / name}\n"
-        "mappedFileSizeCommitLog = 16777216\nregisterNameServerPeriod = 2000\n" + TEST_STORE_CONF
+        "mappedFileSizeCommitLog = 16777216\nregisterNameServerPeriod = 2000\n"
+        "traceTopicEnable = true\n" + TEST_STORE_CONF
     )
     broker = BrokerProcess("-c", str(conf), "-n", ns, *extra, cwd=work)
     broker.wait_for("listening on")
@@ -269,20 +270,19 @@ def test_a_time_range_search_is_capped(env: Env) -> None:
     since = str(int(time.time() * 1000) - 60_000)
     n = MAX_TIME_RANGE_MESSAGES + 10
     env.producer.send_batch([rmq.Message(bulk, f"m{i}".encode()) for i in range(n)])
+    # The queues are built by the broker's dispatcher just after the send is answered.
+    wait_until(
+        lambda: ok(env.url, "/api/messages/by-time", topic=bulk, begin=since)["truncated"],
+        "the batch to be searchable",
+    )
     found = ok(env.url, "/api/messages/by-time", topic=bulk, begin=since)
     assert found["truncated"] and len(found["messages"]) == MAX_TIME_RANGE_MESSAGES
     assert len({m["msgId"] for m in found["messages"]}) == MAX_TIME_RANGE_MESSAGES
 
 
-def test_trace_panel_says_whether_tracing_is_available(env: Env) -> None:
-    import importlib.util
-
+def test_an_untraced_message_has_no_trace(env: Env) -> None:
     data = ok(env.url, "/api/trace", id=env.sent[-1].msg_id)
-    has_trace = importlib.util.find_spec("rmq.trace") is not None
-    if not has_trace:
-        assert data == {"available": False, "message": "tracing not available in this build"}
-    else:
-        assert data["available"] in (True, False)
+    assert data["available"] is True and data["records"] == [], data
 
 
 def test_producer_connection(env: Env) -> None:
@@ -421,48 +421,21 @@ def test_bad_command_line() -> None:
     assert "Traceback" not in proc.stderr
 
 
-def test_trace_records_reach_the_page_as_json(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The contract with rmq.trace: ``query_trace(admin, msg_id, trace_topic)`` returns
-    dataclasses; the API hands them over as JSON objects, nested beans included."""
-    import dataclasses
-    import types
+def test_a_traced_message_shows_its_trace(env: Env) -> None:
+    """A message sent with tracing on: the trace API hands over its Pub record (rmq.trace's
+    dataclasses as JSON objects, beans included)."""
+    with rmq.Producer("ConsoleTracedProducer", env.namesrv, enable_msg_trace=True) as traced:
+        r = traced.send(rmq.Message(TOPIC, b"traced", keys="traced-key"))
 
-    from rmq.console import api
+    def pub() -> Any:
+        records = ok(env.url, "/api/trace", id=r.msg_id)["records"]
+        return [x for x in records if x["trace_type"] in ("Pub", "PUB")]
 
-    @dataclasses.dataclass
-    class Bean:
-        msg_id: str
-        store_host: str
-
-    @dataclasses.dataclass
-    class Context:
-        trace_type: str
-        time_stamp: int
-        trace_beans: list[Bean]
-
-    calls: list[tuple[object, str, str | None]] = []
-
-    def query_trace(admin: object, msg_id: str, trace_topic: str | None = None) -> list[Context]:
-        calls.append((admin, msg_id, trace_topic))
-        return [Context("Pub", 1, [Bean(msg_id, "127.0.0.1:10911")]), Context("SubAfter", 2, [])]
-
-    fake = types.ModuleType("rmq.trace")
-    fake.query_trace = query_trace  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "rmq.trace", fake)
-    admin = object()
-    data = api.trace(admin, {"id": "ABC", "traceTopic": "MyTrace"})  # type: ignore[arg-type]
-    assert calls == [(admin, "ABC", "MyTrace")]
-    assert json.loads(json.dumps(data)) == {
-        "available": True,
-        "records": [
-            {
-                "trace_type": "Pub",
-                "time_stamp": 1,
-                "trace_beans": [{"msg_id": "ABC", "store_host": "127.0.0.1:10911"}],
-            },
-            {"trace_type": "SubAfter", "time_stamp": 2, "trace_beans": []},
-        ],
-    }
+    wait_until(pub, "the Pub record in the trace topic")
+    (record,) = pub()
+    assert record["group_name"] == "ConsoleTracedProducer"
+    (bean,) = record["trace_beans"]
+    assert bean["msg_id"] == r.msg_id and bean["topic"] == TOPIC and bean["keys"] == "traced-key"
 
 
 def test_the_page_loads_nothing_from_elsewhere() -> None:

@@ -16,7 +16,6 @@ sub-command and use the admin tool's pieces instead: every producer group of the
 from __future__ import annotations
 
 import argparse
-import importlib
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
@@ -280,14 +279,10 @@ def messages_by_time(admin: Admin, q: Query) -> Any:
 
 
 def trace(admin: Admin, q: Query) -> Any:
-    """The message's trace through ``rmq.trace.query_trace``, when this build has it."""
+    """The message's trace records (``rmq.trace.query_trace``)."""
+    from rmq.trace import query_trace
+
     msg_id = _need(q, "id")
-    try:
-        query_trace = getattr(importlib.import_module("rmq.trace"), "query_trace", None)
-    except ImportError:
-        query_trace = None
-    if query_trace is None:
-        return {"available": False, "message": "tracing not available in this build"}
     trace_topic = (q.get("traceTopic") or "").strip() or None
     try:
         records = query_trace(admin, msg_id, trace_topic)
