@@ -4,11 +4,14 @@ accepted, logged as unused and dropped), and the keys Apache mqadmin's ``exportC
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+import rmq
 from helpers import BrokerProcess, free_port, pull_header, send_v2_header
 from rmq._rmq import RemotingClient
 from rmq.codes import RequestCode, ResponseCode
+from rmq.trace.hooks import SendTracer
 
 
 def test_rust_broker_keys_take_effect_and_are_reported(tmp_path: Path) -> None:
@@ -47,6 +50,22 @@ def test_rust_broker_keys_take_effect_and_are_reported(tmp_path: Path) -> None:
         assert sent.code == 0, sent.remark
         assert sent.ext_fields["MSG_REGION"] == "eu-west"
         assert sent.ext_fields["TRACE_ON"] == "false"
+
+        # The SDK sees both, and a tracing producer records no Pub for such a send.
+        ns = re.search(r"embedded nameserver listening on [0-9.]+:(\d+)", broker.log)
+        assert ns is not None, broker.log
+        with rmq.Producer("pg-keys", f"127.0.0.1:{ns.group(1)}") as producer:
+            message = rmq.Message("KeysTopic", b"y")
+            result = producer.send(message)
+        assert result.region_id == "eu-west" and result.trace_on is False
+
+        class NoRecords:
+            trace_topic = "RMQ_SYS_TRACE_TOPIC"
+
+            def append(self, record: object) -> None:
+                raise AssertionError(f"traced despite traceOn = false: {record}")
+
+        SendTracer("pg-keys", NoRecords()).sent(message, result, 0)  # type: ignore[arg-type]
     finally:
         client.close()
         broker.kill()

@@ -829,6 +829,8 @@ class SendResult:
     queue_offset: int
     transaction_id: str | None
     region_id: str
+    trace_on: bool
+    """The broker's ``traceOn`` (false: a tracing producer does not trace this send)."""
 
 @final
 class PullResult:

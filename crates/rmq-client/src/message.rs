@@ -148,6 +148,8 @@ pub struct SendResult {
     pub transaction_id: Option<String>,
     /// The broker's region.
     pub region_id: String,
+    /// The broker's `traceOn`: false asks a tracing producer not to trace this send.
+    pub trace_on: bool,
 }
 
 /// A new client-side unique id: 32 upper-case hex digits, as `MessageClientIDSetter`

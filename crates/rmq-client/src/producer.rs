@@ -539,6 +539,7 @@ impl Producer {
                 queue_offset: -1,
                 transaction_id: None,
                 region_id: String::new(),
+                trace_on: false,
             });
         }
         let resp = self.instance.invoke(&addr, cmd, timeout).await?;
@@ -564,9 +565,10 @@ impl Producer {
             transaction_id: h.transaction_id,
             region_id: resp
                 .ext_fields
-                .get("MSG_REGION")
+                .get(PropertyKey::MSG_REGION)
                 .unwrap_or("DefaultRegion")
                 .to_owned(),
+            trace_on: resp.ext_fields.get(PropertyKey::TRACE_SWITCH) != Some("false"),
         })
     }
 }

@@ -89,6 +89,7 @@ pub(crate) struct SendResultPy {
     queue_offset: i64,
     transaction_id: Option<String>,
     region_id: String,
+    trace_on: bool,
 }
 
 impl SendResultPy {
@@ -101,6 +102,7 @@ impl SendResultPy {
             queue_offset: r.queue_offset,
             transaction_id: r.transaction_id,
             region_id: r.region_id,
+            trace_on: r.trace_on,
         })
     }
 }

@@ -72,8 +72,9 @@ class SendTracer:
         return not message.topic.startswith(self.dispatcher.trace_topic)
 
     def sent(self, message: Message, result: SendResult, begin_ms: int) -> None:
-        """A Pub for ``message``, sent from ``begin_ms`` until now with ``result``."""
-        if not self.traced(message):
+        """A Pub for ``message``, sent from ``begin_ms`` until now with ``result``; none when
+        the broker answered ``traceOn = false`` (as Java's SendMessageTraceHookImpl)."""
+        if not self.traced(message) or not result.trace_on:
             return
         cost = now_ms() - begin_ms
         bean = TraceBean(
