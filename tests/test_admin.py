@@ -1205,3 +1205,10 @@ def test_a_broker_given_as_the_nameserver_is_named_as_the_likely_cause(
     code, _, err = run_main(capsys, "-n", cluster.namesrv, "brokerStatus", "-b", cluster.namesrv)
     assert code == 1
     assert f"is {cluster.namesrv} a broker? -b takes a broker's address" in err, err
+    # The SDK says the same of a producer given a broker's address as its nameserver.
+    with (
+        rmq.Producer("pg-wrong-addr", cluster.broker) as producer,
+        pytest.raises(rmq.errors.RequestCodeNotSupportedError) as refused,
+    ):
+        producer.send(rmq.Message("AnyTopic", b"x"))
+    assert f"is {cluster.broker} a nameserver? namesrv_addr takes" in str(refused.value)

@@ -344,6 +344,9 @@ impl ClientInstance {
                 .invoke(&addrs[idx], cmd.clone(), self.inner.config.api_timeout)
                 .await
             {
+                Ok(resp) if resp.code == ResponseCode::REQUEST_CODE_NOT_SUPPORTED.0 => {
+                    return Err(not_a_nameserver(&addrs[idx], &resp));
+                }
                 Ok(resp) => {
                     self.inner.namesrv_index.store(idx, Ordering::Relaxed);
                     return Ok(resp);
@@ -418,6 +421,19 @@ pub(crate) fn expect_success(addr: &str, resp: RemotingCommand) -> Result<Remoti
         return Ok(resp);
     }
     Err(response_error(addr, &resp))
+}
+
+/// REQUEST_CODE_NOT_SUPPORTED from a nameserver address: what a broker's port answers to the
+/// nameserver's codes, so the error says to check the address.
+fn not_a_nameserver(addr: &str, resp: &RemotingCommand) -> ClientError {
+    let mut e = response_error(addr, resp);
+    if let ClientError::Response { remark, .. } = &mut e {
+        *remark = format!(
+            "{remark} — is {addr} a nameserver? namesrv_addr takes nameserver addresses (port \
+             9876 by default), not a broker's"
+        );
+    }
+    e
 }
 
 /// The error for a non-success response.
