@@ -227,6 +227,9 @@ class RequestCode(IntEnum):
     QUERY_CONSUME_QUEUE = 321
     GET_ALL_PRODUCER_INFO = 328
     DELETE_EXPIRED_COMMITLOG = 329
+    QUERY_TOPICS_BY_CONSUMER = 343
+    GET_TOPIC_CONFIG = 351
+    GET_SUBSCRIPTIONGROUP_CONFIG = 352
     GET_BROKER_HA_STATUS = 907
     PUT_KV_CONFIG = 100
     GET_KV_CONFIG = 101
@@ -882,6 +885,10 @@ class ClientInstance:
         self,
         on_broker_request: Callable[[int, dict[str, str], bytes | None], object],
         on_warning: Callable[[str], object],
+        on_broker_call: Callable[
+            [int, dict[str, str], bytes | None], tuple[int, str | None, bytes | None]
+        ]
+        | None = None,
     ) -> None: ...
     def fetch_subscribe_queues(self, topic: str) -> list[MessageQueue]: ...
     def cached_subscribe_queues(self, topic: str) -> list[MessageQueue] | None: ...

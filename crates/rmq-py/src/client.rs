@@ -12,7 +12,7 @@ use bytes::Bytes;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyBytes;
-use rmq_client::{ClientConfig, ClientError, ClientInstance, ClientListener};
+use rmq_client::{CallAnswer, ClientConfig, ClientError, ClientInstance, ClientListener};
 use rmq_protocol::body::MessageQueue;
 use rmq_protocol::ExtFields;
 
@@ -75,12 +75,42 @@ pub(crate) fn from_py_queue(q: &Bound<'_, PyAny>) -> PyResult<MessageQueue> {
     ))
 }
 
-/// Hands broker pushes and warnings to Python callables on the callback thread.
+/// Hands broker pushes, warnings and broker-relayed calls to Python callables on the
+/// callback thread.
 /// The callables are shared through `Arc`s, so a runtime worker never needs the GIL to
 /// hand work to the callback thread.
+#[allow(
+    clippy::struct_field_names,
+    reason = "named after the Python callbacks they hold"
+)]
 struct PyListener {
     on_broker_request: Arc<Py<PyAny>>,
     on_warning: Arc<Py<PyAny>>,
+    on_broker_call: Option<Arc<Py<PyAny>>>,
+}
+
+/// What `on_broker_call(code, ext_fields, body)` returned, `(code, remark, body)`; an
+/// exception or another shape is a SYSTEM_ERROR naming it.
+fn call_answer(
+    py: Python<'_>,
+    f: &Py<PyAny>,
+    args: (i32, HashMap<String, String>, Option<Py<PyBytes>>),
+) -> CallAnswer {
+    let result = f
+        .call1(py, args)
+        .and_then(|r| r.extract::<(i32, Option<String>, Option<Vec<u8>>)>(py));
+    match result {
+        Ok((code, remark, body)) => CallAnswer {
+            code,
+            remark,
+            body: body.map(Bytes::from),
+        },
+        Err(e) => CallAnswer {
+            code: rmq_protocol::ResponseCode::SYSTEM_ERROR.0,
+            remark: Some(format!("the client failed to answer: {e}")),
+            body: None,
+        },
+    }
 }
 
 impl ClientListener for PyListener {
@@ -99,6 +129,33 @@ impl ClientListener for PyListener {
     fn on_warning(&self, message: String) {
         let f = self.on_warning.clone();
         dispatch(Box::new(move |py| call_reporting(py, &f, (message,))));
+    }
+
+    fn on_broker_call(
+        &self,
+        code: i32,
+        ext_fields: ExtFields,
+        body: Option<Bytes>,
+        answer: tokio::sync::oneshot::Sender<CallAnswer>,
+    ) {
+        let Some(f) = self.on_broker_call.clone() else {
+            let _ = answer.send(CallAnswer {
+                code: rmq_protocol::ResponseCode::REQUEST_CODE_NOT_SUPPORTED.0,
+                remark: Some(format!(
+                    "request code {code} is not answered by this client"
+                )),
+                body: None,
+            });
+            return;
+        };
+        dispatch(Box::new(move |py| {
+            let fields: HashMap<String, String> = ext_fields
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect();
+            let body = body.map(|b| PyBytes::new(py, &b).unbind());
+            let _ = answer.send(call_answer(py, &f, (code, fields, body)));
+        }));
     }
 }
 
@@ -201,12 +258,20 @@ impl ClientInstancePy {
         self.inner.client_id().to_owned()
     }
 
-    /// Route broker pushes `on_broker_request(code, ext_fields, body)` and background
-    /// warnings `on_warning(text)` to Python (called on the client's callback thread).
-    fn set_listener(&self, on_broker_request: Py<PyAny>, on_warning: Py<PyAny>) {
+    /// Route broker pushes `on_broker_request(code, ext_fields, body)`, background
+    /// warnings `on_warning(text)` and broker-relayed calls `on_broker_call(code, ext_fields,
+    /// body) -> (code, remark, body)` to Python (called on the client's callback thread).
+    #[pyo3(signature = (on_broker_request, on_warning, on_broker_call=None))]
+    fn set_listener(
+        &self,
+        on_broker_request: Py<PyAny>,
+        on_warning: Py<PyAny>,
+        on_broker_call: Option<Py<PyAny>>,
+    ) {
         self.inner.set_listener(Arc::new(PyListener {
             on_broker_request: Arc::new(on_broker_request),
             on_warning: Arc::new(on_warning),
+            on_broker_call: on_broker_call.map(Arc::new),
         }));
     }
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from rmq._rmq import ClientInstance, _stop_callbacks
+from rmq.codes import ResponseCode
 from rmq.tls import PLAIN, TlsOptions
 
 __all__ = [
@@ -88,6 +89,22 @@ class _Shared:
             return
         handler.on_broker_request(code, ext_fields, body)
 
+    def on_broker_call(
+        self, code: int, ext_fields: dict[str, str], body: bytes | None
+    ) -> tuple[int, str | None, bytes | None]:
+        """A call relayed by a broker (GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY),
+        answered by the consumer of its group: ``(response code, remark, body)``."""
+        group = ext_fields.get("consumerGroup", "")
+        answer = getattr(self.handlers.get(group), "on_broker_call", None)
+        if answer is None:
+            return (
+                ResponseCode.SYSTEM_ERROR,
+                f"The Consumer Group <{group}> not exist in this consumer",
+                None,
+            )
+        result: tuple[int, str | None, bytes | None] = answer(code, ext_fields, body)
+        return result
+
     @staticmethod
     def on_warning(text: str) -> None:
         log.warning("%s", text)
@@ -127,7 +144,7 @@ def acquire(
                 **tls.as_kwargs(),
             )
             s = _Shared(inst)
-            inst.set_listener(s.on_broker_request, s.on_warning)
+            inst.set_listener(s.on_broker_request, s.on_warning, s.on_broker_call)
             _shared[key] = s
         s.users += 1
         if group is not None and handler is not None:

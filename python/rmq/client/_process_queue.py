@@ -64,6 +64,11 @@ class ProcessQueue:
         with self.lock:
             return self._size
 
+    def cached_offsets(self) -> list[int]:
+        """Queue offsets of the messages held (waiting or being consumed), sorted."""
+        with self.lock:
+            return sorted([*self._msgs, *self._consuming])
+
     @property
     def max_span(self) -> int:
         with self.lock:

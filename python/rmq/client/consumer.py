@@ -53,7 +53,7 @@ from rmq._rmq import (
     PullResult,
     StoredMessage,
 )
-from rmq.client import _instance
+from rmq.client import _instance, running_info
 from rmq.client._process_queue import ProcessQueue
 from rmq.client._scheduler import Scheduler
 from rmq.client.allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
@@ -65,6 +65,7 @@ from rmq.client.offset_store import (
     RemoteBrokerOffsetStore,
     parse_offset_table,
 )
+from rmq.codes import RequestCode, ResponseCode
 from rmq.errors import RmqError
 from rmq.tls import PLAIN, TlsOptions
 
@@ -310,6 +311,8 @@ class PushConsumer(_GroupMember):
         self._rebalance_lock = threading.Lock()
         self._running = False
         self._inner_producer: NativeProducer | None = None
+        self.start_timestamp_ms = 0
+        self._consume_failed: dict[str, int] = {}
 
     # ---- configuration ------------------------------------------------------------------
 
@@ -372,6 +375,7 @@ class PushConsumer(_GroupMember):
             max_workers=self.consume_thread_max, thread_name_prefix=f"rmq-consume-{self.group}"
         )
         self._scheduler = Scheduler(f"rmq-consumer-{self.group}")
+        self.start_timestamp_ms = int(time.time() * 1000)
         self._running = True
         self._register()
         for topic in self._subscriptions:
@@ -653,6 +657,7 @@ class PushConsumer(_GroupMember):
             )
             status = ConsumeConcurrentlyStatus.RECONSUME_LATER
         if status == ConsumeConcurrentlyStatus.RECONSUME_LATER:
+            self._consume_failed[mq.topic] = self._consume_failed.get(mq.topic, 0) + len(msgs)
             if self.message_model is MessageModel.BROADCASTING:
                 # RocketMQ drops failed broadcast messages: there is no group to retry for.
                 log.warning(
@@ -814,6 +819,59 @@ class PushConsumer(_GroupMember):
         elif code == _instance.RESET_CONSUMER_CLIENT_OFFSET and body:
             table = parse_offset_table(body.decode("utf-8", "replace"))
             self._scheduler.call_later(0, lambda: self._reset_offsets(table))
+
+    # ---- calls an admin makes through the broker ----------------------------------------
+
+    def on_broker_call(
+        self, code: int, ext_fields: dict[str, str], body: bytes | None
+    ) -> tuple[int, str | None, bytes | None]:
+        """GET_CONSUMER_RUNNING_INFO and CONSUME_MESSAGE_DIRECTLY (``running_info``):
+        ``(response code, remark, body)``."""
+        if code == RequestCode.GET_CONSUMER_RUNNING_INFO:
+            jstack = ext_fields.get("jstackEnable", "false").lower() == "true"
+            return ResponseCode.SUCCESS, None, running_info.running_info_body(self, jstack)
+        if code == RequestCode.CONSUME_MESSAGE_DIRECTLY:
+            try:
+                answer = running_info.consume_message_directly(self, ext_fields, body)
+            except (ValueError, RmqError) as exc:
+                return ResponseCode.SYSTEM_ERROR, str(exc), None
+            return ResponseCode.SUCCESS, None, answer
+        return ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f"request code {code}", None
+
+    def subscription_table(self) -> dict[str, str]:
+        """Topic → tag expression, with the retry topic in clustering mode."""
+        return self._topics()
+
+    def process_queue_infos(self) -> dict[MessageQueue, dict[str, object]]:
+        """``ProcessQueueInfo`` of every queue held now."""
+        with self._queues_lock:
+            held = list(self._queues.items())
+        return {
+            mq: running_info.process_queue_info(
+                commit_offset=self._store.read_memory(mq),
+                offsets=pq.cached_offsets(),
+                size_bytes=pq.size_bytes,
+                locked=pq.locked,
+                last_lock_ms=int(pq.last_lock_timestamp * 1000),
+                dropped=pq.dropped,
+                last_pull_ms=0,
+                last_consume_ms=0,
+            )
+            for mq, pq in held
+        }
+
+    def consume_failed_counts(self) -> dict[str, int]:
+        """Messages the listener failed (RECONSUME_LATER or raised), per topic."""
+        return dict(self._consume_failed)
+
+    def consume_directly(self, msgs: list[StoredMessage]) -> bool:
+        """Hand ``msgs`` to the listener outside the queues (CONSUME_MESSAGE_DIRECTLY);
+        True when it consumed them. Its exceptions propagate; offsets are not touched."""
+        if self._orderly_listener is not None:
+            orderly = self._orderly_listener(msgs)
+            return orderly != ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+        assert self._listener is not None
+        return self._listener(msgs) != ConsumeConcurrentlyStatus.RECONSUME_LATER
 
     def _reset_offsets(self, table: dict[MessageQueue, int]) -> None:
         with self._rebalance_lock:

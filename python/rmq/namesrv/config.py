@@ -4,7 +4,8 @@ report and change (``mqadmin getNamesrvConfig`` / ``updateNamesrvConfig``).
 
 rmq's nameserver acts on ``listenPort``, the ``tls.server.*`` keys (TLS on its port, read at
 start-up and never reported back) and the ACL keys (``aclEnable``, ``aclFilePath``: read at
-start-up, reported, not changeable while it runs); the other keys are accepted so that RocketMQ
+start-up, reported, not changeable while it runs) and ``kvConfigPath`` (where the KV config is
+kept); the other keys are accepted so that RocketMQ
 config files and admin tools work, kept, and reported back, but change nothing. The answer to
 GET_NAMESRV_CONFIG is ``key=value`` lines: ``listenPort`` (the port actually bound) and every
 key set in the config file or by UPDATE_NAMESRV_CONFIG. Updates live in memory until the
@@ -26,6 +27,7 @@ __all__ = [
     "ACCEPTED_UNUSED_KEYS",
     "ACL_KEYS",
     "KNOWN_KEYS",
+    "KV_KEYS",
     "PATH_KEYS",
     "TLS_KEYS",
     "NamesrvConfig",
@@ -43,7 +45,9 @@ _INT_KEYS = frozenset(
 )
 ACL_KEYS = frozenset({"aclEnable", "aclFilePath"})
 """Read at start-up (the ACL check in front of the handler), reported, not changeable."""
-ACCEPTED_UNUSED_KEYS = frozenset(_SCHEMA) - KNOWN_KEYS - ACL_KEYS
+KV_KEYS = frozenset({"kvConfigPath"})
+"""Where the KV config is kept (``rmq.namesrv.kv_config``): read at start-up, reported."""
+ACCEPTED_UNUSED_KEYS = frozenset(_SCHEMA) - KNOWN_KEYS - ACL_KEYS - KV_KEYS
 """Keys RocketMQ's nameserver has that this one accepts, reports and ignores."""
 
 
@@ -72,7 +76,7 @@ def _check(key: str, value: str) -> None:
             "listenPort cannot change while the nameserver runs: set it in namesrv.conf "
             "(or -p) and restart"
         )
-    if key not in ACCEPTED_UNUSED_KEYS:
+    if key not in ACCEPTED_UNUSED_KEYS:  # kvConfigPath is a path key, refused above
         allowed = ", ".join(sorted(ACCEPTED_UNUSED_KEYS - PATH_KEYS))
         raise NamesrvConfigError(f"unknown nameserver config key {key!r}; known keys: {allowed}")
     if key in _BOOL_KEYS and value not in ("true", "false"):

@@ -3,6 +3,17 @@ sub-commands; a new group of sub-commands is one more module and one more import
 
 from __future__ import annotations
 
-from . import acl, broker, consumer, ha, message, namesrv, produce, stats, topic
+from . import acl, broker, consumer, consumer_status, ha, message, namesrv, produce, stats, topic
 
-__all__ = ["acl", "broker", "consumer", "ha", "message", "namesrv", "produce", "stats", "topic"]
+__all__ = [
+    "acl",
+    "broker",
+    "consumer",
+    "consumer_status",
+    "ha",
+    "message",
+    "namesrv",
+    "produce",
+    "stats",
+    "topic",
+]

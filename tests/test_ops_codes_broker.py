@@ -1,0 +1,207 @@
+"""The broker's answers to QUERY_TOPICS_BY_CONSUMER, GET_TOPIC_CONFIG,
+GET_SUBSCRIPTIONGROUP_CONFIG and QUERY_CONSUME_TIME_SPAN, and the calls it relays to a Python
+push consumer (GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY), with the admin
+sub-commands on them (``consumerStatus``, ``getConsumerConfig``); a real namesrv and broker."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import rmq
+from helpers import wait_until
+from rmq import fastjson
+from rmq._rmq import RemotingClient, StoredMessage
+from rmq.admin import main
+from rmq.codes import RequestCode, ResponseCode
+
+pytestmark = pytest.mark.timeout(180)
+
+TOPIC = "OpsCodesTopic"
+GROUP = "OpsCodesGroup"
+IDLE = "OpsCodesIdleGroup"
+N = 8
+
+
+class Running:
+    """A started producer (``N`` messages sent to ``TOPIC``) and push consumer of ``GROUP``
+    that records what its listener gets."""
+
+    def __init__(self, namesrv: str) -> None:
+        self.got: list[StoredMessage] = []
+        self.lock = threading.Lock()
+        self.producer = rmq.Producer("OpsCodesProducer", namesrv).start()
+        self.sent = [self.producer.send(rmq.Message(TOPIC, f"m{i}".encode())) for i in range(N)]
+        self.consumer = rmq.PushConsumer(
+            GROUP,
+            namesrv,
+            consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+            persist_consumer_offset_interval=200,
+        )
+        self.consumer.subscribe(TOPIC, "*")
+        self.consumer.register_message_listener_concurrently(self.listen)
+        self.consumer.start()
+
+    def listen(self, msgs: list[StoredMessage]) -> None:
+        with self.lock:
+            self.got.extend(msgs)
+
+    def bodies(self) -> list[bytes]:
+        with self.lock:
+            return [m.body for m in self.got]
+
+
+@pytest.fixture
+def running(rmq_cluster: tuple[str, str]) -> Iterator[Running]:
+    r = Running(rmq_cluster[0])
+    try:
+        wait_until(lambda: len(r.bodies()) >= N, "the consumer to get every message")
+        yield r
+    finally:
+        r.consumer.shutdown()
+        r.producer.shutdown()
+
+
+def call(broker: str, code: int, ext: dict[str, str]) -> Any:
+    r = RemotingClient().invoke(broker, code, ext)
+    return r
+
+
+def test_topic_and_group_config_lookups(rmq_cluster: tuple[str, str], running: Running) -> None:
+    _, broker = rmq_cluster
+    r = call(broker, RequestCode.GET_TOPIC_CONFIG, {"topic": TOPIC})
+    assert r.code == ResponseCode.SUCCESS
+    config = json.loads(r.body)
+    assert config["topicName"] == TOPIC and config["perm"] == 6
+    assert config["readQueueNums"] == config["writeQueueNums"] > 0
+    r = call(broker, RequestCode.GET_TOPIC_CONFIG, {"topic": "NoSuchTopic"})
+    assert r.code == ResponseCode.TOPIC_NOT_EXIST
+    assert r.remark == "No topic in this broker. topic: NoSuchTopic"
+    assert call(broker, RequestCode.GET_TOPIC_CONFIG, {}).code == ResponseCode.SYSTEM_ERROR
+
+    r = call(broker, RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG, {"group": GROUP})
+    assert r.code == ResponseCode.SUCCESS
+    group = json.loads(r.body)
+    assert group["groupName"] == GROUP and group["consumeEnable"] is True
+    r = call(broker, RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG, {"group": "NoSuchGroup"})
+    assert r.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST
+    assert "No group in this broker" in (r.remark or "")
+
+    r = call(broker, RequestCode.QUERY_TOPICS_BY_CONSUMER, {"group": GROUP})
+    body = json.loads(r.body)
+    assert TOPIC in body["topicList"] and body["brokerAddr"] == broker
+    r = call(broker, RequestCode.QUERY_TOPICS_BY_CONSUMER, {"group": "NoSuchGroup"})
+    assert json.loads(r.body)["topicList"] == []
+
+
+def spans(broker: str, group: str) -> list[dict[str, Any]]:
+    r = call(broker, RequestCode.QUERY_CONSUME_TIME_SPAN, {"topic": TOPIC, "group": group})
+    assert r.code == ResponseCode.SUCCESS, r.remark
+    out: list[dict[str, Any]] = fastjson.loads(r.body)["consumeTimeSpanSet"]
+    return out
+
+
+def test_consume_time_span(rmq_cluster: tuple[str, str], running: Running) -> None:
+    _, broker = rmq_cluster
+    with_msgs = {s.queue.queue_id for s in running.sent}
+    # A group that consumed nothing: the next message has waited since it was stored.
+    idle = spans(broker, IDLE)
+    assert {s["messageQueue"]["queueId"] for s in idle} == set(range(len(idle)))
+    for s in idle:
+        assert s["messageQueue"]["topic"] == TOPIC
+        assert s["messageQueue"]["brokerName"] == "broker-a"
+        if s["messageQueue"]["queueId"] in with_msgs:
+            assert 0 < s["minTimeStamp"] <= s["maxTimeStamp"]
+            assert s["consumeTimeStamp"] == s["minTimeStamp"]
+            assert s["delayTime"] > 0
+        else:
+            assert s["minTimeStamp"] == s["maxTimeStamp"] == -1 and s["delayTime"] == 0
+
+    # The running group, once its offsets are committed: caught up everywhere.
+    def caught_up() -> bool:
+        return all(
+            s["delayTime"] == 0 and s["consumeTimeStamp"] == s["maxTimeStamp"]
+            for s in spans(broker, GROUP)
+            if s["messageQueue"]["queueId"] in with_msgs
+        )
+
+    wait_until(caught_up, "the group's committed offsets to reach the last message")
+    r = call(broker, RequestCode.QUERY_CONSUME_TIME_SPAN, {"topic": "NoSuch", "group": GROUP})
+    assert r.code == ResponseCode.TOPIC_NOT_EXIST and r.remark == "topic[NoSuch] not exist"
+
+
+def admin(capsys: pytest.CaptureFixture[str], namesrv: str, *argv: str) -> str:
+    capsys.readouterr()
+    assert main(["-n", namesrv, *argv]) == 0
+    return capsys.readouterr().out
+
+
+def test_consumer_status_shows_subscription_and_queues(
+    rmq_cluster: tuple[str, str], running: Running, capsys: pytest.CaptureFixture[str]
+) -> None:
+    namesrv, _ = rmq_cluster
+    client_id = running.consumer._instance.client_id
+    data = json.loads(admin(capsys, namesrv, "--json", "consumerStatus", "-g", GROUP))
+    info = data[client_id]
+    props = info["properties"]
+    assert props["PROP_CONSUME_TYPE"] == "CONSUME_PASSIVELY"
+    assert props["PROP_NAMESERVER_ADDR"] == namesrv
+    assert int(props["PROP_CONSUMER_START_TIMESTAMP"]) == running.consumer.start_timestamp_ms
+    assert props["PROP_THREADPOOL_CORE_SIZE"] == "20"
+    assert props["PROP_CLIENT_VERSION"].startswith("rmq-python")
+    topics = {s["topic"]: s["subString"] for s in info["subscriptionSet"]}
+    assert topics == {TOPIC: "*", f"%RETRY%{GROUP}": "*"}
+    held = {fastjson.message_queue_key(k).topic for k in info["mqTable"]}
+    assert TOPIC in held
+    assert set(info["statusTable"]) == set(topics)
+    assert "jstack" not in info
+
+    text = admin(capsys, namesrv, "consumerStatus", "-g", GROUP, "-i", client_id, "-s")
+    assert "#Consumer Properties#" in text and "#Consumer jstack#" in text
+    assert re.search(rf"00[12] Topic: {TOPIC}\s+ClassFilter: false\s+SubExpression: \*", text)
+    section = text.split("#Consumer Offset#")[1].split("#Consumer MQ Detail#")[0]
+    rows = [line.split() for line in section.splitlines()]
+    offsets = {int(r[2]): int(r[3]) for r in rows if r and r[0] == TOPIC}
+    assert offsets and sum(offsets.values()) >= N - len(offsets)
+
+    capsys.readouterr()
+    assert main(["-n", namesrv, "consumerStatus", "-g", GROUP, "-i", "no-such-client"]) != 0
+    assert "not online" in capsys.readouterr().err
+
+
+def test_consume_message_directly_reaches_the_listener(
+    rmq_cluster: tuple[str, str], running: Running
+) -> None:
+    _, broker = rmq_cluster
+    target = running.sent[3]
+    before = running.bodies().count(b"m3")
+    r = call(
+        broker,
+        RequestCode.CONSUME_MESSAGE_DIRECTLY,
+        {
+            "consumerGroup": GROUP,
+            "clientId": running.consumer._instance.client_id,
+            "msgId": target.offset_msg_id,
+        },
+    )
+    assert r.code == ResponseCode.SUCCESS, r.remark
+    result = json.loads(r.body)
+    assert result["consumeResult"] == "CR_SUCCESS"
+    assert result["order"] is False and result["autoCommit"] is True
+    assert running.bodies().count(b"m3") == before + 1
+
+
+def test_get_consumer_config(
+    rmq_cluster: tuple[str, str], running: Running, capsys: pytest.CaptureFixture[str]
+) -> None:
+    namesrv, _ = rmq_cluster
+    lines = admin(capsys, namesrv, "getConsumerConfig", "-g", GROUP).splitlines()
+    assert lines[0] == "=" * 29 + "DefaultCluster:broker-a" + "=" * 29
+    assert re.fullmatch(rf"groupName\s+=  {GROUP}", lines[1])
+    assert re.fullmatch(r"retryMaxTimes\s+=  16", lines[6])
+    assert admin(capsys, namesrv, "getConsumerConfig", "-g", "NoSuchGroup").strip() == ""
