@@ -5,6 +5,7 @@ sub-commands on them (``consumerStatus``, ``getConsumerConfig``); a real namesrv
 
 from __future__ import annotations
 
+import collections
 import json
 import re
 import threading
@@ -59,8 +60,19 @@ class Running:
 @pytest.fixture
 def running(rmq_cluster: tuple[str, str]) -> Iterator[Running]:
     r = Running(rmq_cluster[0])
+    per_queue = collections.Counter(s.queue.queue_id for s in r.sent)
+
+    def committed(queue_id: int) -> int:
+        ext = {"consumerGroup": GROUP, "topic": TOPIC, "queueId": str(queue_id)}
+        resp = call(rmq_cluster[1], RequestCode.QUERY_CONSUMER_OFFSET, ext)
+        return int(resp.ext_fields.get("offset", -1))
+
     try:
         wait_until(lambda: len(r.bodies()) >= N, "the consumer to get every message")
+        wait_until(
+            lambda: all(committed(q) == n for q, n in per_queue.items()),
+            "the group's offsets to be committed on the broker",
+        )
         yield r
     finally:
         r.consumer.shutdown()
@@ -122,15 +134,10 @@ def test_consume_time_span(rmq_cluster: tuple[str, str], running: Running) -> No
         else:
             assert s["minTimeStamp"] == s["maxTimeStamp"] == -1 and s["delayTime"] == 0
 
-    # The running group, once its offsets are committed: caught up everywhere.
-    def caught_up() -> bool:
-        return all(
-            s["delayTime"] == 0 and s["consumeTimeStamp"] == s["maxTimeStamp"]
-            for s in spans(broker, GROUP)
-            if s["messageQueue"]["queueId"] in with_msgs
-        )
-
-    wait_until(caught_up, "the group's committed offsets to reach the last message")
+    # The running group has committed every message: caught up everywhere.
+    for s in spans(broker, GROUP):
+        if s["messageQueue"]["queueId"] in with_msgs:
+            assert s["delayTime"] == 0 and s["consumeTimeStamp"] == s["maxTimeStamp"] > 0
     r = call(broker, RequestCode.QUERY_CONSUME_TIME_SPAN, {"topic": "NoSuch", "group": GROUP})
     assert r.code == ResponseCode.TOPIC_NOT_EXIST and r.remark == "topic[NoSuch] not exist"
 
@@ -156,8 +163,19 @@ def test_consumer_status_shows_subscription_and_queues(
     assert props["PROP_CLIENT_VERSION"].startswith("rmq-python")
     topics = {s["topic"]: s["subString"] for s in info["subscriptionSet"]}
     assert topics == {TOPIC: "*", f"%RETRY%{GROUP}": "*"}
-    held = {fastjson.message_queue_key(k).topic for k in info["mqTable"]}
-    assert TOPIC in held
+    per_queue = collections.Counter(r.queue.queue_id for r in running.sent)
+    held = {
+        mq.queue_id: pq
+        for k, pq in info["mqTable"].items()
+        if (mq := fastjson.message_queue_key(k)).topic == TOPIC
+    }
+    assert set(per_queue) <= set(held)
+    for queue_id, pq in held.items():
+        assert pq["commitOffset"] == per_queue.get(queue_id, 0)
+        assert pq["cachedMsgCount"] == 0 and pq["droped"] is False
+        assert pq["lastPullTimestamp"] >= running.consumer.start_timestamp_ms
+        if queue_id in per_queue:
+            assert pq["lastConsumeTimestamp"] >= running.consumer.start_timestamp_ms
     assert set(info["statusTable"]) == set(topics)
     assert "jstack" not in info
 
@@ -167,7 +185,7 @@ def test_consumer_status_shows_subscription_and_queues(
     section = text.split("#Consumer Offset#")[1].split("#Consumer MQ Detail#")[0]
     rows = [line.split() for line in section.splitlines()]
     offsets = {int(r[2]): int(r[3]) for r in rows if r and r[0] == TOPIC}
-    assert offsets and sum(offsets.values()) >= N - len(offsets)
+    assert offsets == {q: per_queue.get(q, 0) for q in held}
 
     capsys.readouterr()
     assert main(["-n", namesrv, "consumerStatus", "-g", GROUP, "-i", "no-such-client"]) != 0
@@ -180,20 +198,31 @@ def test_consume_message_directly_reaches_the_listener(
     _, broker = rmq_cluster
     target = running.sent[3]
     before = running.bodies().count(b"m3")
-    r = call(
-        broker,
-        RequestCode.CONSUME_MESSAGE_DIRECTLY,
-        {
-            "consumerGroup": GROUP,
-            "clientId": running.consumer._instance.client_id,
-            "msgId": target.offset_msg_id,
-        },
-    )
+    ext = {
+        "consumerGroup": GROUP,
+        "clientId": running.consumer._instance.client_id,
+        "msgId": target.offset_msg_id,
+    }
+    r = call(broker, RequestCode.CONSUME_MESSAGE_DIRECTLY, ext)
     assert r.code == ResponseCode.SUCCESS, r.remark
     result = json.loads(r.body)
     assert result["consumeResult"] == "CR_SUCCESS"
     assert result["order"] is False and result["autoCommit"] is True
     assert running.bodies().count(b"m3") == before + 1
+
+    def raising(msgs: list[StoredMessage]) -> None:
+        raise RuntimeError(f"cannot take {msgs[0].body!r}")
+
+    def later(msgs: list[StoredMessage]) -> rmq.ConsumeConcurrentlyStatus:
+        return rmq.ConsumeConcurrentlyStatus.RECONSUME_LATER
+
+    running.consumer.register_message_listener_concurrently(raising)  # type: ignore[arg-type]
+    result = json.loads(call(broker, RequestCode.CONSUME_MESSAGE_DIRECTLY, ext).body)
+    assert result["consumeResult"] == "CR_THROW_EXCEPTION"
+    assert "RuntimeError: cannot take b'm3'" in result["remark"]
+    running.consumer.register_message_listener_concurrently(later)
+    result = json.loads(call(broker, RequestCode.CONSUME_MESSAGE_DIRECTLY, ext).body)
+    assert result["consumeResult"] == "CR_LATER"
 
 
 def test_get_consumer_config(

@@ -606,6 +606,7 @@ class PushConsumer(_GroupMember):
     ) -> None:
         if pq.dropped or not self._running:
             return
+        pq.last_pull_timestamp = time.time()
         if result is None:
             log.warning("%s: pull of %s at %d failed: %s", self.group, mq, offset, error)
             self._pull_later(mq, pq, offset, PULL_TIME_DELAY_ON_EXCEPTION_S)
@@ -854,8 +855,8 @@ class PushConsumer(_GroupMember):
                 locked=pq.locked,
                 last_lock_ms=int(pq.last_lock_timestamp * 1000),
                 dropped=pq.dropped,
-                last_pull_ms=0,
-                last_consume_ms=0,
+                last_pull_ms=int(pq.last_pull_timestamp * 1000),
+                last_consume_ms=int(pq.last_consume_timestamp * 1000),
             )
             for mq, pq in held
         }
