@@ -187,6 +187,11 @@ def test_consumer_status_shows_subscription_and_queues(
     offsets = {int(r[2]): int(r[3]) for r in rows if r and r[0] == TOPIC}
     assert offsets == {q: per_queue.get(q, 0) for q in held}
 
+    every = admin(capsys, namesrv, "consumerStatus", "-g", GROUP)
+    assert re.search(rf"^1\s+{re.escape(client_id)}\s", every, re.M)
+    assert "Same subscription in the same group of consumer" in every
+    assert "Rebalance OK" in every and "#Consumer Offset#" in every
+
     capsys.readouterr()
     assert main(["-n", namesrv, "consumerStatus", "-g", GROUP, "-i", "no-such-client"]) != 0
     assert "not online" in capsys.readouterr().err
@@ -234,3 +239,27 @@ def test_get_consumer_config(
     assert re.fullmatch(rf"groupName\s+=  {GROUP}", lines[1])
     assert re.fullmatch(r"retryMaxTimes\s+=  16", lines[6])
     assert admin(capsys, namesrv, "getConsumerConfig", "-g", "NoSuchGroup").strip() == ""
+
+
+def test_a_pull_consumer_refuses_running_info_saying_why(rmq_cluster: tuple[str, str]) -> None:
+    namesrv, broker = rmq_cluster
+    producer = rmq.Producer("OpsCodesPullProducer", namesrv).start()
+    producer.send(rmq.Message(TOPIC, b"x"))  # the topic's route leads the heartbeat there
+    producer.shutdown()
+    consumer = rmq.PullConsumer("OpsCodesPullGroup", namesrv)
+    consumer.subscribe(TOPIC)
+    with consumer:
+        ext = {"consumerGroup": "OpsCodesPullGroup", "clientId": consumer._instance.client_id}
+        # Its heartbeat at start went nowhere (no route yet); send one now, not in 30 s.
+        consumer._instance.fetch_subscribe_queues(TOPIC)
+        consumer._instance.send_heartbeat()
+        answers: list[Any] = []
+
+        def relayed() -> bool:
+            answers.append(call(broker, RequestCode.GET_CONSUMER_RUNNING_INFO, ext))
+            return "not online" not in (answers[-1].remark or "")
+
+        wait_until(relayed, "the pull consumer to register with the broker")
+        r = answers[-1]
+        assert r.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+        assert "push consumers only" in r.remark and "PullConsumer" in r.remark

@@ -95,11 +95,19 @@ class _Shared:
         """A call relayed by a broker (GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY),
         answered by the consumer of its group: ``(response code, remark, body)``."""
         group = ext_fields.get("consumerGroup", "")
-        answer = getattr(self.handlers.get(group), "on_broker_call", None)
-        if answer is None:
+        handler = self.handlers.get(group)
+        if handler is None:
             return (
                 ResponseCode.SYSTEM_ERROR,
                 f"The Consumer Group <{group}> not exist in this consumer",
+                None,
+            )
+        answer = getattr(handler, "on_broker_call", None)
+        if answer is None:
+            return (
+                ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                f"request code {code} is answered by rmq's push consumers only; "
+                f"group {group} is consumed by a {type(handler).__name__}",
                 None,
             )
         result: tuple[int, str | None, bytes | None] = answer(code, ext_fields, body)

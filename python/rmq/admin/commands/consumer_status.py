@@ -94,6 +94,19 @@ def format_running_info(info: dict[str, Any]) -> list[str]:
     return lines
 
 
+def rebalance_ok(infos: dict[str, dict[str, Any]]) -> bool:
+    """No queue held by two clients at once (clustering; RocketMQ's ``analyzeRebalance``)."""
+    seen: set[str] = set()
+    for info in infos.values():
+        if (info.get("properties") or {}).get("messageModel") == "BROADCASTING":
+            return True
+        for key in info.get("mqTable") or {}:
+            if key in seen:
+                return False
+            seen.add(key)
+    return True
+
+
 @subcommand(
     "consumerStatus",
     "Query consumer's internal data structure",
@@ -139,12 +152,11 @@ def consumer_status(admin: Admin, args: argparse.Namespace) -> Result:
     }
     if infos:
         same = len({tuple(v) for v in subscriptions.values()}) == 1
-        lines += [
-            "",
-            "Same subscription in the same group of consumer"
-            if same
-            else "WARN: Different subscription in the same group of consumer!!!",
-        ]
+        if same:
+            lines += ["", "Same subscription in the same group of consumer"]
+            lines += ["", f"Rebalance {'OK' if rebalance_ok(infos) else 'Failed'}"]
+        else:
+            lines += ["", "WARN: Different subscription in the same group of consumer!!!"]
         for cid, info in infos.items():
             lines += ["", f"======== {cid} ========", *format_running_info(info)]
     return Result(infos, lines, warnings)
