@@ -85,6 +85,7 @@ __all__ = [
     "check_config_value",
     "cluster_info_json",
     "config_schema",
+    "consume_message_directly_result",
     "create_offset_msg_id",
     "decode_messages",
     "decode_offset_msg_id",
@@ -335,6 +336,12 @@ def set_log_level(levelno: int) -> None:
     """Set the most verbose level the Rust side makes records at (a :mod:`logging` level
     number; above ERROR: none), so disabled levels cost nothing, and forget the cached
     levels (as :func:`reset_logging_cache`)."""
+
+def consume_message_directly_result(
+    order: bool, result: str, spent_time_ms: int, remark: str | None = None
+) -> bytes:
+    """The ``ConsumeMessageDirectlyResult`` body (``result``: a CMResult name such as
+    ``CR_SUCCESS``; ``ValueError`` for another)."""
 
 def decode_messages(body: bytes) -> list[StoredMessage]:
     """Decode concatenated CommitLog records (a pull, query or view response body)."""
@@ -881,6 +888,23 @@ class ClientInstance:
     ) -> ClientInstance: ...
     @property
     def client_id(self) -> str: ...
+    def consumer_running_info(
+        self,
+        group: str,
+        properties: dict[str, str],
+        queues: list[tuple[MessageQueue, int, int, int, int, int, bool, int, bool, int, int]],
+        failed: dict[str, int],
+        *,
+        namesrv_addr: str,
+        orderly: bool,
+        thread_pool_core_size: int,
+        start_timestamp_ms: int,
+        client_version: str,
+        jstack: str | None = None,
+    ) -> bytes:
+        """The ``ConsumerRunningInfo`` body of consumer group ``group`` of this client (its
+        registered subscriptions, ``queues`` held, ``properties`` plus RocketMQ's ``PROP_*``
+        keys); ``ValueError`` when the group is not registered."""
     def set_listener(
         self,
         on_broker_request: Callable[[int, dict[str, str], bytes | None], object],

@@ -29,6 +29,7 @@ mod names;
 mod producer;
 mod remoting;
 mod retention;
+mod running_info;
 mod runtime;
 mod store;
 mod stored_message;
@@ -57,5 +58,6 @@ fn _rmq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     files::register(m)?;
     acl::register(m)?;
     metrics::register(m)?;
+    running_info::register(m)?;
     Ok(())
 }

@@ -833,33 +833,47 @@ class PushConsumer(_GroupMember):
             return ResponseCode.SUCCESS, None, running_info.running_info_body(self, jstack)
         if code == RequestCode.CONSUME_MESSAGE_DIRECTLY:
             try:
-                answer = running_info.consume_message_directly(self, ext_fields, body)
+                answer = running_info.consume_message_directly(self, body)
             except (ValueError, RmqError) as exc:
                 return ResponseCode.SYSTEM_ERROR, str(exc), None
             return ResponseCode.SUCCESS, None, answer
         return ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f"request code {code}", None
 
-    def subscription_table(self) -> dict[str, str]:
-        """Topic → tag expression, with the retry topic in clustering mode."""
-        return self._topics()
+    @property
+    def client_instance(self) -> ClientInstance:
+        """The native client instance the consumer runs on (started consumers only)."""
+        return self._instance
 
-    def process_queue_infos(self) -> dict[MessageQueue, dict[str, object]]:
-        """``ProcessQueueInfo`` of every queue held now."""
+    def process_queue_states(
+        self,
+    ) -> list[tuple[MessageQueue, int, int, int, int, int, bool, int, bool, int, int]]:
+        """Every queue held now, as ``ClientInstance.consumer_running_info`` takes it: the
+        queue, the offset to commit, lowest and highest cached offset, cached count and
+        bytes, locked, last lock, dropped, last pull, last consume (times in ms)."""
         with self._queues_lock:
             held = list(self._queues.items())
-        return {
-            mq: running_info.process_queue_info(
-                commit_offset=self._store.read_memory(mq),
-                offsets=pq.cached_offsets(),
-                size_bytes=pq.size_bytes,
-                locked=pq.locked,
-                last_lock_ms=int(pq.last_lock_timestamp * 1000),
-                dropped=pq.dropped,
-                last_pull_ms=int(pq.last_pull_timestamp * 1000),
-                last_consume_ms=int(pq.last_consume_timestamp * 1000),
+        states = []
+        wall_minus_mono = time.time() - time.monotonic()  # lock times are monotonic
+        for mq, pq in held:
+            offsets = pq.cached_offsets()
+            locked_at = pq.last_lock_timestamp
+            last_lock_ms = int((locked_at + wall_minus_mono) * 1000) if locked_at else 0
+            states.append(
+                (
+                    mq,
+                    self._store.read_memory(mq),
+                    offsets[0] if offsets else 0,
+                    offsets[-1] if offsets else 0,
+                    len(offsets),
+                    pq.size_bytes,
+                    pq.locked,
+                    last_lock_ms,
+                    pq.dropped,
+                    int(pq.last_pull_timestamp * 1000),
+                    int(pq.last_consume_timestamp * 1000),
+                )
             )
-            for mq, pq in held
-        }
+        return states
 
     def consume_failed_counts(self) -> dict[str, int]:
         """Messages the listener failed (RECONSUME_LATER or raised), per topic."""
