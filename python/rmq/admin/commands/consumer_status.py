@@ -162,6 +162,26 @@ def consumer_status(admin: Admin, args: argparse.Namespace) -> Result:
     return Result(infos, lines, warnings)
 
 
+def group_config(admin: Admin, addr: str, group: str) -> dict[str, Any] | None:
+    """The broker's SubscriptionGroupConfig of ``group``, None when it has none: through
+    GET_SUBSCRIPTIONGROUP_CONFIG (5.x, rmq), else the whole table as a 4.9 broker serves it
+    (GET_ALL_SUBSCRIPTIONGROUP_CONFIG, what mqadmin 4.9 reads)."""
+    resp = admin.broker(
+        addr,
+        RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG,
+        {"group": group},
+        accept=(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, ResponseCode.REQUEST_CODE_NOT_SUPPORTED),
+    )
+    if resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+        table = admin.broker_json(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        found = (table.get("subscriptionGroupTable") or {}).get(group)
+        return dict(found) if isinstance(found, dict) else None
+    if resp.code != ResponseCode.SUCCESS or not resp.body:
+        return None
+    config = fastjson.loads(resp.body)
+    return dict(config) if isinstance(config, dict) else None
+
+
 @subcommand(
     "getConsumerConfig",
     "Get consumer config by subscription group name!",
@@ -178,15 +198,9 @@ def get_consumer_config(admin: Admin, args: argparse.Namespace) -> Result:
             addr = broker.select_addr() if broker else None
             if addr is None:
                 continue
-            resp = admin.broker(
-                addr,
-                RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG,
-                {"group": group},
-                accept=(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,),
-            )
-            if resp.code != ResponseCode.SUCCESS or not resp.body:
+            config = group_config(admin, addr, group)
+            if config is None:
                 continue
-            config = fastjson.loads(resp.body)
             configs.append({"clusterName": cluster_name, "brokerName": broker_name, **config})
             lines.append(
                 f"============================={cluster_name}:{broker_name}"
