@@ -77,6 +77,8 @@ def test_kv_config_survives_a_restart_in_rocketmqs_file_format(
         out = admin(capsys, addr, "deleteKvConfig", "-s", NS, "-k", "k2")
         assert out.strip() == "delete kv config from namespace success."
         assert kv_get(c, addr, "k1") == "v1"
+        config = c.invoke(addr, RequestCode.GET_NAMESRV_CONFIG).body or b""
+        assert f"kvConfigPath={kv_file}" in config.decode().splitlines()
     # What is on disk is RocketMQ's KVConfigSerializeWrapper, and only what is left.
     on_disk = json.loads(kv_file.read_text())
     assert on_disk == {"configTable": {NS: {"k1": "v1"}, "ORDER_TOPIC_CONFIG": {"T": "b:4"}}}

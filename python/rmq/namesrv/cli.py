@@ -86,14 +86,6 @@ def run(host: str, port: int, stop: threading.Event, settings: dict[str, str] | 
     GET_NAMESRV_CONFIG, but for ``tls.*``, which set up TLS). Returns the exit status."""
     from rmq._rmq import RemotingServer
 
-    config = NamesrvConfig(
-        port,
-        {
-            k: v
-            for k, v in (settings or {}).items()
-            if k in ACCEPTED_UNUSED_KEYS | ACL_KEYS | KV_KEYS
-        },
-    )
     settings = settings or {}
     kv_path = settings.get("kvConfigPath")
     kv = KvConfigManager(Path(kv_path).expanduser() if kv_path else default_kv_config_path())
@@ -102,6 +94,10 @@ def run(host: str, port: int, stop: threading.Event, settings: dict[str, str] | 
     except KvConfigError as exc:
         log.error("%s", exc)
         return 2
+    reported = {k: v for k, v in settings.items() if k in ACCEPTED_UNUSED_KEYS | ACL_KEYS}
+    if kv.path is not None:
+        reported["kvConfigPath"] = str(kv.path)  # the file in use, default or not
+    config = NamesrvConfig(port, reported)
     processor = NamesrvProcessor(RouteInfoManager(kv=kv), config=config)
     acl_enable = settings.get("aclEnable", "false").strip().lower() == "true"
     acl_file = settings.get("aclFilePath") or None

@@ -6,7 +6,9 @@
 //!
 //! Requests brokers send back on these connections (NOTIFY_CONSUMER_IDS_CHANGED,
 //! RESET_CONSUMER_CLIENT_OFFSET, CHECK_TRANSACTION_STATE) go to a [`ClientListener`]: the
-//! decisions they trigger (rebalance, offset reset, transaction checks) belong to Python.
+//! decisions they trigger (rebalance, offset reset, transaction checks) belong to Python. So
+//! do the answers to the admin calls a broker relays (GET_CONSUMER_RUNNING_INFO,
+//! CONSUME_MESSAGE_DIRECTLY), which come back through [`ClientListener::on_broker_call`].
 //!
 //! | file | owns |
 //! |---|---|
