@@ -35,6 +35,7 @@ class Running:
 
     def __init__(self, namesrv: str) -> None:
         self.got: list[StoredMessage] = []
+        self.threads: list[str] = []
         self.lock = threading.Lock()
         self.producer = rmq.Producer("OpsCodesProducer", namesrv).start()
         self.sent = [self.producer.send(rmq.Message(TOPIC, f"m{i}".encode())) for i in range(N)]
@@ -51,6 +52,7 @@ class Running:
     def listen(self, msgs: list[StoredMessage]) -> None:
         with self.lock:
             self.got.extend(msgs)
+            self.threads.append(threading.current_thread().name)
 
     def bodies(self) -> list[bytes]:
         with self.lock:
@@ -214,6 +216,9 @@ def test_consume_message_directly_reaches_the_listener(
     assert result["consumeResult"] == "CR_SUCCESS"
     assert result["order"] is False and result["autoCommit"] is True
     assert running.bodies().count(b"m3") == before + 1
+    # On the consume pool, as any batch (not on the client's callback thread, which a
+    # listener waiting for a send callback would then block).
+    assert running.threads[-1].startswith(f"rmq-consume-{GROUP}")
 
     def raising(msgs: list[StoredMessage]) -> None:
         raise RuntimeError(f"cannot take {msgs[0].body!r}")

@@ -58,6 +58,7 @@ __all__ = [
     "TRANS_HALF_TOPIC",
     "TRANS_OP_HALF_TOPIC",
     "TRANS_OP_REMOVE_TAG",
+    "BrokerCallReply",
     "BrokerServer",
     "ClientInstance",
     "CommitLogCleanReport",
@@ -336,6 +337,13 @@ def set_log_level(levelno: int) -> None:
     """Set the most verbose level the Rust side makes records at (a :mod:`logging` level
     number; above ERROR: none), so disabled levels cost nothing, and forget the cached
     levels (as :func:`reset_logging_cache`)."""
+
+@final
+class BrokerCallReply:
+    """Where the answer to one broker-relayed call goes (``ClientInstance.set_listener``'s
+    ``on_broker_call``): call it once, from any thread; later calls return False."""
+
+    def __call__(self, code: int, remark: str | None = None, body: bytes | None = None) -> bool: ...
 
 def consume_message_directly_result(
     order: bool, result: str, spent_time_ms: int, remark: str | None = None
@@ -909,9 +917,7 @@ class ClientInstance:
         self,
         on_broker_request: Callable[[int, dict[str, str], bytes | None], object],
         on_warning: Callable[[str], object],
-        on_broker_call: Callable[
-            [int, dict[str, str], bytes | None], tuple[int, str | None, bytes | None]
-        ]
+        on_broker_call: Callable[[int, dict[str, str], bytes | None, BrokerCallReply], object]
         | None = None,
     ) -> None: ...
     def fetch_subscribe_queues(self, topic: str) -> list[MessageQueue]: ...

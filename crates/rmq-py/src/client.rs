@@ -13,6 +13,8 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyBytes;
 use rmq_client::{CallAnswer, ClientConfig, ClientError, ClientInstance, ClientListener};
+
+use crate::running_info::BrokerCallReply;
 use rmq_protocol::body::MessageQueue;
 use rmq_protocol::ExtFields;
 
@@ -89,30 +91,6 @@ struct PyListener {
     on_broker_call: Option<Arc<Py<PyAny>>>,
 }
 
-/// What `on_broker_call(code, ext_fields, body)` returned, `(code, remark, body)`; an
-/// exception or another shape is a SYSTEM_ERROR naming it.
-fn call_answer(
-    py: Python<'_>,
-    f: &Py<PyAny>,
-    args: (i32, HashMap<String, String>, Option<Py<PyBytes>>),
-) -> CallAnswer {
-    let result = f
-        .call1(py, args)
-        .and_then(|r| r.extract::<(i32, Option<String>, Option<Vec<u8>>)>(py));
-    match result {
-        Ok((code, remark, body)) => CallAnswer {
-            code,
-            remark,
-            body: body.map(Bytes::from),
-        },
-        Err(e) => CallAnswer {
-            code: rmq_protocol::ResponseCode::SYSTEM_ERROR.0,
-            remark: Some(format!("the client failed to answer: {e}")),
-            body: None,
-        },
-    }
-}
-
 impl ClientListener for PyListener {
     fn on_broker_request(&self, code: i32, ext_fields: ExtFields, body: Option<Bytes>) {
         let f = self.on_broker_request.clone();
@@ -154,7 +132,15 @@ impl ClientListener for PyListener {
                 .map(|(k, v)| (k.into(), v.into()))
                 .collect();
             let body = body.map(|b| PyBytes::new(py, &b).unbind());
-            let _ = answer.send(call_answer(py, &f, (code, fields, body)));
+            let reply = match Py::new(py, BrokerCallReply::new(answer)) {
+                Ok(reply) => reply,
+                Err(e) => return e.write_unraisable(py, Some(f.bind(py))),
+            };
+            if let Err(e) = f.call1(py, (code, fields, body, reply.clone_ref(py))) {
+                reply
+                    .get()
+                    .answer_error(format!("the client failed to answer: {e}"));
+            }
         }));
     }
 }
@@ -260,7 +246,8 @@ impl ClientInstancePy {
 
     /// Route broker pushes `on_broker_request(code, ext_fields, body)`, background
     /// warnings `on_warning(text)` and broker-relayed calls `on_broker_call(code, ext_fields,
-    /// body) -> (code, remark, body)` to Python (called on the client's callback thread).
+    /// body, reply)` to Python (called on the client's callback thread; a call is answered by
+    /// calling `reply(code, remark, body)` once, from any thread).
     #[pyo3(signature = (on_broker_request, on_warning, on_broker_call=None))]
     fn set_listener(
         &self,

@@ -1,20 +1,26 @@
-//! The bodies a Python push consumer answers the broker-relayed admin calls with:
+//! The answers of a Python push consumer to the admin calls a broker relays: the reply slot
+//! Python answers through (`BrokerCallReply`, callable once from any thread, so that a
+//! listener run for CONSUME_MESSAGE_DIRECTLY need not hold the callback thread), and the
+//! bodies:
 //! `ClientInstance.consumer_running_info` (GET_CONSUMER_RUNNING_INFO: the group's
 //! subscriptions as this client registered them, the queues it holds, its settings) and
 //! `consume_message_directly_result` (CONSUME_MESSAGE_DIRECTLY), both written by the types
 //! of `rmq_protocol::body::running_info`, the one place their JSON is spelled.
 
 use std::collections::BTreeMap;
+use std::sync::{Mutex, PoisonError};
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+use rmq_client::CallAnswer;
 use rmq_protocol::body::{
     CmResult, ConsumeMessageDirectlyResult, ConsumeStatus, ConsumeType, ConsumerRunningInfo,
     ProcessQueueInfo, PROP_CLIENT_VERSION, PROP_CONSUMER_START_TIMESTAMP, PROP_CONSUME_ORDERLY,
     PROP_CONSUME_TYPE, PROP_NAMESERVER_ADDR, PROP_THREADPOOL_CORE_SIZE,
 };
-use rmq_protocol::RemotingJson;
+use rmq_protocol::{RemotingJson, ResponseCode};
+use tokio::sync::oneshot;
 
 use crate::client::{from_py_queue, ClientInstancePy};
 
@@ -34,6 +40,52 @@ type QueueState<'py> = (
     i64,
     i64,
 );
+
+/// Where the answer to one broker-relayed call goes: `reply(code, remark=None, body=None)`
+/// answers it (True), a later call does nothing (False). Dropped unanswered, the broker is
+/// told the client ended without an answer.
+#[pyclass(module = "rmq._rmq", frozen, name = "BrokerCallReply")]
+pub(crate) struct BrokerCallReply {
+    tx: Mutex<Option<oneshot::Sender<CallAnswer>>>,
+}
+
+impl BrokerCallReply {
+    pub(crate) fn new(tx: oneshot::Sender<CallAnswer>) -> Self {
+        Self {
+            tx: Mutex::new(Some(tx)),
+        }
+    }
+
+    fn answer(&self, answer: CallAnswer) -> bool {
+        let tx = self
+            .tx
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        tx.is_some_and(|tx| tx.send(answer).is_ok())
+    }
+
+    /// Answer SYSTEM_ERROR with `remark`, unless already answered.
+    pub(crate) fn answer_error(&self, remark: String) -> bool {
+        self.answer(CallAnswer {
+            code: ResponseCode::SYSTEM_ERROR.0,
+            remark: Some(remark),
+            body: None,
+        })
+    }
+}
+
+#[pymethods]
+impl BrokerCallReply {
+    #[pyo3(signature = (code, remark=None, body=None))]
+    fn __call__(&self, code: i32, remark: Option<String>, body: Option<Vec<u8>>) -> bool {
+        self.answer(CallAnswer {
+            code,
+            remark,
+            body: body.map(bytes::Bytes::from),
+        })
+    }
+}
 
 fn unencodable(e: &rmq_protocol::ProtocolError) -> PyErr {
     PyValueError::new_err(e.to_string())
@@ -145,6 +197,7 @@ fn consume_message_directly_result<'py>(
 }
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<BrokerCallReply>()?;
     m.add_function(wrap_pyfunction!(consume_message_directly_result, m)?)?;
     Ok(())
 }

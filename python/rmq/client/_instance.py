@@ -12,7 +12,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from rmq._rmq import ClientInstance, _stop_callbacks
+from rmq._rmq import BrokerCallReply, ClientInstance, _stop_callbacks
 from rmq.codes import ResponseCode
 from rmq.tls import PLAIN, TlsOptions
 
@@ -90,28 +90,27 @@ class _Shared:
         handler.on_broker_request(code, ext_fields, body)
 
     def on_broker_call(
-        self, code: int, ext_fields: dict[str, str], body: bytes | None
-    ) -> tuple[int, str | None, bytes | None]:
+        self, code: int, ext_fields: dict[str, str], body: bytes | None, reply: BrokerCallReply
+    ) -> None:
         """A call relayed by a broker (GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY),
-        answered by the consumer of its group: ``(response code, remark, body)``."""
+        answered through ``reply(code, remark, body)`` by the consumer of its group."""
         group = ext_fields.get("consumerGroup", "")
         handler = self.handlers.get(group)
         if handler is None:
-            return (
+            reply(
                 ResponseCode.SYSTEM_ERROR,
                 f"The Consumer Group <{group}> not exist in this consumer",
-                None,
             )
+            return
         answer = getattr(handler, "on_broker_call", None)
         if answer is None:
-            return (
+            reply(
                 ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
                 f"request code {code} is answered by rmq's push consumers only; "
                 f"group {group} is consumed by a {type(handler).__name__}",
-                None,
             )
-        result: tuple[int, str | None, bytes | None] = answer(code, ext_fields, body)
-        return result
+            return
+        answer(code, ext_fields, body, reply)
 
     @staticmethod
     def on_warning(text: str) -> None:

@@ -48,6 +48,7 @@ from rmq._rmq import (
     PROPERTY_RETRY_TOPIC,
     PROPERTY_TRANSACTION_PREPARED,
     RETRY_GROUP_TOPIC_PREFIX,
+    BrokerCallReply,
     ClientInstance,
     NativeProducer,
     PullResult,
@@ -824,20 +825,25 @@ class PushConsumer(_GroupMember):
     # ---- calls an admin makes through the broker ----------------------------------------
 
     def on_broker_call(
-        self, code: int, ext_fields: dict[str, str], body: bytes | None
-    ) -> tuple[int, str | None, bytes | None]:
-        """GET_CONSUMER_RUNNING_INFO and CONSUME_MESSAGE_DIRECTLY (``running_info``):
-        ``(response code, remark, body)``."""
+        self, code: int, ext_fields: dict[str, str], body: bytes | None, reply: BrokerCallReply
+    ) -> None:
+        """GET_CONSUMER_RUNNING_INFO (answered at once) and CONSUME_MESSAGE_DIRECTLY (the
+        listener runs on the consume pool, as any batch does, and answers from there)."""
         if code == RequestCode.GET_CONSUMER_RUNNING_INFO:
             jstack = ext_fields.get("jstackEnable", "false").lower() == "true"
-            return ResponseCode.SUCCESS, None, running_info.running_info_body(self, jstack)
-        if code == RequestCode.CONSUME_MESSAGE_DIRECTLY:
-            try:
-                answer = running_info.consume_message_directly(self, body)
-            except (ValueError, RmqError) as exc:
-                return ResponseCode.SYSTEM_ERROR, str(exc), None
-            return ResponseCode.SUCCESS, None, answer
-        return ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f"request code {code}", None
+            reply(ResponseCode.SUCCESS, None, running_info.running_info_body(self, jstack))
+        elif code == RequestCode.CONSUME_MESSAGE_DIRECTLY and self._running:
+            self._executor.submit(self._consume_directly_answer, body, reply)
+        elif code == RequestCode.CONSUME_MESSAGE_DIRECTLY:
+            reply(ResponseCode.SYSTEM_ERROR, f"consumer of group {self.group} is shut down")
+        else:
+            reply(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f"request code {code}")
+
+    def _consume_directly_answer(self, body: bytes | None, reply: BrokerCallReply) -> None:
+        try:
+            reply(ResponseCode.SUCCESS, None, running_info.consume_message_directly(self, body))
+        except (ValueError, RmqError) as exc:
+            reply(ResponseCode.SYSTEM_ERROR, str(exc))
 
     @property
     def client_instance(self) -> ClientInstance:
