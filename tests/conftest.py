@@ -15,6 +15,8 @@ import pytest
 # The rmq processes tests start log to stderr only, not to ~/logs/rmqlogs (a test that checks
 # the log file passes --log-dir itself).
 os.environ.setdefault("RMQ_LOG_DIR", "-")
+# Nor do their nameservers share ~/namesrv/kvConfig.json (a test of the file sets kvConfigPath).
+os.environ.setdefault("RMQ_KV_CONFIG_PATH", "-")
 
 
 @contextlib.contextmanager

@@ -60,6 +60,7 @@ __all__ = [
     "TRANS_HALF_TOPIC",
     "TRANS_OP_HALF_TOPIC",
     "TRANS_OP_REMOVE_TAG",
+    "BrokerCallReply",
     "BrokerServer",
     "ClientInstance",
     "CommitLogCleanReport",
@@ -87,6 +88,7 @@ __all__ = [
     "check_config_value",
     "cluster_info_json",
     "config_schema",
+    "consume_message_directly_result",
     "create_offset_msg_id",
     "decode_messages",
     "decode_offset_msg_id",
@@ -233,6 +235,9 @@ class RequestCode(IntEnum):
     QUERY_CONSUME_QUEUE = 321
     GET_ALL_PRODUCER_INFO = 328
     DELETE_EXPIRED_COMMITLOG = 329
+    QUERY_TOPICS_BY_CONSUMER = 343
+    GET_TOPIC_CONFIG = 351
+    GET_SUBSCRIPTIONGROUP_CONFIG = 352
     GET_BROKER_HA_STATUS = 907
     PUT_KV_CONFIG = 100
     GET_KV_CONFIG = 101
@@ -351,6 +356,19 @@ def set_log_level(levelno: int) -> None:
     """Set the most verbose level the Rust side makes records at (a :mod:`logging` level
     number; above ERROR: none), so disabled levels cost nothing, and forget the cached
     levels (as :func:`reset_logging_cache`)."""
+
+@final
+class BrokerCallReply:
+    """Where the answer to one broker-relayed call goes (``ClientInstance.set_listener``'s
+    ``on_broker_call``): call it once, from any thread; later calls return False."""
+
+    def __call__(self, code: int, remark: str | None = None, body: bytes | None = None) -> bool: ...
+
+def consume_message_directly_result(
+    order: bool, result: str, spent_time_ms: int, remark: str | None = None
+) -> bytes:
+    """The ``ConsumeMessageDirectlyResult`` body (``result``: a CMResult name such as
+    ``CR_SUCCESS``; ``ValueError`` for another)."""
 
 def decode_messages(body: bytes) -> list[StoredMessage]:
     """Decode concatenated CommitLog records (a pull, query or view response body)."""
@@ -905,10 +923,29 @@ class ClientInstance:
     ) -> ClientInstance: ...
     @property
     def client_id(self) -> str: ...
+    def consumer_running_info(
+        self,
+        group: str,
+        properties: dict[str, str],
+        queues: list[tuple[MessageQueue, int, int, int, int, int, bool, int, bool, int, int]],
+        failed: dict[str, int],
+        *,
+        namesrv_addr: str,
+        orderly: bool,
+        thread_pool_core_size: int,
+        start_timestamp_ms: int,
+        client_version: str,
+        jstack: str | None = None,
+    ) -> bytes:
+        """The ``ConsumerRunningInfo`` body of consumer group ``group`` of this client (its
+        registered subscriptions, ``queues`` held, ``properties`` plus RocketMQ's ``PROP_*``
+        keys); ``ValueError`` when the group is not registered."""
     def set_listener(
         self,
         on_broker_request: Callable[[int, dict[str, str], bytes | None], object],
         on_warning: Callable[[str], object],
+        on_broker_call: Callable[[int, dict[str, str], bytes | None, BrokerCallReply], object]
+        | None = None,
     ) -> None: ...
     def fetch_subscribe_queues(self, topic: str) -> list[MessageQueue]: ...
     def cached_subscribe_queues(self, topic: str) -> list[MessageQueue] | None: ...

@@ -24,7 +24,7 @@ pub mod transaction;
 
 pub use consumer::{build_subscription, PullRequest, PullResult, PullStatus, SendBack};
 pub use error::{ClientError, Result};
-pub use instance::{ClientConfig, ClientInstance, ClientListener, TopicRoute};
+pub use instance::{CallAnswer, ClientConfig, ClientInstance, ClientListener, TopicRoute};
 pub use message::{decode_uniq_id, Message, SendResult, SendStatus, UniqIdParts};
 pub use producer::{BatchEncoder, Producer, ProducerConfig};
 pub use transaction::{HalfBatchSent, HalfMessageSent, LocalTransactionState};

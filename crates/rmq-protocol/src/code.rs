@@ -253,6 +253,12 @@ codes! {
             QUERY_CONSUME_QUEUE = 321,
             /// All producers of a broker.
             GET_ALL_PRODUCER_INFO = 328,
+            /// Topics a group has offsets on (5.x; `mqadmin` / dashboard).
+            QUERY_TOPICS_BY_CONSUMER = 343,
+            /// One topic's config (5.x, `TopicConfigAndQueueMapping`).
+            GET_TOPIC_CONFIG = 351,
+            /// One subscription group's config (5.x; `mqadmin getConsumerConfig`).
+            GET_SUBSCRIPTIONGROUP_CONFIG = 352,
             /// Delete expired CommitLog files.
             DELETE_EXPIRED_COMMITLOG = 329,
             /// Replication status of a broker (`HARuntimeInfo`, 5.x; `mqadmin haStatus`).
@@ -487,6 +493,10 @@ mod tests {
             (RequestCode::SEND_MESSAGE_V2, 310),
             (RequestCode::SEND_BATCH_MESSAGE, 320),
             (RequestCode::QUERY_DATA_VERSION, 322),
+            (RequestCode::QUERY_CONSUME_TIME_SPAN, 303),
+            (RequestCode::QUERY_TOPICS_BY_CONSUMER, 343),
+            (RequestCode::GET_TOPIC_CONFIG, 351),
+            (RequestCode::GET_SUBSCRIPTIONGROUP_CONFIG, 352),
             (RequestCode::LITE_PULL_MESSAGE, 361),
         ];
         for (c, v) in req {

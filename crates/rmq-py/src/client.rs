@@ -12,7 +12,9 @@ use bytes::Bytes;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyBytes;
-use rmq_client::{ClientConfig, ClientError, ClientInstance, ClientListener};
+use rmq_client::{CallAnswer, ClientConfig, ClientError, ClientInstance, ClientListener};
+
+use crate::running_info::BrokerCallReply;
 use rmq_protocol::body::MessageQueue;
 use rmq_protocol::ExtFields;
 
@@ -75,12 +77,18 @@ pub(crate) fn from_py_queue(q: &Bound<'_, PyAny>) -> PyResult<MessageQueue> {
     ))
 }
 
-/// Hands broker pushes and warnings to Python callables on the callback thread.
+/// Hands broker pushes, warnings and broker-relayed calls to Python callables on the
+/// callback thread.
 /// The callables are shared through `Arc`s, so a runtime worker never needs the GIL to
 /// hand work to the callback thread.
+#[allow(
+    clippy::struct_field_names,
+    reason = "named after the Python callbacks they hold"
+)]
 struct PyListener {
     on_broker_request: Arc<Py<PyAny>>,
     on_warning: Arc<Py<PyAny>>,
+    on_broker_call: Option<Arc<Py<PyAny>>>,
 }
 
 impl ClientListener for PyListener {
@@ -99,6 +107,41 @@ impl ClientListener for PyListener {
     fn on_warning(&self, message: String) {
         let f = self.on_warning.clone();
         dispatch(Box::new(move |py| call_reporting(py, &f, (message,))));
+    }
+
+    fn on_broker_call(
+        &self,
+        code: i32,
+        ext_fields: ExtFields,
+        body: Option<Bytes>,
+        answer: tokio::sync::oneshot::Sender<CallAnswer>,
+    ) {
+        let Some(f) = self.on_broker_call.clone() else {
+            let _ = answer.send(CallAnswer {
+                code: rmq_protocol::ResponseCode::REQUEST_CODE_NOT_SUPPORTED.0,
+                remark: Some(format!(
+                    "request code {code} is not answered by this client"
+                )),
+                body: None,
+            });
+            return;
+        };
+        dispatch(Box::new(move |py| {
+            let fields: HashMap<String, String> = ext_fields
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect();
+            let body = body.map(|b| PyBytes::new(py, &b).unbind());
+            let reply = match Py::new(py, BrokerCallReply::new(answer)) {
+                Ok(reply) => reply,
+                Err(e) => return e.write_unraisable(py, Some(f.bind(py))),
+            };
+            if let Err(e) = f.call1(py, (code, fields, body, reply.clone_ref(py))) {
+                reply
+                    .get()
+                    .answer_error(format!("the client failed to answer: {e}"));
+            }
+        }));
     }
 }
 
@@ -201,12 +244,21 @@ impl ClientInstancePy {
         self.inner.client_id().to_owned()
     }
 
-    /// Route broker pushes `on_broker_request(code, ext_fields, body)` and background
-    /// warnings `on_warning(text)` to Python (called on the client's callback thread).
-    fn set_listener(&self, on_broker_request: Py<PyAny>, on_warning: Py<PyAny>) {
+    /// Route broker pushes `on_broker_request(code, ext_fields, body)`, background
+    /// warnings `on_warning(text)` and broker-relayed calls `on_broker_call(code, ext_fields,
+    /// body, reply)` to Python (called on the client's callback thread; a call is answered by
+    /// calling `reply(code, remark, body)` once, from any thread).
+    #[pyo3(signature = (on_broker_request, on_warning, on_broker_call=None))]
+    fn set_listener(
+        &self,
+        on_broker_request: Py<PyAny>,
+        on_warning: Py<PyAny>,
+        on_broker_call: Option<Py<PyAny>>,
+    ) {
         self.inner.set_listener(Arc::new(PyListener {
             on_broker_request: Arc::new(on_broker_request),
             on_warning: Arc::new(on_warning),
+            on_broker_call: on_broker_call.map(Arc::new),
         }));
     }
 

@@ -30,6 +30,7 @@ mod names;
 mod producer;
 mod remoting;
 mod retention;
+mod running_info;
 mod runtime;
 mod store;
 mod stored_message;
@@ -59,5 +60,6 @@ fn _rmq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     acl::register(m)?;
     metrics::register(m)?;
     msg_ids::register(m)?;
+    running_info::register(m)?;
     Ok(())
 }

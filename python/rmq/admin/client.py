@@ -356,12 +356,12 @@ class Admin:
         return _json_body(resp, "nameserver", addr, code)
 
     def every_namesrv(
-        self, code: int, ext: Mapping[str, str] | None = None
+        self, code: int, ext: Mapping[str, str] | None = None, body: bytes | None = None
     ) -> list[tuple[str, RemotingResponse]]:
         """Send a change to every nameserver (they do not share state)."""
         out = []
         for addr in self.namesrv_addrs:
-            resp = self._invoke("nameserver", addr, code, ext, None, None)
+            resp = self._invoke("nameserver", addr, code, ext, body, None)
             out.append((addr, self._check("nameserver", addr, code, resp, ())))
         return out
 

@@ -12,7 +12,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from rmq._rmq import ClientInstance, _stop_callbacks
+from rmq._rmq import BrokerCallReply, ClientInstance, _stop_callbacks
+from rmq.codes import ResponseCode
 from rmq.tls import PLAIN, TlsOptions
 
 __all__ = [
@@ -88,6 +89,29 @@ class _Shared:
             return
         handler.on_broker_request(code, ext_fields, body)
 
+    def on_broker_call(
+        self, code: int, ext_fields: dict[str, str], body: bytes | None, reply: BrokerCallReply
+    ) -> None:
+        """A call relayed by a broker (GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY),
+        answered through ``reply(code, remark, body)`` by the consumer of its group."""
+        group = ext_fields.get("consumerGroup", "")
+        handler = self.handlers.get(group)
+        if handler is None:
+            reply(
+                ResponseCode.SYSTEM_ERROR,
+                f"The Consumer Group <{group}> not exist in this consumer",
+            )
+            return
+        answer = getattr(handler, "on_broker_call", None)
+        if answer is None:
+            reply(
+                ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                f"request code {code} is answered by rmq's push consumers only; "
+                f"group {group} is consumed by a {type(handler).__name__}",
+            )
+            return
+        answer(code, ext_fields, body, reply)
+
     @staticmethod
     def on_warning(text: str) -> None:
         log.warning("%s", text)
@@ -127,7 +151,7 @@ def acquire(
                 **tls.as_kwargs(),
             )
             s = _Shared(inst)
-            inst.set_listener(s.on_broker_request, s.on_warning)
+            inst.set_listener(s.on_broker_request, s.on_warning, s.on_broker_call)
             _shared[key] = s
         s.users += 1
         if group is not None and handler is not None:

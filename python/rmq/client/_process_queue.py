@@ -31,6 +31,9 @@ class ProcessQueue:
         self._consuming: dict[int, StoredMessage] = {}
         self._failed_attempts: dict[int, int] = {}
         self.consuming_scheduled = False
+        # What consumerStatus reports (time.time(); 0 until it happens).
+        self.last_pull_timestamp = 0.0
+        self.last_consume_timestamp = 0.0
 
     def put(self, msgs: list[StoredMessage]) -> None:
         with self.lock:
@@ -46,6 +49,7 @@ class ProcessQueue:
         """Forget consumed ``msgs``; returns the offset that may be committed now (-1 when
         nothing was ever held)."""
         with self.lock:
+            self.last_consume_timestamp = time.time()
             for m in msgs:
                 if self._msgs.pop(m.queue_offset, None) is not None:
                     self._offsets.remove(m.queue_offset)
@@ -63,6 +67,11 @@ class ProcessQueue:
     def size_bytes(self) -> int:
         with self.lock:
             return self._size
+
+    def cached_offsets(self) -> list[int]:
+        """Queue offsets of the messages held (waiting or being consumed), sorted."""
+        with self.lock:
+            return sorted([*self._msgs, *self._consuming])
 
     @property
     def max_span(self) -> int:
@@ -87,6 +96,7 @@ class ProcessQueue:
         with self.lock:
             if not self._consuming:
                 return -1
+            self.last_consume_timestamp = time.time()
             nxt = max(self._consuming) + 1
             for off, m in self._consuming.items():
                 self._size -= len(m.body)

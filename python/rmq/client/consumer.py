@@ -48,12 +48,13 @@ from rmq._rmq import (
     PROPERTY_RETRY_TOPIC,
     PROPERTY_TRANSACTION_PREPARED,
     RETRY_GROUP_TOPIC_PREFIX,
+    BrokerCallReply,
     ClientInstance,
     NativeProducer,
     PullResult,
     StoredMessage,
 )
-from rmq.client import _instance
+from rmq.client import _instance, running_info
 from rmq.client._process_queue import ProcessQueue
 from rmq.client._scheduler import Scheduler
 from rmq.client.allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
@@ -65,6 +66,7 @@ from rmq.client.offset_store import (
     RemoteBrokerOffsetStore,
     parse_offset_table,
 )
+from rmq.codes import RequestCode, ResponseCode
 from rmq.errors import RmqError
 from rmq.tls import PLAIN, TlsOptions
 from rmq.trace.dispatcher import AsyncTraceDispatcher
@@ -321,6 +323,8 @@ class PushConsumer(_GroupMember):
         self.enable_msg_trace = enable_msg_trace
         self.custom_trace_topic = custom_trace_topic
         self._tracer: ConsumeTracer | None = None
+        self.start_timestamp_ms = 0
+        self._consume_failed: dict[str, int] = {}
 
     # ---- configuration ------------------------------------------------------------------
 
@@ -386,6 +390,7 @@ class PushConsumer(_GroupMember):
         if self.enable_msg_trace and self._tracer is None:
             dispatcher = AsyncTraceDispatcher(self.group, "CONSUMER", self.custom_trace_topic, self)
             self._tracer = ConsumeTracer(self.group, dispatcher.start())
+        self.start_timestamp_ms = int(time.time() * 1000)
         self._running = True
         self._register()
         for topic in self._subscriptions:
@@ -619,6 +624,7 @@ class PushConsumer(_GroupMember):
     ) -> None:
         if pq.dropped or not self._running:
             return
+        pq.last_pull_timestamp = time.time()
         if result is None:
             log.warning("%s: pull of %s at %d failed: %s", self.group, mq, offset, error)
             self._pull_later(mq, pq, offset, PULL_TIME_DELAY_ON_EXCEPTION_S)
@@ -674,6 +680,7 @@ class PushConsumer(_GroupMember):
             )
             status = ConsumeConcurrentlyStatus.RECONSUME_LATER
         if status == ConsumeConcurrentlyStatus.RECONSUME_LATER:
+            self._consume_failed[mq.topic] = self._consume_failed.get(mq.topic, 0) + len(msgs)
             if self.message_model is MessageModel.BROADCASTING:
                 # RocketMQ drops failed broadcast messages: there is no group to retry for.
                 log.warning(
@@ -839,6 +846,78 @@ class PushConsumer(_GroupMember):
         elif code == _instance.RESET_CONSUMER_CLIENT_OFFSET and body:
             table = parse_offset_table(body.decode("utf-8", "replace"))
             self._scheduler.call_later(0, lambda: self._reset_offsets(table))
+
+    # ---- calls an admin makes through the broker ----------------------------------------
+
+    def on_broker_call(
+        self, code: int, ext_fields: dict[str, str], body: bytes | None, reply: BrokerCallReply
+    ) -> None:
+        """GET_CONSUMER_RUNNING_INFO (answered at once) and CONSUME_MESSAGE_DIRECTLY (the
+        listener runs on the consume pool, as any batch does, and answers from there)."""
+        if code == RequestCode.GET_CONSUMER_RUNNING_INFO:
+            jstack = ext_fields.get("jstackEnable", "false").lower() == "true"
+            reply(ResponseCode.SUCCESS, None, running_info.running_info_body(self, jstack))
+        elif code == RequestCode.CONSUME_MESSAGE_DIRECTLY and self._running:
+            self._executor.submit(self._consume_directly_answer, body, reply)
+        elif code == RequestCode.CONSUME_MESSAGE_DIRECTLY:
+            reply(ResponseCode.SYSTEM_ERROR, f"consumer of group {self.group} is shut down")
+        else:
+            reply(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f"request code {code}")
+
+    def _consume_directly_answer(self, body: bytes | None, reply: BrokerCallReply) -> None:
+        try:
+            reply(ResponseCode.SUCCESS, None, running_info.consume_message_directly(self, body))
+        except (ValueError, RmqError) as exc:
+            reply(ResponseCode.SYSTEM_ERROR, str(exc))
+
+    @property
+    def client_instance(self) -> ClientInstance:
+        """The native client instance the consumer runs on (started consumers only)."""
+        return self._instance
+
+    def process_queue_states(
+        self,
+    ) -> list[tuple[MessageQueue, int, int, int, int, int, bool, int, bool, int, int]]:
+        """Every queue held now, as ``ClientInstance.consumer_running_info`` takes it: the
+        queue, the offset to commit, lowest and highest cached offset, cached count and
+        bytes, locked, last lock, dropped, last pull, last consume (times in ms)."""
+        with self._queues_lock:
+            held = list(self._queues.items())
+        states = []
+        wall_minus_mono = time.time() - time.monotonic()  # lock times are monotonic
+        for mq, pq in held:
+            offsets = pq.cached_offsets()
+            locked_at = pq.last_lock_timestamp
+            last_lock_ms = int((locked_at + wall_minus_mono) * 1000) if locked_at else 0
+            states.append(
+                (
+                    mq,
+                    self._store.read_memory(mq),
+                    offsets[0] if offsets else 0,
+                    offsets[-1] if offsets else 0,
+                    len(offsets),
+                    pq.size_bytes,
+                    pq.locked,
+                    last_lock_ms,
+                    pq.dropped,
+                    int(pq.last_pull_timestamp * 1000),
+                    int(pq.last_consume_timestamp * 1000),
+                )
+            )
+        return states
+
+    def consume_failed_counts(self) -> dict[str, int]:
+        """Messages the listener failed (RECONSUME_LATER or raised), per topic."""
+        return dict(self._consume_failed)
+
+    def consume_directly(self, msgs: list[StoredMessage]) -> bool:
+        """Hand ``msgs`` to the listener outside the queues (CONSUME_MESSAGE_DIRECTLY);
+        True when it consumed them. Its exceptions propagate; offsets are not touched."""
+        if self._orderly_listener is not None:
+            orderly = self._orderly_listener(msgs)
+            return orderly != ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+        assert self._listener is not None
+        return self._listener(msgs) != ConsumeConcurrentlyStatus.RECONSUME_LATER
 
     def _reset_offsets(self, table: dict[MessageQueue, int]) -> None:
         with self._rebalance_lock:

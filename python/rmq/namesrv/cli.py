@@ -22,9 +22,12 @@ from rmq.namesrv.config import (
     ACL_KEYS,
     KNOWN_KEYS,
     METRICS_KEYS,
+    KV_KEYS,
     TLS_KEYS,
     NamesrvConfig,
 )
+from rmq.namesrv.kv_config import KvConfigError, KvConfigManager, default_kv_config_path
+from rmq.namesrv.route_info import RouteInfoManager
 from rmq.namesrv.server import NamesrvProcessor
 from rmq.stop_signals import stop_on_signals
 
@@ -61,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _read_config(path: str) -> tuple[int | None, dict[str, str]]:
     """``listenPort`` (if set) and every key of a namesrv.conf."""
     props = parse_properties(Path(path).read_text(encoding="utf-8"), path)
-    for key in sorted(set(props) - KNOWN_KEYS - ACL_KEYS - METRICS_KEYS):
+    for key in sorted(set(props) - KNOWN_KEYS - ACL_KEYS - METRICS_KEYS - KV_KEYS):
         if key in ACCEPTED_UNUSED_KEYS:
             log.info("%s: %s is accepted but has no effect in rmq", path, key)
         else:
@@ -89,16 +92,21 @@ def run(host: str, port: int, stop: threading.Event, settings: dict[str, str] | 
     GET_NAMESRV_CONFIG, but for ``tls.*``, which set up TLS). Returns the exit status."""
     from rmq._rmq import RemotingServer
 
-    config = NamesrvConfig(
-        port,
-        {
-            k: v
-            for k, v in (settings or {}).items()
-            if k in ACCEPTED_UNUSED_KEYS | ACL_KEYS | METRICS_KEYS
-        },
-    )
-    processor = NamesrvProcessor(config=config)
     settings = settings or {}
+    kv_path = settings.get("kvConfigPath")
+    kv = KvConfigManager(Path(kv_path).expanduser() if kv_path else default_kv_config_path())
+    try:
+        kv.load()
+    except KvConfigError as exc:
+        log.error("%s", exc)
+        return 2
+    reported = {
+        k: v for k, v in settings.items() if k in ACCEPTED_UNUSED_KEYS | ACL_KEYS | METRICS_KEYS
+    }
+    if kv.path is not None:
+        reported["kvConfigPath"] = str(kv.path)  # the file in use, default or not
+    config = NamesrvConfig(port, reported)
+    processor = NamesrvProcessor(RouteInfoManager(kv=kv), config=config)
     acl_enable = settings.get("aclEnable", "false").strip().lower() == "true"
     acl_file = settings.get("aclFilePath") or None
     metrics = settings.get("metricsExporterType", "NONE") == "PROM"

@@ -5,7 +5,8 @@ report and change (``mqadmin getNamesrvConfig`` / ``updateNamesrvConfig``).
 rmq's nameserver acts on ``listenPort``, the ``tls.server.*`` keys (TLS on its port, read at
 start-up and never reported back), the ACL keys (``aclEnable``, ``aclFilePath``) and the
 metrics keys (``metricsExporterType``, ``metricsPromExporterHost``/``Port``), both read at
-start-up, reported, not changeable while it runs; the other keys are accepted so that RocketMQ
+start-up, reported, not changeable while it runs, and ``kvConfigPath`` (where the KV config is
+kept); the other keys are accepted so that RocketMQ
 config files and admin tools work, kept, and reported back, but change nothing. The answer to
 GET_NAMESRV_CONFIG is ``key=value`` lines: ``listenPort`` (the port actually bound) and every
 key set in the config file or by UPDATE_NAMESRV_CONFIG. Updates live in memory until the
@@ -27,6 +28,7 @@ __all__ = [
     "ACCEPTED_UNUSED_KEYS",
     "ACL_KEYS",
     "KNOWN_KEYS",
+    "KV_KEYS",
     "METRICS_KEYS",
     "PATH_KEYS",
     "TLS_KEYS",
@@ -48,7 +50,9 @@ ACL_KEYS = frozenset({"aclEnable", "aclFilePath"})
 METRICS_KEYS = frozenset(name for name in _SCHEMA if name.startswith("metrics"))
 """``metricsExporterType``, ``metricsPromExporterHost``/``Port``: read at start-up (the
 Prometheus exporter, ``rmq.metrics_http``), reported, not changeable."""
-ACCEPTED_UNUSED_KEYS = frozenset(_SCHEMA) - KNOWN_KEYS - ACL_KEYS - METRICS_KEYS
+KV_KEYS = frozenset({"kvConfigPath"})
+"""Where the KV config is kept (``rmq.namesrv.kv_config``): read at start-up, reported."""
+ACCEPTED_UNUSED_KEYS = frozenset(_SCHEMA) - KNOWN_KEYS - ACL_KEYS - METRICS_KEYS - KV_KEYS
 """Keys RocketMQ's nameserver has that this one accepts, reports and ignores."""
 
 
@@ -77,7 +81,7 @@ def _check(key: str, value: str) -> None:
             "listenPort cannot change while the nameserver runs: set it in namesrv.conf "
             "(or -p) and restart"
         )
-    if key not in ACCEPTED_UNUSED_KEYS:
+    if key not in ACCEPTED_UNUSED_KEYS:  # kvConfigPath is a path key, refused above
         allowed = ", ".join(sorted(ACCEPTED_UNUSED_KEYS - PATH_KEYS))
         raise NamesrvConfigError(f"unknown nameserver config key {key!r}; known keys: {allowed}")
     if key in _BOOL_KEYS and value not in ("true", "false"):

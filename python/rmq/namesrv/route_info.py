@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rmq._rmq import cluster_info_json, topic_list_json, topic_route_data_json
+from rmq.namesrv.kv_config import KvConfigManager
 
 __all__ = [
     "BROKER_CHANNEL_EXPIRED_MS",
@@ -134,14 +135,16 @@ class RouteInfoManager:
     """Route tables, keyed like RocketMQ's: topic → queue data per broker name, broker name →
     addresses per broker id, cluster → broker names, broker address → liveness."""
 
-    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, clock: Callable[[], float] = time.time, kv: KvConfigManager | None = None
+    ) -> None:
         self._lock = threading.RLock()
         self._clock = clock
         self.topic_queue_table: dict[str, dict[str, TopicQueueConfig]] = {}
         self.broker_addr_table: dict[str, dict[str, Any]] = {}
         self.cluster_addr_table: dict[str, set[str]] = {}
         self.broker_live_table: dict[str, BrokerLiveInfo] = {}
-        self.kv_config: dict[str, dict[str, str]] = {}
+        self.kv = kv or KvConfigManager()
 
     def _now_ms(self) -> int:
         return int(self._clock() * 1000)
@@ -205,7 +208,7 @@ class RouteInfoManager:
             return RegisterResult(
                 ha_server_addr=master_ha,
                 master_addr=master_addr,
-                kv_table=dict(self.kv_config.get(ORDER_TOPIC_CONFIG_NAMESPACE, {})),
+                kv_table=self.kv.namespace(ORDER_TOPIC_CONFIG_NAMESPACE) or {},
             )
 
     def _replace_broker_topics(self, broker_name: str, table: Mapping[str, Any]) -> None:
@@ -315,7 +318,7 @@ class RouteInfoManager:
             ]
             if not broker_datas:
                 return None
-            order_conf = self.kv_config.get(ORDER_TOPIC_CONFIG_NAMESPACE, {}).get(topic)
+            order_conf = self.kv.get(ORDER_TOPIC_CONFIG_NAMESPACE, topic)
             return _body(topic_route_data_json(broker_datas, queue_datas, order_conf or None))
 
     def cluster_info(self) -> dict[str, Any]:
@@ -406,25 +409,36 @@ class RouteInfoManager:
     # ---- KV config ----------------------------------------------------------------------
 
     def put_kv_config(self, namespace: str, key: str, value: str) -> None:
-        with self._lock:
-            self.kv_config.setdefault(namespace, {})[key] = value
+        self.kv.put(namespace, key, value)
 
     def get_kv_config(self, namespace: str, key: str) -> str | None:
-        with self._lock:
-            return self.kv_config.get(namespace, {}).get(key)
+        return self.kv.get(namespace, key)
 
     def delete_kv_config(self, namespace: str, key: str) -> None:
-        with self._lock:
-            table = self.kv_config.get(namespace)
-            if table is not None:
-                table.pop(key, None)
-                if not table:
-                    del self.kv_config[namespace]
+        self.kv.delete(namespace, key)
 
     def kv_list_by_namespace(self, namespace: str) -> dict[str, str] | None:
+        return self.kv.namespace(namespace)
+
+    # ---- data version (QUERY_DATA_VERSION) ------------------------------------------------
+
+    def broker_data_version(self, broker_addr: str) -> dict[str, Any] | None:
+        """The DataVersion the broker at ``broker_addr`` last registered, None if unknown
+        (RocketMQ's ``queryBrokerTopicConfig``)."""
         with self._lock:
-            table = self.kv_config.get(namespace)
-            return dict(table) if table is not None else None
+            live = self.broker_live_table.get(broker_addr)
+            return dict(live.data_version) if live is not None else None
+
+    def check_data_version(self, broker_addr: str, version: Mapping[str, Any]) -> bool:
+        """Whether ``version`` differs from the broker's registered one (or the broker is
+        unknown): it must register again. When unchanged, the query counts as a sign of life
+        (RocketMQ's ``isBrokerTopicConfigChanged`` + ``updateBrokerInfoUpdateTimestamp``)."""
+        with self._lock:
+            live = self.broker_live_table.get(broker_addr)
+            if live is None or live.data_version != dict(version):
+                return True
+            live.last_update_ms = self._now_ms()
+            return False
 
 
 def _broker_data(data: Mapping[str, Any]) -> tuple[str, str, dict[int, str]]:

@@ -88,6 +88,7 @@ class NamesrvProcessor:
             RequestCode.GET_KV_CONFIG: self._get_kv,
             RequestCode.DELETE_KV_CONFIG: self._delete_kv,
             RequestCode.GET_KVLIST_BY_NAMESPACE: self._kv_list,
+            RequestCode.QUERY_DATA_VERSION: self._query_data_version,
         }
 
     # The transport calls these two.
@@ -306,3 +307,27 @@ class NamesrvProcessor:
                 ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {ns}"
             )
         return self._ok({"table": table})
+
+    def _query_data_version(self, req: RemotingRequest) -> RemotingResponse:
+        """QUERY_DATA_VERSION (322): has the broker's topic config changed since its last
+        registration? Header ``changed``; body the DataVersion this nameserver holds for the
+        broker (none when it does not know it), as ``DefaultRequestProcessor`` answers."""
+        from rmq._rmq import RemotingResponse
+
+        broker_addr = _field(req.ext_fields, "brokerAddr")
+        for name in ("brokerName", "clusterName", "brokerId"):
+            _field(req.ext_fields, name)
+        try:
+            version = fastjson.loads(req.body or b"")
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise BadRequest(f"the QUERY_DATA_VERSION body is not a DataVersion: {exc}") from None
+        if not isinstance(version, dict):
+            raise BadRequest("the QUERY_DATA_VERSION body is not a DataVersion JSON object")
+        changed = self.routes.check_data_version(broker_addr, version)
+        stored = self.routes.broker_data_version(broker_addr)
+        return RemotingResponse(
+            ResponseCode.SUCCESS,
+            None,
+            {"changed": "true" if changed else "false"},
+            to_json_bytes(stored) if stored is not None else None,
+        )

@@ -1,18 +1,19 @@
 //! HEART_BEAT (34), UNREGISTER_CLIENT (35), GET_CONSUMER_LIST_BY_GROUP (38),
 //! GET_CONSUMER_CONNECTION_LIST (203), GET_PRODUCER_CONNECTION_LIST (204),
-//! QUERY_TOPIC_CONSUME_BY_WHO (300) and GET_ALL_PRODUCER_INFO (328), as RocketMQ's `ClientManageProcessor`,
+//! QUERY_TOPIC_CONSUME_BY_WHO (300), GET_ALL_PRODUCER_INFO (328) and
+//! QUERY_TOPICS_BY_CONSUMER (343), as RocketMQ's `ClientManageProcessor`,
 //! `ConsumerManageProcessor` and `AdminBrokerProcessor`.
 
 use std::time::Instant;
 
 use rmq_protocol::body::{
     GetConsumerListByGroupResponseBody, GroupList, HeartbeatData, ProducerConnection, ProducerInfo,
-    ProducerTableInfo, PERM_READ, PERM_WRITE,
+    ProducerTableInfo, TopicList, PERM_READ, PERM_WRITE,
 };
 use rmq_protocol::header::{
     GetConsumerConnectionListRequestHeader, GetConsumerListByGroupRequestHeader,
     GetProducerConnectionListRequestHeader, QueryTopicConsumeByWhoRequestHeader,
-    UnregisterClientRequestHeader,
+    QueryTopicsByConsumerRequestHeader, UnregisterClientRequestHeader,
 };
 use rmq_protocol::{CommandHeader, RemotingCommand, RemotingJson, ResponseCode};
 use rmq_remoting::{Connection, Reply};
@@ -157,6 +158,22 @@ pub fn topic_consumed_by(b: &BrokerState, req: &RemotingCommand) -> Option<Reply
     body.group_list
         .extend(b.clients.groups_subscribing(&h.topic));
     body.group_list.extend(b.offsets.groups_of_topic(&h.topic));
+    reply(req, json_response(req, &body))
+}
+
+/// 343: the topics `group` consumes here: those it has committed offsets on (RocketMQ's
+/// `whichTopicByConsumer`, which includes its retry topic once used) and those its online
+/// consumers subscribe to; `brokerAddr` names this broker.
+pub fn topics_by_consumer(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
+    let h = decode_header!(req, QueryTopicsByConsumerRequestHeader);
+    let mut topics = b.offsets.topics_of_group(&h.group);
+    if let Some(conn) = b.clients.consumer_connection(&h.group) {
+        topics.extend(conn.subscription_table.into_keys());
+    }
+    let body = TopicList {
+        broker_addr: Some(b.config.broker_addr.to_string()),
+        topic_list: topics,
+    };
     reply(req, json_response(req, &body))
 }
 

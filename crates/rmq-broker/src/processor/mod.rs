@@ -24,6 +24,7 @@ pub mod acl;
 pub mod admin;
 pub mod call_consumer;
 pub mod client;
+pub mod consume_time_span;
 pub mod end_transaction;
 pub mod ha_status;
 pub mod lock;
@@ -186,6 +187,10 @@ pub async fn dispatch(
         }
         RequestCode::GET_SYSTEM_TOPIC_LIST_FROM_BROKER => topic::system_topics(&b, &req),
         RequestCode::GET_ALL_PRODUCER_INFO => client::all_producers(&b, &req),
+        RequestCode::QUERY_TOPICS_BY_CONSUMER => client::topics_by_consumer(&b, &req),
+        RequestCode::GET_TOPIC_CONFIG => topic::get(&b, &req),
+        RequestCode::GET_SUBSCRIPTIONGROUP_CONFIG => subscription_group::get(&b, &req),
+        RequestCode::QUERY_CONSUME_TIME_SPAN => consume_time_span::process(&b, &req),
         RequestCode::GET_ALL_CONSUMER_OFFSET => slave::all_consumer_offsets(&b, &req),
         RequestCode::UPDATE_AND_CREATE_ACL_CONFIG => acl::update(&b, &req).await,
         RequestCode::DELETE_ACL_CONFIG => acl::delete(&b, &req).await,

@@ -1,11 +1,13 @@
 //! UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200), GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201) and
-//! DELETE_SUBSCRIPTIONGROUP (207): the admin side of consumer groups (retry policy,
+//! DELETE_SUBSCRIPTIONGROUP (207), GET_SUBSCRIPTIONGROUP_CONFIG (352): the admin side of consumer groups (retry policy,
 //! broadcast, consume enable).
 
 use std::fmt::Write as _;
 
 use rmq_protocol::body::{SubscriptionGroupConfig, SubscriptionGroupWrapper};
-use rmq_protocol::header::DeleteSubscriptionGroupRequestHeader;
+use rmq_protocol::header::{
+    DeleteSubscriptionGroupRequestHeader, GetSubscriptionGroupConfigRequestHeader,
+};
 use rmq_protocol::{RemotingCommand, RemotingJson, ResponseCode};
 use rmq_remoting::Reply;
 
@@ -39,6 +41,23 @@ pub(crate) fn update(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
 pub(crate) fn all(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     let wrapper: SubscriptionGroupWrapper = b.groups.wrapper();
     reply(req, json_response(req, &wrapper))
+}
+
+/// 352: one group's config (SubscriptionGroupConfig JSON); SUBSCRIPTION_GROUP_NOT_EXIST
+/// with RocketMQ's remark when this broker has none (auto-creation is not triggered).
+pub(crate) fn get(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
+    let h = decode_header!(req, GetSubscriptionGroupConfigRequestHeader);
+    match b.groups.select(&h.group) {
+        Some(config) => reply(req, json_response(req, &config)),
+        None => answer(
+            req,
+            ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST,
+            format!(
+                "No group in this broker (group {} on broker {})",
+                h.group, b.config.broker_name
+            ),
+        ),
+    }
 }
 
 /// 207: forget the group's config and, with `removeOffset`, its committed offsets on every

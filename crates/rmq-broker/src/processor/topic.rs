@@ -1,8 +1,10 @@
 //! UPDATE_AND_CREATE_TOPIC (17), GET_ALL_TOPIC_CONFIG (21), DELETE_TOPIC_IN_BROKER (215),
-//! GET_SYSTEM_TOPIC_LIST_FROM_BROKER (305).
+//! GET_SYSTEM_TOPIC_LIST_FROM_BROKER (305), GET_TOPIC_CONFIG (351).
 
 use rmq_protocol::body::{TopicConfig, TopicFilterType, TopicList, MAX_QUEUE_NUMS};
-use rmq_protocol::header::{CreateTopicRequestHeader, DeleteTopicRequestHeader};
+use rmq_protocol::header::{
+    CreateTopicRequestHeader, DeleteTopicRequestHeader, GetTopicConfigRequestHeader,
+};
 use rmq_protocol::{CommandHeader, RemotingCommand, ResponseCode};
 use rmq_remoting::Reply;
 
@@ -61,6 +63,22 @@ pub fn create(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
 /// 21: the whole table with its data version.
 pub fn all(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
     reply(req, json_response(req, &b.topics.wrapper()))
+}
+
+/// 351: one topic's config. 5.x answers `TopicConfigAndQueueMapping`, which is the
+/// `TopicConfig` plus a `mappingDetail` that only static topics have; rmq has none, and
+/// fastjson leaves the null out, so the body is exactly the `TopicConfig` JSON.
+/// TOPIC_NOT_EXIST (with RocketMQ's remark) when this broker has no such topic.
+pub fn get(b: &BrokerState, req: &RemotingCommand) -> Option<Reply> {
+    let h = decode_header!(req, GetTopicConfigRequestHeader);
+    match b.topics.select(&h.topic) {
+        Some(config) => reply(req, json_response(req, &config)),
+        None => answer(
+            req,
+            ResponseCode::TOPIC_NOT_EXIST,
+            format!("No topic in this broker. topic: {}", h.topic),
+        ),
+    }
 }
 
 /// 215: forget the topic and its consumer offsets (its files stay until retention).

@@ -1,12 +1,18 @@
-//! Requests brokers send on client connections (NOTIFY_CONSUMER_IDS_CHANGED,
-//! RESET_CONSUMER_CLIENT_OFFSET, CHECK_TRANSACTION_STATE), handed to the [`ClientListener`].
+//! Requests brokers send on client connections, handed to the [`ClientListener`]: pushes
+//! (NOTIFY_CONSUMER_IDS_CHANGED, RESET_CONSUMER_CLIENT_OFFSET, CHECK_TRANSACTION_STATE),
+//! answered at once, and calls an admin makes through the broker (GET_CONSUMER_RUNNING_INFO,
+//! CONSUME_MESSAGE_DIRECTLY), answered with what the listener sends back.
 
 use std::sync::{PoisonError, Weak};
+use std::time::Duration;
 
 use rmq_protocol::{RemotingCommand, RequestCode, ResponseCode};
 use rmq_remoting::{BoxFuture, Connection, Reply, RequestHandler};
 
-use super::{Inner, CHECK_BROKER_ADDR_FIELD, CHECK_PRODUCER_GROUP_FIELD};
+use super::{CallAnswer, Inner, CHECK_BROKER_ADDR_FIELD, CHECK_PRODUCER_GROUP_FIELD};
+
+/// How long a call may take in the listener (the broker gives up after 10 s).
+const CALL_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Serves what brokers send on client connections: pushes go to the listener; anything
 /// else is answered REQUEST_CODE_NOT_SUPPORTED.
@@ -22,6 +28,41 @@ impl RequestHandler for BrokerRequests {
                 .unwrap_or_else(PoisonError::into_inner)
                 .clone()
         });
+        let called = matches!(
+            RequestCode(request.code),
+            RequestCode::GET_CONSUMER_RUNNING_INFO | RequestCode::CONSUME_MESSAGE_DIRECTLY
+        );
+        if let (true, Some(l)) = (called, &listener) {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            l.on_broker_call(
+                request.code,
+                request.ext_fields.clone(),
+                request.body.take(),
+                tx,
+            );
+            return Box::pin(async move {
+                let answer = match tokio::time::timeout(CALL_TIMEOUT, rx).await {
+                    Ok(Ok(answer)) => answer,
+                    Ok(Err(_)) => CallAnswer {
+                        code: ResponseCode::SYSTEM_ERROR.0,
+                        remark: Some("the client's handler ended without an answer".into()),
+                        body: None,
+                    },
+                    Err(_) => CallAnswer {
+                        code: ResponseCode::SYSTEM_ERROR.0,
+                        remark: Some(format!(
+                            "the client did not answer in {} s",
+                            CALL_TIMEOUT.as_secs()
+                        )),
+                        body: None,
+                    },
+                };
+                let mut response =
+                    RemotingCommand::response_to(&request, answer.code, answer.remark);
+                response.body = answer.body;
+                Some(Reply::Command(response))
+            });
+        }
         let pushed = matches!(
             RequestCode(request.code),
             RequestCode::NOTIFY_CONSUMER_IDS_CHANGED

@@ -37,6 +37,18 @@ impl ClientInstance {
             .insert(data.group_name.clone(), data);
     }
 
+    /// What this client announces for consumer group `group` (its subscriptions as the
+    /// brokers have them), if it is registered.
+    #[must_use]
+    pub fn consumer_data(&self, group: &str) -> Option<ConsumerData> {
+        self.inner
+            .consumers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(group)
+            .cloned()
+    }
+
     /// Stop announcing consumer group `group` and tell the brokers.
     pub async fn unregister_consumer(&self, group: &str) {
         self.inner

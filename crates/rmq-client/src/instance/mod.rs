@@ -6,7 +6,9 @@
 //!
 //! Requests brokers send back on these connections (NOTIFY_CONSUMER_IDS_CHANGED,
 //! RESET_CONSUMER_CLIENT_OFFSET, CHECK_TRANSACTION_STATE) go to a [`ClientListener`]: the
-//! decisions they trigger (rebalance, offset reset, transaction checks) belong to Python.
+//! decisions they trigger (rebalance, offset reset, transaction checks) belong to Python. So
+//! do the answers to the admin calls a broker relays (GET_CONSUMER_RUNNING_INFO,
+//! CONSUME_MESSAGE_DIRECTLY), which come back through [`ClientListener::on_broker_call`].
 //!
 //! | file | owns |
 //! |---|---|
@@ -116,6 +118,17 @@ pub const CHECK_BROKER_ADDR_FIELD: &str = "brokerAddr";
 /// producer group of the checked message (its `PGROUP` property).
 pub const CHECK_PRODUCER_GROUP_FIELD: &str = "producerGroup";
 
+/// A listener's answer to a broker call ([`ClientListener::on_broker_call`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallAnswer {
+    /// Response code.
+    pub code: i32,
+    /// Remark (why, when not SUCCESS).
+    pub remark: Option<String>,
+    /// Response body.
+    pub body: Option<Bytes>,
+}
+
 /// Receives what brokers push to the client, and background failures worth a log line.
 /// A CHECK_TRANSACTION_STATE arrives with [`CHECK_BROKER_ADDR_FIELD`] and
 /// [`CHECK_PRODUCER_GROUP_FIELD`] added to its header fields.
@@ -124,6 +137,25 @@ pub trait ClientListener: Send + Sync + 'static {
     fn on_broker_request(&self, code: i32, ext_fields: ExtFields, body: Option<Bytes>);
     /// A background task (heartbeat, route refresh) failed; the text says what and why.
     fn on_warning(&self, message: String);
+    /// A broker relays an admin's call this client answers (GET_CONSUMER_RUNNING_INFO,
+    /// CONSUME_MESSAGE_DIRECTLY): send the answer on `answer` (dropping it answers
+    /// SYSTEM_ERROR). By default the call is refused with REQUEST_CODE_NOT_SUPPORTED.
+    fn on_broker_call(
+        &self,
+        code: i32,
+        ext_fields: ExtFields,
+        body: Option<Bytes>,
+        answer: tokio::sync::oneshot::Sender<CallAnswer>,
+    ) {
+        let _ = (ext_fields, body);
+        let _ = answer.send(CallAnswer {
+            code: ResponseCode::REQUEST_CODE_NOT_SUPPORTED.0,
+            remark: Some(format!(
+                "request code {code} is not answered by this client"
+            )),
+            body: None,
+        });
+    }
 }
 
 /// The shared client: connections, routes, heartbeats. Cheap to clone.

@@ -143,7 +143,36 @@ pub struct GroupList {
     pub group_list: BTreeSet<String>,
 }
 
+/// `QueueTimeSpan`: one queue's store-time span and how far a group has consumed it.
+/// (Java's derived `…TimeStampStr` getters are left out; readers ignore them.)
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct QueueTimeSpan {
+    /// Store time (ms) of the last consumed message; `minTimeStamp` before any commit.
+    pub consume_time_stamp: i64,
+    /// How long (ms) the next unconsumed message has waited; 0 when caught up.
+    pub delay_time: i64,
+    /// Store time (ms) of the queue's last message (-1 when empty).
+    pub max_time_stamp: i64,
+    /// The queue.
+    #[serde(deserialize_with = "null_default")]
+    pub message_queue: MessageQueue,
+    /// Store time (ms) of the queue's first message (-1 when empty).
+    pub min_time_stamp: i64,
+}
+
+/// `QueryConsumeTimeSpanBody` (QUERY_CONSUME_TIME_SPAN, 303).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueryConsumeTimeSpanBody {
+    /// One entry per write queue of the topic on the broker.
+    #[serde(default, deserialize_with = "null_default")]
+    pub consume_time_span_set: Vec<QueueTimeSpan>,
+}
+
 remoting_json!(
+    QueueTimeSpan,
+    QueryConsumeTimeSpanBody,
     LockBatchRequestBody,
     UnlockBatchRequestBody,
     LockBatchResponseBody,
@@ -214,6 +243,27 @@ mod tests {
         assert_eq!(
             std::str::from_utf8(&c.to_json_bytes().unwrap()).unwrap(),
             java
+        );
+    }
+
+    #[test]
+    fn consume_time_span_reads_java_and_writes_its_names() {
+        // A 5.x broker's answer (fastjson also writes the derived *Str getters).
+        let java = r#"{"consumeTimeSpanSet":[{"consumeTimeStamp":1700000000500,"consumeTimeStampStr":"2023-11-14 22:13:20,500","delayTime":0,"maxTimeStamp":1700000000900,"maxTimeStampStr":"x","messageQueue":{"brokerName":"b","queueId":1,"topic":"T"},"minTimeStamp":1700000000000,"minTimeStampStr":"y"}]}"#;
+        let body = QueryConsumeTimeSpanBody::from_json_bytes(java.as_bytes()).unwrap();
+        let span = &body.consume_time_span_set[0];
+        assert_eq!(span.message_queue, MessageQueue::new("T", "b", 1));
+        assert_eq!(
+            (
+                span.min_time_stamp,
+                span.max_time_stamp,
+                span.consume_time_stamp
+            ),
+            (1_700_000_000_000, 1_700_000_000_900, 1_700_000_000_500)
+        );
+        assert_eq!(
+            std::str::from_utf8(&body.to_json_bytes().unwrap()).unwrap(),
+            r#"{"consumeTimeSpanSet":[{"consumeTimeStamp":1700000000500,"delayTime":0,"maxTimeStamp":1700000000900,"messageQueue":{"brokerName":"b","queueId":1,"topic":"T"},"minTimeStamp":1700000000000}]}"#
         );
     }
 }

@@ -27,6 +27,7 @@ pub mod consumer;
 pub mod ha;
 pub mod heartbeat;
 pub mod route;
+pub mod running_info;
 pub mod topic;
 
 pub use admin::*;
@@ -34,6 +35,7 @@ pub use consumer::*;
 pub use ha::*;
 pub use heartbeat::*;
 pub use route::*;
+pub use running_info::*;
 pub use topic::*;
 
 /// A body type that travels as RocketMQ JSON.

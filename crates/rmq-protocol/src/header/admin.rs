@@ -157,6 +157,32 @@ command_header! {
     }
 }
 
+command_header! {
+    /// `QueryTopicsByConsumerRequestHeader` (QUERY_TOPICS_BY_CONSUMER, 343).
+    pub struct QueryTopicsByConsumerRequestHeader {
+        /// Consumer group.
+        group: required<String> = "group",
+    }
+}
+
+command_header! {
+    /// `GetTopicConfigRequestHeader` (GET_TOPIC_CONFIG, 351).
+    pub struct GetTopicConfigRequestHeader {
+        /// Topic.
+        topic: required<String> = "topic",
+        /// 5.x logic-queue flag: also return the static-topic mapping (rmq has none).
+        lo: optional<bool> = "lo",
+    }
+}
+
+command_header! {
+    /// `GetSubscriptionGroupConfigRequestHeader` (GET_SUBSCRIPTIONGROUP_CONFIG, 352).
+    pub struct GetSubscriptionGroupConfigRequestHeader {
+        /// Consumer group.
+        group: required<String> = "group",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -188,6 +214,33 @@ mod tests {
         assert_eq!(
             GetConsumeStatsRequestHeader::from_ext_fields(&s.to_ext_fields()).unwrap(),
             s
+        );
+    }
+
+    #[test]
+    fn single_key_lookups_round_trip_and_require_their_key() {
+        let t = GetTopicConfigRequestHeader {
+            topic: "T".into(),
+            lo: None,
+        };
+        let ext = t.to_ext_fields();
+        assert_eq!(ext.get("topic"), Some("T"));
+        assert_eq!(ext.get("lo"), None);
+        assert_eq!(
+            GetTopicConfigRequestHeader::from_ext_fields(&ext).unwrap(),
+            t
+        );
+        let g = GetSubscriptionGroupConfigRequestHeader { group: "G".into() };
+        assert_eq!(g.to_ext_fields().get("group"), Some("G"));
+        let q = QueryTopicsByConsumerRequestHeader { group: "G".into() };
+        assert_eq!(
+            QueryTopicsByConsumerRequestHeader::from_ext_fields(&q.to_ext_fields()).unwrap(),
+            q
+        );
+        let empty = crate::command::ExtFields::new();
+        assert_eq!(
+            GetSubscriptionGroupConfigRequestHeader::from_ext_fields(&empty).unwrap_err(),
+            crate::error::ProtocolError::MissingField { field: "group" }
         );
     }
 }

@@ -1,5 +1,5 @@
-"""Nameserver sub-commands: its configuration, and taking a broker's write permission away
-before maintenance and giving it back (``wipeWritePerm`` / ``addWritePerm``)."""
+"""Nameserver sub-commands: its configuration and KV config, and taking a broker's write
+permission away before maintenance and giving it back (``wipeWritePerm`` / ``addWritePerm``)."""
 
 from __future__ import annotations
 
@@ -60,3 +60,48 @@ def add_write_perm(admin: Admin, args: argparse.Namespace) -> Result:
     return _write_perm(
         admin, RequestCode.ADD_WRITE_PERM_OF_BROKER, args.brokerName.strip(), "addTopicCount", "add"
     )
+
+
+@subcommand(
+    "updateNamesrvConfig",
+    "Update configs of name server.",
+    arg("-k", "--key", required=True, help="config key"),
+    arg("-v", "--value", required=True, help="config value"),
+)
+def update_namesrv_config(admin: Admin, args: argparse.Namespace) -> Result:
+    key, value = args.key.strip(), args.value.strip()
+    body = f"{key}={value}\n".encode()
+    updated = [
+        addr for addr, _ in admin.every_namesrv(RequestCode.UPDATE_NAMESRV_CONFIG, body=body)
+    ]
+    servers = f"[{', '.join(updated)}]"
+    return Result(
+        {"namesrv": updated, "key": key, "value": value},
+        [f"update name server config success!{servers}", f"{key} : {value}"],
+    )
+
+
+@subcommand(
+    "updateKvConfig",
+    "Create or update KV config.",
+    arg("-s", "--namespace", required=True, help="set the namespace"),
+    arg("-k", "--key", required=True, help="set the key name"),
+    arg("-v", "--value", required=True, help="set the key value"),
+)
+def update_kv_config(admin: Admin, args: argparse.Namespace) -> Result:
+    ext = {"namespace": args.namespace.strip(), "key": args.key.strip()}
+    ext["value"] = args.value.strip()
+    updated = [addr for addr, _ in admin.every_namesrv(RequestCode.PUT_KV_CONFIG, ext)]
+    return Result({**ext, "namesrv": updated}, ["create or update kv config to namespace success."])
+
+
+@subcommand(
+    "deleteKvConfig",
+    "Delete KV config.",
+    arg("-s", "--namespace", required=True, help="set the namespace"),
+    arg("-k", "--key", required=True, help="set the key name"),
+)
+def delete_kv_config(admin: Admin, args: argparse.Namespace) -> Result:
+    ext = {"namespace": args.namespace.strip(), "key": args.key.strip()}
+    updated = [addr for addr, _ in admin.every_namesrv(RequestCode.DELETE_KV_CONFIG, ext)]
+    return Result({**ext, "namesrv": updated}, ["delete kv config from namespace success."])
