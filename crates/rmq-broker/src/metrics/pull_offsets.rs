@@ -22,28 +22,21 @@ pub(super) struct PullOffsets(ArcSwap<HashMap<String, Arc<Queues>>>);
 impl PullOffsets {
     /// A pull of `queue_id` by the key `topic_at_group` was answered with `next`.
     pub(super) fn record(&self, topic_at_group: &str, queue_id: i32, next: i64) {
-        let groups = self.0.load();
-        let queues = if let Some(q) = groups.get(topic_at_group) {
-            Arc::clone(q)
-        } else {
-            drop(groups);
-            let mut created = None;
-            self.0.rcu(|old| {
-                let mut new = HashMap::clone(old);
-                created = Some(Arc::clone(
-                    new.entry(topic_at_group.to_owned()).or_default(),
-                ));
-                new
-            });
-            match created {
-                Some(q) => q,
-                None => return,
+        // The common case: a store under the maps' guards, no Arc count moved.
+        if let Some(queues) = self.0.load().get(topic_at_group) {
+            if let Some(o) = queues.load().get(&queue_id) {
+                o.store(next, Ordering::Relaxed);
+                return;
             }
-        };
-        if let Some(o) = queues.load().get(&queue_id) {
-            o.store(next, Ordering::Relaxed);
-            return;
         }
+        self.0.rcu(|old| {
+            let mut new = HashMap::clone(old);
+            new.entry(topic_at_group.to_owned()).or_default();
+            new
+        });
+        let Some(queues) = self.0.load().get(topic_at_group).map(Arc::clone) else {
+            return;
+        };
         queues.rcu(|old| {
             let mut new = HashMap::clone(old);
             new.entry(queue_id)

@@ -14,7 +14,7 @@ use arc_swap::ArcSwap;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
-use rmq_common::properties::{find_property, PropertyKey};
+use rmq_common::properties::{PropertyKey, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR};
 use rmq_common::sys_flag;
 
 use super::histogram::Snapshot;
@@ -25,21 +25,34 @@ const BOUNDS: [u64; 6] = [1 << 10, 4 << 10, 512 << 10, 1 << 20, 2 << 20, 4 << 20
 /// `TopicMessageType`'s values, in label order.
 const TYPES: [&str; 4] = ["Normal", "FIFO", "Delay", "Transaction"];
 
-/// The type of a message with `sys_flag` and encoded `properties` (an index into [`TYPES`]).
+/// The type of a message with `sys_flag` and encoded `properties` (an index into [`TYPES`]),
+/// found in one pass over the properties (this runs on every send while the exporter is on).
 #[must_use]
 pub fn message_type(sys_flag: i32, properties: &[u8]) -> usize {
-    let has = |k| find_property(properties, k).is_some_and(|v| !v.is_empty() && v != b"0");
     if sys_flag & sys_flag::TRANSACTION_PREPARED_TYPE != 0 {
-        3
-    } else if has(PropertyKey::DELAY_TIME_LEVEL)
-        || has(PropertyKey::TIMER_DELIVER_MS)
-        || has(PropertyKey::TIMER_DELAY_SEC)
-        || has(PropertyKey::TIMER_DELAY_MS)
-    {
-        2
-    } else {
-        usize::from(has(PropertyKey::SHARDING_KEY))
+        return 3;
     }
+    let mut fifo = false;
+    for pair in properties.split(|&b| b == PROPERTY_SEPARATOR as u8) {
+        let Some(i) = pair.iter().position(|&b| b == NAME_VALUE_SEPARATOR as u8) else {
+            continue;
+        };
+        let (name, value) = (&pair[..i], &pair[i + 1..]);
+        if value.is_empty() || value == b"0" {
+            continue;
+        }
+        let delay = [
+            PropertyKey::DELAY_TIME_LEVEL,
+            PropertyKey::TIMER_DELIVER_MS,
+            PropertyKey::TIMER_DELAY_SEC,
+            PropertyKey::TIMER_DELAY_MS,
+        ];
+        if delay.iter().any(|k| k.as_bytes() == name) {
+            return 2;
+        }
+        fifo |= name == PropertyKey::SHARDING_KEY.as_bytes();
+    }
+    usize::from(fifo)
 }
 
 #[derive(Debug, Default)]
@@ -55,22 +68,23 @@ pub(super) struct MessageSizes(ArcSwap<HashMap<String, Arc<[Buckets; TYPES.len()
 impl MessageSizes {
     /// Messages of `sizes` bytes, of type `kind` ([`message_type`]), were stored to `topic`.
     pub(super) fn observe(&self, topic: &str, kind: usize, sizes: impl Iterator<Item = u64>) {
-        let topics = self.0.load();
-        let per_type = if let Some(t) = topics.get(topic) {
-            Arc::clone(t)
-        } else {
-            drop(topics);
-            let mut created = None;
-            self.0.rcu(|old| {
-                let mut new = HashMap::clone(old);
-                created = Some(Arc::clone(new.entry(topic.to_owned()).or_default()));
-                new
-            });
-            match created {
-                Some(t) => t,
-                None => return,
-            }
-        };
+        // The common case borrows the topic's buckets under the map's guard: no Arc count
+        // moves, so concurrent sends share the cache line of the counters only.
+        if let Some(t) = self.0.load().get(topic) {
+            return Self::add(t, kind, sizes);
+        }
+        let mut created = None;
+        self.0.rcu(|old| {
+            let mut new = HashMap::clone(old);
+            created = Some(Arc::clone(new.entry(topic.to_owned()).or_default()));
+            new
+        });
+        if let Some(t) = created {
+            Self::add(&t, kind, sizes);
+        }
+    }
+
+    fn add(per_type: &[Buckets; TYPES.len()], kind: usize, sizes: impl Iterator<Item = u64>) {
         let Some(b) = per_type.get(kind) else { return };
         for size in sizes {
             let i = BOUNDS
