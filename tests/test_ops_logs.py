@@ -32,7 +32,10 @@ def start_broker(tmp: Path, *options: str) -> tuple[BrokerProcess, int]:
         "brokerIP1 = 127.0.0.1\n"
         f"listenPort = {port}\n"
         f"storePathRootDir = {tmp / 'store'}\n"
-        "mappedFileSizeCommitLog = 1048576\n" + TEST_STORE_CONF
+        "mappedFileSizeCommitLog = 1048576\n"
+        # An ephemeral HA port: listenPort + 1 may be taken when many tests run at once, and
+        # a test below reads the HA service's start line.
+        "haListenPort = 0\n" + TEST_STORE_CONF
     )
     return BrokerProcess("-c", str(conf), *options, cwd=tmp), port
 
