@@ -34,6 +34,9 @@ def load_quietly(path: Path) -> BrokerConfig:
         return load_broker_config(path)
 
 
+REPO = EXAMPLES.parent
+
+
 def apparent_size(root: Path) -> int:
     return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
 
@@ -55,6 +58,38 @@ def test_the_dev_conf_has_small_files_and_the_slave_conf_the_same_sizes() -> Non
         len({dev.store_path_root_dir, slave.store_path_root_dir, default.store_path_root_dir}) == 3
     )
     assert slave.broker_name == dev.broker_name and slave.listen_port != dev.listen_port
+
+
+def test_make_run_passes_the_dev_conf_and_a_users_conf_replaces_it(tmp_path: Path) -> None:
+    """`make run` starts the broker with examples/broker-dev.conf; `ARGS="-c FILE"` comes after
+    it, and the broker takes the last -c (FILE alone: -p prints the effective config)."""
+
+    def run_command(*make_args: str) -> str:
+        done = subprocess.run(
+            ["make", "-n", "-o", "build", "run", *make_args],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return done.stdout.strip()
+
+    assert run_command().endswith("-m rmq.broker -c examples/broker-dev.conf")
+    mine = tmp_path / "mine.conf"
+    mine.write_text(f"storePathRootDir = {tmp_path / 'mine'}\n")
+    cmd = run_command(f"ARGS=-c {mine} -p")
+    assert cmd.endswith(f"-c examples/broker-dev.conf -c {mine} -p")
+    args = cmd.split(" -m rmq.broker ", 1)[1].split()
+    printed = subprocess.run(
+        [sys.executable, "-m", "rmq.broker", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    assert f"storePathRootDir={tmp_path / 'mine'}" in printed
+    assert "mappedFileSizeCommitLog=1073741824" in printed
 
 
 def test_a_dev_broker_with_a_hundred_messages_takes_megabytes(tmp_path: Path) -> None:
