@@ -1,6 +1,6 @@
 # rmq: one Makefile for developers, the README and CI (.ci/run calls `make test`).
 #
-#   make run [ARGS="-c broker.conf"]   build (release) and start a broker
+#   make run [ARGS="-c broker.conf"]   build (release) and start a broker (examples/broker-dev.conf)
 #   make run-slave [ARGS=...]          a slave of `make run`'s broker (examples/broker-slave.conf)
 #   make test                          build, all lints, Rust tests, Python tests
 #   make chaos [CHAOS_ARGS=...]          the fault campaign (not part of `make test`): report in
@@ -64,11 +64,16 @@ build: $(VENV_STAMP)
 	$(call section,build: maturin develop --release)
 	VIRTUAL_ENV=$(VENV_ABS) $(VENV)/bin/maturin develop --release
 
+# The dev config (examples/broker-dev.conf: small store files in ~/store-dev) comes first, so a
+# `-c FILE` in ARGS replaces it (argparse keeps the last -c); RUN_CONF= starts without one.
+RUN_CONF ?= examples/broker-dev.conf
+
 run: build
-	$(PY) -m rmq.broker $(ARGS)
+	$(PY) -m rmq.broker $(if $(RUN_CONF),-c $(RUN_CONF)) $(ARGS)
 
 # A second broker, the slave of `make run`'s (same brokerName, brokerId 1, listenPort 10921,
-# store ~/store-slave, `make run`'s embedded nameserver): run it in another terminal.
+# store ~/store-dev-slave, examples/broker-dev.conf's file sizes, `make run`'s embedded
+# nameserver): run it in another terminal.
 run-slave: build
 	$(PY) -m rmq.broker -c examples/broker-slave.conf $(ARGS)
 

@@ -199,8 +199,10 @@ impl ClientInstance {
     /// left for its slave by the next attempt, not up to 30 s later.
     async fn refresh_after_failure(&self, topic: &str, e: &ClientError) {
         if matches!(e, ClientError::Connect { .. } | ClientError::Timeout { .. }) {
-            if let Err(e) = self.update_route(topic).await {
-                self.warn(format!("refreshing the route of topic {topic}: {e}"));
+            match self.update_route(topic).await {
+                // A pull cut short by shutdown(): nothing to refresh, nothing to report.
+                Ok(_) | Err(ClientError::Shutdown) => {}
+                Err(e) => self.warn(format!("refreshing the route of topic {topic}: {e}")),
             }
         }
     }

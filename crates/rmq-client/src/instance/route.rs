@@ -199,7 +199,8 @@ impl ClientInstance {
         for topic in topics {
             if let Err(e) = self.update_route(&topic).await {
                 // A deleted topic keeps its last route, as RocketMQ does; say why it is stale.
-                if !matches!(e, ClientError::NoRoute { .. }) {
+                // A refresh cut short by shutdown() is no news to the program that called it.
+                if !matches!(e, ClientError::NoRoute { .. } | ClientError::Shutdown) {
                     self.warn(format!("refreshing the route of topic {topic}: {e}"));
                 }
             }
