@@ -57,7 +57,9 @@ def test_every_listed_read_option_is_accepted_without_a_warning(
 
 
 def test_exactly_one_of_topic_subscribe_pattern_assign() -> None:
-    with pytest.raises(ConfigError, match=r"exactly one of option .topic.*given: none"):
+    with pytest.raises(
+        ConfigError, match=r"needs option 'topic'.*exactly one of them; given: none"
+    ):
         parse_read_options(NS, streaming=False)
     with pytest.raises(ConfigError, match="given: topic, subscribePattern"):
         parse_read_options({**NS, "topic": "t", "subscribePattern": "t.*"}, streaming=False)

@@ -363,9 +363,9 @@ def _subscription(
     given = [n for n in ("topic", "subscribePattern", "assign") if opts.get(n.lower(), "").strip()]
     if len(given) != 1:
         raise ConfigError(
-            "the rmq source needs exactly one of option 'topic' (topics, several separated by "
-            "','), 'subscribePattern' (a regex over the nameserver's topics) or 'assign' "
-            f"(JSON of queues); given: {', '.join(given) or 'none'}"
+            "the rmq source needs option 'topic' (topics, several separated by ','), or "
+            "'subscribePattern' (a regex over the nameserver's topics), or 'assign' (JSON of "
+            f"queues): exactly one of them; given: {', '.join(given) or 'none'}"
         )
     if given[0] == "subscribePattern":
         pattern = opts["subscribepattern"].strip()
