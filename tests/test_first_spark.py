@@ -1,7 +1,8 @@
 """Spark options at parity with Spark's Kafka source and sink (issue 17 item 5), end to end:
 local Spark against a real nameserver and two brokers. The ``topic`` option wins over a
 ``topic`` column; a ``queue_id`` column is honoured; ``subscribePattern`` and ``assign``;
-the timestamp options and ``startingOffsetsByTimestampStrategy``; ``minOffsetsPerTrigger``
+``subExpression`` (tag filter); the timestamp options and
+``startingOffsetsByTimestampStrategy``; ``minOffsetsPerTrigger``
 and ``maxTriggerDelay`` on the stream reader. Parsing alone: test_first_spark_options.py."""
 
 from __future__ import annotations
@@ -149,6 +150,21 @@ def test_subscribe_pattern_and_assign(spark: SparkSession, cluster: SparkCluster
         read(spark, ns, topic="ParityPatOne", assign='{"ParityPatOne": [0]}').count()
 
 
+def test_sub_expression_reads_only_matching_tags(
+    spark: SparkSession, cluster: SparkCluster
+) -> None:
+    cluster.create_topic("ParityTags", queues=2, brokers=["broker-a"])
+    with rmq.Producer("spark-parity-test", cluster.namesrv) as p:
+        for i in range(90):
+            p.send(rmq.Message("ParityTags", b"%d" % i, tags=("created", "paid", "shipped")[i % 3]))
+    ns = cluster.namesrv
+    got = read(spark, ns, topic="ParityTags", subExpression="created || shipped").collect()
+    assert sorted(int(bytes(r["body"])) for r in got) == [i for i in range(90) if i % 3 != 1]
+    assert {r["tags"] for r in got} == {"created", "shipped"}
+    assert read(spark, ns, topic="ParityTags", subExpression="refunded").count() == 0
+    assert read(spark, ns, topic="ParityTags").count() == 90
+
+
 def test_timestamp_options(spark: SparkSession, cluster: SparkCluster) -> None:
     cluster.create_topic("ParityTime", queues=2, brokers=["broker-a"])
     ns = cluster.namesrv
@@ -218,3 +234,40 @@ def test_min_offsets_per_trigger_and_max_trigger_delay(cluster: SparkCluster) ->
     now.prepareForTriggerAvailableNow()
     start = now.initialOffset()
     assert now.latestOffset(start, now.getDefaultReadLimit()) != start
+
+
+def test_offsets_behind_latest_from_the_query_progress(
+    spark: SparkSession, cluster: SparkCluster, tmp_path: Any
+) -> None:
+    """Kafka's min/avg/maxOffsetsBehindLatest from each micro-batch's progress."""
+    import rmq.spark
+
+    cluster.create_topic("ParityLag", queues=2, brokers=["broker-a"])
+    send(cluster.namesrv, "ParityLag", 40)
+    wait_until(lambda: read(spark, cluster.namesrv, topic="ParityLag").count() == 40, "dispatch")
+    stream = (
+        spark.readStream.format("rmq")
+        .option("namesrv", cluster.namesrv)
+        .option("topic", "ParityLag")
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", "10")
+        .load()
+    )
+    q = (
+        stream.writeStream.format("memory")
+        .queryName("parity_lag")
+        .option("checkpointLocation", str(tmp_path / "cp"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    q.awaitTermination()
+    batches = [p for p in q.recentProgress if p["numInputRows"] > 0]
+    assert [p["numInputRows"] for p in batches] == [10, 10, 10, 10]
+    first = rmq.spark.offsets_behind_latest(batches[0])
+    assert int(first["maxOffsetsBehindLatest"]) > 0
+    assert float(first["avgOffsetsBehindLatest"]) * 2 == 30  # 30 left over two queues
+    assert rmq.spark.offsets_behind_latest(batches[-1]) == {
+        "minOffsetsBehindLatest": "0",
+        "avgOffsetsBehindLatest": "0.0",
+        "maxOffsetsBehindLatest": "0",
+    }

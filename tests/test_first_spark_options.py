@@ -114,6 +114,12 @@ def test_timestamp_options() -> None:
             parse_read_options({**NS, "topic": "t", **opts}, streaming=True)
 
 
+def test_sub_expression() -> None:
+    assert parse_read_options({**NS, "topic": "t"}, streaming=False).sub_expression == "*"
+    o = parse_read_options({**NS, "topic": "t", "subExpression": " a || b "}, streaming=True)
+    assert o.sub_expression == "a || b"
+
+
 def test_trigger_options() -> None:
     o = parse_read_options(
         {**NS, "topic": "t", "minOffsetsPerTrigger": "10", "maxTriggerDelay": "30s"},

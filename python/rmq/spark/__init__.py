@@ -43,9 +43,16 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from rmq.errors import ConfigError
 from rmq.spark.datasource import RmqDataSource
-from rmq.spark.offsets import DataLossError
+from rmq.spark.offsets import DataLossError, behind_latest
 
-__all__ = ["DataLossError", "RmqDataSource", "register", "session", "worker_python"]
+__all__ = [
+    "DataLossError",
+    "RmqDataSource",
+    "offsets_behind_latest",
+    "register",
+    "session",
+    "worker_python",
+]
 
 if tuple(int(p) for p in pyspark.__version__.split(".")[:2]) < (4, 2):  # pragma: no cover
     raise ImportError(
@@ -116,6 +123,29 @@ def session(conf: Mapping[str, str] | None = None, builder: Any | None = None) -
     spark = b.getOrCreate()
     register(spark)
     return spark
+
+
+def offsets_behind_latest(query: Any) -> dict[str, str]:
+    """Kafka's ``min``/``avg``/``maxOffsetsBehindLatest`` for the last micro-batch of the
+    streaming ``query`` reading rmq (or for one progress of its ``recentProgress``), from its
+    progress: each rmq source's ``endOffset`` and the ``latestOffset`` it reported. Spark's
+    Python data source API has no hook for a source's own metrics, so they are computed from
+    the progress rather than listed in it."""
+    import json
+
+    progress = query if isinstance(query, Mapping) else query.lastProgress
+    for src in (progress or {}).get("sources", []):
+        end, latest = src.get("endOffset"), src.get("latestOffset")
+        if not end or not latest:
+            continue
+        try:
+            return behind_latest(
+                json.loads(end) if isinstance(end, str) else end,
+                json.loads(latest) if isinstance(latest, str) else latest,
+            )
+        except (ConfigError, ValueError):
+            continue  # not an rmq source
+    return {}
 
 
 _pin_python()

@@ -31,6 +31,7 @@ __all__ = [
     "Offsets",
     "QueueKey",
     "Retry",
+    "behind_latest",
     "check_data_loss",
     "fetch_queues",
     "from_json",
@@ -376,3 +377,18 @@ def rate_limit(start: Offsets, latest: Offsets, limit: int) -> Offsets:
             end[q] += 1
             given += 1
     return end
+
+
+def behind_latest(end: Mapping[str, Any], latest: Mapping[str, Any]) -> dict[str, str]:
+    """Kafka's source ``metrics()`` for one micro-batch: how many messages each queue's end
+    offset is behind its latest offset (``min``/``avg``/``maxOffsetsBehindLatest``, strings as
+    Spark reports metrics); empty when no queue is known."""
+    ends, latests = from_json(end, "end offset"), from_json(latest, "latest offset")
+    behind = [max(0, latests[q] - off) for q, off in ends.items() if q in latests]
+    if not behind:
+        return {}
+    return {
+        "minOffsetsBehindLatest": str(min(behind)),
+        "avgOffsetsBehindLatest": str(sum(behind) / len(behind)),
+        "maxOffsetsBehindLatest": str(max(behind)),
+    }

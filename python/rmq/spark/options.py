@@ -69,6 +69,7 @@ READ_OPTIONS = frozenset(
         *COMMON_OPTIONS,
         "subscribePattern",
         "assign",
+        "subExpression",
         "startingOffsets",
         "endingOffsets",
         "startingTimestamp",
@@ -143,6 +144,8 @@ class ReadOptions:
     fetch_retries: int = 3
     """``fetchOffset.numRetries``: retries of a failed offset or route query on the driver."""
     fetch_retry_interval_ms: int = 10
+    sub_expression: str = "*"
+    """Option ``subExpression``: RocketMQ's tag filter (``a || b``), evaluated on the broker."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -476,6 +479,7 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
         timestamp_strategy="latest" if strategy == "latest" else "error",
         min_offsets_per_trigger=min_per_trigger,
         max_trigger_delay_ms=delay,
+        sub_expression=opts.get("subexpression", "*").strip() or "*",
         fetch_retries=_int_default(opts, "fetchoffset.numretries", "fetchOffset.numRetries", 3, 0),
         fetch_retry_interval_ms=_int_default(
             opts, "fetchoffset.retryintervalms", "fetchOffset.retryIntervalMs", 10, 0

@@ -191,9 +191,11 @@ def read_range(opts: ReadOptions, rng: OffsetRange, where: str) -> Iterator[Any]
             depth=PULLS_IN_FLIGHT,
             timeout_ms=opts.pull_timeout_ms,
             skip_properties=_SKIPPED_PROPERTIES_LIST,
+            expression=opts.sub_expression,
         )
         if c.num_rows:
             yield _record_batch(c, rng.queue, arrow_schema)
+        if c.num_rows or c.next_offset > offset:  # a tag filter may skip without rows
             offset = c.next_offset
             empty_pulls = 0
         if c.status == "FOUND":
