@@ -146,6 +146,8 @@ def test_subscribe_pattern_and_assign(spark: SparkSession, cluster: SparkCluster
     assert bodies(both) == expected(lambda r: r["topic"] == "ParityPatTwo" and r["queue_id"] == 0)
     with pytest.raises(Exception, match="option 'assign' names queue ParityPatOne/broker-a/7"):
         read(spark, ns, assign='{"ParityPatOne": {"broker-a": [7]}}').count()
+    with pytest.raises(Exception, match=r"queue id\(s\) \[5\] of topic 'ParityPatTwo'"):
+        read(spark, ns, assign='{"ParityPatTwo": [0, 5]}').count()
     with pytest.raises(Exception, match="exactly one of them; given: topic, assign"):
         read(spark, ns, topic="ParityPatOne", assign='{"ParityPatOne": [0]}').count()
 
@@ -271,3 +273,28 @@ def test_offsets_behind_latest_from_the_query_progress(
         "avgOffsetsBehindLatest": "0.0",
         "maxOffsetsBehindLatest": "0",
     }
+
+
+def test_a_pattern_stream_picks_up_a_topic_created_while_it_runs(cluster: SparkCluster) -> None:
+    """``subscribePattern`` re-lists the nameserver's topics every trigger; a new topic's
+    queues are read from their min offset."""
+    from rmq.spark.offsets import from_json
+    from rmq.spark.options import parse_read_options
+    from rmq.spark.reader import RmqStreamReader
+
+    ns = cluster.namesrv
+    cluster.create_topic("ParityGrowA", queues=1, brokers=["broker-a"])
+    opts = {"namesrv": ns, "subscribePattern": "ParityGrow.*", "startingOffsets": "earliest"}
+    r = RmqStreamReader(parse_read_options(opts, streaming=True))
+    start = r.initialOffset()
+    assert set(start) == {"ParityGrowA"}
+    cluster.create_topic("ParityGrowB", queues=1, brokers=["broker-a"])
+    send(ns, "ParityGrowB", 3)
+    wait_until(
+        lambda: sum(from_json(r.latestOffset(start, r.getDefaultReadLimit())).values()) == 3,
+        "the new topic's messages in the next trigger",
+    )
+    end = r.latestOffset(start, r.getDefaultReadLimit())
+    assert set(end) == {"ParityGrowA", "ParityGrowB"}
+    [part] = r.partitions(start, end)
+    assert (part.rng.queue.topic, part.rng.start, part.rng.end) == ("ParityGrowB", 0, 3)

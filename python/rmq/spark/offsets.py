@@ -215,9 +215,12 @@ def subscribed_queues(client: ClientInstance, opts: ReadOptions) -> list[QueueKe
         if isinstance(wanted, dict):
             picks = [QueueKey(topic, b, i) for b, ids in wanted.items() for i in ids]
         else:
-            picks = [QueueKey(topic, q.broker, q.queue_id) for q in have if q.queue_id in wanted]
-            if {p.queue_id for p in picks} != set(wanted):
-                picks.append(QueueKey(topic, "*", min(set(wanted) - {p.queue_id for p in picks})))
+            picks = [q for q in have if q.queue_id in wanted]
+            if missing := set(wanted) - {p.queue_id for p in picks}:
+                raise ConfigError(
+                    f"option 'assign' names queue id(s) {sorted(missing)} of topic {topic!r}, "
+                    f"which no broker has; its queues: {', '.join(map(str, have))}"
+                )
         for p in picks:
             if p not in have:
                 raise ConfigError(
