@@ -314,7 +314,6 @@ class RmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 timestamp_ms=o.starting_timestamp,
                 by_timestamp=o.starting_by_timestamp,
                 strategy=o.timestamp_strategy,
-                default=-1,
                 retry=self.retry,
             )
         )
