@@ -77,8 +77,11 @@ def worker_python(spark: Any) -> str:
 
 
 def _check_workers(spark: Any) -> None:
+    """In local mode (workers on this host), fail naming the fix when the workers' interpreter
+    cannot import rmq. On a cluster the executors' interpreter is not here to ask."""
+    master = str(spark.sparkContext.getConf().get("spark.master") or "local")
     exe = worker_python(spark)
-    if os.path.realpath(exe) == os.path.realpath(sys.executable):
+    if not master.startswith("local") or os.path.realpath(exe) == os.path.realpath(sys.executable):
         return
     probe = "import importlib.util as u, sys; sys.exit(u.find_spec('pyspark_rmq') is None)"
     try:
