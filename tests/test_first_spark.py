@@ -92,6 +92,17 @@ def test_the_topic_option_wins_over_a_topic_column(
     ).mode("append").save()
     assert bodies(read(spark, cluster.namesrv, topic="ParityDst")) == list(range(40))
     assert bodies(read(spark, cluster.namesrv, topic="ParitySrc")) == list(range(40))
+    # Under the option, a topic column of any type is ignored, as is a broker column
+    # without queue_id.
+    odd = spark.range(40, 45).select(
+        F.col("id").cast("string").alias("body"),
+        F.col("id").alias("topic"),
+        F.col("id").alias("broker"),
+    )
+    odd.write.format("rmq").option("namesrv", cluster.namesrv).option("topic", "ParityDst").mode(
+        "append"
+    ).save()
+    assert bodies(read(spark, cluster.namesrv, topic="ParityDst")) == list(range(45))
 
 
 def test_a_queue_id_column_picks_the_queue(spark: SparkSession, cluster: SparkCluster) -> None:

@@ -115,6 +115,11 @@ def check_write_schema(schema: StructType, opts: WriteOptions) -> None:
         raise ConfigError(f"column 'body' must be binary or string, not {body.simpleString()}")
     for name, types in _OPTIONAL_COLUMNS.items():
         t = fields.get(name)
+        # Columns the write ignores: `topic` under the topic option, `broker` without queue_id.
+        if (name == "topic" and opts.topic is not None) or (
+            name == "broker" and "queue_id" not in fields
+        ):
+            continue
         if t is not None and not isinstance(t, types):
             kind = "an integer" if name == "queue_id" else "string"
             raise ConfigError(f"column {name!r} must be {kind}, not {t.simpleString()}")
