@@ -100,7 +100,7 @@ def run(namesrv: str, events: int, checkpoint: Path) -> None:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql import functions as F
 
-    import rmq.spark
+    import rmq.spark  # before the session: its Python workers run this interpreter
 
     spark = (
         SparkSession.builder.master("local[2]")
@@ -191,7 +191,6 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=100_000, help="events to generate")
     parser.add_argument("--checkpoint", help="streaming checkpoint dir (default: a temp dir)")
     args = parser.parse_args()
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     with tempfile.TemporaryDirectory(prefix="rmq-spark-example-") as tmp:
         workdir = Path(tmp)

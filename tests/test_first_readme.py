@@ -76,9 +76,10 @@ def run_block(block: Block, namesrv: str, workdir: Path, timeout: float) -> Outc
     env = {
         **os.environ,
         "NAMESRV_ADDR": namesrv,
-        # As in an activated virtualenv: its bin directory first on PATH (Spark's Python
-        # workers run the `python3` found there), temporary files under the block's directory.
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        # As a user who runs `.venv/bin/python example.py` without activating the venv: the
+        # PATH's python3 has no rmq (the Spark example must still find it); temporary files
+        # under the block's directory.
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
         "TMPDIR": str(workdir),
         "SPARK_LOCAL_IP": "127.0.0.1",
     }

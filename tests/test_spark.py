@@ -271,8 +271,14 @@ def test_batch_read_offsets_json_and_min_partitions(
 def test_batch_read_starting_timestamp(
     spark: SparkSession, cluster: SparkCluster, events_topic: str
 ) -> None:
-    future = int(time.time() * 1000) + 3_600_000
-    assert read(spark, cluster.namesrv, events_topic, startingTimestamp=str(future)).count() == 0
+    future = str(int(time.time() * 1000) + 3_600_000)
+    # Past every message: Kafka's startingOffsetsByTimestampStrategy (default error).
+    latest = {"startingOffsetsByTimestampStrategy": "latest"}
+    assert (
+        read(spark, cluster.namesrv, events_topic, startingTimestamp=future, **latest).count() == 0
+    )
+    with pytest.raises(Exception, match="startingOffsetsByTimestampStrategy=latest"):
+        read(spark, cluster.namesrv, events_topic, startingTimestamp=future).count()
     assert read(spark, cluster.namesrv, events_topic, startingTimestamp="0").count() == ROWS
 
 
@@ -363,11 +369,14 @@ def test_topic_column_and_sharding_key_keep_each_key_in_order(
     cluster.create_topic("SparkOrdersB", queues=4, brokers=["broker-a"])
     i = F.col("id")
     df = spark.range(0, 4000, numPartitions=1).select(
-        F.when(i % 2 == 0, F.lit("SparkOrdersA")).otherwise(F.lit(None)).alias("topic"),
+        F.when(i % 2 == 0, F.lit("SparkOrdersA")).otherwise(F.lit("SparkOrdersB")).alias("topic"),
         (i % 10).cast("string").alias("customer"),
         i.cast("string").alias("body"),  # a string body is sent as its UTF-8 bytes
     )
-    write(df, cluster.namesrv, "SparkOrdersB", shardingKeyColumn="customer", batchSize="64")
+    # No topic option: the column decides (with the option set, the option would win).
+    df.write.format("rmq").option("namesrv", cluster.namesrv).option(
+        "shardingKeyColumn", "customer"
+    ).option("batchSize", "64").mode("append").save()
     rows = read(spark, cluster.namesrv, "SparkOrdersA,SparkOrdersB").collect()
     assert len(rows) == 4000
     by_key: dict[tuple[str, int], list[tuple[int, int, int]]] = {}

@@ -986,9 +986,11 @@ class ClientInstance:
         depth: int = 4,
         timeout_ms: int = 10000,
         skip_properties: list[str] = ...,
+        expression: str = "*",
     ) -> PulledColumns:
         """Pull ``queue`` from ``start`` towards ``end`` into columns: at most ``max_rows``
-        rows, ``depth`` pulls of ``batch`` messages in flight, the GIL released."""
+        rows, ``depth`` pulls of ``batch`` messages in flight, the GIL released; only the
+        messages whose tag matches ``expression`` (filtered on the broker)."""
     def pull_async(
         self,
         callback: Callable[[PullResult | None, BaseException | None], object],

@@ -168,6 +168,8 @@ struct RangePull {
     request: PullRequest,
     end: i64,
     batch: i64,
+    /// A tag filter (not `*`): the broker skips messages that do not match.
+    filtered: bool,
 }
 
 impl RangePull {
@@ -236,7 +238,8 @@ impl RangePull {
             out.max_offset = r.max_offset;
             match (r.status, r.messages.first()) {
                 (PullStatus::Found, Some(first)) => {
-                    if first.queue_offset > offset {
+                    // Under a tag filter the broker skips what does not match: not a gap.
+                    if first.queue_offset > offset && !self.filtered {
                         out.status = "GAP";
                         out.gap_to = first.queue_offset;
                         break Ok(());
@@ -252,6 +255,10 @@ impl RangePull {
                         last = m.queue_offset;
                     }
                     offset = r.next_begin_offset.max(last + 1);
+                }
+                // Nothing matched the tag filter up to `next_begin_offset`: read on from there.
+                (PullStatus::NoMatchedMsg, _) if self.filtered && r.next_begin_offset > offset => {
+                    offset = r.next_begin_offset;
                 }
                 (status, _) => {
                     out.status = status.name();
@@ -288,7 +295,10 @@ pub(crate) fn pull_columns(
 ) -> PyResult<PulledColumns> {
     let start = request.offset;
     let max_rows = range.max_rows;
+    let expression = request.subscription.sub_string.trim();
+    let filtered = !(expression.is_empty() || expression == "*");
     let pull = RangePull {
+        filtered,
         instance,
         request,
         end: range.end,

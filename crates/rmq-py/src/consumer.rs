@@ -181,9 +181,10 @@ impl ClientInstancePy {
 
     /// Pull `queue` from `start` towards `end` into columns (`PulledColumns`): at most
     /// `max_rows` rows, `depth` pulls of `batch` messages in flight, the GIL released.
-    /// Properties named in `skip_properties` are left out of the properties column.
+    /// Properties named in `skip_properties` are left out of the properties column; only
+    /// messages matching the tag `expression` are pulled (filtered on the broker).
     #[pyo3(signature = (group, queue, start, end, max_rows, batch=32, depth=4,
-        timeout_ms=10000, skip_properties=Vec::new()))]
+        timeout_ms=10000, skip_properties=Vec::new(), expression="*"))]
     #[expect(
         clippy::too_many_arguments,
         reason = "the keyword arguments of the Python signature"
@@ -200,8 +201,9 @@ impl ClientInstancePy {
         depth: usize,
         timeout_ms: u64,
         skip_properties: Vec<String>,
+        expression: &str,
     ) -> PyResult<PulledColumns> {
-        let req = PullArgs::range(group, start, timeout_ms).request(queue)?;
+        let req = PullArgs::range(group, start, timeout_ms, expression).request(queue)?;
         let range = ColumnRange {
             end,
             max_rows,
@@ -399,14 +401,14 @@ struct PullArgs<'a> {
 }
 
 impl<'a> PullArgs<'a> {
-    /// The pulls of a column range: every tag, no commit, no suspension, from the broker the
-    /// last pull of the queue suggested (the master first).
-    fn range(group: &'a str, start: i64, timeout_ms: u64) -> Self {
+    /// The pulls of a column range: the tags of `expression`, no commit, no suspension, from
+    /// the broker the last pull of the queue suggested (the master first).
+    fn range(group: &'a str, start: i64, timeout_ms: u64, expression: &'a str) -> Self {
         Self {
             group,
             offset: start,
             max_nums: 0,
-            expression: "*",
+            expression,
             sub_version: 0,
             commit_offset: None,
             suspend_ms: 0,

@@ -10,20 +10,28 @@ of one queue's ConsumeQueue offsets: one Spark partition (or a slice of one, und
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+import re
+import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
+from rmq import _rmq
 from rmq._rmq import ClientInstance
 from rmq.client.message_queue import MessageQueue
 from rmq.errors import ClientError, ConfigError, RmqError, TopicNotExistError
-from rmq.spark.options import EARLIEST, LATEST, OffsetSpec
+from rmq.spark.options import EARLIEST, LATEST, OffsetSpec, ReadOptions, TimestampSpec
+
+T = TypeVar("T")
 
 __all__ = [
+    "NO_RETRY",
     "DataLossError",
     "OffsetRange",
     "Offsets",
     "QueueKey",
+    "Retry",
+    "behind_latest",
     "check_data_loss",
     "fetch_queues",
     "from_json",
@@ -32,6 +40,7 @@ __all__ = [
     "rate_limit",
     "resolve",
     "split_ranges",
+    "subscribed_queues",
     "to_json",
 ]
 
@@ -96,19 +105,56 @@ def from_json(doc: Mapping[str, Any], what: str = "offset") -> Offsets:
     return out
 
 
-def fetch_queues(client: ClientInstance, topics: Iterable[str], namesrv: str) -> list[QueueKey]:
-    """Every readable queue of ``topics``, sorted; a clear error when a topic has no route."""
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """Options ``fetchOffset.numRetries`` and ``fetchOffset.retryIntervalMs``: a driver-side
+    query (a route, an offset) that fails is tried again ``times`` more times, ``interval_ms``
+    apart. A topic that does not exist and a bad option are not retried."""
+
+    times: int = 0
+    interval_ms: int = 0
+
+    @classmethod
+    def of(cls, opts: ReadOptions) -> Retry:
+        return cls(opts.fetch_retries, opts.fetch_retry_interval_ms)
+
+    def __call__(self, call: Callable[..., T], *args: Any) -> T:
+        for attempt in range(self.times + 1):
+            try:
+                return call(*args)
+            except (TopicNotExistError, ConfigError):
+                raise
+            except RmqError:
+                if attempt == self.times:
+                    raise
+                time.sleep(self.interval_ms / 1000)
+        raise AssertionError("unreachable")
+
+
+NO_RETRY = Retry()
+
+
+def fetch_queues(
+    client: ClientInstance,
+    topics: Iterable[str],
+    namesrv: str,
+    retry: Retry = NO_RETRY,
+    *,
+    missing_ok: bool = False,
+) -> list[QueueKey]:
+    """Every readable queue of ``topics``, sorted; a clear error when a topic has no route
+    (unless ``missing_ok``: a topic a pattern matched may be deleted since)."""
     keys: list[QueueKey] = []
     for topic in topics:
         try:
-            queues = client.fetch_subscribe_queues(topic)
+            queues = retry(client.fetch_subscribe_queues, topic)
         except TopicNotExistError:
             queues = []
         except RmqError as exc:
             raise ClientError(
                 f"rmq: cannot fetch the route of topic {topic!r} from nameserver {namesrv}: {exc}"
             ) from exc
-        if not queues:
+        if not queues and not missing_ok:
             raise ClientError(
                 f"rmq: topic {topic!r} does not exist (nameserver {namesrv} has no route for it); "
                 "create it first (rmq updateTopic -c CLUSTER -t TOPIC)"
@@ -117,12 +163,119 @@ def fetch_queues(client: ClientInstance, topics: Iterable[str], namesrv: str) ->
     return sorted(keys)
 
 
-def min_offsets(client: ClientInstance, queues: Iterable[QueueKey]) -> Offsets:
-    return {q: client.min_offset(q.mq) for q in queues}
+_SYSTEM_TOPICS = frozenset(
+    getattr(_rmq, n)
+    for n in dir(_rmq)
+    if n.endswith("_TOPIC") or n.endswith("_TOPIC_V2") or n == "CID_SYS_RMQ_TRANS"
+)
+_SYSTEM_PREFIXES = (_rmq.RETRY_GROUP_TOPIC_PREFIX, _rmq.DLQ_GROUP_TOPIC_PREFIX, "rmq_sys_")
 
 
-def max_offsets(client: ClientInstance, queues: Iterable[QueueKey]) -> Offsets:
-    return {q: client.max_offset(q.mq) for q in queues}
+def pattern_topics(opts: ReadOptions, retry: Retry = NO_RETRY) -> list[str]:
+    """The nameserver's topics whose whole name matches ``subscribePattern`` (system topics,
+    retry and DLQ topics left out, as Kafka leaves out its internal topics)."""
+    from rmq.admin.client import Admin
+
+    assert opts.pattern is not None
+    creds = opts.credentials
+    admin = Admin(
+        opts.namesrv,
+        access_key=creds.access_key if creds else None,
+        secret_key=creds.secret_key if creds else None,
+        tls=opts.tls,
+    )
+    try:
+        names = retry(admin.topic_list)
+    finally:
+        admin.close()
+    regex = re.compile(opts.pattern)
+    return [
+        t
+        for t in names
+        if regex.fullmatch(t)
+        and t not in _SYSTEM_TOPICS
+        and not t.lower().startswith(tuple(p.lower() for p in _SYSTEM_PREFIXES))
+    ]
+
+
+def subscribed_queues(client: ClientInstance, opts: ReadOptions) -> list[QueueKey]:
+    """The queues the query reads now: those of option ``topic``, of the topics
+    ``subscribePattern`` matches, or those ``assign`` names (each checked to exist)."""
+    retry = Retry.of(opts)
+    if opts.pattern is not None:
+        return fetch_queues(
+            client, pattern_topics(opts, retry), opts.namesrv, retry, missing_ok=True
+        )
+    queues = fetch_queues(client, opts.topics, opts.namesrv, retry)
+    if opts.assign is None:
+        return queues
+    chosen: list[QueueKey] = []
+    for topic, wanted in opts.assign.items():
+        have = [q for q in queues if q.topic == topic]
+        if isinstance(wanted, dict):
+            picks = [QueueKey(topic, b, i) for b, ids in wanted.items() for i in ids]
+        else:
+            picks = [q for q in have if q.queue_id in wanted]
+            if missing := set(wanted) - {p.queue_id for p in picks}:
+                raise ConfigError(
+                    f"option 'assign' names queue id(s) {sorted(missing)} of topic {topic!r}, "
+                    f"which no broker has; its queues: {', '.join(map(str, have))}"
+                )
+        for p in picks:
+            if p not in have:
+                raise ConfigError(
+                    f"option 'assign' names queue {p}, which topic {topic!r} does not have; "
+                    f"its queues: {', '.join(map(str, have))}"
+                )
+        chosen.extend(picks)
+    return sorted(set(chosen))
+
+
+def min_offsets(
+    client: ClientInstance, queues: Iterable[QueueKey], retry: Retry = NO_RETRY
+) -> Offsets:
+    return {q: retry(client.min_offset, q.mq) for q in queues}
+
+
+def max_offsets(
+    client: ClientInstance, queues: Iterable[QueueKey], retry: Retry = NO_RETRY
+) -> Offsets:
+    return {q: retry(client.max_offset, q.mq) for q in queues}
+
+
+def _named_queues(spec: Mapping[str, Mapping[str, Any]], queues: list[QueueKey]) -> None:
+    known = set(queues)
+    for topic, brokers in spec.items():
+        for broker, ids in brokers.items():
+            for qid in ids:
+                if QueueKey(topic, broker, qid) not in known:
+                    raise ConfigError(
+                        f"offsets name queue {topic}/{broker}/{qid}, which the query does not "
+                        f"read; its queues: {', '.join(map(str, queues))}"
+                    )
+
+
+def at_time(
+    client: ClientInstance,
+    q: QueueKey,
+    timestamp_ms: int,
+    high: int,
+    strategy: str,
+    retry: Retry = NO_RETRY,
+) -> int:
+    """The offset of ``q``'s first message stored at or after ``timestamp_ms``
+    (SEARCH_OFFSET_BY_TIMESTAMP). With none, ``high`` under ``strategy`` ``latest``, or an
+    error under ``error`` (Kafka's ``startingOffsetsByTimestampStrategy``)."""
+    off = retry(client.search_offset, q.mq, timestamp_ms)
+    if off < high:
+        return off
+    if strategy == "error":
+        raise ConfigError(
+            f"rmq: queue {q} has no message stored at or after timestamp {timestamp_ms}; set "
+            "option startingOffsetsByTimestampStrategy=latest to start such queues at their "
+            "latest offset"
+        )
+    return high
 
 
 def resolve(
@@ -131,36 +284,40 @@ def resolve(
     spec: OffsetSpec,
     *,
     timestamp_ms: int | None = None,
+    by_timestamp: TimestampSpec | None = None,
+    strategy: str = "latest",
     default: int = EARLIEST,
     lows: Offsets | None = None,
     highs: Offsets | None = None,
+    retry: Retry = NO_RETRY,
 ) -> Offsets:
     """Concrete offsets of ``queues`` for a ``startingOffsets``/``endingOffsets`` value: ``-2``
     and ``earliest`` are the min offset, ``-1`` and ``latest`` the max offset; a timestamp wins
-    over ``spec`` (the first message stored at or after it); queues a JSON spec does not name
-    take ``default``. JSON naming a queue the topic does not have is an error."""
-    lows = lows if lows is not None else min_offsets(client, queues)
-    highs = highs if highs is not None else max_offsets(client, queues)
+    over ``by_timestamp`` (per queue), which wins over ``spec``: each queue from its first
+    message stored at or after it, or as ``strategy`` says when there is none; queues a JSON
+    spec does not name take ``default``. JSON naming a queue the query does not read is an
+    error."""
+    lows = lows if lows is not None else min_offsets(client, queues, retry)
+    highs = highs if highs is not None else max_offsets(client, queues, retry)
     if timestamp_ms is not None:
-        return {q: client.search_offset(q.mq, timestamp_ms) for q in queues}
-    if spec == "earliest":
-        return dict(lows)
-    if spec == "latest":
-        return dict(highs)
-    assert isinstance(spec, dict)
-    known = set(queues)
-    for topic, brokers in spec.items():
-        for broker, ids in brokers.items():
-            for qid in ids:
-                if QueueKey(topic, broker, qid) not in known:
-                    raise ConfigError(
-                        f"offsets name queue {topic}/{broker}/{qid}, which the topic does not "
-                        f"have; its queues: {', '.join(map(str, queues))}"
-                    )
+        return {q: at_time(client, q, timestamp_ms, highs[q], strategy, retry) for q in queues}
     out: Offsets = {}
-    for q in queues:
-        off = spec.get(q.topic, {}).get(q.broker, {}).get(q.queue_id, default)
-        out[q] = lows[q] if off == EARLIEST else highs[q] if off == LATEST else off
+    if spec == "earliest":
+        out = dict(lows)
+    elif spec == "latest":
+        out = dict(highs)
+    else:
+        assert isinstance(spec, dict)
+        _named_queues(spec, queues)
+        for q in queues:
+            off = spec.get(q.topic, {}).get(q.broker, {}).get(q.queue_id, default)
+            out[q] = lows[q] if off == EARLIEST else highs[q] if off == LATEST else off
+    if by_timestamp is not None:
+        _named_queues(by_timestamp, queues)
+        for q in queues:
+            ts = by_timestamp.get(q.topic, {}).get(q.broker, {}).get(q.queue_id)
+            if ts is not None:
+                out[q] = at_time(client, q, ts, highs[q], strategy, retry)
     return out
 
 
@@ -223,3 +380,18 @@ def rate_limit(start: Offsets, latest: Offsets, limit: int) -> Offsets:
             end[q] += 1
             given += 1
     return end
+
+
+def behind_latest(end: Mapping[str, Any], latest: Mapping[str, Any]) -> dict[str, str]:
+    """Kafka's source ``metrics()`` for one micro-batch: how many messages each queue's end
+    offset is behind its latest offset (``min``/``avg``/``maxOffsetsBehindLatest``, strings as
+    Spark reports metrics); empty when no queue is known."""
+    ends, latests = from_json(end, "end offset"), from_json(latest, "latest offset")
+    behind = [max(0, latests[q] - off) for q, off in ends.items() if q in latests]
+    if not behind:
+        return {}
+    return {
+        "minOffsetsBehindLatest": str(min(behind)),
+        "avgOffsetsBehindLatest": str(sum(behind) / len(behind)),
+        "maxOffsetsBehindLatest": str(max(behind)),
+    }

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -46,34 +47,64 @@ DEFAULT_WRITE_GROUP = "spark-rmq-writer"
 
 OffsetSpec = Literal["earliest", "latest"] | dict[str, dict[str, dict[int, int]]]
 """``"earliest"``, ``"latest"``, or per topic, broker and queue id an offset (-2, -1 or >= 0)."""
+TimestampSpec = dict[str, dict[str, dict[int, int]]]
+"""Per topic, broker and queue id a timestamp (ms since the epoch)."""
+Assignment = dict[str, dict[str, tuple[int, ...]] | tuple[int, ...]]
+"""Per topic, queue ids per broker, or queue ids on every broker of the topic."""
 
-_COMMON = {"namesrv", "topic", "instancename", "accesskey", "secretkey"} | {
+COMMON_OPTIONS = (
+    "namesrv",
+    "topic",
+    "instanceName",
+    "accessKey",
+    "secretKey",
     "tls",
-    "tlsca",
-    "tlscert",
-    "tlskey",
-    "tlsverify",
-}
-_READ = _COMMON | {
-    "startingoffsets",
-    "endingoffsets",
-    "startingtimestamp",
-    "minpartitions",
-    "maxoffsetspertrigger",
-    "failondataloss",
-    "consumergroup",
-    "pullbatchsize",
-    "pulltimeoutms",
-}
-_WRITE = _COMMON | {
-    "batchsize",
-    "sendtimeoutms",
-    "producergroup",
-    "shardingkeycolumn",
-    "maxinflightbatches",
-    "retrytimeswhensendfailed",
-    "deliveryguarantee",
-}
+    "tlsCa",
+    "tlsCert",
+    "tlsKey",
+    "tlsVerify",
+)
+READ_OPTIONS = frozenset(
+    (
+        *COMMON_OPTIONS,
+        "subscribePattern",
+        "assign",
+        "subExpression",
+        "startingOffsets",
+        "endingOffsets",
+        "startingTimestamp",
+        "endingTimestamp",
+        "startingOffsetsByTimestamp",
+        "endingOffsetsByTimestamp",
+        "startingOffsetsByTimestampStrategy",
+        "minPartitions",
+        "maxOffsetsPerTrigger",
+        "minOffsetsPerTrigger",
+        "maxTriggerDelay",
+        "failOnDataLoss",
+        "consumerGroup",
+        "pullBatchSize",
+        "pullTimeoutMs",
+        "fetchOffset.numRetries",
+        "fetchOffset.retryIntervalMs",
+    )
+)
+"""Every option ``spark.read``/``spark.readStream`` accept, as the README's table spells them."""
+WRITE_OPTIONS = frozenset(
+    (
+        *COMMON_OPTIONS,
+        "batchSize",
+        "sendTimeoutMs",
+        "producerGroup",
+        "shardingKeyColumn",
+        "maxInFlightBatches",
+        "retryTimesWhenSendFailed",
+        "deliveryGuarantee",
+    )
+)
+"""Every option ``df.write``/``df.writeStream`` accept."""
+_READ = {o.lower() for o in READ_OPTIONS}
+_WRITE = {o.lower() for o in WRITE_OPTIONS}
 # Options Spark itself (or a DataFrameWriter habit) passes along; never worth a warning.
 _SPARK_OWN = {"path", "checkpointlocation", "queryname"}
 
@@ -84,6 +115,7 @@ class ReadOptions:
 
     namesrv: str
     topics: tuple[str, ...]
+    """Option ``topic`` (or the topics of ``assign``); empty under ``subscribePattern``."""
     starting_offsets: OffsetSpec
     ending_offsets: OffsetSpec
     starting_timestamp: int | None
@@ -97,6 +129,23 @@ class ReadOptions:
     credentials: Credentials | None = None
     """ACL account (options ``accessKey``/``secretKey``) every executor's client signs with."""
     tls: TlsOptions = PLAIN
+    pattern: str | None = None
+    """Option ``subscribePattern``: topics whose whole name matches, re-listed every trigger."""
+    assign: Assignment | None = None
+    """Option ``assign``: only these queues."""
+    starting_by_timestamp: TimestampSpec | None = None
+    ending_by_timestamp: TimestampSpec | None = None
+    ending_timestamp: int | None = None
+    timestamp_strategy: Literal["error", "latest"] = "error"
+    """``startingOffsetsByTimestampStrategy``: when no message is stored at or after a
+    starting timestamp, fail (``error``) or start at the queue's max offset (``latest``)."""
+    min_offsets_per_trigger: int | None = None
+    max_trigger_delay_ms: int = 15 * 60 * 1000
+    fetch_retries: int = 3
+    """``fetchOffset.numRetries``: retries of a failed offset or route query on the driver."""
+    fetch_retry_interval_ms: int = 10
+    sub_expression: str = "*"
+    """Option ``subExpression``: RocketMQ's tag filter (``a || b``), evaluated on the broker."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,36 +295,167 @@ def parse_offset_spec(raw: str, name: str, *, allow_earliest: bool = True) -> Of
     return spec
 
 
+def parse_timestamp_spec(raw: str, name: str) -> TimestampSpec:
+    """``{"topic":{"broker":{"queueId":timestampMs}}}``, as ``startingOffsetsByTimestamp``
+    and ``endingOffsetsByTimestamp`` take it."""
+    if raw.strip().lower() in ("earliest", "latest"):
+        raise ConfigError(
+            f'option {name!r} must be JSON like {{"topic":{{"broker-a":{{"0":1700000000000}}}}}} '
+            f"(ms since the epoch per queue), not {raw!r}"
+        )
+    spec = parse_offset_spec(raw, name)
+    assert isinstance(spec, dict)
+    for topic, brokers in spec.items():
+        for broker, queues in brokers.items():
+            for qid, ts in queues.items():
+                if ts < 0:
+                    raise ConfigError(
+                        f"option {name!r}: timestamp {ts} of {topic}/{broker}/{qid} must be "
+                        "ms since the epoch (>= 0)"
+                    )
+    return spec
+
+
+def parse_assign(raw: str) -> Assignment:
+    """Option ``assign``: ``{"topic":{"broker-a":[0,1]}}``, or ``{"topic":[0,1]}`` for those
+    queue ids on every broker of the topic (Kafka's ``{"topic":[0,1]}``)."""
+    example = '{"topicA":{"broker-a":[0,1]},"topicB":[0]}'
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        doc = None
+    if not isinstance(doc, dict) or not doc:
+        raise ConfigError(f"option 'assign' must be JSON like {example}, not {raw!r}")
+
+    def ids(value: object, where: str) -> tuple[int, ...]:
+        if not isinstance(value, list) or not value:
+            raise ConfigError(f"option 'assign': {where} must be a non-empty list of queue ids")
+        if not all(isinstance(q, int) and not isinstance(q, bool) and q >= 0 for q in value):
+            raise ConfigError(
+                f"option 'assign': {where} has a queue id that is not an integer >= 0"
+            )
+        return tuple(sorted(set(value)))
+
+    out: Assignment = {}
+    for topic, queues in doc.items():
+        if isinstance(queues, dict):
+            out[topic] = {b: ids(q, f"{topic}/{b}") for b, q in queues.items()}
+        else:
+            out[topic] = ids(queues, topic)
+    return out
+
+
+_DURATION_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def parse_duration_ms(raw: str, name: str) -> int:
+    """``100ms``, ``5s``, ``15m``, ``1h``, ``1d``, or a number of ms (Spark's time strings)."""
+    m = re.fullmatch(r"\s*(\d+)\s*([a-z]*)\s*", raw.lower())
+    if m is None or m.group(2) not in ("", *_DURATION_UNITS):
+        raise ConfigError(
+            f"option {name!r} must be a duration like '15m', '30s' or '500ms', not {raw!r}"
+        )
+    return int(m.group(1)) * _DURATION_UNITS.get(m.group(2), 1)
+
+
+def _subscription(
+    opts: Mapping[str, str],
+) -> tuple[tuple[str, ...], str | None, Assignment | None]:
+    """Exactly one of ``topic``, ``subscribePattern``, ``assign`` (Kafka's ``subscribe``,
+    ``subscribePattern``, ``assign``)."""
+    given = [n for n in ("topic", "subscribePattern", "assign") if opts.get(n.lower(), "").strip()]
+    if len(given) != 1:
+        raise ConfigError(
+            "the rmq source needs option 'topic' (topics, several separated by ','), or "
+            "'subscribePattern' (a regex over the nameserver's topics), or 'assign' (JSON of "
+            f"queues): exactly one of them; given: {', '.join(given) or 'none'}"
+        )
+    if given[0] == "subscribePattern":
+        pattern = opts["subscribepattern"].strip()
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ConfigError(
+                f"option 'subscribePattern' is not a regex ({exc}): {pattern!r}"
+            ) from None
+        return (), pattern, None
+    if given[0] == "assign":
+        assign = parse_assign(opts["assign"])
+        return tuple(assign), None, assign
+    topic = opts["topic"]
+    topics = tuple(t.strip() for t in topic.split(",") if t.strip())
+    if len(set(topics)) != len(topics):
+        raise ConfigError(f"option 'topic' names a topic twice: {topic!r}")
+    return topics, None, None
+
+
 def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
     """Check the options of ``spark.read`` (``streaming=False``) or ``spark.readStream``."""
     opts = _lower(options)
     what = "readStream" if streaming else "read"
     _warn_unknown(opts, _READ, what)
     namesrv = _required(opts, "namesrv", "namesrv", "nameserver address, 'host:port[;host:port]'")
-    topic = _required(opts, "topic", "topic", "the topic to read; several separated by ','")
-    topics = tuple(t.strip() for t in topic.split(",") if t.strip())
-    if len(set(topics)) != len(topics):
-        raise ConfigError(f"option 'topic' names a topic twice: {topic!r}")
+    topics, pattern, assign = _subscription(opts)
 
     starting: OffsetSpec = "latest" if streaming else "earliest"
     if "startingoffsets" in opts:
         starting = parse_offset_spec(opts["startingoffsets"], "startingOffsets")
     ending: OffsetSpec = "latest"
-    if "endingoffsets" in opts:
-        if streaming:
+    for batch_only in ("endingOffsets", "endingOffsetsByTimestamp", "endingTimestamp"):
+        if streaming and batch_only.lower() in opts:
             raise ConfigError(
-                "option 'endingOffsets' is for batch reads (spark.read); a stream has no end"
+                f"option {batch_only!r} is for batch reads (spark.read); a stream has no end"
             )
+    if "endingoffsets" in opts:
         ending = parse_offset_spec(opts["endingoffsets"], "endingOffsets", allow_earliest=False)
-    for spec, name in ((starting, "startingOffsets"), (ending, "endingOffsets")):
-        if isinstance(spec, dict) and (unknown := set(spec) - set(topics)):
+    starting_ts = ending_ts = None
+    if "startingoffsetsbytimestamp" in opts:
+        starting_ts = parse_timestamp_spec(
+            opts["startingoffsetsbytimestamp"], "startingOffsetsByTimestamp"
+        )
+    if "endingoffsetsbytimestamp" in opts:
+        ending_ts = parse_timestamp_spec(
+            opts["endingoffsetsbytimestamp"], "endingOffsetsByTimestamp"
+        )
+    for spec, name in (
+        (starting, "startingOffsets"),
+        (ending, "endingOffsets"),
+        (starting_ts, "startingOffsetsByTimestamp"),
+        (ending_ts, "endingOffsetsByTimestamp"),
+    ):
+        if isinstance(spec, dict) and pattern is None and (unknown := set(spec) - set(topics)):
+            source = "assign" if assign is not None else "topic"
             raise ConfigError(
-                f"option {name!r} names topic(s) {sorted(unknown)} not in option 'topic' "
+                f"option {name!r} names topic(s) {sorted(unknown)} not in option {source!r} "
                 f"({', '.join(topics)})"
             )
+    strategy = opts.get("startingoffsetsbytimestampstrategy", "error").strip().lower()
+    if strategy not in ("error", "latest"):
+        raise ConfigError(
+            "option 'startingOffsetsByTimestampStrategy' must be 'error' or 'latest', "
+            f"not {opts['startingoffsetsbytimestampstrategy']!r}"
+        )
     max_per_trigger = _int(opts, "maxoffsetspertrigger", "maxOffsetsPerTrigger", None, 1)
-    if max_per_trigger is not None and not streaming:
-        raise ConfigError("option 'maxOffsetsPerTrigger' is for streaming reads (readStream)")
+    min_per_trigger = _int(opts, "minoffsetspertrigger", "minOffsetsPerTrigger", None, 1)
+    for value, name in (
+        (max_per_trigger, "maxOffsetsPerTrigger"),
+        (min_per_trigger, "minOffsetsPerTrigger"),
+        (opts.get("maxtriggerdelay"), "maxTriggerDelay"),
+    ):
+        if value is not None and not streaming:
+            raise ConfigError(f"option {name!r} is for streaming reads (readStream)")
+    if (
+        max_per_trigger is not None
+        and min_per_trigger is not None
+        and (min_per_trigger > max_per_trigger)
+    ):
+        raise ConfigError(
+            f"option 'minOffsetsPerTrigger' ({min_per_trigger}) is larger than "
+            f"'maxOffsetsPerTrigger' ({max_per_trigger})"
+        )
+    delay = 15 * 60 * 1000
+    if "maxtriggerdelay" in opts:
+        delay = parse_duration_ms(opts["maxtriggerdelay"], "maxTriggerDelay")
     return ReadOptions(
         namesrv=namesrv,
         topics=topics,
@@ -291,6 +471,19 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
         instance_name=opts.get("instancename", "spark").strip() or "spark",
         credentials=_credentials(opts),
         tls=_tls(opts),
+        pattern=pattern,
+        assign=assign,
+        starting_by_timestamp=starting_ts,
+        ending_by_timestamp=ending_ts,
+        ending_timestamp=_int(opts, "endingtimestamp", "endingTimestamp", None, 0),
+        timestamp_strategy="latest" if strategy == "latest" else "error",
+        min_offsets_per_trigger=min_per_trigger,
+        max_trigger_delay_ms=delay,
+        sub_expression=opts.get("subexpression", "*").strip() or "*",
+        fetch_retries=_int_default(opts, "fetchoffset.numretries", "fetchOffset.numRetries", 3, 0),
+        fetch_retry_interval_ms=_int_default(
+            opts, "fetchoffset.retryintervalms", "fetchOffset.retryIntervalMs", 10, 0
+        ),
     )
 
 

@@ -27,6 +27,7 @@ from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadLimit,
     ReadMaxRows,
+    ReadMinRows,
     SupportsTriggerAvailableNow,
 )
 from pyspark.sql.types import (
@@ -48,14 +49,15 @@ from rmq.spark.offsets import (
     OffsetRange,
     Offsets,
     QueueKey,
+    Retry,
     check_data_loss,
-    fetch_queues,
     from_json,
     max_offsets,
     min_offsets,
     rate_limit,
     resolve,
     split_ranges,
+    subscribed_queues,
     to_json,
 )
 from rmq.spark.options import ReadOptions
@@ -189,9 +191,11 @@ def read_range(opts: ReadOptions, rng: OffsetRange, where: str) -> Iterator[Any]
             depth=PULLS_IN_FLIGHT,
             timeout_ms=opts.pull_timeout_ms,
             skip_properties=_SKIPPED_PROPERTIES_LIST,
+            expression=opts.sub_expression,
         )
         if c.num_rows:
             yield _record_batch(c, rng.queue, arrow_schema)
+        if c.num_rows or c.next_offset > offset:  # a tag filter may skip without rows
             offset = c.next_offset
             empty_pulls = 0
         if c.status == "FOUND":
@@ -243,19 +247,33 @@ class RmqReader(DataSourceReader):
 
     def partitions(self) -> list[RmqPartition]:
         o = self.opts
+        retry = Retry.of(o)
         client = _clients.client(o.namesrv, o.instance_name, o.credentials, o.tls)
-        queues = fetch_queues(client, o.topics, o.namesrv)
-        lows, highs = min_offsets(client, queues), max_offsets(client, queues)
+        queues = subscribed_queues(client, o)
+        lows, highs = min_offsets(client, queues, retry), max_offsets(client, queues, retry)
         starts = resolve(
             client,
             queues,
             o.starting_offsets,
             timestamp_ms=o.starting_timestamp,
+            by_timestamp=o.starting_by_timestamp,
+            strategy=o.timestamp_strategy,
             default=-2,
             lows=lows,
             highs=highs,
+            retry=retry,
         )
-        ends = resolve(client, queues, o.ending_offsets, default=-1, lows=lows, highs=highs)
+        ends = resolve(
+            client,
+            queues,
+            o.ending_offsets,
+            timestamp_ms=o.ending_timestamp,
+            by_timestamp=o.ending_by_timestamp,
+            default=-1,
+            lows=lows,
+            highs=highs,
+            retry=retry,
+        )
         for q, end in ends.items():
             if end > highs[q]:
                 raise ConfigError(
@@ -275,33 +293,46 @@ class RmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def __init__(self, opts: ReadOptions) -> None:
         self.opts = opts
+        self.retry = Retry.of(opts)
         self._target: Offsets | None = None
+        # When the last micro-batch was planned (minOffsetsPerTrigger / maxTriggerDelay).
+        self._last_trigger = time.monotonic()
 
     def _client_and_queues(self) -> tuple[Any, list[QueueKey]]:
         o = self.opts
         client = _clients.client(o.namesrv, o.instance_name, o.credentials, o.tls)
-        return client, fetch_queues(client, o.topics, o.namesrv)
+        return client, subscribed_queues(client, o)
 
     def initialOffset(self) -> dict[str, Any]:
         o = self.opts
         client, queues = self._client_and_queues()
         return to_json(
-            resolve(client, queues, o.starting_offsets, timestamp_ms=o.starting_timestamp)
+            resolve(
+                client,
+                queues,
+                o.starting_offsets,
+                timestamp_ms=o.starting_timestamp,
+                by_timestamp=o.starting_by_timestamp,
+                strategy=o.timestamp_strategy,
+                retry=self.retry,
+            )
         )
 
     def getDefaultReadLimit(self) -> ReadLimit:
-        n = self.opts.max_offsets_per_trigger
-        return ReadAllAvailable() if n is None else ReadMaxRows(n)
+        n, least = self.opts.max_offsets_per_trigger, self.opts.min_offsets_per_trigger
+        if n is not None:
+            return ReadMaxRows(n)
+        return ReadAllAvailable() if least is None else ReadMinRows(least)
 
     def prepareForTriggerAvailableNow(self) -> None:
         client, queues = self._client_and_queues()
-        self._target = max_offsets(client, queues)
+        self._target = max_offsets(client, queues, self.retry)
 
     def _latest(self) -> Offsets:
         if self._target is not None:
             return dict(self._target)
         client, queues = self._client_and_queues()
-        return max_offsets(client, queues)
+        return max_offsets(client, queues, self.retry)
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         begin = from_json(start, "start offset")
@@ -312,23 +343,37 @@ class RmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             client = _clients.client(
                 self.opts.namesrv, self.opts.instance_name, self.opts.credentials, self.opts.tls
             )
-            begin.update(min_offsets(client, new))
+            begin.update(min_offsets(client, new, self.retry))
         # Never move back (a checkpoint past the broker's max offset: the queue was recreated).
         latest = {q: max(off, begin[q]) for q, off in latest.items()}
+        if self._wait_for_more(begin, latest):
+            return start
         if isinstance(limit, ReadMaxRows):
             latest = rate_limit(begin, latest, limit.max_rows)
+        self._last_trigger = time.monotonic()
         return to_json(latest)
+
+    def _wait_for_more(self, begin: Offsets, latest: Offsets) -> bool:
+        """``minOffsetsPerTrigger``: skip this trigger while fewer messages than that are new,
+        unless ``maxTriggerDelay`` has passed since the last micro-batch (as Kafka's source;
+        Trigger.AvailableNow reads everything regardless)."""
+        n = self.opts.min_offsets_per_trigger
+        if n is None or self._target is not None:
+            return False
+        new = sum(max(0, off - begin.get(q, off)) for q, off in latest.items())
+        waited_ms = (time.monotonic() - self._last_trigger) * 1000
+        return new < n and waited_ms < self.opts.max_trigger_delay_ms
 
     def reportLatestOffset(self) -> dict[str, Any] | None:
         client, queues = self._client_and_queues()
-        return to_json(max_offsets(client, queues))
+        return to_json(max_offsets(client, queues, self.retry))
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[RmqPartition]:
         starts, ends = from_json(start, "start offset"), from_json(end, "end offset")
         client = _clients.client(
             self.opts.namesrv, self.opts.instance_name, self.opts.credentials, self.opts.tls
         )
-        lows = min_offsets(client, ends)
+        lows = min_offsets(client, ends, self.retry)
         # New queues start at their min offset (as new Kafka partitions start at earliest).
         return _plan(self.opts, starts, ends, lows, "readStream")
 

@@ -7,11 +7,14 @@ SEND_BATCH_MESSAGE each, split further to fit ``maxMessageSize``), with up to
 ``maxInFlightBatches`` requests in flight per task (the producer releases the GIL while it
 waits).
 
-Columns: ``body`` (binary or string) is required; ``topic`` (string; null means the ``topic``
-option), ``tags`` (string), ``keys`` (string; several space-separated) and ``properties``
-(map<string,string>) are optional. Other columns are ignored, so a DataFrame read from rmq
-can be written back as it is. With ``shardingKeyColumn`` each row goes to the queue its key
-hashes to (RocketMQ's ``SelectMessageQueueByHash``), so rows with one key stay in order.
+Columns: ``body`` (binary or string) is required; ``topic`` (string: used only when the
+``topic`` option is not set, as Spark's Kafka sink), ``queue_id`` (integer: that queue of the
+topic, on the row's ``broker`` when that column is there and not null, else on the first
+broker with that queue id), ``tags`` (string), ``keys`` (string; several space-separated) and
+``properties`` (map<string,string>) are optional. Other columns are ignored, so a DataFrame
+read from rmq can be written back as it is. With ``shardingKeyColumn`` each row without a
+``queue_id`` goes to the queue its key hashes to (RocketMQ's ``SelectMessageQueueByHash``), so
+rows with one key stay in order.
 
 Every message gets a unique id (its ``UNIQ_KEY``, the ``msg_id`` a reader sees) derived from
 the write, the Spark partition and the row's index in it: a task that Spark retries sends the
@@ -46,7 +49,10 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import (
     BinaryType,
     DataType,
+    IntegerType,
+    LongType,
     MapType,
+    ShortType,
     StringType,
     StructType,
 )
@@ -90,6 +96,8 @@ _OPTIONAL_COLUMNS: dict[str, tuple[type[DataType], ...]] = {
     "topic": (StringType,),
     "tags": (StringType,),
     "keys": (StringType,),
+    "broker": (StringType,),
+    "queue_id": (IntegerType, LongType, ShortType),
 }
 
 
@@ -107,8 +115,14 @@ def check_write_schema(schema: StructType, opts: WriteOptions) -> None:
         raise ConfigError(f"column 'body' must be binary or string, not {body.simpleString()}")
     for name, types in _OPTIONAL_COLUMNS.items():
         t = fields.get(name)
+        # Columns the write ignores: `topic` under the topic option, `broker` without queue_id.
+        if (name == "topic" and opts.topic is not None) or (
+            name == "broker" and "queue_id" not in fields
+        ):
+            continue
         if t is not None and not isinstance(t, types):
-            raise ConfigError(f"column {name!r} must be string, not {t.simpleString()}")
+            kind = "an integer" if name == "queue_id" else "string"
+            raise ConfigError(f"column {name!r} must be {kind}, not {t.simpleString()}")
     props = fields.get("properties")
     if props is not None and not (
         isinstance(props, MapType)
@@ -120,8 +134,8 @@ def check_write_schema(schema: StructType, opts: WriteOptions) -> None:
         )
     if opts.topic is None and "topic" not in fields:
         raise ConfigError(
-            "writing to rmq needs option 'topic' or a 'topic' column (a row whose topic is "
-            "null goes to the option's topic)"
+            "writing to rmq needs option 'topic' or a 'topic' column (the option, when set, "
+            "wins over the column, as in Spark's Kafka sink)"
         )
     if opts.sharding_key_column is not None and opts.sharding_key_column not in fields:
         raise ConfigError(
@@ -228,6 +242,21 @@ class _TaskSender:
             key = str(key)
         return select_by_hash(queues, None, key)  # type: ignore[arg-type]
 
+    def _queue_by_id(self, topic: str, broker: str | None, queue_id: int) -> MessageQueue:
+        """The row's ``queue_id`` (on its ``broker`` when given) among ``topic``'s queues."""
+        queues = self.queues.get(topic)
+        if queues is None:
+            queues = self.queues[topic] = self.producer.fetch_publish_message_queues(topic)
+        for q in sorted(queues, key=lambda q: (q.broker_name, q.queue_id)):
+            if q.queue_id == queue_id and (broker is None or q.broker_name == broker):
+                return q
+        where = f"broker {broker!r}" if broker is not None else "any broker"
+        raise ConfigError(
+            f"a row's queue_id {queue_id} is not a writable queue of topic {topic!r} on {where}; "
+            f"its queues: {', '.join(f'{q.broker_name}/{q.queue_id}' for q in queues)} "
+            "(drop the queue_id column to let the producer choose)"
+        )
+
     def _ids(self, n: int) -> list[str]:
         index = pa.array(range(self.rows, self.rows + n), pa.int64())
         digits = pc.utf8_lpad(pc.cast(index, pa.string()), 12, "0")
@@ -247,7 +276,14 @@ class _TaskSender:
             raise ConfigError(
                 f"row {self.rows + first_null} of partition {self.partition} has a null body"
             )
-        if "topic" not in names and "properties" not in names and not self.opts.sharding_key_column:
+        # The topic option wins over a topic column (as in Spark's Kafka sink).
+        by_column = self.opts.topic is None and "topic" in names
+        if (
+            not by_column
+            and "properties" not in names
+            and "queue_id" not in names
+            and not self.opts.sharding_key_column
+        ):
             self._add_columns(rb, body_col)
             self.rows += n
             return
@@ -276,11 +312,13 @@ class _TaskSender:
             if extra:
                 for p in plist:
                     p.update(extra)
-        topics = column("topic")
+        topics = column("topic") if by_column else None
         shard = column(self.opts.sharding_key_column) if self.opts.sharding_key_column else None
+        qids = column("queue_id")
+        brokers = column("broker") if qids is not None else None
+        if qids is not None and all(q is None for q in qids):
+            qids = brokers = None
         default_topic = self.opts.topic
-        if topics is not None and default_topic is not None:
-            topics = [t or default_topic for t in topics]
         if topics is not None and None in topics:
             raise ConfigError(
                 f"row {self.rows + topics.index(None)} has a null topic and option 'topic' is "
@@ -288,7 +326,7 @@ class _TaskSender:
             )
         varied = bool(extra) or tags is not None or keys is not None or props is not None
         sizes = _sizes(body_col, plist, varied)
-        if topics is None and shard is None:
+        if topics is None and shard is None and qids is None:
             assert default_topic is not None
             msgs = list(map(self._class(default_topic), zip(bodies, plist, strict=True)))
             self._add_many(default_topic, msgs, sizes)
@@ -297,7 +335,12 @@ class _TaskSender:
                 topic = topics[i] if topics is not None else default_topic
                 assert topic is not None
                 key = shard[i] if shard is not None else None
-                queue = self._queue_for(topic, key) if key is not None else None
+                qid = qids[i] if qids is not None else None
+                if qid is not None:
+                    broker = brokers[i] if brokers is not None else None
+                    queue: MessageQueue | None = self._queue_by_id(topic, broker, qid)
+                else:
+                    queue = self._queue_for(topic, key) if key is not None else None
                 self._add(topic, queue, self._class(topic)((bodies[i], plist[i])), sizes[i])
         self.rows += n
 
