@@ -106,13 +106,14 @@ $(WHEEL_TOOLS_STAMP): requirements-wheel.txt $(VENV_STAMP)
 # The wheel users install: release, stripped, abi3 (CPython >= 3.10), linked by zig against
 # glibc 2.17 so it is tagged manylinux_2_17 (manylinux2014) and installs on any glibc >= 2.17.
 # It builds in target/wheel: zig as C compiler and linker would otherwise invalidate the shared
-# target/release build of `make build`/`make test`. Rebuilt only when a source changed.
+# target/release build of `make build`/`make test`. Rebuilt only when a source changed. maturin
+# finds zig as `python3 -m ziglang`, hence .venv/bin first on PATH.
 wheel: $(WHEEL_STAMP)
 
 $(WHEEL_STAMP): $(WHEEL_TOOLS_STAMP) $(RUST_SOURCES) $(shell find python -type f ! -name '*.so' ! -path '*/__pycache__/*') README.md
 	$(call section,wheel: maturin build --release --strip --zig --compatibility manylinux2014)
 	rm -f dist/rmq-*.whl
-	CARGO_TARGET_DIR=$(CURDIR)/target/wheel $(VENV)/bin/maturin build --release --strip \
+	PATH=$(VENV_ABS)/bin:$$PATH CARGO_TARGET_DIR=$(CURDIR)/target/wheel $(VENV)/bin/maturin build --release --strip \
 		--zig --compatibility manylinux2014 --interpreter $(PY) --out dist
 	touch $@
 	@ls -l dist/rmq-*.whl
@@ -159,8 +160,10 @@ test-rust: $(VENV_STAMP)
 	$(call section,test: cargo test)
 	cargo test --workspace --release
 
-# Needs `make build` first (the CLI tests start real broker processes).
-test-python: $(VENV_STAMP) java-tools go-tools node-tools browser-tools
+# Needs `make build` first (the CLI tests start real broker processes). tests/test_first_wheel.py
+# installs dist/'s wheel into a fresh venv: `wheel` builds it here, once (and only if a source
+# changed since), never inside the test.
+test-python: $(VENV_STAMP) wheel java-tools go-tools node-tools browser-tools
 	$(call section,test: pytest)
 	$(PY) -m pytest tests -q
 
