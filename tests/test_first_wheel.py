@@ -123,6 +123,7 @@ def test_the_wheel_is_abi3_manylinux2014_and_stripped(tmp_path: Path) -> None:
         for line in (ROOT / "requirements-dev.txt").read_text().splitlines()
         if "==" in line and not line.startswith("#")
     )
+    requires = [r.replace("'", '"') for r in requires]
     assert all('extra == "spark"' in r for r in requires), requires
     for package in ("pyspark", "pyarrow"):
         (spec,) = [r for r in requires if r.startswith(package)]
@@ -156,6 +157,7 @@ def test_a_fresh_venv_runs_a_broker_and_the_sdk_from_the_wheel(
         text=True,
     )
     started: list[str] = []
+    drain: threading.Thread | None = None
     try:
         assert broker.stderr is not None
         for line in broker.stderr:
@@ -165,7 +167,8 @@ def test_a_fresh_venv_runs_a_broker_and_the_sdk_from_the_wheel(
         else:
             pytest.fail(f"the wheel's broker exited ({broker.wait()}): {''.join(started)}")
         # Keep reading its log so the broker never blocks on a full pipe.
-        threading.Thread(target=broker.stderr.read, daemon=True).start()
+        drain = threading.Thread(target=broker.stderr.read, daemon=True)
+        drain.start()
         ns = f"127.0.0.1:{ns_port}"
 
         run = subprocess.run(
@@ -199,3 +202,7 @@ def test_a_fresh_venv_runs_a_broker_and_the_sdk_from_the_wheel(
     finally:
         broker.terminate()
         broker.wait(timeout=60)
+        if drain is not None:
+            drain.join(timeout=60)
+        if broker.stderr is not None:
+            broker.stderr.close()
