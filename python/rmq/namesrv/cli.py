@@ -21,8 +21,8 @@ from rmq.namesrv.config import (
     ACCEPTED_UNUSED_KEYS,
     ACL_KEYS,
     KNOWN_KEYS,
-    METRICS_KEYS,
     KV_KEYS,
+    METRICS_KEYS,
     TLS_KEYS,
     NamesrvConfig,
 )
