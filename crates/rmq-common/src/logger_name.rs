@@ -7,6 +7,7 @@
 
 /// The Python logger name of a Rust log target, in `::` form (pyo3-log turns `::` into `.`):
 /// `rmq_broker::x` → `rmq::broker::x`; `None` for targets outside the rmq crates.
+#[must_use]
 pub fn python_logger_name(target: &str) -> Option<String> {
     let rest = target.strip_prefix("rmq_")?;
     let (krate, path) = rest.split_once("::").unwrap_or((rest, ""));
