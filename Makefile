@@ -25,13 +25,26 @@ ARGS ?=
 BENCH_ARGS ?=
 FUZZ_SECONDS ?= 60
 
-# Every cargo build (maturin's, clippy's, cargo test's) sees the same interpreter, so pyo3's
-# build script does not re-run, and rebuild pyo3, each time a different step starts.
+# Build once: maturin develop, clippy and cargo test share target/ and the release profile, and
+# see the same environment, so no step invalidates another's build. maturin runs cargo with
+# PYO3_PYTHON, PYO3_ENVIRONMENT_SIGNATURE and PYO3_BUILD_EXTENSION_MODULE set; pyo3's build
+# script re-runs (and pyo3, rmq-py and the extension rebuild) whenever one of them differs from
+# the last build, so every cargo step started here gets the same three values. (pyproject.toml
+# therefore sets no `pyo3/extension-module` feature, and no RUSTFLAGS are set anywhere.)
 export PYO3_PYTHON := $(VENV_ABS)/bin/python
+export PYO3_BUILD_EXTENSION_MODULE := 1
+export PYO3_ENVIRONMENT_SIGNATURE := $(shell $(PYTHON3) -c 'import platform, sys; print("%s-%d.%d-%dbit" % (platform.python_implementation().lower(), *sys.version_info[:2], 64 if sys.maxsize > 2**32 else 32))')
+
+# What the extension is built from: `make run` rebuilds (maturin develop) only when one changed.
+RUST_SOURCES := Cargo.toml Cargo.lock rust-toolchain.toml pyproject.toml \
+	$(shell find crates -name '*.rs' -o -name Cargo.toml -o -name build.rs)
+EXTENSION := python/rmq/_rmq.abi3.so
+WHEEL_TOOLS_STAMP := $(VENV)/.rmq-wheel-tools-installed
+WHEEL_STAMP := dist/.rmq-wheel-built
 
 section = @printf '\n==== %s ====\n' "$(1)"
 
-.PHONY: help venv build run run-slave lint lint-rust lint-python stubtest test test-rust test-python java-tools \
+.PHONY: help venv build wheel run run-slave lint lint-rust lint-python stubtest test test-rust test-python java-tools \
 	go-tools node-tools browser-tools bench chaos chaos-tools fuzz \
 	fmt clean distclean
 
@@ -40,6 +53,7 @@ help:
 	@echo "make run-slave                    a slave of make run's broker (in a second terminal)"
 	@echo "make test                         build, lint, cargo test, pytest (what CI runs)"
 	@echo "make build                        maturin develop --release into .venv"
+	@echo "make wheel                        a stripped manylinux2014 abi3 wheel into dist/"
 	@echo "make chaos [CHAOS_ARGS='--kill9-cycles 5']  fault campaign, report in target/chaos"
 	@echo "make fuzz [FUZZ_SECONDS=60]       cargo fuzz each decoder target (installs nightly + cargo-fuzz)"
 	@echo "make lint | stubtest | fmt | bench | clean | distclean"
@@ -60,22 +74,54 @@ venv: $(VENV_STAMP)
 # maturin develop builds crates/rmq-py in release mode and installs rmq into .venv as an editable
 # package: the extension lands in python/rmq/ and a .pth file points .venv at python/, so
 # `.venv/bin/python -m rmq.broker` works from any directory.
-build: $(VENV_STAMP)
+# `make build` always runs maturin develop (a no-op cargo check when nothing changed, ~3 s);
+# `make run` and `make run-slave` only when the extension is older than a Rust source, Cargo.lock,
+# pyproject.toml or the venv, so a broker starts in about a second after `make test`.
+define maturin-develop
 	$(call section,build: maturin develop --release)
 	VIRTUAL_ENV=$(VENV_ABS) $(VENV)/bin/maturin develop --release
+	touch $(EXTENSION)
+endef
+
+build: $(VENV_STAMP)
+	$(maturin-develop)
+
+$(EXTENSION): $(VENV_STAMP) $(RUST_SOURCES)
+	$(maturin-develop)
 
 # The dev config (examples/broker-dev.conf: small store files in ~/store-dev) comes first, so a
 # `-c FILE` in ARGS replaces it (argparse keeps the last -c); RUN_CONF= starts without one.
 RUN_CONF ?= examples/broker-dev.conf
 
-run: build
+run: $(EXTENSION)
 	$(PY) -m rmq.broker $(if $(RUN_CONF),-c $(RUN_CONF)) $(ARGS)
 
 # A second broker, the slave of `make run`'s (same brokerName, brokerId 1, listenPort 10921,
 # store ~/store-dev-slave, examples/broker-dev.conf's file sizes, `make run`'s embedded
 # nameserver): run it in another terminal.
-run-slave: build
+run-slave: $(EXTENSION)
 	$(PY) -m rmq.broker -c examples/broker-slave.conf $(ARGS)
+
+# ---- wheel ------------------------------------------------------------------------------------
+
+$(WHEEL_TOOLS_STAMP): requirements-wheel.txt $(VENV_STAMP)
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements-wheel.txt
+	touch $@
+
+# The wheel users install: release, stripped, abi3 (CPython >= 3.10), linked by zig against
+# glibc 2.17 so it is tagged manylinux_2_17 (manylinux2014) and installs on any glibc >= 2.17.
+# It builds in target/wheel: zig as C compiler and linker would otherwise invalidate the shared
+# target/release build of `make build`/`make test`. Rebuilt only when a source changed. maturin
+# finds zig as `python3 -m ziglang`, hence .venv/bin first on PATH.
+wheel: $(WHEEL_STAMP)
+
+$(WHEEL_STAMP): $(WHEEL_TOOLS_STAMP) $(RUST_SOURCES) $(shell find python -type f ! -name '*.so' ! -path '*/__pycache__/*') README.md
+	$(call section,wheel: maturin build --release --strip --zig --compatibility manylinux2014)
+	rm -f dist/rmq-*.whl
+	PATH=$(VENV_ABS)/bin:$$PATH CARGO_TARGET_DIR=$(CURDIR)/target/wheel $(VENV)/bin/maturin build --release --strip \
+		--zig --compatibility manylinux2014 --interpreter $(PY) --out dist
+	touch $@
+	@ls -l dist/rmq-*.whl
 
 # ---- lint -------------------------------------------------------------------------------------
 
@@ -119,8 +165,10 @@ test-rust: $(VENV_STAMP)
 	$(call section,test: cargo test)
 	cargo test --workspace --release
 
-# Needs `make build` first (the CLI tests start real broker processes).
-test-python: $(VENV_STAMP) java-tools go-tools node-tools browser-tools
+# Needs `make build` first (the CLI tests start real broker processes). tests/test_first_wheel.py
+# installs dist/'s wheel into a fresh venv: `wheel` builds it here, once (and only if a source
+# changed since), never inside the test.
+test-python: $(VENV_STAMP) wheel java-tools go-tools node-tools browser-tools
 	$(call section,test: pytest)
 	$(PY) -m pytest tests -q
 

@@ -4,13 +4,15 @@
 //! system-flag bits, the body compression codecs, the CommitLog record format ([`record`])
 //! that the store writes and every reader decodes, the system topic names and the transaction
 //! op record; and the config schema, the one table of `broker.conf` / `namesrv.conf` keys that
-//! the store, the broker and Python check with. Nothing here does I/O.
+//! the store, the broker and Python check with; the Python logger name of a Rust log target.
+//! Nothing here does I/O.
 #![forbid(unsafe_code)]
 
 pub mod compression;
 pub mod config_schema;
 pub mod fx;
 pub mod hash;
+pub mod logger_name;
 pub mod message_id;
 pub mod properties;
 pub mod record;

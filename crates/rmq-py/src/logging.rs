@@ -51,6 +51,7 @@ use log::{Level, LevelFilter, Log, Metadata, Record};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use pyo3_log::{Caching, ResetHandle};
+use rmq_common::logger_name::python_logger_name as python_target;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Records waiting for the delivery thread, at most.
@@ -61,21 +62,6 @@ static PYTHON_EXITING: AtomicBool = AtomicBool::new(false);
 
 /// The installed bridge's cache handle (`None` when another logger was installed first).
 static RESET: OnceLock<Option<ResetHandle>> = OnceLock::new();
-
-/// The Python logger name of a Rust log target, in `::` form (pyo3-log turns `::` into `.`):
-/// `rmq_broker::x` → `rmq::broker::x`.
-fn python_target(target: &str) -> Option<String> {
-    let rest = target.strip_prefix("rmq_")?;
-    let (krate, path) = rest.split_once("::").unwrap_or((rest, ""));
-    let mut out = String::with_capacity(target.len() + 2);
-    out.push_str("rmq::");
-    out.push_str(krate);
-    if !path.is_empty() {
-        out.push_str("::");
-        out.push_str(path);
-    }
-    Some(out)
-}
 
 /// A record on its way to Python: everything owned.
 struct Queued {
@@ -343,22 +329,4 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(reset_logging_cache, m)?)?;
     m.add_function(wrap_pyfunction!(set_log_level, m)?)?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::python_target;
-
-    #[test]
-    fn rmq_crates_map_under_the_rmq_logger() {
-        assert_eq!(
-            python_target("rmq_broker::processor::pull_message").as_deref(),
-            Some("rmq::broker::processor::pull_message")
-        );
-        assert_eq!(
-            python_target("rmq_remoting").as_deref(),
-            Some("rmq::remoting")
-        );
-        assert_eq!(python_target("tokio::runtime"), None);
-    }
 }
