@@ -18,13 +18,12 @@ from rmq.admin.client import CONSUMER_NOT_ONLINE, Admin, AdminError
 from rmq.admin.command import arg, subcommand
 from rmq.admin.commands.consumer import consume_stats, consumer_connection
 from rmq.admin.commands.message import (
-    LONG_MAX,
     _broker_of,
     _check_charset,
-    _decode,
     _queue_offset,
     _summary,
     pull,
+    query_index,
 )
 from rmq.admin.output import (
     TIMESTAMP_FORMAT_HELP,
@@ -53,30 +52,6 @@ def _java(value: object) -> str:
     if value is None:
         return "null"
     return str(value).lower() if isinstance(value, bool) else str(value)
-
-
-def query_by_unique_key(admin: Admin, topic: str, msg_id: str) -> list[StoredMessage]:
-    """QUERY_MESSAGE with ``_UNIQUE_KEY_QUERY`` on every broker of the topic: the stored
-    copies of the message (a retried send stores more than one), oldest first."""
-    header = {
-        "topic": topic,
-        "key": msg_id,
-        "maxNum": str(UNIQUE_KEY_MAX),
-        "beginTimestamp": "0",
-        "endTimestamp": str(LONG_MAX),
-        "_UNIQUE_KEY_QUERY": "true",
-    }
-    found: list[StoredMessage] = []
-    for b in admin.route(topic).broker_datas:
-        addr = b.select_addr()
-        if addr is None:
-            continue
-        resp = admin.broker(
-            addr, RequestCode.QUERY_MESSAGE, header, accept=(QueryNotFoundError.code,)
-        )
-        found += [m for m in _decode(resp.body) if m.topic == topic and m.msg_id == msg_id]
-    found.sort(key=lambda m: (m.store_timestamp, m.commit_log_offset))
-    return found
 
 
 def _track(admin: Admin, msg: StoredMessage, group: str) -> dict[str, Any]:
@@ -155,7 +130,8 @@ def query_msg_by_unique_key(admin: Admin, args: argparse.Namespace) -> Result:
     topic, msg_id = args.topic.strip(), args.msgId.strip()
     if bool(args.consumerGroup) != bool(args.clientId):
         raise AdminError("give both -g consumerGroup and -d clientId, or neither")
-    found = query_by_unique_key(admin, topic, msg_id)
+    # The stored copies of the message (a retried send stores more than one), oldest first.
+    found = query_index(admin, topic, msg_id, max_num=UNIQUE_KEY_MAX, unique=True)
     if not found:
         raise QueryNotFoundError(
             f"no message of topic {topic!r} has unique key {msg_id!r} — -i takes the msgId a "
