@@ -2,10 +2,25 @@
 //! by one behind a lock; the broker keeps its buckets as atomics instead ([`super::rpc`],
 //! [`super::size`]) and hands the encoder their counts at scrape time through this type.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use prometheus_client::encoding::{EncodeMetric, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::{MetricType, TypedMetric};
+
+/// Shards of each histogram's counters: a thread adds to its own shard (threads are spread
+/// over them), so the cores of a busy broker do not bounce one cache line between them on
+/// every request; a scrape sums the shards.
+pub(super) const SHARDS: usize = 8;
+
+/// This thread's shard, `0..SHARDS`.
+pub(super) fn shard() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static SHARD: usize = NEXT.fetch_add(1, Ordering::Relaxed) % SHARDS;
+    }
+    SHARD.with(|s| *s)
+}
 
 #[derive(Debug)]
 struct Figures {

@@ -19,17 +19,23 @@ use prometheus_client::registry::Registry;
 use rmq_protocol::RemotingCommand;
 use rmq_remoting::{BoxFuture, Connection, Reply, RequestHandler};
 
-use super::histogram::Snapshot;
+use super::histogram::{shard, Snapshot, SHARDS};
 
 /// Upper bounds (ms, inclusive) of the buckets, as RocketMQ 5 sets them.
 const BOUNDS_MS: [u32; 9] = [1, 3, 5, 7, 10, 100, 1000, 2000, 3000];
 
-/// One pair's buckets (the last one: above every bound), count of answers and sum of µs.
+/// One shard of a pair's buckets (the last one: above every bound) and sum of µs, on a cache
+/// line of its own.
 #[derive(Debug, Default)]
-struct Latencies {
+#[repr(align(128))]
+struct Shard {
     buckets: [AtomicU64; BOUNDS_MS.len() + 1],
     sum_us: AtomicU64,
 }
+
+/// One pair's histogram, in [`SHARDS`] shards.
+#[derive(Debug, Default)]
+struct Latencies([Shard; SHARDS]);
 
 impl Latencies {
     fn observe(&self, elapsed: Duration) {
@@ -38,8 +44,22 @@ impl Latencies {
             .iter()
             .position(|&ms| us <= u64::from(ms) * 1000)
             .unwrap_or(BOUNDS_MS.len());
-        self.buckets[bucket].fetch_add(1, Ordering::Relaxed);
-        self.sum_us.fetch_add(us, Ordering::Relaxed);
+        let s = &self.0[shard()];
+        s.buckets[bucket].fetch_add(1, Ordering::Relaxed);
+        s.sum_us.fetch_add(us, Ordering::Relaxed);
+    }
+
+    /// Bucket counts and the sum of µs over every shard.
+    fn totals(&self) -> (Vec<u64>, u64) {
+        let mut counts = vec![0; BOUNDS_MS.len() + 1];
+        let mut sum = 0;
+        for s in &self.0 {
+            for (c, b) in counts.iter_mut().zip(&s.buckets) {
+                *c += b.load(Ordering::Relaxed);
+            }
+            sum += s.sum_us.load(Ordering::Relaxed);
+        }
+        (counts, sum)
     }
 }
 
@@ -70,13 +90,9 @@ impl RpcLatencies {
     pub(super) fn register(&self, r: &mut Registry) {
         let family = Family::<RpcLabels, Snapshot>::default();
         for (&(request_code, response_code), l) in self.0.load().iter() {
-            let counts: Vec<u64> = l
-                .buckets
-                .iter()
-                .map(|n| n.load(Ordering::Relaxed))
-                .collect();
+            let (counts, micros) = l.totals();
             #[expect(clippy::cast_precision_loss, reason = "µs sums far below 2^52")]
-            let sum_ms = l.sum_us.load(Ordering::Relaxed) as f64 / 1000.0;
+            let sum_ms = micros as f64 / 1000.0;
             let labels = RpcLabels {
                 protocol_type: "remoting",
                 request_code,

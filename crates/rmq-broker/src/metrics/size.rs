@@ -17,7 +17,7 @@ use prometheus_client::registry::Registry;
 use rmq_common::properties::{PropertyKey, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR};
 use rmq_common::sys_flag;
 
-use super::histogram::Snapshot;
+use super::histogram::{shard, Snapshot, SHARDS};
 
 /// Upper bounds (bytes, inclusive) of the buckets.
 const BOUNDS: [u64; 6] = [1 << 10, 4 << 10, 512 << 10, 1 << 20, 2 << 20, 4 << 20];
@@ -56,9 +56,29 @@ pub fn message_type(sys_flag: i32, properties: &[u8]) -> usize {
 }
 
 #[derive(Debug, Default)]
-struct Buckets {
+#[repr(align(128))]
+struct Shard {
     counts: [AtomicU64; BOUNDS.len() + 1],
     sum: AtomicU64,
+}
+
+/// One histogram, in [`SHARDS`] shards (see [`super::histogram::shard`]).
+#[derive(Debug, Default)]
+struct Buckets([Shard; SHARDS]);
+
+impl Buckets {
+    /// Bucket counts and the sum of bytes over every shard.
+    fn totals(&self) -> (Vec<u64>, u64) {
+        let mut counts = vec![0; BOUNDS.len() + 1];
+        let mut sum = 0;
+        for s in &self.0 {
+            for (c, b) in counts.iter_mut().zip(&s.counts) {
+                *c += b.load(Ordering::Relaxed);
+            }
+            sum += s.sum.load(Ordering::Relaxed);
+        }
+        (counts, sum)
+    }
 }
 
 /// Per topic, one histogram per message type.
@@ -86,6 +106,7 @@ impl MessageSizes {
 
     fn add(per_type: &[Buckets; TYPES.len()], kind: usize, sizes: impl Iterator<Item = u64>) {
         let Some(b) = per_type.get(kind) else { return };
+        let b = &b.0[shard()];
         for size in sizes {
             let i = BOUNDS
                 .iter()
@@ -101,14 +122,14 @@ impl MessageSizes {
         let family = Family::<SizeLabels, Snapshot>::default();
         for (topic, per_type) in self.0.load().iter() {
             for (kind, b) in TYPES.iter().zip(per_type.iter()) {
-                let counts: Vec<u64> = b.counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+                let (counts, sum) = b.totals();
                 if counts.iter().all(|&n| n == 0) {
                     continue;
                 }
                 #[expect(clippy::cast_precision_loss, reason = "bucket bounds are exact")]
                 let bounds = BOUNDS.iter().map(|&b| b as f64);
                 #[expect(clippy::cast_precision_loss, reason = "byte sums far below 2^52")]
-                let sum = b.sum.load(Ordering::Relaxed) as f64;
+                let sum = sum as f64;
                 let labels = SizeLabels {
                     topic: topic.clone(),
                     message_type: kind,
