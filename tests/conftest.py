@@ -71,21 +71,12 @@ def rmq_cluster(
 ) -> Iterator[tuple[str, str]]:
     """A real ``rmq.namesrv`` and ``rmq.broker`` (``broker-a``, auto-create on, fast delay
     levels); yields ``(namesrv_addr, broker_addr)``."""
-    from helpers import TEST_STORE_CONF, BrokerProcess, free_port
+    from helpers import BrokerProcess, free_port, write_broker_conf
 
     work = tmp_path_factory.mktemp("rmq-cluster")
     _, ns_addr = namesrv
     port = free_port()
-    conf = work / "broker.conf"
-    conf.write_text(
-        "brokerClusterName = DefaultCluster\n"
-        "brokerName = broker-a\n"
-        "brokerIP1 = 127.0.0.1\n"
-        f"listenPort = {port}\n"
-        f"storePathRootDir = {work / 'store'}\n"
-        "mappedFileSizeCommitLog = 16777216\n"
-        f"messageDelayLevel = {FAST_DELAY_LEVELS}\n" + TEST_STORE_CONF
-    )
+    conf = write_broker_conf(work, port, f"messageDelayLevel = {FAST_DELAY_LEVELS}\n")
     broker = BrokerProcess("-c", str(conf), "-n", ns_addr, cwd=work)
     try:
         broker.wait_for("listening on")

@@ -69,6 +69,28 @@ def small_filesystem(parent: Path, size_mib: int) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
+def write_broker_conf(
+    work: Path,
+    port: int,
+    extra: str = "",
+    *,
+    name: str = "broker-a",
+    cluster: str = "DefaultCluster",
+) -> Path:
+    """``work/broker.conf`` for a test broker: ``name`` in ``cluster`` on 127.0.0.1:``port``,
+    its store in ``work/store`` with small files (:data:`TEST_STORE_CONF`), then ``extra``."""
+    conf = work / "broker.conf"
+    conf.write_text(
+        f"brokerClusterName = {cluster}\n"
+        f"brokerName = {name}\n"
+        "brokerIP1 = 127.0.0.1\n"
+        f"listenPort = {port}\n"
+        f"storePathRootDir = {work / 'store'}\n"
+        "mappedFileSizeCommitLog = 16777216\n" + TEST_STORE_CONF + extra
+    )
+    return conf
+
+
 def free_port() -> int:
     """A port nothing listens on now (the broker binds it moments later)."""
     import socket

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import TEST_STORE_CONF, BrokerProcess, free_port
+from helpers import BrokerProcess, free_port, write_broker_conf
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 # Client blocks take a few seconds (a consumer's first rebalance); a Spark block starts a JVM.
@@ -121,16 +121,7 @@ def readme_broker(
     address."""
     work = tmp_path_factory.mktemp("readme-broker")
     _, ns_addr = module_namesrv
-    port = free_port()
-    conf = work / "broker.conf"
-    conf.write_text(
-        "brokerClusterName = DefaultCluster\n"
-        "brokerName = broker-a\n"
-        "brokerIP1 = 127.0.0.1\n"
-        f"listenPort = {port}\n"
-        f"storePathRootDir = {work / 'store'}\n"
-        "mappedFileSizeCommitLog = 16777216\n" + TEST_STORE_CONF
-    )
+    conf = write_broker_conf(work, free_port())
     broker = BrokerProcess("-c", str(conf), "-n", ns_addr, cwd=work)
     try:
         broker.wait_for("listening on")

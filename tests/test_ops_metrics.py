@@ -16,7 +16,6 @@ import pytest
 
 import rmq
 from helpers import (
-    TEST_STORE_CONF,
     BrokerProcess,
     Collector,
     create_topic,
@@ -25,6 +24,7 @@ from helpers import (
     push_consumer,
     update_offset_header,
     wait_until,
+    write_broker_conf,
 )
 from rmq._rmq import RemotingClient
 from rmq.codes import RequestCode
@@ -64,16 +64,7 @@ def scrape(port: int) -> dict[str, float]:
 
 
 def broker_conf(work: Path, port: int, extra: str) -> Path:
-    conf = work / "broker.conf"
-    conf.write_text(
-        "brokerClusterName = DefaultCluster\n"
-        "brokerName = broker-m\n"
-        "brokerIP1 = 127.0.0.1\n"
-        f"listenPort = {port}\n"
-        f"storePathRootDir = {work / 'store'}\n"
-        "mappedFileSizeCommitLog = 16777216\n" + TEST_STORE_CONF + extra
-    )
-    return conf
+    return write_broker_conf(work, port, extra, name="broker-m")
 
 
 @pytest.fixture
