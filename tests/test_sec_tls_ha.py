@@ -1,7 +1,9 @@
 """Replication over TLS: a master and a slave (real broker processes) whose remoting and HA
 ports enforce TLS, the slave connecting to its master's HA port with ``tls.enable``; the slave
-copies what the master stores, byte for byte up to the master's CommitLog max offset. A plain
-connection to an enforcing master's HA port is closed, with one log line saying what to set."""
+copies what the master stores, byte for byte up to the master's CommitLog max offset, in frames
+larger than rustls buffers at once, and without waiting for a heartbeat (its first report comes
+with the handshake's last bytes). A plain connection to an enforcing master's HA port is closed,
+with one log line saying what to set."""
 
 from __future__ import annotations
 
@@ -42,8 +44,7 @@ def start(
         "brokerIP1 = 127.0.0.1\n"
         f"listenPort = {port}\n"
         f"storePathRootDir = {tmp / name}\n"
-        "mappedFileSizeCommitLog = 4194304\n"
-        "registerNameServerPeriod = 2000\n" + TEST_STORE_CONF + extra
+        "mappedFileSizeCommitLog = 4194304\n" + TEST_STORE_CONF + extra
     )
     proc = BrokerProcess("-c", str(conf), "-n", ns, cwd=tmp)
     proc.wait_for("listening on")
@@ -52,7 +53,12 @@ def start(
 
 def test_slave_replicates_from_a_tls_master(tmp_path: Path, pki: Pki, namesrv: Namesrv) -> None:
     tls = (
-        server_keys(pki, "enforcing") + f"tls.enable = true\ntls.client.trustCertPath = {pki.ca}\n"
+        server_keys(pki, "enforcing")
+        + f"tls.enable = true\ntls.client.trustCertPath = {pki.ca}\n"
+        # Frames of up to 1 MiB: more than the 64 KiB of records rustls holds at once.
+        + "haTransferBatchSize = 1048576\n"
+        # No heartbeat within the test: the slave's first report alone must start the copy.
+        + "haSendHeartbeatInterval = 600000\nhaHousekeepingInterval = 1200000\n"
     )
     master, master_addr = start(tmp_path, namesrv.addr, "master", "ASYNC_MASTER", 0, tls)
     slave, slave_addr = start(tmp_path, namesrv.addr, "slave", "SLAVE", 1, tls)
@@ -63,10 +69,13 @@ def test_slave_replicates_from_a_tls_master(tmp_path: Path, pki: Pki, namesrv: N
         client = RemotingClient(tls=True, tls_ca=str(pki.ca))
         end = commit_log_max_offset(client, master_addr)
         assert end > 200 * 1000
-        wait_until(
-            lambda: commit_log_max_offset(client, slave_addr) == end,
-            "the slave's CommitLog to reach the master's",
-        )
+        try:
+            wait_until(
+                lambda: commit_log_max_offset(client, slave_addr) == end,
+                "the slave's CommitLog to reach the master's",
+            )
+        except AssertionError as e:
+            raise AssertionError(f"{e}\nmaster:\n{master.log}\nslave:\n{slave.log}") from None
         master_root, slave_root = (
             tmp_path / "master" / "commitlog",
             tmp_path / "slave" / "commitlog",

@@ -174,6 +174,13 @@ impl HaConnection {
         let mut raw = [0u8; 8 * 1024];
         // Report bytes not yet a whole 8-byte offset (plaintext over TLS).
         let mut pending: Vec<u8> = Vec::with_capacity(64);
+        // A TLS slave's first report often comes in one read with its last handshake message.
+        if self.tls.is_some() {
+            let Some(st) = store.upgrade() else { return };
+            if !self.on_bytes(&st, &[], &mut pending) {
+                return;
+            }
+        }
         let mut last_read = Instant::now();
         while !self.closed.load(Ordering::Acquire) {
             let Some(st) = store.upgrade() else { return };
@@ -182,26 +189,8 @@ impl HaConnection {
                 Ok(0) => return,
                 Ok(n) => {
                     last_read = Instant::now();
-                    match &self.tls {
-                        None => pending.extend_from_slice(&raw[..n]),
-                        Some(t) => match t.receive(&raw[..n], &mut pending) {
-                            Ok(true) => {}
-                            Ok(false) => return,
-                            Err(e) => {
-                                log::warn!("HA: TLS from slave {} failed: {e}", self.addr);
-                                return;
-                            }
-                        },
-                    }
-                    let whole = pending.len() - pending.len() % 8;
-                    if whole > 0 {
-                        let last = i64::from_be_bytes(
-                            pending[whole - 8..whole].try_into().unwrap_or([0; 8]),
-                        );
-                        pending.drain(..whole);
-                        if !self.on_report(&st, last) {
-                            return;
-                        }
+                    if !self.on_bytes(&st, &raw[..n], &mut pending) {
+                        return;
                     }
                 }
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
@@ -217,6 +206,29 @@ impl HaConnection {
                 return;
             }
         }
+    }
+
+    /// Bytes read from the slave (decrypted first over TLS): act on the last whole report in
+    /// `pending`. False when the connection must close.
+    fn on_bytes(&self, st: &MessageStore, raw: &[u8], pending: &mut Vec<u8>) -> bool {
+        match &self.tls {
+            None => pending.extend_from_slice(raw),
+            Some(t) => match t.receive(raw, pending) {
+                Ok(true) => {}
+                Ok(false) => return false,
+                Err(e) => {
+                    log::warn!("HA: TLS from slave {} failed: {e}", self.addr);
+                    return false;
+                }
+            },
+        }
+        let whole = pending.len() - pending.len() % 8;
+        if whole == 0 {
+            return true;
+        }
+        let last = i64::from_be_bytes(pending[whole - 8..whole].try_into().unwrap_or([0; 8]));
+        pending.drain(..whole);
+        self.on_report(st, last)
     }
 
     /// One offset report; false when the connection must close.

@@ -95,14 +95,18 @@ impl TlsDuplex {
     }
 
     /// Decrypt `raw` (bytes just read from the socket), appending the plaintext to `plain`.
+    /// With `raw` empty, takes only the plaintext rustls already holds: bytes the peer sent
+    /// right behind its last handshake message arrive in the same read as that message.
     /// `Ok(false)` once the peer has closed the TLS session.
     pub(crate) fn receive(&self, mut raw: &[u8], plain: &mut Vec<u8>) -> io::Result<bool> {
         let mut open = true;
         {
             let mut conn = lock(&self.conn);
-            while !raw.is_empty() {
-                conn.read_tls(&mut raw)?;
-                conn.process_new_packets().map_err(tls_err)?;
+            loop {
+                if !raw.is_empty() {
+                    conn.read_tls(&mut raw)?;
+                    conn.process_new_packets().map_err(tls_err)?;
+                }
                 let mut chunk = [0u8; 16 * 1024];
                 loop {
                     match conn.reader().read(&mut chunk) {
@@ -114,6 +118,9 @@ impl TlsDuplex {
                         Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                         Err(e) => return Err(e),
                     }
+                }
+                if raw.is_empty() {
+                    break;
                 }
             }
         }
@@ -129,7 +136,24 @@ impl TlsDuplex {
         {
             let mut conn = lock(&self.conn);
             for part in parts {
-                conn.writer().write_all(part)?;
+                let mut rest = *part;
+                loop {
+                    // rustls takes plaintext only while its records waiting to go out stay
+                    // under its buffer limit (64 KiB): take those out until all fits.
+                    let n = conn.writer().write(rest)?;
+                    rest = &rest[n..];
+                    let mut drained = false;
+                    while conn.wants_write() {
+                        conn.write_tls(&mut records)?;
+                        drained = true;
+                    }
+                    if rest.is_empty() {
+                        break;
+                    }
+                    if n == 0 && !drained {
+                        return Err(io::Error::new(ErrorKind::WriteZero, "TLS took no bytes"));
+                    }
+                }
             }
             while conn.wants_write() {
                 conn.write_tls(&mut records)?;
