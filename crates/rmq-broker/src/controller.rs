@@ -170,6 +170,8 @@ impl BrokerController {
             idle_timeout,
             frame_stall_timeout,
             tls: self.tls.clone(),
+            // Times every answer, ACL refusals too, when the exporter is on.
+            timer: b.metrics.request_timer(),
             ..defaults
         };
         let main = tokio::net::TcpListener::bind(listen_addr).await?;
@@ -186,8 +188,6 @@ impl BrokerController {
                 rmq_acl::Policy::Broker,
             ));
         }
-        // Outermost, so that the RPC latencies count ACL refusals too.
-        let handler = b.metrics.timed(handler);
         rmq_remoting::serve_listeners(listeners, &handler, &server_config)
     }
 

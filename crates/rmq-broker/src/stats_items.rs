@@ -10,7 +10,7 @@
 //! immutable map behind an [`ArcSwap`], copied (read-copy-update) only when a key appears
 //! for the first time. Counters start at 0 with the process, as RocketMQ's do.
 
-use std::collections::HashMap;
+use rmq_common::fx::FxHashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -79,7 +79,7 @@ impl StatsItem {
 /// One statistic's items, by key.
 #[derive(Debug, Default)]
 pub struct StatsTable {
-    items: ArcSwap<HashMap<String, Arc<StatsItem>>>,
+    items: ArcSwap<FxHashMap<String, Arc<StatsItem>>>,
 }
 
 impl StatsTable {
@@ -91,7 +91,7 @@ impl StatsTable {
         }
         let mut created = None;
         self.items.rcu(|map| {
-            let mut map = HashMap::clone(map);
+            let mut map = FxHashMap::clone(map);
             let item = map.entry(key.to_owned()).or_default();
             created = Some(Arc::clone(item));
             map

@@ -256,11 +256,11 @@ impl RemotingServer {
             h = crate::acl::namesrv_acl(py, h, acl_file.as_deref())?;
         }
         let rpc = metrics.then(Arc::default);
-        if let Some(rpc) = &rpc {
-            h = Arc::new(rmq_broker::metrics::TimedHandler::new(h, Arc::clone(rpc)));
-        }
         let config = rmq_remoting::ServerConfig {
             tls: crate::tls::server_tls(py, tls.as_ref())?,
+            timer: rpc
+                .clone()
+                .map(|r: Arc<rmq_broker::metrics::RpcLatencies>| r as _),
             ..rmq_remoting::ServerConfig::default()
         };
         let handle = py

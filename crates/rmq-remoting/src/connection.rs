@@ -52,6 +52,25 @@ pub enum Reply {
     },
 }
 
+impl Reply {
+    /// The answer's code.
+    #[must_use]
+    pub fn code(&self) -> i32 {
+        match self {
+            Self::Command(c) | Self::WithFileRegions { command: c, .. } => c.code,
+        }
+    }
+}
+
+/// Told how long a server took to answer each request it answered (a server's RPC latency
+/// metric; see [`crate::ServerConfig::timer`]). The server reads the clock only when one is
+/// set, and times in its own dispatch, so timing adds no future of its own to a request.
+pub trait RequestTimer: Send + Sync + std::fmt::Debug + 'static {
+    /// A request with `request_code` was answered with `response_code`, `elapsed` after it
+    /// was decoded.
+    fn answered(&self, request_code: i32, response_code: i32, elapsed: std::time::Duration);
+}
+
 /// A boxed, sendable future.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 

@@ -13,7 +13,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use rmq_protocol::{codec, RemotingCommand};
@@ -23,7 +23,9 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 
 use crate::budget::{Budget, Charge, InFlight};
-use crate::connection::{BoxFuture, Connection, FileRegion, Outgoing, Reply, RequestHandler};
+use crate::connection::{
+    BoxFuture, Connection, FileRegion, Outgoing, Reply, RequestHandler, RequestTimer,
+};
 
 /// When the reader gives up on a connection.
 #[derive(Debug, Clone, Default)]
@@ -34,6 +36,8 @@ pub(crate) struct ReadSettings {
     pub(crate) frame_stall_timeout: Option<Duration>,
     /// The server shutting down.
     pub(crate) server_stop: Option<watch::Receiver<bool>>,
+    /// Times the answers (servers with an RPC latency metric).
+    pub(crate) timer: Option<Arc<dyn RequestTimer>>,
 }
 
 impl ReadSettings {
@@ -89,7 +93,7 @@ pub(crate) async fn read_loop<R: AsyncRead + Unpin>(
                 break;
             }
             match codec::decode(&mut buf) {
-                Ok(Some(cmd)) => dispatch(conn, handler, cmd),
+                Ok(Some(cmd)) => dispatch(conn, handler, cmd, settings.timer.as_ref()),
                 Ok(None) => break,
                 Err(e) => {
                     log::warn!(
@@ -182,20 +186,47 @@ async fn quiet_for(budget: &Budget, limit: Option<Duration>) {
     }
 }
 
-fn dispatch(conn: &Connection, handler: &Arc<dyn RequestHandler>, cmd: RemotingCommand) {
+/// A request being timed: the server's timer, the request's code and when it was decoded.
+struct Timing {
+    timer: Arc<dyn RequestTimer>,
+    code: i32,
+    started: Instant,
+}
+
+impl Timing {
+    fn answered(&self, reply: &Reply) {
+        let elapsed = self.started.elapsed();
+        self.timer.answered(self.code, reply.code(), elapsed);
+    }
+}
+
+fn dispatch(
+    conn: &Connection,
+    handler: &Arc<dyn RequestHandler>,
+    cmd: RemotingCommand,
+    timer: Option<&Arc<dyn RequestTimer>>,
+) {
     if cmd.is_response() {
         conn.complete(cmd);
         return;
     }
     let oneway = cmd.is_oneway();
+    let (code, started) = (cmd.code, timer.map(|_| Instant::now()));
+    let timing = |started: Option<Instant>| {
+        Some(Timing {
+            timer: Arc::clone(timer?),
+            code,
+            started: started?,
+        })
+    };
     // Only requests that outlive this call take a budget slot: one answered inline is done
     // (and its reply charged) before the reader goes on.
     if !handler.run_inline(&cmd) {
         let slot = conn.budget().start_request();
-        let (c, h) = (conn.clone(), Arc::clone(handler));
-        tokio::spawn(
-            async move { reply_when_done(c.clone(), h.handle(c, cmd), oneway, slot).await },
-        );
+        let (c, h, t) = (conn.clone(), Arc::clone(handler), timing(started));
+        tokio::spawn(async move {
+            reply_when_done(c.clone(), h.handle(c, cmd), oneway, slot, t).await;
+        });
         return;
     }
     let mut handling = handler.handle(conn.clone(), cmd);
@@ -203,13 +234,21 @@ fn dispatch(conn: &Connection, handler: &Arc<dyn RequestHandler>, cmd: RemotingC
         .as_mut()
         .poll(&mut Context::from_waker(Waker::noop()))
     {
-        Poll::Ready(Some(reply)) if !oneway => conn.send_reply(reply),
-        Poll::Ready(_) => {}
+        Poll::Ready(Some(reply)) => {
+            if let (Some(t), Some(started)) = (timer, started) {
+                t.answered(code, reply.code(), started.elapsed());
+            }
+            if !oneway {
+                conn.send_reply(reply);
+            }
+        }
+        Poll::Ready(None) => {}
         // It has to wait (group commit, a full store queue): the rest is a task, whose first
         // poll registers its own waker.
         Poll::Pending => {
             let slot = conn.budget().start_request();
-            tokio::spawn(reply_when_done(conn.clone(), handling, oneway, slot));
+            let t = timing(started);
+            tokio::spawn(reply_when_done(conn.clone(), handling, oneway, slot, t));
         }
     }
 }
@@ -221,8 +260,12 @@ async fn reply_when_done(
     handling: BoxFuture<Option<Reply>>,
     oneway: bool,
     slot: InFlight,
+    timing: Option<Timing>,
 ) {
     if let Some(reply) = handling.await {
+        if let Some(t) = &timing {
+            t.answered(&reply);
+        }
         if !oneway {
             conn.send_reply(reply);
         }

@@ -36,7 +36,7 @@ pub mod tls;
 
 pub use budget::ConnectionLimits;
 pub use connection::{
-    connect, connect_tls, BoxFuture, Connection, FileRegion, Reply, RequestHandler,
+    connect, connect_tls, BoxFuture, Connection, FileRegion, Reply, RequestHandler, RequestTimer,
 };
 pub use error::RemotingError;
 pub use server::{serve, serve_listeners, ServerConfig, ServerHandle};

@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::budget::ConnectionLimits;
-use crate::connection::{start_connection, Connection, RequestHandler, Transport};
+use crate::connection::{start_connection, Connection, RequestHandler, RequestTimer, Transport};
 use crate::io::ReadSettings;
 use crate::tls::{ServerTls, TlsMode};
 
@@ -35,6 +35,8 @@ pub struct ServerConfig {
     pub limits: ConnectionLimits,
     /// TLS (`tls.server.mode` permissive or enforcing); `None` serves plain TCP only.
     pub tls: Option<Arc<ServerTls>>,
+    /// Told how long each answered request took (`None`: no clock is read).
+    pub timer: Option<Arc<dyn RequestTimer>>,
 }
 
 impl Default for ServerConfig {
@@ -46,6 +48,7 @@ impl Default for ServerConfig {
             frame_stall_timeout: Some(Duration::from_secs(30)),
             limits: ConnectionLimits::default(),
             tls: None,
+            timer: None,
         }
     }
 }
@@ -255,6 +258,7 @@ fn start(
         idle_timeout: config.idle_timeout,
         frame_stall_timeout: config.frame_stall_timeout,
         server_stop: Some(stop),
+        timer: config.timer.clone(),
     };
     let Ok((conn, task)) = start_connection(
         stream,

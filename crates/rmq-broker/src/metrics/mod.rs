@@ -31,7 +31,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use rmq_remoting::RequestHandler;
+use rmq_remoting::RequestTimer;
 
 use crate::state::BrokerState;
 
@@ -42,7 +42,7 @@ mod rpc;
 mod size;
 
 pub use namesrv::{render_namesrv, NamesrvFigures};
-pub use rpc::{RpcLatencies, TimedHandler};
+pub use rpc::RpcLatencies;
 pub use size::message_type;
 
 /// `metricsExporterType` values that turn the exporter on.
@@ -73,14 +73,12 @@ impl BrokerMetrics {
         self.enabled
     }
 
-    /// `handler`, timed into the RPC latency histogram when the exporter is on.
+    /// What times the server's answers into the RPC latency histogram (the server's
+    /// `ServerConfig::timer`); `None` when the exporter is off, and no clock is read.
     #[must_use]
-    pub fn timed(&self, handler: Arc<dyn RequestHandler>) -> Arc<dyn RequestHandler> {
-        if self.enabled {
-            Arc::new(TimedHandler::new(handler, Arc::clone(&self.rpc)))
-        } else {
-            handler
-        }
+    pub fn request_timer(&self) -> Option<Arc<dyn RequestTimer>> {
+        self.enabled
+            .then(|| Arc::clone(&self.rpc) as Arc<dyn RequestTimer>)
     }
 
     /// Messages of `sizes` bytes and type `kind` ([`message_type`]) were stored to `topic`.
@@ -379,24 +377,19 @@ fn register_counts(r: &mut Registry, b: &BrokerState) {
 mod tests {
     use super::*;
 
-    struct Silent;
-
-    impl RequestHandler for Silent {
-        fn handle(
-            &self,
-            _conn: rmq_remoting::Connection,
-            _request: rmq_protocol::RemotingCommand,
-        ) -> rmq_remoting::BoxFuture<Option<rmq_remoting::Reply>> {
-            Box::pin(async { None })
-        }
-    }
-
     #[test]
     fn times_nothing_when_off() {
-        let off = BrokerMetrics::new(false);
-        let inner: Arc<dyn RequestHandler> = Arc::new(Silent);
-        assert!(Arc::ptr_eq(&off.timed(Arc::clone(&inner)), &inner));
+        assert!(BrokerMetrics::new(false).request_timer().is_none());
         let on = BrokerMetrics::new(true);
-        assert!(!Arc::ptr_eq(&on.timed(Arc::clone(&inner)), &inner));
+        let timer = on.request_timer().expect("a timer when the exporter is on");
+        timer.answered(10, 0, std::time::Duration::from_micros(1500));
+        let mut r = Registry::default();
+        on.rpc.register(&mut r);
+        let mut text = String::new();
+        let _ = prometheus_client::encoding::text::encode(&mut text, &r);
+        assert!(
+            text.contains("rocketmq_rpc_latency_bucket{le=\"3.0\",protocol_type=\"remoting\",request_code=\"10\",response_code=\"0\"} 1"),
+            "{text}"
+        );
     }
 }

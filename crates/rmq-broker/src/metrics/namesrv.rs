@@ -1,7 +1,7 @@
 //! The nameserver's Prometheus scrape (`metricsExporterType = PROM` in `namesrv.conf`).
 //! RocketMQ 5 exports no nameserver metrics; rmq's follow the broker's conventions: the same
-//! `rocketmq_rpc_latency` histogram (timed by [`super::TimedHandler`] in front of the
-//! nameserver's handler), the route table's sizes, which Python hands over at scrape time,
+//! `rocketmq_rpc_latency` histogram (timed by the nameserver's server, its
+//! `ServerConfig::timer`), the route table's sizes, which Python hands over at scrape time,
 //! and the process figures, with `node_type="nameserver"` and `node_id` its address.
 
 use prometheus_client::registry::Registry;

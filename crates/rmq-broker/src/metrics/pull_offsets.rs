@@ -7,17 +7,17 @@
 //! it starts empty with the process, and a queue never pulled since counts as pulled up to
 //! its committed offset.
 
-use std::collections::HashMap;
+use rmq_common::fx::FxHashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 
-type Queues = ArcSwap<HashMap<i32, Arc<AtomicI64>>>;
+type Queues = ArcSwap<FxHashMap<i32, Arc<AtomicI64>>>;
 
 /// Per `topic@group`, per queue id, the next offset to pull.
 #[derive(Debug, Default)]
-pub(super) struct PullOffsets(ArcSwap<HashMap<String, Arc<Queues>>>);
+pub(super) struct PullOffsets(ArcSwap<FxHashMap<String, Arc<Queues>>>);
 
 impl PullOffsets {
     /// A pull of `queue_id` by the key `topic_at_group` was answered with `next`.
@@ -30,7 +30,7 @@ impl PullOffsets {
             }
         }
         self.0.rcu(|old| {
-            let mut new = HashMap::clone(old);
+            let mut new = FxHashMap::clone(old);
             new.entry(topic_at_group.to_owned()).or_default();
             new
         });
@@ -38,7 +38,7 @@ impl PullOffsets {
             return;
         };
         queues.rcu(|old| {
-            let mut new = HashMap::clone(old);
+            let mut new = FxHashMap::clone(old);
             new.entry(queue_id)
                 .or_default()
                 .store(next, Ordering::Relaxed);

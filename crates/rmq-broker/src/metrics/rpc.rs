@@ -4,20 +4,21 @@
 //! service's wake-up, not here (its answer leaves by another path).
 //!
 //! Each (request code, response code) pair has its own bucket atomics, found through a
-//! read-copy-update map as the topic counters are (see the parent module). [`TimedHandler`]
-//! times any server's requests this way: the broker's and the nameserver's.
+//! read-copy-update map as the topic counters are (see the parent module). The server times
+//! each request in its own dispatch and tells an [`RpcLatencies`] (a
+//! [`rmq_remoting::RequestTimer`] set in its `ServerConfig::timer`): the broker's and the
+//! nameserver's.
 
-use std::collections::HashMap;
+use rmq_common::fx::FxHashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
-use rmq_protocol::RemotingCommand;
-use rmq_remoting::{BoxFuture, Connection, Reply, RequestHandler};
+use rmq_remoting::RequestTimer;
 
 use super::histogram::{shard, Snapshot, SHARDS};
 
@@ -65,7 +66,7 @@ impl Latencies {
 
 /// The histograms of every (request code, response code) pair seen.
 #[derive(Debug, Default)]
-pub struct RpcLatencies(ArcSwap<HashMap<(i32, i32), Arc<Latencies>>>);
+pub struct RpcLatencies(ArcSwap<FxHashMap<(i32, i32), Arc<Latencies>>>);
 
 impl RpcLatencies {
     /// A request with `request_code` was answered with `response_code` after `elapsed`.
@@ -77,7 +78,7 @@ impl RpcLatencies {
         }
         let mut created = None;
         self.0.rcu(|old| {
-            let mut new = HashMap::clone(old);
+            let mut new = FxHashMap::clone(old);
             created = Some(Arc::clone(new.entry(key).or_default()));
             new
         });
@@ -119,43 +120,8 @@ struct RpcLabels {
     response_code: i32,
 }
 
-/// A server's handler whose answers are timed into an [`RpcLatencies`] (oneways, which get
-/// no answer, are not counted).
-pub struct TimedHandler {
-    inner: Arc<dyn RequestHandler>,
-    rpc: Arc<RpcLatencies>,
-}
-
-impl TimedHandler {
-    /// `inner`, timed into `rpc`.
-    #[must_use]
-    pub fn new(inner: Arc<dyn RequestHandler>, rpc: Arc<RpcLatencies>) -> Self {
-        Self { inner, rpc }
-    }
-}
-
-impl RequestHandler for TimedHandler {
-    fn handle(&self, conn: Connection, request: RemotingCommand) -> BoxFuture<Option<Reply>> {
-        let (code, started) = (request.code, Instant::now());
-        let (answer, rpc) = (self.inner.handle(conn, request), Arc::clone(&self.rpc));
-        Box::pin(async move {
-            let reply = answer.await;
-            if let Some(r) = &reply {
-                let response = match r {
-                    Reply::Command(c) | Reply::WithFileRegions { command: c, .. } => c.code,
-                };
-                rpc.observe(code, response, started.elapsed());
-            }
-            reply
-        })
-    }
-    fn run_inline(&self, request: &RemotingCommand) -> bool {
-        self.inner.run_inline(request)
-    }
-    fn on_connect(&self, conn: &Connection) {
-        self.inner.on_connect(conn);
-    }
-    fn on_close(&self, conn: &Connection) {
-        self.inner.on_close(conn);
+impl RequestTimer for RpcLatencies {
+    fn answered(&self, request_code: i32, response_code: i32, elapsed: Duration) {
+        self.observe(request_code, response_code, elapsed);
     }
 }

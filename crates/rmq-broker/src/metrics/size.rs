@@ -6,7 +6,7 @@
 //! Transaction (a half message), Delay (a delay level or a timer property), FIFO (a sharding
 //! key), else Normal.
 
-use std::collections::HashMap;
+use rmq_common::fx::FxHashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -83,7 +83,7 @@ impl Buckets {
 
 /// Per topic, one histogram per message type.
 #[derive(Debug, Default)]
-pub(super) struct MessageSizes(ArcSwap<HashMap<String, Arc<[Buckets; TYPES.len()]>>>);
+pub(super) struct MessageSizes(ArcSwap<FxHashMap<String, Arc<[Buckets; TYPES.len()]>>>);
 
 impl MessageSizes {
     /// Messages of `sizes` bytes, of type `kind` ([`message_type`]), were stored to `topic`.
@@ -95,7 +95,7 @@ impl MessageSizes {
         }
         let mut created = None;
         self.0.rcu(|old| {
-            let mut new = HashMap::clone(old);
+            let mut new = FxHashMap::clone(old);
             created = Some(Arc::clone(new.entry(topic.to_owned()).or_default()));
             new
         });
