@@ -102,7 +102,12 @@ struct TypedHeader {
 }
 
 pub(super) fn decode_header(bytes: &[u8]) -> Result<RemotingCommand> {
-    if let Ok(h) = serde_json::from_slice::<TypedHeader>(bytes) {
+    // One UTF-8 check of the whole header, then a parse that trusts it (`from_str`): parsing
+    // the bytes (`from_slice`) checks every string again, escaped ones twice.
+    let typed = std::str::from_utf8(bytes)
+        .ok()
+        .and_then(|text| serde_json::from_str::<TypedHeader>(text).ok());
+    if let Some(h) = typed {
         return Ok(RemotingCommand {
             code: h.code,
             language: h
@@ -235,6 +240,20 @@ mod tests {
         assert_eq!(c.remark, None);
         let c = dec(r#"{"code":0,"language":"SOMETHING_NEW","remark":null}"#).unwrap();
         assert_eq!(c.language, LanguageCode::Other);
+    }
+
+    #[test]
+    fn bad_utf8_is_replaced_as_java_does() {
+        let mut bytes = br#"{"code":10,"remark":"a?b","extFields":{"topic":"T?"}}"#.to_vec();
+        for b in &mut bytes {
+            if *b == b'?' {
+                *b = 0xFF;
+            }
+        }
+        let c = decode_header(&bytes).unwrap();
+        assert_eq!(c.code, 10);
+        assert_eq!(c.remark.as_deref(), Some("a\u{FFFD}b"));
+        assert_eq!(c.ext_fields.get("topic"), Some("T\u{FFFD}"));
     }
 
     #[test]
