@@ -429,6 +429,8 @@ class StoredMessage:
     commit_log_offset: int
     store_size: int
     body: bytes
+    body_size: int
+    """``len(body)``, without making the bytes."""
     body_crc: int
     flag: int
     sys_flag: int

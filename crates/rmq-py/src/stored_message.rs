@@ -60,6 +60,12 @@ impl StoredMessage {
             .clone_ref(py)
     }
 
+    /// `len(body)` without making the bytes (what flow control counts).
+    #[getter]
+    fn body_size(&self) -> usize {
+        self.ext.body.len()
+    }
+
     #[getter]
     fn body_crc(&self) -> i32 {
         self.ext.body_crc

@@ -53,7 +53,7 @@ class ProcessQueue:
                     offsets.append(off)
                 else:
                     in_order = False
-                self._size += len(m.body)
+                self._size += m.body_size
                 if off > self.queue_offset_max:
                     self.queue_offset_max = off
             if not in_order:  # not after what is held (a rollback, a reset): rebuild
@@ -75,7 +75,7 @@ class ProcessQueue:
             held = self._msgs
             for m in msgs:
                 if held.pop(m.queue_offset, None) is not None:
-                    self._size -= len(m.body)
+                    self._size -= m.body_size
             self._trim()
             if self._offsets:
                 return self._offsets[0]
@@ -125,7 +125,7 @@ class ProcessQueue:
             self.last_consume_timestamp = time.time()
             nxt = max(self._consuming) + 1
             for off, m in self._consuming.items():
-                self._size -= len(m.body)
+                self._size -= m.body_size
                 self._failed_attempts.pop(off, None)
             self._consuming.clear()
             return nxt
