@@ -50,7 +50,7 @@ pub(super) type PrefetchSlots = std::sync::Mutex<HashMap<(String, MessageQueue),
 impl ClientInstance {
     /// [`ClientInstance::pull`], answered by the pull sent ahead for this queue when it asked
     /// the same; a FOUND answer sends the next pull ahead (from `next_begin_offset`, with the
-    /// same subscription, commit offset and suspension).
+    /// same subscription, batch size and suspension, and no commit offset).
     ///
     /// # Errors
     /// As [`ClientInstance::pull`].
