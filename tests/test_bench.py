@@ -132,6 +132,14 @@ def test_batch_async_and_oneway(namesrv_addr: str) -> None:
     # What the batch run stored can be read back, tags and all.
     got = summary_of(bench("consumer", "-n", n, "-t", "BenchB", "-c", "1000", "-w", "4", "--json"))
     assert got["consumed"] >= 1000
+    # A listener that only counts, in batches: the same messages, no latencies.
+    counted = summary_of(
+        bench(
+            "consumer", "-n", n, "-t", "BenchB", "-c", "1000", "-b", "32", "--no-latency", "--json"
+        )
+    )
+    assert counted["consumed"] >= 1000 and counted["tps"] > 0
+    assert counted["born_to_consumed_ms"]["max"] == 0
 
 
 @pytest.mark.parametrize("role", ["producer", "consumer"])

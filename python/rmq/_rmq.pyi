@@ -419,7 +419,9 @@ class PutMessageResult:
 
 @final
 class StoredMessage:
-    """A message as the CommitLog holds it, decoded."""
+    """A message as the CommitLog holds it, decoded (in Rust, off the GIL). Each attribute
+    becomes a Python value when read: ``body`` is copied once and kept, ``properties`` is a
+    new dict on each read."""
 
     topic: str
     queue_id: int
@@ -427,6 +429,8 @@ class StoredMessage:
     commit_log_offset: int
     store_size: int
     body: bytes
+    body_size: int
+    """``len(body)``, without making the bytes."""
     body_crc: int
     flag: int
     sys_flag: int
@@ -971,10 +975,14 @@ class ClientInstance:
         suspend_ms: int = 0,
         timeout_ms: int = 3000,
         broker_id: int | None = None,
+        pipelined: bool = False,
     ) -> PullResult:
         """Pull ``queue`` from ``offset``. ``broker_id`` pins the broker of the group (0 the
         master); ``None`` follows the broker's last ``suggest_which_broker_id`` for the
-        group's queue, or any broker of the group when that one is not in the route."""
+        group's queue, or any broker of the group when that one is not in the route.
+        ``pipelined``: answered by the pull sent ahead for this group and queue when it asked
+        the same offset, batch size and subscription; an answer with messages sends the next
+        pull ahead at once (see :meth:`forget_pipelined`)."""
     def pull_columns(
         self,
         group: str,
@@ -1004,7 +1012,12 @@ class ClientInstance:
         suspend_ms: int = 15000,
         timeout_ms: int = 30000,
         broker_id: int | None = None,
-    ) -> None: ...
+        pipelined: bool = False,
+    ) -> None:
+        """:meth:`pull` without waiting: ``callback(result, error)`` runs on the callback
+        thread."""
+    def forget_pipelined(self, group: str, queue: MessageQueue) -> None:
+        """Drop the pull sent ahead for ``group``'s ``queue`` (no longer consumed here)."""
     def query_consumer_offset(self, group: str, queue: MessageQueue) -> int | None: ...
     def update_consumer_offset(
         self, group: str, queue: MessageQueue, offset: int, oneway: bool = True

@@ -140,10 +140,12 @@ impl ClientInstancePy {
         py.detach(|| runtime().block_on(async move { inst.send_heartbeat().await }))
     }
 
-    /// Pull from `queue` (waits; the GIL is released).
+    /// Pull from `queue` (waits; the GIL is released). `pipelined`: take the answer of the
+    /// pull sent ahead for this queue when it asked the same, and send the next one ahead
+    /// when this one finds messages (`forget_pipelined` drops it).
     // The keywords are the Python signature; the Rust side takes them as one PullArgs.
     #[pyo3(signature = (group, queue, offset, max_nums, expression="*", sub_version=0,
-        commit_offset=None, suspend_ms=0, timeout_ms=3000, broker_id=None))]
+        commit_offset=None, suspend_ms=0, timeout_ms=3000, broker_id=None, pipelined=false))]
     #[expect(
         clippy::too_many_arguments,
         reason = "the keyword arguments of the Python signature"
@@ -161,6 +163,7 @@ impl ClientInstancePy {
         suspend_ms: u64,
         timeout_ms: u64,
         broker_id: Option<i64>,
+        pipelined: bool,
     ) -> PyResult<PullResultPy> {
         let req = PullArgs {
             group,
@@ -175,7 +178,13 @@ impl ClientInstancePy {
         }
         .request(queue)?;
         let inst = self.inner.clone();
-        let r = block_on(py, async move { inst.pull(&req).await })?;
+        let r = block_on(py, async move {
+            if pipelined {
+                inst.pull_pipelined(&req).await
+            } else {
+                inst.pull(&req).await
+            }
+        })?;
         PullResultPy::new(py, r)
     }
 
@@ -215,8 +224,10 @@ impl ClientInstancePy {
     }
 
     /// Pull without waiting: `callback(result, error)` runs on the callback thread.
+    /// `pipelined` as for `pull`.
     #[pyo3(signature = (callback, group, queue, offset, max_nums, expression="*",
-        sub_version=0, commit_offset=None, suspend_ms=15000, timeout_ms=30000, broker_id=None))]
+        sub_version=0, commit_offset=None, suspend_ms=15000, timeout_ms=30000, broker_id=None,
+        pipelined=false))]
     #[expect(
         clippy::too_many_arguments,
         reason = "the keyword arguments of the Python signature"
@@ -234,6 +245,7 @@ impl ClientInstancePy {
         suspend_ms: u64,
         timeout_ms: u64,
         broker_id: Option<i64>,
+        pipelined: bool,
     ) -> PyResult<()> {
         let req = PullArgs {
             group,
@@ -249,7 +261,11 @@ impl ClientInstancePy {
         .request(queue)?;
         let inst = self.inner.clone();
         runtime().spawn(async move {
-            let r = inst.pull(&req).await;
+            let r = if pipelined {
+                inst.pull_pipelined(&req).await
+            } else {
+                inst.pull(&req).await
+            };
             dispatch(Box::new(move |py| {
                 let args = match r {
                     Ok(r) => match PullResultPy::new(py, r).and_then(|r| Py::new(py, r)) {
@@ -261,6 +277,12 @@ impl ClientInstancePy {
                 call_reporting(py, &callback, args);
             }));
         });
+        Ok(())
+    }
+
+    /// Drop the pull sent ahead for `group`'s `queue` (it is no longer consumed here).
+    fn forget_pipelined(&self, group: &str, queue: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.inner.forget_pipelined(group, &from_py_queue(queue)?);
         Ok(())
     }
 

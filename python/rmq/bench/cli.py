@@ -182,6 +182,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="messages per listener call (default: 1)",
     )
+    c.add_argument(
+        "--no-latency",
+        dest="latency",
+        action="store_false",
+        help="the listener only counts (a listener that does nothing: the SDK's own rate); "
+        "no latency figures",
+    )
 
     b = sub.add_parser(
         "baseline",
@@ -332,6 +339,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         consume_from=f"CONSUME_FROM_{args.consume_from.upper()}_OFFSET",
         pull_batch_size=args.pull_batch_size,
         consume_batch_size=args.batch_size,
+        latency=args.latency,
         duration_s=args.duration,
         count=args.count,
         progress=progress,

@@ -5,7 +5,9 @@ message's timestamps give three latencies: born→stored (``store_timestamp -
 born_timestamp``: the send path, producer clock against broker clock), born→consumed (the
 whole path, including any backlog the message waited in) and stored→consumed (delivery
 alone). A fresh group (the default) starting at the first offset drains everything the topic
-holds, which is how a produce run is read back.
+holds, which is how a produce run is read back. ``latency=False`` (``--no-latency``) makes the
+listener only count: the rate of the SDK itself with a listener that does nothing, as the
+issue 18 figures compare against Java's push consumer (the latency figures then read 0).
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ class ConsumerOptions:
     consume_from: str = "CONSUME_FROM_FIRST_OFFSET"
     pull_batch_size: int = 32
     consume_batch_size: int = 1
+    latency: bool = True
+    """False: the listener only counts messages (no timestamps read, no histograms)."""
     duration_s: float | None = None
     count: int | None = None
     progress: bool = True
@@ -48,12 +52,16 @@ class ConsumerOptions:
 
 
 class _Listener:
-    def __init__(self) -> None:
+    def __init__(self, latency: bool = True) -> None:
         self.recorders = RecorderSet(3)
+        self.latency = latency
         self.first_ns = 0
         self.last_ns = 0
 
     def __call__(self, msgs: list[Any]) -> None:
+        if not self.latency:
+            self._count(msgs)
+            return
         now_ns = time.perf_counter_ns()
         now_us = time.time_ns() // 1000
         if not self.first_ns:
@@ -68,6 +76,15 @@ class _Listener:
             s2c_h.record(max(0, now_us - store_us))
         self.last_ns = max(self.last_ns, time.perf_counter_ns())
 
+    def _count(self, msgs: list[Any]) -> None:
+        now_ns = time.perf_counter_ns()
+        if not self.first_ns:
+            self.first_ns = now_ns
+        rec = self.recorders.local()
+        rec.ok += len(msgs)
+        rec.requests += 1
+        self.last_ns = max(self.last_ns, now_ns)
+
 
 def run_consumer(opts: ConsumerOptions) -> tuple[dict[str, Any], dict[str, LatencySummary]]:
     """Consume until ``count`` messages, ``duration_s`` or Ctrl-C; returns the summary and
@@ -79,7 +96,7 @@ def run_consumer(opts: ConsumerOptions) -> tuple[dict[str, Any], dict[str, Laten
     from rmq.client.consumer import PushConsumer
 
     group = opts.group_name()
-    listener = _Listener()
+    listener = _Listener(opts.latency)
     instance_name = f"bench-consumer-{os.getpid()}-{time.time_ns()}"
     # The consumer below shares this client instance (same nameserver and instance name).
     creds = _instance.credentials(opts.access_key, opts.secret_key)

@@ -1,13 +1,17 @@
 """``ProcessQueue``: the messages pulled from one queue and not yet consumed. Its lowest
 offset is what may be committed (a concurrent consumer finishes messages out of order, and
 the committed offset must never pass one still in flight); its count and size drive flow
-control; orderly consumption takes messages from it strictly in offset order."""
+control; orderly consumption takes messages from it strictly in offset order.
+
+The offsets are a deque in ascending order from which consumed offsets leave lazily: a
+message leaves the dict at once and its offset when it reaches either end of the deque, so
+taking a batch out costs one dict pop per message instead of a search of the whole list."""
 
 from __future__ import annotations
 
 import threading
 import time
-from bisect import insort
+from collections import deque
 
 from rmq._rmq import StoredMessage
 
@@ -19,7 +23,8 @@ class ProcessQueue:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self._offsets: list[int] = []
+        # Ascending; may still hold offsets whose message left (skipped at the ends).
+        self._offsets: deque[int] = deque()
         self._msgs: dict[int, StoredMessage] = {}
         self._size = 0
         self.queue_offset_max = -1
@@ -37,23 +42,41 @@ class ProcessQueue:
 
     def put(self, msgs: list[StoredMessage]) -> None:
         with self.lock:
+            held, offsets = self._msgs, self._offsets
+            in_order = True
             for m in msgs:
-                if m.queue_offset in self._msgs:
+                off = m.queue_offset
+                if off in held:
                     continue
-                insort(self._offsets, m.queue_offset)
-                self._msgs[m.queue_offset] = m
-                self._size += len(m.body)
-                self.queue_offset_max = max(self.queue_offset_max, m.queue_offset)
+                held[off] = m
+                if in_order and (not offsets or off > offsets[-1]):
+                    offsets.append(off)
+                else:
+                    in_order = False
+                self._size += m.body_size
+                if off > self.queue_offset_max:
+                    self.queue_offset_max = off
+            if not in_order:  # not after what is held (a rollback, a reset): rebuild
+                self._offsets = deque(sorted(held))
+
+    def _trim(self) -> None:
+        """Drop offsets whose message left from both ends (call with the lock held)."""
+        offsets, held = self._offsets, self._msgs
+        while offsets and offsets[0] not in held:
+            offsets.popleft()
+        while offsets and offsets[-1] not in held:
+            offsets.pop()
 
     def remove(self, msgs: list[StoredMessage]) -> int:
         """Forget consumed ``msgs``; returns the offset that may be committed now (-1 when
         nothing was ever held)."""
         with self.lock:
             self.last_consume_timestamp = time.time()
+            held = self._msgs
             for m in msgs:
-                if self._msgs.pop(m.queue_offset, None) is not None:
-                    self._offsets.remove(m.queue_offset)
-                    self._size -= len(m.body)
+                if held.pop(m.queue_offset, None) is not None:
+                    self._size -= m.body_size
+            self._trim()
             if self._offsets:
                 return self._offsets[0]
             return self.queue_offset_max + 1 if self.queue_offset_max >= 0 else -1
@@ -76,6 +99,7 @@ class ProcessQueue:
     @property
     def max_span(self) -> int:
         with self.lock:
+            self._trim()
             return self._offsets[-1] - self._offsets[0] if self._offsets else 0
 
     # ---- orderly ------------------------------------------------------------------------
@@ -85,8 +109,10 @@ class ProcessQueue:
         with self.lock:
             taken: list[StoredMessage] = []
             while self._offsets and len(taken) < n:
-                off = self._offsets.pop(0)
-                m = self._msgs.pop(off)
+                off = self._offsets.popleft()
+                m = self._msgs.pop(off, None)
+                if m is None:  # left already
+                    continue
                 self._consuming[off] = m
                 taken.append(m)
             return taken
@@ -99,7 +125,7 @@ class ProcessQueue:
             self.last_consume_timestamp = time.time()
             nxt = max(self._consuming) + 1
             for off, m in self._consuming.items():
-                self._size -= len(m.body)
+                self._size -= m.body_size
                 self._failed_attempts.pop(off, None)
             self._consuming.clear()
             return nxt
@@ -114,10 +140,9 @@ class ProcessQueue:
     def rollback(self) -> None:
         """Put the consuming set back, to be taken again in order."""
         with self.lock:
-            for off, m in self._consuming.items():
-                insort(self._offsets, off)
-                self._msgs[off] = m
+            self._msgs.update(self._consuming)
             self._consuming.clear()
+            self._offsets = deque(sorted(self._msgs))
 
     def lock_expired(self, max_live_s: float = 30.0) -> bool:
         """Whether the broker lock may have lapsed (``REBALANCE_LOCK_MAX_LIVE_TIME``)."""

@@ -1,8 +1,9 @@
 """``rmq.PushConsumer``: RocketMQ's ``DefaultMQPushConsumer`` in Python over the Rust core.
 
 What runs where: pulls are asynchronous Rust requests (long polling, 15 s suspension) whose
-results come back on the client's callback thread; this module decides everything else, as
-RocketMQ's Java client does:
+results come back on the client's callback thread; a pull that found messages has the Rust
+core send the queue's next pull at once (pipelined), so it travels while the listener runs.
+This module decides everything else, as RocketMQ's Java client does:
 
 * rebalance (every 20 s, and at once on NOTIFY_CONSUMER_IDS_CHANGED): each consumer of a
   clustering group fetches the group's consumer ids and the topic's queues and takes its share
@@ -10,7 +11,8 @@ RocketMQ's Java client does:
 * flow control: a queue is not pulled while it holds more than ``pull_threshold_for_queue``
   messages, ``pull_threshold_size_for_queue`` MiB, or (concurrently) a span over
   ``consume_concurrently_max_span`` offsets;
-* consumption on a thread pool: batches of ``consume_message_batch_max_size`` messages go to
+* consumption on a pool of threads (``_consume_pool``): batches of
+  ``consume_message_batch_max_size`` messages (default 1, as RocketMQ's) go to
   the listener; the committed offset is the lowest offset still in flight, so nothing is
   skipped when batches finish out of order. Orderly consumption holds the broker's lock of
   the queue (LOCK_BATCH_MQ, renewed every 20 s) and consumes one queue on one thread at a time;
@@ -36,7 +38,6 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
 
@@ -55,6 +56,7 @@ from rmq._rmq import (
     StoredMessage,
 )
 from rmq.client import _instance, running_info
+from rmq.client._consume_pool import ConsumePool
 from rmq.client._process_queue import ProcessQueue
 from rmq.client._scheduler import Scheduler
 from rmq.client.allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
@@ -383,9 +385,7 @@ class PushConsumer(_GroupMember):
         self._rebalancer = Rebalancer(
             self._instance, self.group, self.message_model, self.allocate_strategy
         )
-        self._executor = ThreadPoolExecutor(
-            max_workers=self.consume_thread_max, thread_name_prefix=f"rmq-consume-{self.group}"
-        )
+        self._executor = ConsumePool(self.consume_thread_max, f"rmq-consume-{self.group}")
         self._scheduler = Scheduler(f"rmq-consumer-{self.group}")
         if self.enable_msg_trace and self._tracer is None:
             dispatcher = AsyncTraceDispatcher(self.group, "CONSUMER", self.custom_trace_topic, self)
@@ -441,8 +441,11 @@ class PushConsumer(_GroupMember):
         if tracer is not None:
             tracer.dispatcher.shutdown()
         with self._queues_lock:
-            for pq in self._queues.values():
+            for mq, pq in self._queues.items():
                 pq.dropped = True
+                # A pull sent ahead is this consumer's: another consumer of the group on the
+                # same instance must not take its answer (or wait out its long poll).
+                self._instance.forget_pipelined(self.group, mq)
         self.persist_offsets(wait=True)
         if self.orderly and self.message_model is MessageModel.CLUSTERING:
             self._unlock(list(self._queues), oneway=False)
@@ -525,6 +528,7 @@ class PushConsumer(_GroupMember):
         if pq is None:
             return
         pq.dropped = True
+        self._instance.forget_pipelined(self.group, mq)
         if self.orderly and self.message_model is MessageModel.CLUSTERING:
             # Hand the queue over exactly: the batch in flight finishes and commits, its
             # offset reaches the broker, and only then is the lock released for the next owner.
@@ -605,6 +609,7 @@ class PushConsumer(_GroupMember):
                 commit_offset=commit,
                 suspend_ms=BROKER_SUSPEND_MAX_TIME_MS,
                 timeout_ms=CONSUMER_TIMEOUT_WHEN_SUSPEND_MS,
+                pipelined=True,
             )
         except Exception as exc:
             log.warning("%s: pulling %s: %s", self.group, mq, exc)

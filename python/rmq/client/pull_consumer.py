@@ -2,7 +2,11 @@
 application calls :meth:`PullConsumer.poll` in its own loop; queues come from ``subscribe``
 (rebalanced within the group, like a push consumer) or from ``assign`` (chosen by the
 application). Offsets: ``seek`` moves the next pull, ``commit`` stores what ``poll`` returned
-(automatically every ``auto_commit_interval_ms`` when ``auto_commit``)."""
+(automatically every ``auto_commit_interval_ms`` when ``auto_commit``).
+
+Pulls are pipelined: when a pull of a queue finds messages, the Rust core sends that queue's
+next pull at once, so the next ``poll`` of the queue usually finds its answer waiting (a
+``seek`` to another offset discards it)."""
 
 from __future__ import annotations
 
@@ -161,6 +165,8 @@ class PullConsumer(_GroupMember):
         if self.auto_commit:
             self.commit()
         self._running = False
+        for mq in self._positions:
+            self._instance.forget_pipelined(self.group, mq)
         if not self._assigned_explicitly:
             self._instance.unregister_consumer(self.group)
         _instance.release(self._instance, self.group)
@@ -194,6 +200,7 @@ class PullConsumer(_GroupMember):
             for mq in gone:
                 del self._positions[mq]
                 self._store.remove(mq)
+                self._instance.forget_pipelined(self.group, mq)
         for mq in sorted(mine - set(self._positions)):
             self._positions[mq] = compute_pull_from_where(
                 self._instance,
@@ -261,6 +268,7 @@ class PullConsumer(_GroupMember):
                 offset,
                 self.pull_batch_size,
                 expression=self._subscriptions.get(mq.topic, "*"),
+                pipelined=True,
             )
         except Exception as exc:
             log.warning("%s: pulling %s at %d: %s", self.group, mq, offset, exc)

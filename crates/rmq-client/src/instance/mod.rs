@@ -16,6 +16,7 @@
 //! | `route.rs` | [`TopicRoute`] and the route table (nameserver lookups, broker addresses) |
 //! | `heartbeat.rs` | producer and consumer groups, HEARTBEAT and UNREGISTER_CLIENT |
 //! | `broker_requests.rs` | what brokers send on client connections, to the [`ClientListener`] |
+//! | `pipeline.rs` | pipelined pulls: the next pull of a queue sent while the caller consumes |
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::SocketAddr;
@@ -36,6 +37,7 @@ use crate::error::{ClientError, Result};
 mod broker_requests;
 mod broker_select;
 mod heartbeat;
+mod pipeline;
 mod route;
 
 use broker_requests::BrokerRequests;
@@ -174,6 +176,7 @@ struct Inner {
     routes: RwLock<HashMap<String, Arc<TopicRoute>>>,
     broker_addrs: RwLock<HashMap<String, BTreeMap<i64, String>>>,
     pull_from_which_node: Mutex<HashMap<(String, MessageQueue), i64>>,
+    prefetched: pipeline::PrefetchSlots,
     producers: Mutex<BTreeSet<String>>,
     consumers: Mutex<BTreeMap<String, ConsumerData>>,
     listener: RwLock<Option<Arc<dyn ClientListener>>>,
@@ -201,6 +204,7 @@ impl ClientInstance {
             routes: RwLock::new(HashMap::new()),
             broker_addrs: RwLock::new(HashMap::new()),
             pull_from_which_node: Mutex::new(HashMap::new()),
+            prefetched: Mutex::new(HashMap::new()),
             producers: Mutex::new(BTreeSet::new()),
             consumers: Mutex::new(BTreeMap::new()),
             listener: RwLock::new(None),
