@@ -28,6 +28,8 @@ class Run:
     peak_rss_mib: float
     load: tuple[float, float, float]
     latency_ms: dict[str, float] = field(default_factory=dict)
+    anon_rss_mib: float = float("nan")
+    """``RssAnon`` at the end of the window: RSS without the mapped store files' pages."""
     failures: int = 0
     failure_reasons: dict[str, int] = field(default_factory=dict)
 
@@ -59,6 +61,7 @@ def scenario_medians(runs: Sequence[Run], scenario: str, system: str) -> dict[st
         "msgs_per_s": median(r.msgs_per_s for r in mine),
         "cpu_per_100k": median(r.cpu_per_100k for r in mine),
         "peak_rss_mib": median(r.peak_rss_mib for r in mine),
+        "anon_rss_mib": median(r.anon_rss_mib for r in mine),
         "failures": float(sum(r.failures for r in mine)),
         "runs": float(len(mine)),
     }
@@ -85,6 +88,7 @@ def ratio_rows(runs: Sequence[Run], startups: Sequence[Startup]) -> list[list[st
                 _fmt(ratio(a["p99"], b["p99"])),
                 _fmt(ratio(a["p99.9"], b["p99.9"])),
                 _fmt(ratio(a["peak_rss_mib"], b["peak_rss_mib"])),
+                _fmt(ratio(a["anon_rss_mib"], b["anon_rss_mib"])),
             ]
         )
     s_rmq = [s for s in startups if s.system == "rmq"]
@@ -105,12 +109,13 @@ def ratio_rows(runs: Sequence[Run], startups: Sequence[Startup]) -> list[list[st
                         median(s.idle_rss_mib for s in s_apache),
                     )
                 ),
+                "",
             ]
         )
     return rows
 
 
-RATIO_HEADER = ["scenario", "msg/s", "CPU/msg", "p99", "p99.9", "peak RSS"]
+RATIO_HEADER = ["scenario", "msg/s", "CPU/msg", "p99", "p99.9", "peak RSS", "anon RSS"]
 DETAIL_HEADER = [
     "scenario",
     "system",
@@ -122,6 +127,7 @@ DETAIL_HEADER = [
     "p99.9 ms",
     "max ms",
     "peak RSS MiB",
+    "anon RSS MiB",
     "failures",
 ]
 
@@ -143,6 +149,7 @@ def detail_rows(runs: Sequence[Run], startups: Sequence[Startup]) -> list[list[s
                     _fmt(m["p99.9"], 3),
                     _fmt(m["max"], 1),
                     _fmt(m["peak_rss_mib"], 0),
+                    _fmt(m["anon_rss_mib"], 0),
                     str(int(m["failures"])),
                 ]
             )
@@ -161,6 +168,7 @@ def detail_rows(runs: Sequence[Run], startups: Sequence[Startup]) -> list[list[s
                     "",
                     "",
                     _fmt(median(s.idle_rss_mib for s in mine), 0),
+                    "",
                     "",
                 ]
             )

@@ -11,7 +11,8 @@ sync sends at 32 and 128 threads and batch sends of 16 at 32 threads (ASYNC_FLUS
 sends also under SYNC_FLUSH), then a topic preloaded with --drain-messages messages is drained
 by the Java push consumer and by ``python -m rmq.bench consumer`` (each its own group). Per run:
 throughput, send latency percentiles, broker CPU seconds per 100 k messages (utime + stime from
-/proc over the measured window), peak RSS and the load average; per start: time from start to a
+/proc over the measured window), peak RSS (with the mapped store pages it counts) and the
+anonymous RSS at the end, and the load average; per start: time from start to a
 first acknowledged send and the RSS once idle.
 """
 
@@ -72,13 +73,15 @@ class Bench:
         system: systems.System,
         cmd: list[str],
         timeout: float,
-    ) -> tuple[dict[str, Any], float, float, tuple[float, float, float]]:
-        """Run a load generator; returns its JSON, the broker CPU seconds and peak RSS over the
-        window it marks (or its whole run, when it prints no markers) and the load average."""
+    ) -> tuple[dict[str, Any], float, tuple[float, float], tuple[float, float, float]]:
+        """Run a load generator; returns its JSON, the broker CPU seconds over the window it
+        marks (or its whole run, when it prints no markers), the broker's peak RSS in that
+        window and its anonymous RSS at the end, and the load average."""
         pids = system.pids()
         systems.reset_peak(pids)
         cpu_before = systems.cpu_seconds(pids)
         cpu_after: float | None = None
+        anon: float | None = None
         doc: dict[str, Any] | None = None
         proc = subprocess.Popen(
             cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, cwd=self.client_home
@@ -93,6 +96,7 @@ class Bench:
                     cpu_before = systems.cpu_seconds(pids)
                 elif line == MEASURE_END:
                     cpu_after = systems.cpu_seconds(pids)
+                    anon = systems.anon_rss_mib(pids)
                 elif line.startswith("{"):
                     doc = json.loads(line)
                 if time.monotonic() > deadline:
@@ -104,13 +108,16 @@ class Bench:
                 proc.wait()
         if cpu_after is None:
             cpu_after = systems.cpu_seconds(pids)
+        if anon is None:
+            anon = systems.anon_rss_mib(pids)
         if doc is None:
             raise RuntimeError(
                 f"{' '.join(cmd)} printed no result (exit {proc.returncode}); broker log:\n"
                 + system.log_tail()
             )
         load = os.getloadavg()
-        return doc, cpu_after - cpu_before, systems.rss_mib(pids, peak=True), load
+        rss = (systems.rss_mib(pids, peak=True), anon)
+        return doc, cpu_after - cpu_before, rss, load
 
     def record(
         self,
@@ -122,7 +129,7 @@ class Bench:
         parse: Callable[[dict[str, Any]], tuple[int, float, float]],
         latency: bool,
     ) -> None:
-        doc, cpu, peak, load = self.measure(system, cmd, timeout)
+        doc, cpu, (peak, anon), load = self.measure(system, cmd, timeout)
         messages, seconds, rate = parse(doc)
         run = Run(
             scenario=scenario,
@@ -133,6 +140,7 @@ class Bench:
             seconds=seconds,
             cpu_s=cpu,
             peak_rss_mib=peak,
+            anon_rss_mib=anon,
             load=load,
             latency_ms=dict(doc.get("latency_ms", {})) if latency else {},
             failures=int(doc.get("failures", 0)),
@@ -143,7 +151,7 @@ class Bench:
             f"  {scenario:<28} {system.name:<6} {rate:>10,.0f} msg/s  "
             f"cpu {run.cpu_per_100k:5.2f} s/100k  "
             + (f"p99 {run.latency_ms.get('p99', 0):7.2f} ms  " if latency else "")
-            + f"rss {peak:6.0f} MiB  fail {run.failures}  load {load[0]:.2f}",
+            + f"rss {peak:6.0f} MiB (anon {anon:5.0f})  fail {run.failures}  load {load[0]:.2f}",
             flush=True,
         )
 
@@ -295,7 +303,9 @@ def write_report(bench: Bench, path: Path, command: str, started: str, minutes: 
             "",
             "## rmq ÷ Apache (medians)",
             "",
-            "Throughput above 1 and CPU, latency and RSS below 1 favour rmq.",
+            "Throughput above 1 and CPU, latency and RSS below 1 favour rmq. Peak RSS counts"
+            " the pages of the mapped store files a broker touched (VmHWM); anon RSS (RssAnon at"
+            " the end of a run) is heap and buffers alone.",
             "",
             ratios,
             "",

@@ -55,6 +55,12 @@ def rss_mib(pids: list[int], peak: bool = False) -> float:
     return sum(_status_kib(pid, "VmHWM" if peak else "VmRSS") for pid in pids) / 1024
 
 
+def anon_rss_mib(pids: list[int]) -> float:
+    """The anonymous part of the resident set (``RssAnon``): heap and buffers, without the
+    mapped store files' page-cache pages that ``VmRSS`` counts too."""
+    return sum(_status_kib(pid, "RssAnon") for pid in pids) / 1024
+
+
 def reset_peak(pids: list[int]) -> None:
     """Restart ``VmHWM`` from the current RSS (``clear_refs`` 5; needs the processes' owner)."""
     for pid in pids:
