@@ -218,7 +218,7 @@ bench: build
 
 # benches/vs_apache: rmq and Apache RocketMQ 4.9.7 (from Maven Central) under the same loads, one
 # at a time, interleaved; a Java load generator (benches/vs_apache/java, official 4.9.8 client)
-# and rmq.bench. ~20 min on 2 cores; VS_APACHE_ARGS=--quick is a ~2 min smoke run. Report in
+# and rmq.bench. ~12 min on 2 cores; VS_APACHE_ARGS=--quick is a ~1.5 min smoke run. Report in
 # benches/vs_apache/REPORT.md (--out FILE). Not part of `make test`.
 VS_APACHE_ARGS ?=
 VS_APACHE_JAR := benches/vs_apache/java/target/rmq-vs-apache.jar

@@ -335,7 +335,12 @@ def write_report(
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    p.add_argument("--quick", action="store_true", help="a short smoke run (1 round, short loads)")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="a smoke run (1 round, 3 s loads): checks the bench works; its figures are not a "
+        "comparison (Apache's JIT is still cold)",
+    )
     p.add_argument("--rounds", type=int, help="rounds per scenario (default 2; 1 with --quick)")
     p.add_argument("--duration", type=float, help="seconds per send run (default 20; 3 quick)")
     p.add_argument("--warmup", type=float, help="warm-up seconds before each (default 3; 1)")
