@@ -84,7 +84,11 @@ class Bench:
         anon: float | None = None
         doc: dict[str, Any] | None = None
         proc = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, cwd=self.client_home
+            [*systems.apache_rocketmq.die_with_parent(), *cmd],  # gone if this process is killed
+            stdout=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            cwd=self.client_home,
         )
         deadline = time.monotonic() + timeout
         try:
@@ -389,6 +393,7 @@ def main(argv: list[str] | None = None) -> int:
         status = 1
     finally:
         bench.close()
+        systems.remove_work_dirs()  # what an interrupted stop() left
     if not bench.runs:
         return 1
     write_report(bench, args.out, command, started, (time.monotonic() - t0) / 60, measured)

@@ -26,11 +26,25 @@ from typing import Protocol
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "compat" / "apache_broker"))
-import apache_rocketmq  # noqa: E402  (tests/compat/apache_broker, put on sys.path above)
+import apache_rocketmq as apache_rocketmq  # noqa: E402  (on sys.path above; re-exported)
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 START_TIMEOUT_S = 120.0
 IDLE_SETTLE_S = 3.0
+WORK_DIRS: list[Path] = []
+"""Every temp dir made here: :func:`remove_work_dirs` removes what an interrupted ``stop()``
+left."""
+
+
+def work_dir(prefix: str) -> Path:
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    WORK_DIRS.append(path)
+    return path
+
+
+def remove_work_dirs() -> None:
+    while WORK_DIRS:
+        shutil.rmtree(WORK_DIRS.pop(), ignore_errors=True)
 
 
 def cpu_seconds(pids: list[int]) -> float:
@@ -107,7 +121,7 @@ class RmqSystem:
     def __init__(self, flush: str, python: str) -> None:
         self.flush = flush
         self.python = python
-        self.work = Path(tempfile.mkdtemp(prefix="vs-apache-rmq-"))
+        self.work = work_dir("vs-apache-rmq-")
         self.proc: subprocess.Popen[bytes] | None = None
         self.namesrv_addr = ""
         self.startup_s = 0.0
@@ -177,7 +191,7 @@ class ApacheSystem:
     name = "apache"
 
     def __init__(self, flush: str) -> None:
-        self.work = Path(tempfile.mkdtemp(prefix="vs-apache-apache-"))
+        self.work = work_dir("vs-apache-apache-")
         self.rocketmq = apache_rocketmq.ApacheRocketMQ(
             self.work,
             broker_extra={"flushDiskType": flush},
