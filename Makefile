@@ -6,6 +6,7 @@
 #   make chaos [CHAOS_ARGS=...]          the fault campaign (not part of `make test`): report in
 #                                      target/chaos/, figures quoted in RELIABILITY.md
 #   make build | lint | fmt | bench | clean | distclean
+#   make bench-vs-apache [VS_APACHE_ARGS=--quick]   rmq vs Apache RocketMQ 4.9.7 (benches/vs_apache)
 #   make fuzz [FUZZ_SECONDS=60]        cargo fuzz on the decoders (nightly; not part of `test`)
 #
 # Works from a fresh clone: the first target that needs Python tools creates .venv and installs
@@ -45,7 +46,7 @@ WHEEL_STAMP := dist/.rmq-wheel-built
 section = @printf '\n==== %s ====\n' "$(1)"
 
 .PHONY: help venv build wheel run run-slave lint lint-rust lint-python stubtest test test-rust test-python java-tools \
-	go-tools node-tools browser-tools bench chaos chaos-tools fuzz \
+	go-tools node-tools browser-tools bench bench-vs-apache chaos chaos-tools fuzz \
 	fmt clean distclean
 
 help:
@@ -56,6 +57,7 @@ help:
 	@echo "make wheel                        a stripped manylinux2014 abi3 wheel into dist/"
 	@echo "make chaos [CHAOS_ARGS='--kill9-cycles 5']  fault campaign, report in target/chaos"
 	@echo "make fuzz [FUZZ_SECONDS=60]       cargo fuzz each decoder target (installs nightly + cargo-fuzz)"
+	@echo "make bench-vs-apache [VS_APACHE_ARGS=--quick]  rmq vs Apache RocketMQ 4.9.7, benches/vs_apache/REPORT.md"
 	@echo "make lint | stubtest | fmt | bench | clean | distclean"
 
 # ---- Python virtualenv ------------------------------------------------------------------------
@@ -213,6 +215,21 @@ bench: build
 	else \
 		echo "python -m rmq.bench is not part of this build yet; skipped"; \
 	fi
+
+# benches/vs_apache: rmq and Apache RocketMQ 4.9.7 (from Maven Central) under the same loads, one
+# at a time, interleaved; a Java load generator (benches/vs_apache/java, official 4.9.8 client)
+# and rmq.bench. ~12 min on 2 cores; VS_APACHE_ARGS=--quick is a ~1.5 min smoke run. Report in
+# benches/vs_apache/REPORT.md (--out FILE). Not part of `make test`.
+VS_APACHE_ARGS ?=
+VS_APACHE_JAR := benches/vs_apache/java/target/rmq-vs-apache.jar
+
+$(VS_APACHE_JAR): benches/vs_apache/java/pom.xml $(shell find benches/vs_apache/java/src -name '*.java')
+	$(call section,bench-vs-apache: mvn package (load generator))
+	cd benches/vs_apache/java && mvn -q -B -Dstyle.color=never package
+
+bench-vs-apache: build java-tools $(VS_APACHE_JAR)
+	$(call section,bench-vs-apache: benches/vs_apache/run.py $(VS_APACHE_ARGS))
+	$(PY) benches/vs_apache/run.py $(VS_APACHE_ARGS)
 
 # ---- chaos: the long fault campaign -----------------------------------------------------------
 

@@ -34,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -51,14 +52,9 @@ TAIL_LINES = 30
 # RocketMQ 4.9 predates the module system: its store unmaps files through DirectByteBuffer's
 # cleaner and Netty reaches into the NIO selector, both by reflection. Java 17 needs these
 # opened (without them the broker still starts, but logs reflective-access failures and cannot
-# release mapped files). The G1/CMS tuning flags of RocketMQ's runbroker.sh are left out: the
-# defaults of a 256 MB heap are fine for a test, and several of those flags are gone in 17.
-JAVA_OPTIONS = [
-    "-Xms256m",
-    "-Xmx256m",
-    "-XX:MaxDirectMemorySize=128m",
-    "-XX:+UseSerialGC",
-    "-XX:TieredStopAtLevel=1",  # quicker warm-up; these JVMs live for seconds
+# release mapped files). JAVA_OPTIONS, the tests' JVM, leaves out runbroker.sh's G1/CMS tuning:
+# the defaults of a 256 MB heap are fine for a test, and several of those flags are gone in 17.
+JAVA_17_OPTIONS = [
     "-XX:-UsePerfData",  # no /tmp/hsperfdata_* files
     "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
     "--add-opens=java.base/java.nio=ALL-UNNAMED",
@@ -73,6 +69,40 @@ JAVA_OPTIONS = [
     "-Drocketmq.broker.diskSpaceWarningLevelRatio=0.99",
     "-Drocketmq.broker.diskSpaceCleanForciblyRatio=0.99",
 ]
+JAVA_OPTIONS = [
+    "-Xms256m",
+    "-Xmx256m",
+    "-XX:MaxDirectMemorySize=128m",
+    "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",  # quicker warm-up; these JVMs live for seconds
+    *JAVA_17_OPTIONS,
+]
+# A broker as runbroker.sh of 4.9 starts it, for benchmarks (benches/vs_apache): a 4 GiB G1
+# heap with runbroker.sh's G1 settings and full JIT. Left out: -XX:+AlwaysPreTouch (it would
+# touch the whole heap at start, so "idle RSS" would be the heap size) and the GC-logging and
+# biased-locking flags that Java 17 no longer accepts.
+BENCH_BROKER_JAVA_OPTIONS = [
+    "-Xms4g",
+    "-Xmx4g",
+    "-XX:+UseG1GC",
+    "-XX:G1HeapRegionSize=16m",
+    "-XX:G1ReservePercent=25",
+    "-XX:InitiatingHeapOccupancyPercent=30",
+    "-XX:SoftRefLRUPolicyMSPerMB=0",
+    "-XX:-OmitStackTraceInFastThrow",
+    *JAVA_17_OPTIONS,
+]
+# The keys of broker_settings that shrink the store and speed up timers for tests; a
+# benchmark broker (test_store=False) leaves them at RocketMQ's defaults (1 GiB CommitLog files).
+TEST_STORE_KEYS = (
+    "mappedFileSizeCommitLog",
+    "mappedFileSizeConsumeQueue",
+    "maxHashSlotNum",
+    "maxIndexNum",
+    "messageDelayLevel",
+    "transactionCheckInterval",
+    "transactionTimeOut",
+)
 
 # NamesrvStartup and BrokerStartup load $ROCKETMQ_HOME/conf/logback_{namesrv,broker}.xml and
 # refuse to start without it. Everything goes to one file per process (-Drmq.logFile).
@@ -184,7 +214,15 @@ class JavaServer:
     """One RocketMQ JVM (NamesrvStartup or BrokerStartup), stdout+stderr to a file, its
     logback log to another."""
 
-    def __init__(self, name: str, main_class: str, conf: Path, home: Path, work: Path) -> None:
+    def __init__(
+        self,
+        name: str,
+        main_class: str,
+        conf: Path,
+        home: Path,
+        work: Path,
+        java_options: Sequence[str] = JAVA_OPTIONS,
+    ) -> None:
         self.name = name
         self.out_path = work / f"{name}.out"
         self.log_path = work / f"{name}.log"
@@ -195,7 +233,7 @@ class JavaServer:
                 [
                     *die_with_parent(),
                     java_executable(),
-                    *JAVA_OPTIONS,
+                    *java_options,
                     f"-Duser.home={work}",  # RocketMQ's defaults (~/store, ~/logs) stay in work
                     f"-Drmq.logFile={self.log_path}",
                     "-cp",
@@ -264,9 +302,15 @@ def rocketmq_home(work: Path) -> Path:
 
 
 def broker_settings(
-    broker_name: str, port: int, namesrv_addr: str, store: Path, extra: dict[str, str] | None
+    broker_name: str,
+    port: int,
+    namesrv_addr: str,
+    store: Path,
+    extra: dict[str, str] | None,
+    test_store: bool = True,
 ) -> dict[str, str]:
-    """A test broker's ``broker.conf``: small files, fast delay levels and checks; ``extra``
+    """A test broker's ``broker.conf``: small files, fast delay levels and checks (without
+    ``test_store``: RocketMQ's default store, :data:`TEST_STORE_KEYS` left out); ``extra``
     overrides or adds keys (``brokerRole``, ``brokerId``, ``haMasterAddress``...)."""
     settings = {
         "brokerClusterName": "DefaultCluster",
@@ -292,6 +336,9 @@ def broker_settings(
         "transactionCheckInterval": "1000",
         "transactionTimeOut": "1000",
     }
+    if not test_store:
+        for key in TEST_STORE_KEYS:
+            del settings[key]
     settings.update(extra or {})
     return settings
 
@@ -300,7 +347,8 @@ class ApacheBroker:
     """One Apache RocketMQ broker JVM registering with a running nameserver (Apache's or
     rmq's), all state in ``work``: a master of its own group, or a slave of another broker's
     (``extra={"brokerRole": "SLAVE", "brokerId": "1"}``, same ``broker_name``). ``start()``
-    returns once the broker printed "boot success"."""
+    returns once the broker printed "boot success". ``java_options`` and ``test_store=False``
+    make a benchmark broker (:data:`BENCH_BROKER_JAVA_OPTIONS`, default store)."""
 
     def __init__(
         self,
@@ -308,13 +356,18 @@ class ApacheBroker:
         namesrv_addr: str,
         broker_name: str = "broker-a",
         extra: dict[str, str] | None = None,
+        java_options: Sequence[str] = JAVA_OPTIONS,
+        test_store: bool = True,
     ) -> None:
         self.work = Path(work)
         self.work.mkdir(parents=True, exist_ok=True)
         self.port = free_broker_port()
         self.addr = f"127.0.0.1:{self.port}"
         self.store = self.work / "store"
-        self.settings = broker_settings(broker_name, self.port, namesrv_addr, self.store, extra)
+        self.settings = broker_settings(
+            broker_name, self.port, namesrv_addr, self.store, extra, test_store
+        )
+        self.java_options = java_options
         self.server: JavaServer | None = None
 
     @property
@@ -331,6 +384,7 @@ class ApacheBroker:
             conf,
             rocketmq_home(self.work),
             self.work,
+            self.java_options,
         )
         self.server.wait_for("boot success")
         return self
@@ -347,17 +401,22 @@ class ApacheRocketMQ:
     """An Apache RocketMQ nameserver and one master broker (``DefaultCluster``/``broker-a``,
     ``autoCreateTopicEnable=true``, ``brokerIP1=127.0.0.1``; ``broker_extra`` adds keys) on free
     ports, with all state in ``work_dir``. ``start()`` returns once the broker has registered
-    with the nameserver."""
+    with the nameserver. ``broker_java_options`` and ``test_store`` go to :class:`ApacheBroker`
+    (the nameserver keeps the small test JVM)."""
 
     def __init__(
         self,
         work_dir: Path,
         broker_name: str = "broker-a",
         broker_extra: dict[str, str] | None = None,
+        broker_java_options: Sequence[str] = JAVA_OPTIONS,
+        test_store: bool = True,
     ) -> None:
         self.work = Path(work_dir)
         self.broker_name = broker_name
         self.broker_extra = broker_extra
+        self.broker_java_options = broker_java_options
+        self.test_store = test_store
         self.namesrv: JavaServer | None = None
         self.broker: JavaServer | None = None
         self.apache_broker: ApacheBroker | None = None
@@ -386,7 +445,12 @@ class ApacheRocketMQ:
         self.namesrv.wait_for("The Name Server boot success")
 
         self.apache_broker = ApacheBroker(
-            self.work, self.namesrv_addr, self.broker_name, self.broker_extra
+            self.work,
+            self.namesrv_addr,
+            self.broker_name,
+            self.broker_extra,
+            self.broker_java_options,
+            self.test_store,
         )
         self.broker_addr = self.apache_broker.addr
         self.apache_broker.start()
