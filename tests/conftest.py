@@ -9,8 +9,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from helpers import Cluster
 
 # The rmq processes tests start log to stderr only, not to ~/logs/rmqlogs (a test that checks
 # the log file passes --log-dir itself).
@@ -50,6 +55,20 @@ def start_namesrv() -> Iterator[tuple[subprocess.Popen[str], str]]:
 def namesrv() -> Iterator[tuple[subprocess.Popen[str], str]]:
     with start_namesrv() as started:
         yield started
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, namesrv: tuple[subprocess.Popen[str], str]) -> Iterator[Cluster]:
+    """A nameserver and one broker, ``broker-a`` (:class:`helpers.Cluster`); modules that need
+    another cluster define a ``cluster`` fixture of their own."""
+    from helpers import Cluster
+
+    c = Cluster(tmp_path, namesrv[1])
+    c.start_broker("broker-a")
+    try:
+        yield c
+    finally:
+        c.stop()
 
 
 @pytest.fixture(scope="module")

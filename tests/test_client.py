@@ -7,11 +7,9 @@ is killed."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,16 +29,6 @@ from rmq._rmq import RemotingClient, StoredMessage
 from rmq.client import select_by_sharding_key
 from rmq.codes import RequestCode
 from rmq.errors import MessageIllegalError, RemotingConnectError, TopicNotExistError
-
-
-@pytest.fixture
-def cluster(tmp_path: Path, namesrv: tuple[subprocess.Popen[str], str]) -> Iterator[Cluster]:
-    c = Cluster(tmp_path, namesrv[1])
-    c.start_broker("broker-a")
-    try:
-        yield c
-    finally:
-        c.stop()
 
 
 def test_every_send_mode_is_stored_and_consumed(cluster: Cluster) -> None:

@@ -5,27 +5,12 @@ pulls that a seek or a rebalance discards, with nothing lost or delivered twice.
 
 from __future__ import annotations
 
-import subprocess
 import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 
 import rmq
 from helpers import Cluster, Collector, push_consumer, route_queues, wait_until
 from rmq._rmq import ClientInstance, StoredMessage
-
-
-@pytest.fixture
-def cluster(tmp_path: Path, namesrv: tuple[subprocess.Popen[str], str]) -> Iterator[Cluster]:
-    c = Cluster(tmp_path, namesrv[1])
-    c.start_broker("broker-a")
-    try:
-        yield c
-    finally:
-        c.stop()
 
 
 def send(cluster: Cluster, topic: str, bodies: list[bytes]) -> None:

@@ -6,11 +6,9 @@ a bomb) are per-message errors that never cost the other messages of the pull.""
 from __future__ import annotations
 
 import logging
-import subprocess
 import time
 import zlib
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -28,16 +26,6 @@ def big_body(kind: str, i: int) -> bytes:
     """Over the 4096-byte threshold, partly compressible, different per message."""
     head = f"{kind}-{i}:".encode()
     return head + bytes((j * j + i + j // 7) % 251 for j in range(5000 + 97 * i)) + head
-
-
-@pytest.fixture
-def cluster(tmp_path: Path, namesrv: tuple[subprocess.Popen[str], str]) -> Iterator[Cluster]:
-    c = Cluster(tmp_path, namesrv[1])
-    c.start_broker("broker-a")
-    try:
-        yield c
-    finally:
-        c.stop()
 
 
 @pytest.fixture
