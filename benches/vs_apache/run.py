@@ -9,7 +9,8 @@ flush type each system starts with a default store in a fresh temp dir (deleted 
 runs, with the Java load generator of benches/vs_apache/java (official 4.9.8 client):
 sync sends at 32 and 128 threads and batch sends of 16 at 32 threads (ASYNC_FLUSH; the sync
 sends also under SYNC_FLUSH), then a topic preloaded with --drain-messages messages is drained
-by the Java push consumer and by ``python -m rmq.bench consumer`` (each its own group). Per run:
+by the Java push consumer and by ``python -m rmq.bench consumer --no-latency`` (each its own group,
+both listeners doing nothing). Per run:
 throughput, send latency percentiles, broker CPU seconds per 100 k messages (utime + stime from
 /proc over the measured window), peak RSS (with the mapped store pages it counts) and the
 anonymous RSS at the end, and the load average; per start: time from start to a
@@ -204,9 +205,10 @@ class Bench:
             _consume_figures,
             latency=False,
         )
+        # --no-latency: a listener that only counts, as the Java consumer's does nothing.
         python = [
             a.python, "-m", "rmq.bench", "consumer", "-n", system.namesrv_addr, "-t", topic,
-            "-c", str(n), "-g", f"vs_apache_python_{rnd}", "--json", "-q",
+            "-c", str(n), "-g", f"vs_apache_python_{rnd}", "--json", "-q", "--no-latency",
         ]  # fmt: skip
         self.record(
             "rmq.bench consumer drain",
