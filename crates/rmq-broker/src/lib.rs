@@ -58,6 +58,7 @@ pub mod long_polling;
 pub mod metrics;
 pub mod processor;
 pub mod producer_manager;
+mod rcu_map;
 pub mod rebalance_lock;
 pub mod state;
 pub mod stats_history;

@@ -7,14 +7,11 @@
 //! and `/metrics` reads them directly.
 //!
 //! The send and pull paths only do a lock-free map load and atomic adds: each table is an
-//! immutable map behind an [`ArcSwap`], copied (read-copy-update) only when a key appears
-//! for the first time. Counters start at 0 with the process, as RocketMQ's do.
+//! immutable map behind an `ArcSwap` (`rcu_map.rs`), copied (read-copy-update) only
+//! when a key appears for the first time. Counters start at 0 with the process, as RocketMQ's do.
 
-use rmq_common::fx::FxHashMap;
+use crate::rcu_map::RcuMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-
-use arc_swap::ArcSwap;
 
 /// `Stats.TOPIC_PUT_NUMS`: messages stored, per topic.
 pub const TOPIC_PUT_NUMS: &str = "TOPIC_PUT_NUMS";
@@ -79,26 +76,13 @@ impl StatsItem {
 /// One statistic's items, by key.
 #[derive(Debug, Default)]
 pub struct StatsTable {
-    items: ArcSwap<FxHashMap<String, Arc<StatsItem>>>,
+    items: RcuMap<String, StatsItem>,
 }
 
 impl StatsTable {
     /// Add `value` over `times` calls to the item `key`, creating it when new.
     pub fn add(&self, key: &str, value: u64, times: u64) {
-        if let Some(item) = self.items.load().get(key) {
-            item.add(value, times);
-            return;
-        }
-        let mut created = None;
-        self.items.rcu(|map| {
-            let mut map = FxHashMap::clone(map);
-            let item = map.entry(key.to_owned()).or_default();
-            created = Some(Arc::clone(item));
-            map
-        });
-        if let Some(item) = created {
-            item.add(value, times);
-        }
+        crate::rcu_map::with_entry(&self.items, key, |item| item.add(value, times));
     }
 
     /// The totals of item `key`; `None` when nothing was ever counted under it.
@@ -232,6 +216,7 @@ impl StatsItems {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
 
     #[test]
     fn items_count_values_and_calls_per_key() {

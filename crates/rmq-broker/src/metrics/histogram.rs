@@ -1,8 +1,9 @@
-//! A histogram as of one scrape. `prometheus-client`'s own histogram takes observations one
-//! by one behind a lock; the broker keeps its buckets as atomics instead ([`super::rpc`],
-//! [`super::size`]) and hands the encoder their counts at scrape time through this type.
+//! The broker's histograms: [`Counters`], bucket counts and a sum kept as atomics in per-thread
+//! shards, and [`Snapshot`], their figures as of one scrape. `prometheus-client`'s own
+//! histogram takes observations one by one behind a lock; [`super::rpc`] and [`super::size`]
+//! count into [`Counters`] instead and hand the encoder a [`Snapshot`] at scrape time.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use prometheus_client::encoding::{EncodeMetric, MetricEncoder, NoLabelSet};
@@ -11,15 +12,69 @@ use prometheus_client::metrics::{MetricType, TypedMetric};
 /// Shards of each histogram's counters: a thread adds to its own shard (threads are spread
 /// over them), so the cores of a busy broker do not bounce one cache line between them on
 /// every request; a scrape sums the shards.
-pub(super) const SHARDS: usize = 8;
+const SHARDS: usize = 8;
 
 /// This thread's shard, `0..SHARDS`.
-pub(super) fn shard() -> usize {
+fn shard() -> usize {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     thread_local! {
         static SHARD: usize = NEXT.fetch_add(1, Ordering::Relaxed) % SHARDS;
     }
     SHARD.with(|s| *s)
+}
+
+/// One shard of a histogram's `N` bucket counts (the last: above every bound) and the sum of
+/// the observations, on a cache line of its own.
+#[derive(Debug)]
+#[repr(align(128))]
+pub(super) struct Shard<const N: usize> {
+    counts: [AtomicU64; N],
+    sum: AtomicU64,
+}
+
+impl<const N: usize> Shard<N> {
+    /// Count `value` in the first bucket whose upper bound (inclusive) it does not pass.
+    pub(super) fn observe(&self, bounds: impl IntoIterator<Item = u64>, value: u64) {
+        let bucket = bounds
+            .into_iter()
+            .position(|max| value <= max)
+            .map_or(N - 1, |i| i.min(N - 1));
+        self.counts[bucket].fetch_add(1, Ordering::Relaxed);
+        self.sum.fetch_add(value, Ordering::Relaxed);
+    }
+}
+
+/// A histogram of `N` buckets counted in [`SHARDS`] shards.
+#[derive(Debug)]
+pub(super) struct Counters<const N: usize>([Shard<N>; SHARDS]);
+
+impl<const N: usize> Default for Counters<N> {
+    fn default() -> Self {
+        Self(std::array::from_fn(|_| Shard {
+            counts: std::array::from_fn(|_| AtomicU64::new(0)),
+            sum: AtomicU64::new(0),
+        }))
+    }
+}
+
+impl<const N: usize> Counters<N> {
+    /// The calling thread's shard (to count several observations with one look-up).
+    pub(super) fn local(&self) -> &Shard<N> {
+        &self.0[shard()]
+    }
+
+    /// Bucket counts and the sum of the observations over every shard.
+    pub(super) fn totals(&self) -> (Vec<u64>, u64) {
+        let mut counts = vec![0; N];
+        let mut sum = 0;
+        for s in &self.0 {
+            for (c, b) in counts.iter_mut().zip(&s.counts) {
+                *c += b.load(Ordering::Relaxed);
+            }
+            sum += s.sum.load(Ordering::Relaxed);
+        }
+        (counts, sum)
+    }
 }
 
 #[derive(Debug)]

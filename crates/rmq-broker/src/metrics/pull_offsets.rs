@@ -7,42 +7,22 @@
 //! it starts empty with the process, and a queue never pulled since counts as pulled up to
 //! its committed offset.
 
-use rmq_common::fx::FxHashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
-use arc_swap::ArcSwap;
+use crate::rcu_map::{with_entry, RcuMap};
 
-type Queues = ArcSwap<FxHashMap<i32, Arc<AtomicI64>>>;
+type Queues = RcuMap<i32, AtomicI64>;
 
 /// Per `topic@group`, per queue id, the next offset to pull.
 #[derive(Debug, Default)]
-pub(super) struct PullOffsets(ArcSwap<FxHashMap<String, Arc<Queues>>>);
+pub(super) struct PullOffsets(RcuMap<String, Queues>);
 
 impl PullOffsets {
     /// A pull of `queue_id` by the key `topic_at_group` was answered with `next`.
     pub(super) fn record(&self, topic_at_group: &str, queue_id: i32, next: i64) {
-        // The common case: a store under the maps' guards, no Arc count moved.
-        if let Some(queues) = self.0.load().get(topic_at_group) {
-            if let Some(o) = queues.load().get(&queue_id) {
-                o.store(next, Ordering::Relaxed);
-                return;
-            }
-        }
-        self.0.rcu(|old| {
-            let mut new = FxHashMap::clone(old);
-            new.entry(topic_at_group.to_owned()).or_default();
-            new
-        });
-        let Some(queues) = self.0.load().get(topic_at_group).map(Arc::clone) else {
-            return;
-        };
-        queues.rcu(|old| {
-            let mut new = FxHashMap::clone(old);
-            new.entry(queue_id)
-                .or_default()
-                .store(next, Ordering::Relaxed);
-            new
+        with_entry(&self.0, topic_at_group, |queues| {
+            with_entry(queues, &queue_id, |o| o.store(next, Ordering::Relaxed));
         });
     }
 

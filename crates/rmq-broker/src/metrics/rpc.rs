@@ -9,82 +9,37 @@
 //! [`rmq_remoting::RequestTimer`] set in its `ServerConfig::timer`): the broker's and the
 //! nameserver's.
 
-use rmq_common::fx::FxHashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use crate::rcu_map::RcuMap;
 use std::time::Duration;
 
-use arc_swap::ArcSwap;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 use rmq_remoting::RequestTimer;
 
-use super::histogram::{shard, Snapshot, SHARDS};
+use super::histogram::{Counters, Snapshot};
 
 /// Upper bounds (ms, inclusive) of the buckets, as RocketMQ 5 sets them.
 const BOUNDS_MS: [u32; 9] = [1, 3, 5, 7, 10, 100, 1000, 2000, 3000];
 
-/// One shard of a pair's buckets (the last one: above every bound) and sum of µs, on a cache
-/// line of its own.
-#[derive(Debug, Default)]
-#[repr(align(128))]
-struct Shard {
-    buckets: [AtomicU64; BOUNDS_MS.len() + 1],
-    sum_us: AtomicU64,
-}
+/// One pair's histogram: µs in buckets of [`BOUNDS_MS`] and one above them.
+type Latencies = Counters<{ BOUNDS_MS.len() + 1 }>;
 
-/// One pair's histogram, in [`SHARDS`] shards.
-#[derive(Debug, Default)]
-struct Latencies([Shard; SHARDS]);
-
-impl Latencies {
-    fn observe(&self, elapsed: Duration) {
-        let us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
-        let bucket = BOUNDS_MS
-            .iter()
-            .position(|&ms| us <= u64::from(ms) * 1000)
-            .unwrap_or(BOUNDS_MS.len());
-        let s = &self.0[shard()];
-        s.buckets[bucket].fetch_add(1, Ordering::Relaxed);
-        s.sum_us.fetch_add(us, Ordering::Relaxed);
-    }
-
-    /// Bucket counts and the sum of µs over every shard.
-    fn totals(&self) -> (Vec<u64>, u64) {
-        let mut counts = vec![0; BOUNDS_MS.len() + 1];
-        let mut sum = 0;
-        for s in &self.0 {
-            for (c, b) in counts.iter_mut().zip(&s.buckets) {
-                *c += b.load(Ordering::Relaxed);
-            }
-            sum += s.sum_us.load(Ordering::Relaxed);
-        }
-        (counts, sum)
-    }
+fn observe(l: &Latencies, elapsed: Duration) {
+    let us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
+    let bounds_us = BOUNDS_MS.iter().map(|&ms| u64::from(ms) * 1000);
+    l.local().observe(bounds_us, us);
 }
 
 /// The histograms of every (request code, response code) pair seen.
 #[derive(Debug, Default)]
-pub struct RpcLatencies(ArcSwap<FxHashMap<(i32, i32), Arc<Latencies>>>);
+pub struct RpcLatencies(RcuMap<(i32, i32), Latencies>);
 
 impl RpcLatencies {
     /// A request with `request_code` was answered with `response_code` after `elapsed`.
     pub fn observe(&self, request_code: i32, response_code: i32, elapsed: Duration) {
         let key = (request_code, response_code);
-        if let Some(l) = self.0.load().get(&key) {
-            l.observe(elapsed);
-            return;
-        }
-        let mut created = None;
-        self.0.rcu(|old| {
-            let mut new = FxHashMap::clone(old);
-            created = Some(Arc::clone(new.entry(key).or_default()));
-            new
-        });
-        if let Some(l) = created {
-            l.observe(elapsed);
-        }
+        crate::rcu_map::with_entry(&self.0, &key, |l| observe(l, elapsed));
     }
 
     /// Register the histograms' current figures as `rocketmq_rpc_latency`.

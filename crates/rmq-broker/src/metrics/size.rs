@@ -6,18 +6,15 @@
 //! Transaction (a half message), Delay (a delay level or a timer property), FIFO (a sharding
 //! key), else Normal.
 
-use rmq_common::fx::FxHashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use crate::rcu_map::RcuMap;
 
-use arc_swap::ArcSwap;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 use rmq_common::properties::{PropertyKey, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR};
 use rmq_common::sys_flag;
 
-use super::histogram::{shard, Snapshot, SHARDS};
+use super::histogram::{Counters, Snapshot};
 
 /// Upper bounds (bytes, inclusive) of the buckets.
 const BOUNDS: [u64; 6] = [1 << 10, 4 << 10, 512 << 10, 1 << 20, 2 << 20, 4 << 20];
@@ -55,65 +52,24 @@ pub fn message_type(sys_flag: i32, properties: &[u8]) -> usize {
     usize::from(fifo)
 }
 
-#[derive(Debug, Default)]
-#[repr(align(128))]
-struct Shard {
-    counts: [AtomicU64; BOUNDS.len() + 1],
-    sum: AtomicU64,
-}
-
-/// One histogram, in [`SHARDS`] shards (see [`super::histogram::shard`]).
-#[derive(Debug, Default)]
-struct Buckets([Shard; SHARDS]);
-
-impl Buckets {
-    /// Bucket counts and the sum of bytes over every shard.
-    fn totals(&self) -> (Vec<u64>, u64) {
-        let mut counts = vec![0; BOUNDS.len() + 1];
-        let mut sum = 0;
-        for s in &self.0 {
-            for (c, b) in counts.iter_mut().zip(&s.counts) {
-                *c += b.load(Ordering::Relaxed);
-            }
-            sum += s.sum.load(Ordering::Relaxed);
-        }
-        (counts, sum)
-    }
-}
+/// One histogram: bytes in buckets of [`BOUNDS`] and one above them.
+type Buckets = Counters<{ BOUNDS.len() + 1 }>;
 
 /// Per topic, one histogram per message type.
 #[derive(Debug, Default)]
-pub(super) struct MessageSizes(ArcSwap<FxHashMap<String, Arc<[Buckets; TYPES.len()]>>>);
+pub(super) struct MessageSizes(RcuMap<String, [Buckets; TYPES.len()]>);
 
 impl MessageSizes {
     /// Messages of `sizes` bytes, of type `kind` ([`message_type`]), were stored to `topic`.
     pub(super) fn observe(&self, topic: &str, kind: usize, sizes: impl Iterator<Item = u64>) {
-        // The common case borrows the topic's buckets under the map's guard: no Arc count
-        // moves, so concurrent sends share the cache line of the counters only.
-        if let Some(t) = self.0.load().get(topic) {
-            return Self::add(t, kind, sizes);
-        }
-        let mut created = None;
-        self.0.rcu(|old| {
-            let mut new = FxHashMap::clone(old);
-            created = Some(Arc::clone(new.entry(topic.to_owned()).or_default()));
-            new
-        });
-        if let Some(t) = created {
-            Self::add(&t, kind, sizes);
-        }
+        crate::rcu_map::with_entry(&self.0, topic, |t| Self::add(t, kind, sizes));
     }
 
     fn add(per_type: &[Buckets; TYPES.len()], kind: usize, sizes: impl Iterator<Item = u64>) {
         let Some(b) = per_type.get(kind) else { return };
-        let b = &b.0[shard()];
+        let shard = b.local();
         for size in sizes {
-            let i = BOUNDS
-                .iter()
-                .position(|&max| size <= max)
-                .unwrap_or(BOUNDS.len());
-            b.counts[i].fetch_add(1, Ordering::Relaxed);
-            b.sum.fetch_add(size, Ordering::Relaxed);
+            shard.observe(BOUNDS, size);
         }
     }
 
