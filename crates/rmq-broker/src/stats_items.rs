@@ -188,16 +188,14 @@ impl StatsItems {
         self.broker_put_nums.add(&self.cluster, msgs, 1);
     }
 
-    /// One pull by `group` read `msgs` messages (`bytes` bytes) of `topic`; a pull that found
-    /// nothing counts nothing, as in RocketMQ.
-    pub fn on_get(&self, topic: &str, group: &str, msgs: u64, bytes: u64) {
+    /// One pull by a group read `msgs` messages (`bytes` bytes) of a topic (`topic_at_group`:
+    /// [`stats_key`]); a pull that found nothing counts nothing, as in RocketMQ.
+    pub fn on_get(&self, topic_at_group: &str, msgs: u64, bytes: u64) {
         if msgs == 0 {
             return;
         }
-        with_stats_key(topic, group, |key| {
-            self.group_get_nums.add(key, msgs, 1);
-            self.group_get_size.add(key, bytes, 1);
-        });
+        self.group_get_nums.add(topic_at_group, msgs, 1);
+        self.group_get_size.add(topic_at_group, bytes, 1);
         self.broker_get_nums.add(&self.cluster, msgs, 1);
     }
 
@@ -224,8 +222,8 @@ mod tests {
         s.on_put("T", 3, 300);
         s.on_put("T", 1, 90);
         s.on_put("U", 2, 10);
-        s.on_get("T", "G", 4, 390);
-        s.on_get("T", "G", 0, 0);
+        s.on_get(&stats_key("T", "G"), 4, 390);
+        s.on_get(&stats_key("T", "G"), 0, 0);
         s.on_send_back("T", "G", false);
         s.on_send_back("T", "G", true);
         let t = s.topic_put_nums.get("T").unwrap();

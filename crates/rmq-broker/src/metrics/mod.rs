@@ -88,13 +88,11 @@ impl BrokerMetrics {
         }
     }
 
-    /// A pull of `topic`'s queue `queue_id` by `group` found messages up to `next` (the
-    /// answer's `nextBeginOffset`).
-    pub fn on_pulled(&self, topic: &str, group: &str, queue_id: i32, next: i64) {
+    /// A pull of queue `queue_id` by a group (`topic_at_group`: [`crate::stats_items::stats_key`])
+    /// found messages up to `next` (the answer's `nextBeginOffset`).
+    pub fn on_pulled(&self, topic_at_group: &str, queue_id: i32, next: i64) {
         if self.enabled {
-            crate::stats_items::with_stats_key(topic, group, |key| {
-                self.pulled.record(key, queue_id, next);
-            });
+            self.pulled.record(topic_at_group, queue_id, next);
         }
     }
 }

@@ -175,19 +175,16 @@ fn pull_once(
     );
     b.stats
         .on_get(result.messages.len() as u64, started.elapsed());
-    b.stats.items.on_get(
-        &h.topic,
-        &h.consumer_group,
-        result.messages.len() as u64,
-        result.buffer_total_size as u64,
-    );
-    if result.status == S::Found {
-        b.metrics.on_pulled(
-            &h.topic,
-            &h.consumer_group,
-            h.queue_id,
-            result.next_begin_offset,
-        );
+    if !result.messages.is_empty() || result.status == S::Found {
+        // `topic@group` built once for the statistic tables and the exporter's pull offsets.
+        crate::stats_items::with_stats_key(&h.topic, &h.consumer_group, |key| {
+            let (msgs, bytes) = (result.messages.len(), result.buffer_total_size);
+            b.stats.items.on_get(key, msgs as u64, bytes as u64);
+            if result.status == S::Found {
+                b.metrics
+                    .on_pulled(key, h.queue_id, result.next_begin_offset);
+            }
+        });
     }
     let slave = b.store.broker_role() == BrokerRole::Slave;
     let mut code = match result.status {
