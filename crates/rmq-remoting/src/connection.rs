@@ -119,6 +119,10 @@ pub(crate) struct Outgoing {
     pub(crate) reply: Reply,
     pub(crate) weight: usize,
     pub(crate) charge: Charge,
+    /// Queued by the connection's own reader, answering inline: the reader is still running
+    /// on this worker, so the writer only runs once the reader's burst of frames is decoded
+    /// and needs no yield to gather the burst's other replies.
+    pub(crate) from_reader: bool,
 }
 
 pub(crate) struct Shared {
@@ -195,22 +199,29 @@ impl Connection {
                 queued_bytes: queued,
             });
         }
-        self.enqueue(reply, weight, Charge::Request)
+        self.enqueue(reply, weight, Charge::Request, false)
     }
 
     /// Queue a reply to one of the peer's requests (never refused: the reader stops reading
     /// that peer instead while too many reply bytes wait).
-    pub(crate) fn send_reply(&self, reply: Reply) {
+    pub(crate) fn send_reply(&self, reply: Reply, from_reader: bool) {
         let weight = reply.weight();
         let _ = self.0.budget.charge(Charge::Reply, weight);
-        let _ = self.enqueue(reply, weight, Charge::Reply);
+        let _ = self.enqueue(reply, weight, Charge::Reply, from_reader);
     }
 
-    fn enqueue(&self, reply: Reply, weight: usize, charge: Charge) -> Result<(), RemotingError> {
+    fn enqueue(
+        &self,
+        reply: Reply,
+        weight: usize,
+        charge: Charge,
+        from_reader: bool,
+    ) -> Result<(), RemotingError> {
         let item = Outgoing {
             reply,
             weight,
             charge,
+            from_reader,
         };
         self.0.tx.send(item).map_err(|e| {
             let (replies, requests) = match e.0.charge {

@@ -239,7 +239,7 @@ fn dispatch(
                 t.answered(code, reply.code(), started.elapsed());
             }
             if !oneway {
-                conn.send_reply(reply);
+                conn.send_reply(reply, true);
             }
         }
         Poll::Ready(None) => {}
@@ -267,7 +267,7 @@ async fn reply_when_done(
             t.answered(&reply);
         }
         if !oneway {
-            conn.send_reply(reply);
+            conn.send_reply(reply, false);
         }
     }
     drop(slot);
@@ -315,8 +315,13 @@ pub(crate) async fn write_loop<W: WireWrite>(
                 buf.clear();
                 encode_or_log(&cmd, &mut buf, peer);
                 // Let the tasks that are ready run first, then coalesce what they queued
-                // into one write: one `sendto` per burst instead of one per reply.
-                tokio::task::yield_now().await;
+                // into one write: one `sendto` per burst instead of one per reply. A reply
+                // the reader made inline needs no yield (see `Outgoing::from_reader`), and
+                // a yield costs a wake-up of the other worker, which on small machines
+                // was the broker's largest source of context switches.
+                if !item.from_reader {
+                    tokio::task::yield_now().await;
+                }
                 while buf.len() < 256 * 1024 {
                     match rx.try_recv() {
                         Ok(more) => {

@@ -121,10 +121,7 @@ pub(crate) fn park(
 ) -> Result<Option<Parked>> {
     // Every put passes here: one scan for the names' common prefix rules out almost every
     // message before the exact look-ups below.
-    if !msg
-        .properties
-        .windows(TIMER_NAME_PREFIX.len())
-        .any(|w| w == TIMER_NAME_PREFIX)
+    if memchr::memmem::find(msg.properties, TIMER_NAME_PREFIX).is_none()
         || !matches!(
             transaction_value(msg.sys_flag),
             TRANSACTION_NOT_TYPE | TRANSACTION_COMMIT_TYPE
