@@ -7,6 +7,7 @@
 #                                      target/chaos/, figures quoted in RELIABILITY.md
 #   make build | lint | fmt | bench | clean | distclean
 #   make bench-vs-apache [VS_APACHE_ARGS=--quick]   rmq vs Apache RocketMQ 4.9.7 (benches/vs_apache)
+#   make bench-outliers                where sync sends' latency outliers come from (perf sched)
 #   make fuzz [FUZZ_SECONDS=60]        cargo fuzz on the decoders (nightly; not part of `test`)
 #
 # Works from a fresh clone: the first target that needs Python tools creates .venv and installs
@@ -46,7 +47,7 @@ WHEEL_STAMP := dist/.rmq-wheel-built
 section = @printf '\n==== %s ====\n' "$(1)"
 
 .PHONY: help venv build wheel run run-slave lint lint-rust lint-python stubtest test test-rust test-python java-tools \
-	go-tools node-tools browser-tools bench bench-vs-apache chaos chaos-tools fuzz \
+	go-tools node-tools browser-tools bench bench-vs-apache bench-outliers chaos chaos-tools fuzz \
 	fmt clean distclean
 
 help:
@@ -58,6 +59,7 @@ help:
 	@echo "make chaos [CHAOS_ARGS='--kill9-cycles 5']  fault campaign, report in target/chaos"
 	@echo "make fuzz [FUZZ_SECONDS=60]       cargo fuzz each decoder target (installs nightly + cargo-fuzz)"
 	@echo "make bench-vs-apache [VS_APACHE_ARGS=--quick]  rmq vs Apache RocketMQ 4.9.7, benches/vs_apache/REPORT.md"
+	@echo "make bench-outliers               latency outliers vs scheduling delays, benches/vs_apache/OUTLIERS.md"
 	@echo "make lint | stubtest | fmt | bench | clean | distclean"
 
 # ---- Python virtualenv ------------------------------------------------------------------------
@@ -230,6 +232,12 @@ $(VS_APACHE_JAR): benches/vs_apache/java/pom.xml $(shell find benches/vs_apache/
 bench-vs-apache: build java-tools $(VS_APACHE_JAR)
 	$(call section,bench-vs-apache: benches/vs_apache/run.py $(VS_APACHE_ARGS))
 	$(PY) benches/vs_apache/run.py $(VS_APACHE_ARGS)
+
+bench-outliers: build java-tools $(VS_APACHE_JAR)
+	$(call section,bench-outliers: benches/vs_apache/outliers.py $(OUTLIERS_ARGS))
+	@command -v perf >/dev/null || { echo "installing perf (apt-get)"; \
+		apt-get update -q && apt-get install -y -q --no-install-recommends linux-perf; }
+	$(PY) benches/vs_apache/outliers.py $(OUTLIERS_ARGS)
 
 # ---- chaos: the long fault campaign -----------------------------------------------------------
 
