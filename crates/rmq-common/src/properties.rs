@@ -183,24 +183,42 @@ impl FromIterator<(String, String)> for Properties {
 }
 
 /// Find one property's value in an encoded properties string without decoding the rest.
-/// This is what dispatch uses on the hot path (TAGS, KEYS, UNIQ_KEY).
 #[must_use]
 pub fn find_property<'a>(encoded: &'a [u8], name: &str) -> Option<&'a [u8]> {
-    let name = name.as_bytes();
+    let [value] = find_properties(encoded, [name]);
+    value
+}
+
+/// Find several properties' values in one pass over an encoded properties string (the first
+/// pair of each name wins, as in [`find_property`]). This is what dispatch uses on the hot
+/// path (TAGS, KEYS, UNIQ_KEY of every message).
+#[must_use]
+pub fn find_properties<'a, const N: usize>(
+    encoded: &'a [u8],
+    names: [&str; N],
+) -> [Option<&'a [u8]>; N] {
+    let mut found = [None; N];
+    let mut missing = N;
     let mut rest = encoded;
-    loop {
+    while missing > 0 {
         // `memchr` finds each pair's end with SIMD; a byte-by-byte `split` was a visible
         // share of every put and dispatch (several look-ups per message).
         let end = memchr::memchr(PROPERTY_SEPARATOR as u8, rest).unwrap_or(rest.len());
         let pair = &rest[..end];
-        if pair.len() > name.len()
-            && pair.starts_with(name)
-            && pair[name.len()] == NAME_VALUE_SEPARATOR as u8
-        {
-            return Some(&pair[name.len() + 1..]);
+        if let Some(eq) = memchr::memchr(NAME_VALUE_SEPARATOR as u8, pair) {
+            for (i, name) in names.iter().enumerate() {
+                if found[i].is_none() && pair[..eq] == *name.as_bytes() {
+                    found[i] = Some(&pair[eq + 1..]);
+                    missing -= 1;
+                }
+            }
         }
-        rest = rest.get(end + 1..)?;
+        match rest.get(end + 1..) {
+            Some(next) => rest = next,
+            None => break,
+        }
     }
+    found
 }
 
 /// Append the pairs of `encoded` whose name `drop` does not pick to `out`, each followed by
@@ -276,18 +294,23 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// The look-up answers what splitting into pairs and taking the first match does.
+        /// The look-ups answer what splitting into pairs and taking the first match does.
         #[test]
         fn find_property_agrees_with_a_plain_split(
             encoded in proptest::collection::vec(
                 proptest::sample::select(vec![b'A', b'B', 1u8, 2u8]), 0..40),
             name in "[AB]{1,3}",
+            other in "[AB]{0,2}",
         ) {
-            let expected = encoded.split(|&b| b == 2).find_map(|pair| {
+            let first = |name: &str| encoded.split(|&b| b == 2).find_map(|pair| {
                 (pair.len() > name.len() && pair.starts_with(name.as_bytes())
                     && pair[name.len()] == 1).then(|| &pair[name.len() + 1..])
             });
-            proptest::prop_assert_eq!(find_property(&encoded, &name), expected);
+            proptest::prop_assert_eq!(find_property(&encoded, &name), first(&name));
+            proptest::prop_assert_eq!(
+                find_properties(&encoded, [name.as_str(), other.as_str(), name.as_str()]),
+                [first(&name), first(&other), first(&name)]
+            );
         }
     }
 

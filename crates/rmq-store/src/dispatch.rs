@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
-use rmq_common::properties::{find_property, PropertyKey};
+use rmq_common::properties::{find_properties, PropertyKey};
 use rmq_common::sys_flag::{transaction_value, TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE};
 use rmq_common::time::now_millis;
 
@@ -56,9 +56,16 @@ impl<'a> DispatchRequest<'a> {
     #[must_use]
     pub fn from_record(r: &DecodedRecord<'a>, delay_levels_ms: &[i64]) -> Option<Self> {
         let msg_size = i32::try_from(r.total_size).ok()?;
-        let prop =
-            |name| find_property(r.properties, name).and_then(|v| std::str::from_utf8(v).ok());
-        let mut tags_code = rmq_common::tags_hash_code(prop(PropertyKey::TAGS));
+        let [tags, keys, uniq_key] = find_properties(
+            r.properties,
+            [
+                PropertyKey::TAGS,
+                PropertyKey::KEYS,
+                PropertyKey::UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+            ],
+        )
+        .map(|v| v.and_then(|v| std::str::from_utf8(v).ok()));
+        let mut tags_code = rmq_common::tags_hash_code(tags);
         if r.topic == SCHEDULE_TOPIC {
             // RocketMQ's CommitLog.checkMessageAndReturnSize: a parked message's unit carries
             // its delivery time, so the scheduler never reads the CommitLog to decide.
@@ -78,8 +85,8 @@ impl<'a> DispatchRequest<'a> {
             tags_code,
             store_timestamp: r.store_timestamp,
             consume_queue_offset: r.queue_offset,
-            keys: prop(PropertyKey::KEYS),
-            uniq_key: prop(PropertyKey::UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
+            keys,
+            uniq_key,
             sys_flag: r.sys_flag,
         })
     }
