@@ -163,6 +163,12 @@ struct Pulled {
 }
 
 /// What the pipelined pulls of one call share.
+///
+/// A pull asks the broker for `batch` messages, and the broker grants at most its own caps
+/// (`maxTransferCountOnMessageInMemory`, 32 by default, and the byte cap): the first pull of
+/// a call goes alone and the offsets it covered become the `stride` of the windows sent ahead
+/// after it, so that a reader asking 1 024 from a broker that grants 32 keeps `depth` pulls of
+/// 32 in flight rather than windows 1 024 apart with holes to fill one pull at a time.
 struct RangePull {
     instance: ClientInstance,
     request: PullRequest,
@@ -173,17 +179,20 @@ struct RangePull {
 }
 
 impl RangePull {
-    fn spawn(
-        &self,
-        offset: i64,
-        upto: i64,
-    ) -> tokio::task::JoinHandle<rmq_client::Result<PullResult>> {
+    /// A pull of `want` messages (at most `batch`, and not past `upto`) from `offset`.
+    fn spawn(&self, offset: i64, upto: i64, want: i64) -> Window {
         let mut req = self.request.clone();
         req.offset = offset;
         // `batch` comes from Python as any positive i64; a pull asks for at most i32::MAX.
-        req.max_nums = i32::try_from((upto - offset).min(self.batch)).unwrap_or(i32::MAX);
+        req.max_nums = i32::try_from((upto - offset).min(want).min(self.batch)).unwrap_or(i32::MAX);
+        let asked = i64::from(req.max_nums);
         let instance = self.instance.clone();
-        tokio::spawn(async move { instance.pull(&req).await })
+        let handle = tokio::spawn(async move { instance.pull(&req).await });
+        Window {
+            offset,
+            asked,
+            handle,
+        }
     }
 
     async fn run(
@@ -203,30 +212,45 @@ impl RangePull {
         };
         let cols = &mut out.cols;
         let mut offset = start;
-        let mut ahead: VecDeque<(i64, tokio::task::JoinHandle<_>)> = VecDeque::new();
+        let mut ahead: VecDeque<Window> = VecDeque::new();
         let mut next_window = start;
+        // Pulls ask no further than this call may read: one row per offset at most, so that
+        // a call never returns more than `max_rows` (under a tag filter, offsets without rows
+        // are skipped: up to the range's end, and the last pull may pass `max_rows`).
+        let limit = if self.filtered {
+            self.end
+        } else {
+            let rows = i64::try_from(max_rows).unwrap_or(i64::MAX);
+            self.end.min(start.saturating_add(rows))
+        };
+        // Offsets per window: unknown (0) until the first pull, sent alone, comes back.
+        let mut stride = 0i64;
         let result = 'pull: loop {
             if offset >= self.end || cols.rows >= max_rows || cols.bodies.data.len() >= MAX_BYTES {
                 break Ok(());
             }
-            while ahead.front().is_some_and(|(o, _)| *o < offset) {
-                if let Some((_, h)) = ahead.pop_front() {
-                    h.abort();
+            while ahead.front().is_some_and(|w| w.offset < offset) {
+                if let Some(w) = ahead.pop_front() {
+                    w.handle.abort();
                 }
             }
-            if let Some(&(o, _)) = ahead.front() {
+            if let Some(o) = ahead.front().map(|w| w.offset) {
                 if o > offset {
                     // The last pull came back short: fill the gap before the next window.
-                    ahead.push_front((offset, self.spawn(offset, o)));
+                    ahead.push_front(self.spawn(offset, o, self.batch));
                 }
+            } else if stride == 0 {
+                // The first pull: it alone, asking `batch`, tells what the broker grants.
+                ahead.push_back(self.spawn(offset, limit, self.batch));
+                next_window = self.end;
             } else {
                 next_window = offset;
             }
-            while ahead.len() < depth && next_window < self.end {
-                ahead.push_back((next_window, self.spawn(next_window, self.end)));
-                next_window += self.batch;
+            while stride > 0 && ahead.len() < depth && next_window < limit {
+                ahead.push_back(self.spawn(next_window, limit, stride));
+                next_window += stride;
             }
-            let Some((_, handle)) = ahead.pop_front() else {
+            let Some(Window { asked, handle, .. }) = ahead.pop_front() else {
                 break Ok(());
             };
             let r = match handle.await {
@@ -254,11 +278,16 @@ impl RangePull {
                         cols.push(m, skip);
                         last = m.queue_offset;
                     }
-                    offset = r.next_begin_offset.max(last + 1);
+                    let from = offset;
+                    // A filtered pull may have looked past the range's end: stop at it.
+                    offset = r.next_begin_offset.max(last + 1).min(self.end);
+                    stride = learn_stride(stride, offset - from, asked);
                 }
                 // Nothing matched the tag filter up to `next_begin_offset`: read on from there.
                 (PullStatus::NoMatchedMsg, _) if self.filtered && r.next_begin_offset > offset => {
-                    offset = r.next_begin_offset;
+                    let from = offset;
+                    offset = r.next_begin_offset.min(self.end);
+                    stride = learn_stride(stride, offset - from, asked);
                 }
                 (status, _) => {
                     out.status = status.name();
@@ -266,8 +295,8 @@ impl RangePull {
                 }
             }
         };
-        for (_, h) in ahead {
-            h.abort();
+        for w in ahead {
+            w.handle.abort();
         }
         result?;
         out.next_offset = offset;
@@ -275,8 +304,30 @@ impl RangePull {
     }
 }
 
+/// A pull sent: from `offset`, for `asked` messages.
+struct Window {
+    offset: i64,
+    asked: i64,
+    handle: tokio::task::JoinHandle<rmq_client::Result<PullResult>>,
+}
+
+/// The window stride after a pull that asked `asked` messages and covered `covered` offsets:
+/// the first pull sets it; a later one the broker cut short (its byte cap, messages of other
+/// sizes) lowers it, so that windows seldom leave holes to fill. A pull that got all it asked
+/// (a hole's fill, the range's last window) says nothing about the broker's caps.
+fn learn_stride(stride: i64, covered: i64, asked: i64) -> i64 {
+    let covered = covered.max(1);
+    if stride == 0 {
+        covered
+    } else if covered < asked {
+        stride.min(covered)
+    } else {
+        stride
+    }
+}
+
 /// How far `ClientInstance.pull_columns` reads (see `PulledColumns`): up to offset `end`, at
-/// most `max_rows` rows, `depth` pulls of `batch` messages in flight; properties named in
+/// most `max_rows` rows, `depth` pulls in flight, the first asking `batch` messages; properties named in
 /// `skip_properties` are left out of the properties column.
 pub(crate) struct ColumnRange {
     pub(crate) end: i64,
