@@ -17,6 +17,8 @@ import pytest
 pytest.importorskip("pyspark", minversion="4.2")
 pytest.importorskip("pyarrow")
 
+from pyspark.sql.pandas.types import to_arrow_schema
+
 import rmq
 from helpers import TEST_STORE_CONF, BrokerProcess, create_topic, free_port
 from rmq._rmq import ClientInstance
@@ -75,9 +77,16 @@ def capped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Mess
 
 
 def pull(
-    ns: str, mq: MessageQueue, start: int, end: int, max_rows: int, expression: str = "*"
+    ns: str,
+    mq: MessageQueue,
+    start: int,
+    end: int,
+    max_rows: int,
+    expression: str = "*",
+    skip: list[str] | None = None,
 ) -> list[tuple[int, bytes, str]]:
-    """Call ``pull_columns`` until ``end`` as the reader does; (offset, body, key) per row."""
+    """Call ``pull_columns`` until ``end`` as the reader does; (offset, body, key) per row.
+    ``skip`` as the reader's (records read in place) by default."""
     client = ClientInstance(ns)
     rows: list[tuple[int, bytes, str]] = []
     try:
@@ -92,6 +101,7 @@ def pull(
                 batch=1024,
                 depth=4,
                 expression=expression,
+                skip_properties=reader._SKIPPED_PROPERTIES_LIST if skip is None else skip,
             )
             assert c.status == "FOUND", c.status
             assert c.num_rows <= max_rows or expression != "*"
@@ -122,13 +132,43 @@ def test_pulls_cut_short_by_the_broker_return_each_row_once(
     assert all(b == body(i) and k == str(i) for i, b, k in rows)
 
 
+@pytest.mark.parametrize("skip", [None, []])
 def test_a_tag_filter_returns_exactly_the_matching_rows(
-    capped: tuple[str, MessageQueue],
+    capped: tuple[str, MessageQueue], skip: list[str] | None
 ) -> None:
     ns, mq = capped
-    rows = pull(ns, mq, 1, 601, 64, expression="odd")
+    rows = pull(ns, mq, 1, 601, 64, expression="odd", skip=skip)
     assert [r[0] for r in rows] == list(range(1, 601, 2))
     assert all(b == body(i) for i, b, _ in rows)
+
+
+def test_records_read_in_place_give_the_rows_decoded_messages_give(
+    capped: tuple[str, MessageQueue],
+) -> None:
+    """With MIN_OFFSET and MAX_OFFSET skipped (the reader's list) records are read in place;
+    without, each goes through the client's decoding: every column is the same but those two
+    properties."""
+    ns, mq = capped
+    client = ClientInstance(ns)
+    try:
+        skipped = [p for p in reader._SKIPPED_PROPERTIES_LIST if "OFFSET" not in p]
+        fast, slow = (
+            client.pull_columns("g-read-range", mq, 0, COUNT, COUNT, batch=1024, skip_properties=s)
+            for s in (reader._SKIPPED_PROPERTIES_LIST, skipped)
+        )
+    finally:
+        client.shutdown()
+    assert fast.num_rows == slow.num_rows == COUNT
+    schema = to_arrow_schema(reader.SCHEMA, timezone="UTC")
+    queue = QueueKey(TOPIC, "broker-a", mq.queue_id)
+    got, want = (reader._record_batch(c, queue, schema).to_pylist() for c in (fast, slow))
+    offsets = {rmq._rmq.PROPERTY_MIN_OFFSET, rmq._rmq.PROPERTY_MAX_OFFSET}
+    assert all(offsets <= {k for k, _ in row["properties"]} for row in want)
+    for row in want:
+        row["properties"] = [(k, v) for k, v in row["properties"] if k not in offsets]
+    assert got == want
+    assert [r["keys"] for r in got] == [str(i) for i in range(COUNT)]
+    assert len({r["msg_id"] for r in got}) == COUNT
 
 
 @pytest.mark.parametrize("pull_batch_size", ["1024", "32", "3"])

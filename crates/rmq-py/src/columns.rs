@@ -10,8 +10,12 @@ use std::collections::{HashSet, VecDeque};
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use rmq_client::{ClientInstance, PullRequest, PullResult, PullStatus};
-use rmq_protocol::message_decoder::MessageExt;
+use rmq_client::{ClientError, ClientInstance, PullRequest, PullStatus, RawPull};
+use rmq_common::properties::{NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR};
+use rmq_common::record::DecodedRecord;
+use rmq_common::topic::RETRY_GROUP_TOPIC_PREFIX;
+use rmq_common::{push_offset_msg_id, sys_flag, PropertyKey};
+use rmq_protocol::message_decoder::{decode_message_at, MessageExt};
 
 use crate::client::block_on;
 
@@ -67,6 +71,8 @@ struct Columns {
     prop_keys: StrColumn,
     prop_values: StrColumn,
     rows: usize,
+    /// Where an offset message id is spelled before it is pushed.
+    scratch: String,
 }
 
 impl Columns {
@@ -83,11 +89,56 @@ impl Columns {
             prop_keys: StrColumn::new(),
             prop_values: StrColumn::new(),
             rows: 0,
+            scratch: String::new(),
         }
     }
 
+    /// Push a record read in place, whose PROPERTIES are `props`: the same row [`push`]
+    /// makes of its `MessageExt` (first value of a repeated property in the tags, keys and
+    /// msg id columns, every pair in the properties column), without one allocation per
+    /// field. For records the client has nothing to do to (see [`RangePull::push_records`]).
+    ///
+    /// [`push`]: Self::push
+    fn push_record(&mut self, r: &DecodedRecord<'_>, props: &str, skip: &HashSet<String>) {
+        self.queue_offsets
+            .extend_from_slice(&r.queue_offset.to_le_bytes());
+        self.born.extend_from_slice(&r.born_timestamp.to_le_bytes());
+        self.stored
+            .extend_from_slice(&r.store_timestamp.to_le_bytes());
+        self.bodies.push(Some(r.body));
+        let (mut tags, mut keys, mut uniq) = (None, None, None);
+        for (k, v) in pairs(props) {
+            match k {
+                PropertyKey::TAGS => tags = tags.or(Some(v)),
+                PropertyKey::KEYS => keys = keys.or(Some(v)),
+                PropertyKey::UNIQ_CLIENT_MESSAGE_ID_KEYIDX => uniq = uniq.or(Some(v)),
+                _ => {}
+            }
+            if !skip.contains(k) {
+                self.prop_keys.push(Some(k.as_bytes()));
+                self.prop_values.push(Some(v.as_bytes()));
+            }
+        }
+        self.tags.push(tags.map(str::as_bytes));
+        self.keys.push(keys.map(str::as_bytes));
+        if let Some(id) = uniq {
+            self.msg_ids.push(Some(id.as_bytes()));
+        } else {
+            self.scratch.clear();
+            push_offset_msg_id(&mut self.scratch, r.store_host, r.physical_offset);
+            self.msg_ids.push(Some(self.scratch.as_bytes()));
+        }
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_possible_wrap,
+            reason = "fewer entries than bytes, and a call stops at MAX_BYTES, far below 2 GiB"
+        )]
+        let entries = self.prop_keys.len as i32;
+        self.prop_offsets.extend_from_slice(&entries.to_le_bytes());
+        self.rows += 1;
+    }
+
     fn push(&mut self, m: &MessageExt, skip: &HashSet<String>) {
-        use rmq_common::PropertyKey;
         self.queue_offsets
             .extend_from_slice(&m.queue_offset.to_le_bytes());
         self.born.extend_from_slice(&m.born_timestamp.to_le_bytes());
@@ -115,6 +166,14 @@ impl Columns {
         self.prop_offsets.extend_from_slice(&entries.to_le_bytes());
         self.rows += 1;
     }
+}
+
+/// The (name, value) pairs of an encoded PROPERTIES string, in order, as
+/// `Properties::decode` reads them (a pair without its separator is skipped).
+fn pairs(props: &str) -> impl Iterator<Item = (&str, &str)> {
+    props
+        .split(PROPERTY_SEPARATOR)
+        .filter_map(|pair| pair.split_once(NAME_VALUE_SEPARATOR))
 }
 
 /// Bytes of bodies after which a call returns (the columns stay well under i32 offsets).
@@ -179,6 +238,64 @@ struct RangePull {
 }
 
 impl RangePull {
+    /// Push the records of `raw` before the range's end into `cols`, as
+    /// [`ClientInstance::pull`] would hand them over (exact tag check, bodies decompressed,
+    /// `MIN_OFFSET`/`MAX_OFFSET` added): read in place when that changes nothing (no
+    /// compressed body, no retry topic, those two properties skipped), else through
+    /// [`ClientInstance::process_pulled`]. The queue offset of the last row pushed, if any.
+    fn push_records(
+        &self,
+        raw: &RawPull,
+        cols: &mut Columns,
+        skip: &HashSet<String>,
+    ) -> rmq_client::Result<Option<i64>> {
+        let bad = |e: &dyn std::fmt::Display| ClientError::BadResponse {
+            addr: raw.addr.clone(),
+            detail: format!("pulled messages do not decode: {e}"),
+        };
+        let in_place =
+            skip.contains(PropertyKey::MIN_OFFSET) && skip.contains(PropertyKey::MAX_OFFSET);
+        let tags_set = &self.request.subscription.tags_set;
+        let (mut pos, mut last) = (0, None);
+        while pos < raw.body.len() {
+            let r = DecodedRecord::parse(&raw.body[pos..]).map_err(|e| bad(&e))?;
+            let at = pos;
+            pos += r.total_size;
+            if r.queue_offset >= self.end {
+                continue;
+            }
+            let plain = r.sys_flag & sys_flag::COMPRESSED_FLAG == 0
+                && !r.topic.starts_with(RETRY_GROUP_TOPIC_PREFIX);
+            if in_place && plain {
+                let props = r.properties_str().map_err(|e| bad(&e))?;
+                if !tags_set.is_empty() {
+                    let tag = pairs(props).find(|(k, _)| *k == PropertyKey::TAGS);
+                    if !tag.is_some_and(|(_, t)| tags_set.iter().any(|s| s == t)) {
+                        continue;
+                    }
+                }
+                cols.push_record(&r, props, skip);
+                last = Some(r.queue_offset);
+                continue;
+            }
+            let m = decode_message_at(&raw.body.slice(at..), at).map_err(|e| bad(&e))?;
+            let one = vec![m];
+            for m in self
+                .instance
+                .process_pulled(&raw.addr, &self.request, one, &raw.result)
+            {
+                if let Some(e) = &m.body_error {
+                    // A row must hold the body the producer sent, never the stored
+                    // compressed bytes: the read fails, naming the message.
+                    return Err(ClientError::BadBody(e.clone()));
+                }
+                cols.push(&m, skip);
+                last = Some(m.queue_offset);
+            }
+        }
+        Ok(last)
+    }
+
     /// A pull of `want` messages (at most `batch`, and not past `upto`) from `offset`.
     fn spawn(&self, offset: i64, upto: i64, want: i64) -> Window {
         let mut req = self.request.clone();
@@ -187,7 +304,7 @@ impl RangePull {
         req.max_nums = i32::try_from((upto - offset).min(want).min(self.batch)).unwrap_or(i32::MAX);
         let asked = i64::from(req.max_nums);
         let instance = self.instance.clone();
-        let handle = tokio::spawn(async move { instance.pull(&req).await });
+        let handle = tokio::spawn(async move { instance.pull_raw(&req).await });
         Window {
             offset,
             asked,
@@ -253,43 +370,45 @@ impl RangePull {
             let Some(Window { asked, handle, .. }) = ahead.pop_front() else {
                 break Ok(());
             };
-            let r = match handle.await {
+            let raw = match handle.await {
                 Ok(Ok(r)) => r,
                 Ok(Err(e)) => break Err(e),
-                Err(_) => break Err(rmq_client::ClientError::Shutdown),
+                Err(_) => break Err(ClientError::Shutdown),
             };
+            let r = &raw.result;
             out.min_offset = r.min_offset;
             out.max_offset = r.max_offset;
-            match (r.status, r.messages.first()) {
-                (PullStatus::Found, Some(first)) => {
-                    // Under a tag filter the broker skips what does not match: not a gap.
-                    if first.queue_offset > offset && !self.filtered {
-                        out.status = "GAP";
-                        out.gap_to = first.queue_offset;
-                        break Ok(());
-                    }
-                    let mut last = offset;
-                    for m in r.messages.iter().filter(|m| m.queue_offset < self.end) {
-                        if let Some(e) = &m.body_error {
-                            // A row must hold the body the producer sent, never the stored
-                            // compressed bytes: the read fails, naming the message.
-                            break 'pull Err(rmq_client::ClientError::BadBody(e.clone()));
-                        }
-                        cols.push(m, skip);
-                        last = m.queue_offset;
-                    }
+            let mut status = r.status;
+            let mut last = offset;
+            if status == PullStatus::Found {
+                // Under a tag filter the broker skips what does not match: not a gap.
+                let first = DecodedRecord::parse(&raw.body).ok().map(|f| f.queue_offset);
+                if let Some(first) = first.filter(|f| *f > offset && !self.filtered) {
+                    out.status = "GAP";
+                    out.gap_to = first;
+                    break Ok(());
+                }
+                match self.push_records(&raw, cols, skip) {
+                    // Everything failed the exact tag check: as NO_MATCHED_MSG.
+                    Ok(None) => status = PullStatus::NoMatchedMsg,
+                    Ok(Some(l)) => last = l,
+                    Err(e) => break 'pull Err(e),
+                }
+            }
+            match status {
+                PullStatus::Found => {
                     let from = offset;
                     // A filtered pull may have looked past the range's end: stop at it.
                     offset = r.next_begin_offset.max(last + 1).min(self.end);
                     stride = learn_stride(stride, offset - from, asked);
                 }
                 // Nothing matched the tag filter up to `next_begin_offset`: read on from there.
-                (PullStatus::NoMatchedMsg, _) if self.filtered && r.next_begin_offset > offset => {
+                PullStatus::NoMatchedMsg if self.filtered && r.next_begin_offset > offset => {
                     let from = offset;
                     offset = r.next_begin_offset.min(self.end);
                     stride = learn_stride(stride, offset - from, asked);
                 }
-                (status, _) => {
+                status => {
                     out.status = status.name();
                     break Ok(());
                 }
@@ -308,7 +427,7 @@ impl RangePull {
 struct Window {
     offset: i64,
     asked: i64,
-    handle: tokio::task::JoinHandle<rmq_client::Result<PullResult>>,
+    handle: tokio::task::JoinHandle<rmq_client::Result<RawPull>>,
 }
 
 /// The window stride after a pull that asked `asked` messages and covered `covered` offsets:
