@@ -327,6 +327,7 @@ impl ClientInstance {
     /// `processPullResult`: exact tag check, decompression, queue bounds as properties, and
     /// for redeliveries from `%RETRY%<group>` the original topic back (`resetRetryAndNamespace`),
     /// of messages `req` pulled from `addr` with answer `h` (its min and max offsets).
+    #[must_use]
     pub fn process_pulled(
         &self,
         addr: &str,
