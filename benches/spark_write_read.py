@@ -13,6 +13,12 @@ state. Each run writes a fresh topic (4 queues); the reads read the topic of the
 (``.write.format("noop")``, which materialises every row) and the parquet files of the first run.
 Bodies are 256 hex digits of SHA-256 digests by default (``--body-kind padded``: the row number
 padded with ``x``, which parquet compresses to almost nothing).
+
+``--broker-config KEY=VALUE`` adds lines to the own broker's config (e.g. a raised
+``maxTransferCountOnMessageInMemory``); ``--read-variant NAME:OPT=V`` reads the topic again with
+other reader options, interleaved with the default read in every run. The JSON summary gives
+each timed phase's CPU seconds by process (``cpu_seconds``: the broker, Spark's JVM, its Python
+workers, from ``/proc``), to tell where a read's time goes.
 """
 
 from __future__ import annotations
