@@ -13,6 +13,12 @@ state. Each run writes a fresh topic (4 queues); the reads read the topic of the
 (``.write.format("noop")``, which materialises every row) and the parquet files of the first run.
 Bodies are 256 hex digits of SHA-256 digests by default (``--body-kind padded``: the row number
 padded with ``x``, which parquet compresses to almost nothing).
+
+``--broker-config KEY=VALUE`` adds lines to the own broker's config (e.g. a raised
+``maxTransferCountOnMessageInMemory``); ``--read-variant NAME:OPT=V`` reads the topic again with
+other reader options, interleaved with the default read in every run. The JSON summary gives
+each timed phase's CPU seconds by process (``cpu_seconds``: the broker, Spark's JVM, its Python
+workers, from ``/proc``), to tell where a read's time goes.
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ from typing import Any
 
 
 @contextmanager
-def own_broker(workdir: Path) -> Iterator[str]:
+def own_broker(workdir: Path, extra: list[str]) -> Iterator[str]:
     ports = []
     for _ in range(2):
         with socket.socket() as s:
@@ -51,7 +57,7 @@ def own_broker(workdir: Path) -> Iterator[str]:
         f"brokerIP1 = 127.0.0.1\nlistenPort = {broker_port}\nstorePathRootDir = {store}\n"
         "mappedFileSizeCommitLog = 268435456\ndiskMaxUsedSpaceRatio = 95\n"
         "diskSpaceCleanForciblyRatio = 98\ndiskSpaceWarningLevelRatio = 99\n"
-        "cleanFileForciblyEnable = false\n"
+        "cleanFileForciblyEnable = false\n" + "".join(f"{kv}\n" for kv in extra)
     )
     proc = subprocess.Popen(
         [sys.executable, "-m", "rmq.broker", "-c", str(conf), "--namesrv-port", str(ns_port)],
@@ -98,10 +104,53 @@ def create_topic(namesrv: str, cluster: str, topic: str) -> None:
     raise SystemExit(f"no route for {topic}")
 
 
-def timed(fn: Callable[[], object]) -> float:
+def cpu_by_process_kind() -> dict[str, float]:
+    """CPU seconds (user + system) so far of this driver's descendants, by kind: the broker,
+    Spark's JVM, its Python workers (processes that exited are not counted)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    procs: dict[int, tuple[int, bytes, float]] = {}  # pid: (parent, command, CPU seconds)
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        procs[int(pid)] = (int(fields[1]), cmd, (int(fields[11]) + int(fields[12])) / tick)
+    kinds = {"broker": 0.0, "jvm": 0.0, "python_workers": 0.0, "driver": procs[os.getpid()][2]}
+    for pid, (parent, cmd, cpu) in procs.items():
+        chain = [pid]
+        while parent in procs and parent != os.getpid():
+            chain.append(parent)
+            parent = procs[parent][0]
+        if parent != os.getpid():
+            continue  # not ours
+        top = procs[chain[-1]][1]
+        if b"rmq.broker" in top:
+            kinds["broker"] += cpu
+        elif b"java" in cmd:
+            kinds["jvm"] += cpu
+        elif b"python" in cmd:
+            kinds["python_workers"] += cpu
+    return kinds
+
+
+CPU: dict[str, list[dict[str, float]]] = {}
+"""CPU seconds per process kind of each timed phase (see :func:`timed`)."""
+
+
+def timed(fn: Callable[[], object], phase: str = "") -> float:
+    before = cpu_by_process_kind()
     t0 = time.perf_counter()
     fn()
-    return time.perf_counter() - t0
+    took = time.perf_counter() - t0
+    after = cpu_by_process_kind()
+    if phase:
+        CPU.setdefault(phase, []).append(
+            {k: round(after[k] - before[k], 2) for k in after} | {"wall": round(took, 2)}
+        )
+    return took
 
 
 def run(args: argparse.Namespace, namesrv: str, workdir: Path) -> dict[str, Any]:
@@ -152,10 +201,12 @@ def run(args: argparse.Namespace, namesrv: str, workdir: Path) -> dict[str, Any]
 
     results: dict[str, list[float]] = {"parquet_write": [], "rmq_write": []}
     for i in range(args.runs):
-        results["parquet_write"].append(n / timed(write_parquet(workdir / f"parquet-{i}")))
+        results["parquet_write"].append(
+            n / timed(write_parquet(workdir / f"parquet-{i}"), "parquet_write")
+        )
         topic = f"SparkBench{i}"
         create_topic(namesrv, args.cluster, topic)
-        results["rmq_write"].append(n / timed(write_rmq(topic)))
+        results["rmq_write"].append(n / timed(write_rmq(topic), "rmq_write"))
         print(
             f"run {i + 1}: parquet write {results['parquet_write'][-1]:,.0f} rows/s, "
             f"rmq write {results['rmq_write'][-1]:,.0f} rows/s",
@@ -164,15 +215,28 @@ def run(args: argparse.Namespace, namesrv: str, workdir: Path) -> dict[str, Any]
 
     results["parquet_read"], results["rmq_read"] = [], []
     pq = spark.read.parquet(str(workdir / "parquet-0"))
-    src = spark.read.format("rmq").option("namesrv", namesrv).option("topic", "SparkBench0").load()
+    reader = spark.read.format("rmq").option("namesrv", namesrv).option("topic", "SparkBench0")
+    src = reader.load()
+    # Each --read-variant is read too, interleaved with the others in every run.
+    variants = {}
+    for spec in args.read_variant:
+        name, _, opts = spec.partition(":")
+        variants[f"rmq_read_{name}"] = reader.options(
+            **dict(kv.split("=", 1) for kv in opts.split(","))
+        ).load()
+        results[f"rmq_read_{name}"] = []
     for i in range(args.runs):
-        results["parquet_read"].append(n / timed(drain(pq)))
-        results["rmq_read"].append(n / timed(drain(src)))
+        results["parquet_read"].append(n / timed(drain(pq), "parquet_read"))
+        results["rmq_read"].append(n / timed(drain(src), "rmq_read"))
+        for key, frame in variants.items():
+            results[key].append(n / timed(drain(frame), key))
         print(
             f"read {i + 1}: parquet {results['parquet_read'][-1]:,.0f} rows/s, "
-            f"rmq {results['rmq_read'][-1]:,.0f} rows/s",
+            + ", ".join(f"{k} {v[-1]:,.0f} rows/s" for k, v in results.items() if "rmq_read" in k),
             file=sys.stderr,
         )
+    for frame in variants.values():
+        assert frame.count() == n
     assert src.count() == n
     spark.stop()
 
@@ -183,15 +247,20 @@ def run(args: argparse.Namespace, namesrv: str, workdir: Path) -> dict[str, Any]
 
     write_ratios = ratios("rmq_write", "parquet_write")
     read_ratios = ratios("rmq_read", "parquet_read")
+    variant_ratios = {
+        k: statistics.median(ratios(k, "parquet_read")) for k in results if "rmq_read_" in k
+    }
     return {
         "rows": n,
         "body_bytes": size,
         "body_kind": args.body_kind,
         "runs": results,
+        "cpu_seconds": CPU,
         "load_average": os.getloadavg(),
         "median_rows_per_s": med,
         "write_ratio_median": statistics.median(write_ratios),
         "read_ratio_median": statistics.median(read_ratios),
+        "read_variant_ratio_medians": variant_ratios,
     }
 
 
@@ -208,6 +277,21 @@ def main() -> None:
     )
     parser.add_argument("--namesrv", help="use this cluster instead of starting a broker")
     parser.add_argument("--cluster", default="DefaultCluster")
+    parser.add_argument(
+        "--broker-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a line added to the broker's config (repeatable; not with --namesrv)",
+    )
+    parser.add_argument(
+        "--read-variant",
+        action="append",
+        default=[],
+        metavar="NAME:OPT=V[,OPT=V]",
+        help="also read with these reader options, interleaved (repeatable), e.g. "
+        "'batch32:pullBatchSize=32'",
+    )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = parser.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -217,7 +301,7 @@ def main() -> None:
         if args.namesrv:
             summary = run(args, args.namesrv, workdir)
         else:
-            with own_broker(workdir) as namesrv:
+            with own_broker(workdir, args.broker_config) as namesrv:
                 summary = run(args, namesrv, workdir)
     if args.json:
         print(json.dumps(summary, indent=2))
@@ -231,6 +315,8 @@ def main() -> None:
             f"  read:  rmq {m['rmq_read']:,.0f} rows/s, parquet {m['parquet_read']:,.0f} rows/s, "
             f"ratio {summary['read_ratio_median']:.2f}"
         )
+        for k, r in summary["read_variant_ratio_medians"].items():
+            print(f"  {k}: {m[k]:,.0f} rows/s, ratio {r:.2f}")
 
 
 if __name__ == "__main__":

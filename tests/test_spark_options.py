@@ -38,7 +38,7 @@ def test_read_defaults_follow_the_kafka_source() -> None:
     stream = parse_read_options({**NS, "TOPIC": "t"}, streaming=True)  # case-insensitive
     assert (batch.starting_offsets, batch.ending_offsets) == ("earliest", "latest")
     assert stream.starting_offsets == "latest"
-    assert batch.fail_on_data_loss and batch.pull_batch_size == 32
+    assert batch.fail_on_data_loss and batch.pull_batch_size == 1024
     assert parse_read_options({**NS, "topic": "a, b"}, streaming=False).topics == ("a", "b")
 
 

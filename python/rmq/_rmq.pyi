@@ -997,8 +997,10 @@ class ClientInstance:
         expression: str = "*",
     ) -> PulledColumns:
         """Pull ``queue`` from ``start`` towards ``end`` into columns: at most ``max_rows``
-        rows, ``depth`` pulls of ``batch`` messages in flight, the GIL released; only the
-        messages whose tag matches ``expression`` (filtered on the broker)."""
+        rows (under a tag filter the last pull may pass it), the GIL released; the first pull
+        asks ``batch`` messages and what the broker granted sets the windows of the ``depth``
+        pulls kept in flight after it; only the messages whose tag matches ``expression``
+        (filtered on the broker)."""
     def pull_async(
         self,
         callback: Callable[[PullResult | None, BaseException | None], object],

@@ -155,6 +155,20 @@ pub struct PullResult {
     pub messages: Vec<MessageExt>,
 }
 
+/// A pull's answer before its messages are decoded ([`ClientInstance::pull_raw`]), for a
+/// reader that reads the records in place (the Spark reader's columns) rather than as one
+/// [`MessageExt`] each; [`ClientInstance::process_pulled`] gives any of them the treatment
+/// [`ClientInstance::pull`] gives all.
+#[derive(Debug, Clone)]
+pub struct RawPull {
+    /// Status and offsets; `messages` is empty (the records are in `body`).
+    pub result: PullResult,
+    /// The records back to back, as the broker sent them (empty unless FOUND).
+    pub body: Bytes,
+    /// The broker pulled from (for error messages).
+    pub addr: String,
+}
+
 impl ClientInstance {
     /// The address to pull `broker_name` from (`findBrokerAddressInSubscribe`), refreshing
     /// `topic`'s route if unknown. Standing in for a master missing from the route (down), a
@@ -213,6 +227,32 @@ impl ClientInstance {
     /// Transport failures; broker error codes (e.g. SUBSCRIPTION_NOT_EXIST) as
     /// [`ClientError::Response`].
     pub async fn pull(&self, req: &PullRequest) -> Result<PullResult> {
+        let RawPull {
+            mut result,
+            body,
+            addr,
+        } = self.pull_raw(req).await?;
+        if result.status == PullStatus::Found {
+            let messages =
+                message_decoder::decode_messages(&body).map_err(|e| ClientError::BadResponse {
+                    addr: addr.clone(),
+                    detail: format!("pulled messages do not decode: {e}"),
+                })?;
+            result.messages = self.process_pulled(&addr, req, messages, &result);
+            // Everything filtered out by the exact tag check still advances the offset.
+            if result.messages.is_empty() {
+                result.status = PullStatus::NoMatchedMsg;
+            }
+        }
+        Ok(result)
+    }
+
+    /// [`pull`](Self::pull) without decoding the messages: the records stay in the body
+    /// (see [`RawPull`]); no exact tag check, decompression or retry-topic restore yet.
+    ///
+    /// # Errors
+    /// As [`pull`](Self::pull).
+    pub async fn pull_raw(&self, req: &PullRequest) -> Result<RawPull> {
         let mq = &req.queue;
         let broker_id = req
             .broker_id
@@ -268,7 +308,7 @@ impl ClientInstance {
         if req.broker_id.is_none() {
             self.update_pull_from_which_node(&req.group, mq, h.suggest_which_broker_id);
         }
-        let mut result = PullResult {
+        let result = PullResult {
             status,
             next_begin_offset: h.next_begin_offset,
             min_offset: h.min_offset,
@@ -276,30 +316,24 @@ impl ClientInstance {
             suggest_which_broker_id: h.suggest_which_broker_id,
             messages: Vec::new(),
         };
-        if status == PullStatus::Found {
-            let body = resp.body.unwrap_or_default();
-            let messages =
-                message_decoder::decode_messages(&body).map_err(|e| ClientError::BadResponse {
-                    addr: addr.clone(),
-                    detail: format!("pulled messages do not decode: {e}"),
-                })?;
-            result.messages = self.process_pulled(&addr, req, messages, &h);
-            // Everything filtered out by the exact tag check still advances the offset.
-            if result.messages.is_empty() {
-                result.status = PullStatus::NoMatchedMsg;
-            }
-        }
-        Ok(result)
+        let body = if status == PullStatus::Found {
+            resp.body.unwrap_or_default()
+        } else {
+            Bytes::new()
+        };
+        Ok(RawPull { result, body, addr })
     }
 
     /// `processPullResult`: exact tag check, decompression, queue bounds as properties, and
-    /// for redeliveries from `%RETRY%<group>` the original topic back (`resetRetryAndNamespace`).
-    fn process_pulled(
+    /// for redeliveries from `%RETRY%<group>` the original topic back (`resetRetryAndNamespace`),
+    /// of messages `req` pulled from `addr` with answer `h` (its min and max offsets).
+    #[must_use]
+    pub fn process_pulled(
         &self,
         addr: &str,
         req: &PullRequest,
         messages: Vec<MessageExt>,
-        h: &PullMessageResponseHeader,
+        h: &PullResult,
     ) -> Vec<MessageExt> {
         let sub = &req.subscription;
         let limit = self.config().max_decompressed_body_size;

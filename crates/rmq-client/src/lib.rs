@@ -22,7 +22,7 @@ pub mod message;
 pub mod producer;
 pub mod transaction;
 
-pub use consumer::{build_subscription, PullRequest, PullResult, PullStatus, SendBack};
+pub use consumer::{build_subscription, PullRequest, PullResult, PullStatus, RawPull, SendBack};
 pub use error::{ClientError, Result};
 pub use instance::{CallAnswer, ClientConfig, ClientInstance, ClientListener, TopicRoute};
 pub use message::{decode_uniq_id, Message, SendResult, SendStatus, UniqIdParts};

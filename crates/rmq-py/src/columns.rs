@@ -10,8 +10,12 @@ use std::collections::{HashSet, VecDeque};
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use rmq_client::{ClientInstance, PullRequest, PullResult, PullStatus};
-use rmq_protocol::message_decoder::MessageExt;
+use rmq_client::{ClientError, ClientInstance, PullRequest, PullStatus, RawPull};
+use rmq_common::properties::{NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR};
+use rmq_common::record::DecodedRecord;
+use rmq_common::topic::RETRY_GROUP_TOPIC_PREFIX;
+use rmq_common::{push_offset_msg_id, sys_flag, PropertyKey};
+use rmq_protocol::message_decoder::{decode_message_at, MessageExt};
 
 use crate::client::block_on;
 
@@ -67,6 +71,8 @@ struct Columns {
     prop_keys: StrColumn,
     prop_values: StrColumn,
     rows: usize,
+    /// Where an offset message id is spelled before it is pushed.
+    scratch: String,
 }
 
 impl Columns {
@@ -83,11 +89,56 @@ impl Columns {
             prop_keys: StrColumn::new(),
             prop_values: StrColumn::new(),
             rows: 0,
+            scratch: String::new(),
         }
     }
 
+    /// Push a record read in place, whose PROPERTIES are `props`: the same row [`push`]
+    /// makes of its `MessageExt` (first value of a repeated property in the tags, keys and
+    /// msg id columns, every pair in the properties column), without one allocation per
+    /// field. For records the client has nothing to do to (see [`RangePull::push_records`]).
+    ///
+    /// [`push`]: Self::push
+    fn push_record(&mut self, r: &DecodedRecord<'_>, props: &str, skip: &HashSet<String>) {
+        self.queue_offsets
+            .extend_from_slice(&r.queue_offset.to_le_bytes());
+        self.born.extend_from_slice(&r.born_timestamp.to_le_bytes());
+        self.stored
+            .extend_from_slice(&r.store_timestamp.to_le_bytes());
+        self.bodies.push(Some(r.body));
+        let (mut tags, mut keys, mut uniq) = (None, None, None);
+        for (k, v) in pairs(props) {
+            match k {
+                PropertyKey::TAGS => tags = tags.or(Some(v)),
+                PropertyKey::KEYS => keys = keys.or(Some(v)),
+                PropertyKey::UNIQ_CLIENT_MESSAGE_ID_KEYIDX => uniq = uniq.or(Some(v)),
+                _ => {}
+            }
+            if !skip.contains(k) {
+                self.prop_keys.push(Some(k.as_bytes()));
+                self.prop_values.push(Some(v.as_bytes()));
+            }
+        }
+        self.tags.push(tags.map(str::as_bytes));
+        self.keys.push(keys.map(str::as_bytes));
+        if let Some(id) = uniq {
+            self.msg_ids.push(Some(id.as_bytes()));
+        } else {
+            self.scratch.clear();
+            push_offset_msg_id(&mut self.scratch, r.store_host, r.physical_offset);
+            self.msg_ids.push(Some(self.scratch.as_bytes()));
+        }
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_possible_wrap,
+            reason = "fewer entries than bytes, and a call stops at MAX_BYTES, far below 2 GiB"
+        )]
+        let entries = self.prop_keys.len as i32;
+        self.prop_offsets.extend_from_slice(&entries.to_le_bytes());
+        self.rows += 1;
+    }
+
     fn push(&mut self, m: &MessageExt, skip: &HashSet<String>) {
-        use rmq_common::PropertyKey;
         self.queue_offsets
             .extend_from_slice(&m.queue_offset.to_le_bytes());
         self.born.extend_from_slice(&m.born_timestamp.to_le_bytes());
@@ -115,6 +166,14 @@ impl Columns {
         self.prop_offsets.extend_from_slice(&entries.to_le_bytes());
         self.rows += 1;
     }
+}
+
+/// The (name, value) pairs of an encoded PROPERTIES string, in order, as
+/// `Properties::decode` reads them (a pair without its separator is skipped).
+fn pairs(props: &str) -> impl Iterator<Item = (&str, &str)> {
+    props
+        .split(PROPERTY_SEPARATOR)
+        .filter_map(|pair| pair.split_once(NAME_VALUE_SEPARATOR))
 }
 
 /// Bytes of bodies after which a call returns (the columns stay well under i32 offsets).
@@ -163,6 +222,12 @@ struct Pulled {
 }
 
 /// What the pipelined pulls of one call share.
+///
+/// A pull asks the broker for `batch` messages, and the broker grants at most its own caps
+/// (`maxTransferCountOnMessageInMemory`, 32 by default, and the byte cap): the first pull of
+/// a call goes alone and the offsets it covered become the `stride` of the windows sent ahead
+/// after it, so that a reader asking 1 024 from a broker that grants 32 keeps `depth` pulls of
+/// 32 in flight rather than windows 1 024 apart with holes to fill one pull at a time.
 struct RangePull {
     instance: ClientInstance,
     request: PullRequest,
@@ -173,17 +238,78 @@ struct RangePull {
 }
 
 impl RangePull {
-    fn spawn(
+    /// Push the records of `raw` before the range's end into `cols`, as
+    /// [`ClientInstance::pull`] would hand them over (exact tag check, bodies decompressed,
+    /// `MIN_OFFSET`/`MAX_OFFSET` added): read in place when that changes nothing (no
+    /// compressed body, no retry topic, those two properties skipped), else through
+    /// [`ClientInstance::process_pulled`]. The queue offset of the last row pushed, if any.
+    fn push_records(
         &self,
-        offset: i64,
-        upto: i64,
-    ) -> tokio::task::JoinHandle<rmq_client::Result<PullResult>> {
+        raw: &RawPull,
+        cols: &mut Columns,
+        skip: &HashSet<String>,
+    ) -> rmq_client::Result<Option<i64>> {
+        let bad = |e: &dyn std::fmt::Display| ClientError::BadResponse {
+            addr: raw.addr.clone(),
+            detail: format!("pulled messages do not decode: {e}"),
+        };
+        let in_place =
+            skip.contains(PropertyKey::MIN_OFFSET) && skip.contains(PropertyKey::MAX_OFFSET);
+        let tags_set = &self.request.subscription.tags_set;
+        let (mut pos, mut last) = (0, None);
+        while pos < raw.body.len() {
+            let r = DecodedRecord::parse(&raw.body[pos..]).map_err(|e| bad(&e))?;
+            let at = pos;
+            pos += r.total_size;
+            if r.queue_offset >= self.end {
+                continue;
+            }
+            let plain = r.sys_flag & sys_flag::COMPRESSED_FLAG == 0
+                && !r.topic.starts_with(RETRY_GROUP_TOPIC_PREFIX);
+            if in_place && plain {
+                let props = r.properties_str().map_err(|e| bad(&e))?;
+                if !tags_set.is_empty() {
+                    let tag = pairs(props).find(|(k, _)| *k == PropertyKey::TAGS);
+                    if !tag.is_some_and(|(_, t)| tags_set.iter().any(|s| s == t)) {
+                        continue;
+                    }
+                }
+                cols.push_record(&r, props, skip);
+                last = Some(r.queue_offset);
+                continue;
+            }
+            let m = decode_message_at(&raw.body.slice(at..), at).map_err(|e| bad(&e))?;
+            let one = vec![m];
+            for m in self
+                .instance
+                .process_pulled(&raw.addr, &self.request, one, &raw.result)
+            {
+                if let Some(e) = &m.body_error {
+                    // A row must hold the body the producer sent, never the stored
+                    // compressed bytes: the read fails, naming the message.
+                    return Err(ClientError::BadBody(e.clone()));
+                }
+                cols.push(&m, skip);
+                last = Some(m.queue_offset);
+            }
+        }
+        Ok(last)
+    }
+
+    /// A pull of `want` messages (at most `batch`, and not past `upto`) from `offset`.
+    fn spawn(&self, offset: i64, upto: i64, want: i64) -> Window {
         let mut req = self.request.clone();
         req.offset = offset;
         // `batch` comes from Python as any positive i64; a pull asks for at most i32::MAX.
-        req.max_nums = i32::try_from((upto - offset).min(self.batch)).unwrap_or(i32::MAX);
+        req.max_nums = i32::try_from((upto - offset).min(want).min(self.batch)).unwrap_or(i32::MAX);
+        let asked = i64::from(req.max_nums);
         let instance = self.instance.clone();
-        tokio::spawn(async move { instance.pull(&req).await })
+        let handle = tokio::spawn(async move { instance.pull_raw(&req).await });
+        Window {
+            offset,
+            asked,
+            handle,
+        }
     }
 
     async fn run(
@@ -203,71 +329,93 @@ impl RangePull {
         };
         let cols = &mut out.cols;
         let mut offset = start;
-        let mut ahead: VecDeque<(i64, tokio::task::JoinHandle<_>)> = VecDeque::new();
+        let mut ahead: VecDeque<Window> = VecDeque::new();
         let mut next_window = start;
+        // Pulls ask no further than this call may read: one row per offset at most, so that
+        // a call never returns more than `max_rows` (under a tag filter, offsets without rows
+        // are skipped: up to the range's end, and the last pull may pass `max_rows`).
+        let limit = if self.filtered {
+            self.end
+        } else {
+            let rows = i64::try_from(max_rows).unwrap_or(i64::MAX);
+            self.end.min(start.saturating_add(rows))
+        };
+        // Offsets per window: unknown (0) until the first pull, sent alone, comes back.
+        let mut stride = 0i64;
         let result = 'pull: loop {
             if offset >= self.end || cols.rows >= max_rows || cols.bodies.data.len() >= MAX_BYTES {
                 break Ok(());
             }
-            while ahead.front().is_some_and(|(o, _)| *o < offset) {
-                if let Some((_, h)) = ahead.pop_front() {
-                    h.abort();
+            while ahead.front().is_some_and(|w| w.offset < offset) {
+                if let Some(w) = ahead.pop_front() {
+                    w.handle.abort();
                 }
             }
-            if let Some(&(o, _)) = ahead.front() {
+            if let Some(o) = ahead.front().map(|w| w.offset) {
                 if o > offset {
                     // The last pull came back short: fill the gap before the next window.
-                    ahead.push_front((offset, self.spawn(offset, o)));
+                    ahead.push_front(self.spawn(offset, o, self.batch));
                 }
+            } else if stride == 0 {
+                // The first pull: it alone, asking `batch`, tells what the broker grants.
+                ahead.push_back(self.spawn(offset, limit, self.batch));
+                next_window = self.end;
             } else {
                 next_window = offset;
             }
-            while ahead.len() < depth && next_window < self.end {
-                ahead.push_back((next_window, self.spawn(next_window, self.end)));
-                next_window += self.batch;
+            while stride > 0 && ahead.len() < depth && next_window < limit {
+                ahead.push_back(self.spawn(next_window, limit, stride));
+                next_window += stride;
             }
-            let Some((_, handle)) = ahead.pop_front() else {
+            let Some(Window { asked, handle, .. }) = ahead.pop_front() else {
                 break Ok(());
             };
-            let r = match handle.await {
+            let raw = match handle.await {
                 Ok(Ok(r)) => r,
                 Ok(Err(e)) => break Err(e),
-                Err(_) => break Err(rmq_client::ClientError::Shutdown),
+                Err(_) => break Err(ClientError::Shutdown),
             };
+            let r = &raw.result;
             out.min_offset = r.min_offset;
             out.max_offset = r.max_offset;
-            match (r.status, r.messages.first()) {
-                (PullStatus::Found, Some(first)) => {
-                    // Under a tag filter the broker skips what does not match: not a gap.
-                    if first.queue_offset > offset && !self.filtered {
-                        out.status = "GAP";
-                        out.gap_to = first.queue_offset;
-                        break Ok(());
-                    }
-                    let mut last = offset;
-                    for m in r.messages.iter().filter(|m| m.queue_offset < self.end) {
-                        if let Some(e) = &m.body_error {
-                            // A row must hold the body the producer sent, never the stored
-                            // compressed bytes: the read fails, naming the message.
-                            break 'pull Err(rmq_client::ClientError::BadBody(e.clone()));
-                        }
-                        cols.push(m, skip);
-                        last = m.queue_offset;
-                    }
-                    offset = r.next_begin_offset.max(last + 1);
+            let mut status = r.status;
+            let mut last = offset;
+            if status == PullStatus::Found {
+                // Under a tag filter the broker skips what does not match: not a gap.
+                let first = DecodedRecord::parse(&raw.body).ok().map(|f| f.queue_offset);
+                if let Some(first) = first.filter(|f| *f > offset && !self.filtered) {
+                    out.status = "GAP";
+                    out.gap_to = first;
+                    break Ok(());
+                }
+                match self.push_records(&raw, cols, skip) {
+                    // Everything failed the exact tag check: as NO_MATCHED_MSG.
+                    Ok(None) => status = PullStatus::NoMatchedMsg,
+                    Ok(Some(l)) => last = l,
+                    Err(e) => break 'pull Err(e),
+                }
+            }
+            match status {
+                PullStatus::Found => {
+                    let from = offset;
+                    // A filtered pull may have looked past the range's end: stop at it.
+                    offset = r.next_begin_offset.max(last + 1).min(self.end);
+                    stride = learn_stride(stride, offset - from, asked);
                 }
                 // Nothing matched the tag filter up to `next_begin_offset`: read on from there.
-                (PullStatus::NoMatchedMsg, _) if self.filtered && r.next_begin_offset > offset => {
-                    offset = r.next_begin_offset;
+                PullStatus::NoMatchedMsg if self.filtered && r.next_begin_offset > offset => {
+                    let from = offset;
+                    offset = r.next_begin_offset.min(self.end);
+                    stride = learn_stride(stride, offset - from, asked);
                 }
-                (status, _) => {
+                status => {
                     out.status = status.name();
                     break Ok(());
                 }
             }
         };
-        for (_, h) in ahead {
-            h.abort();
+        for w in ahead {
+            w.handle.abort();
         }
         result?;
         out.next_offset = offset;
@@ -275,8 +423,30 @@ impl RangePull {
     }
 }
 
+/// A pull sent: from `offset`, for `asked` messages.
+struct Window {
+    offset: i64,
+    asked: i64,
+    handle: tokio::task::JoinHandle<rmq_client::Result<RawPull>>,
+}
+
+/// The window stride after a pull that asked `asked` messages and covered `covered` offsets:
+/// the first pull sets it; a later one the broker cut short (its byte cap, messages of other
+/// sizes) lowers it, so that windows seldom leave holes to fill. A pull that got all it asked
+/// (a hole's fill, the range's last window) says nothing about the broker's caps.
+fn learn_stride(stride: i64, covered: i64, asked: i64) -> i64 {
+    let covered = covered.max(1);
+    if stride == 0 {
+        covered
+    } else if covered < asked {
+        stride.min(covered)
+    } else {
+        stride
+    }
+}
+
 /// How far `ClientInstance.pull_columns` reads (see `PulledColumns`): up to offset `end`, at
-/// most `max_rows` rows, `depth` pulls of `batch` messages in flight; properties named in
+/// most `max_rows` rows, `depth` pulls in flight, the first asking `batch` messages; properties named in
 /// `skip_properties` are left out of the properties column.
 pub(crate) struct ColumnRange {
     pub(crate) end: i64,

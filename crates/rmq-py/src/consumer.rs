@@ -189,7 +189,9 @@ impl ClientInstancePy {
     }
 
     /// Pull `queue` from `start` towards `end` into columns (`PulledColumns`): at most
-    /// `max_rows` rows, `depth` pulls of `batch` messages in flight, the GIL released.
+    /// `max_rows` rows, the GIL released; the first pull asks `batch` messages and the
+    /// offsets it covered (what the broker granted) set the windows of the `depth` pulls kept
+    /// in flight after it.
     /// Properties named in `skip_properties` are left out of the properties column; only
     /// messages matching the tag `expression` are pulled (filtered on the broker).
     #[pyo3(signature = (group, queue, start, end, max_rows, batch=32, depth=4,

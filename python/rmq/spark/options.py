@@ -466,7 +466,7 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
         max_offsets_per_trigger=max_per_trigger,
         fail_on_data_loss=_bool(opts, "failondataloss", "failOnDataLoss", True),
         consumer_group=opts.get("consumergroup", DEFAULT_READ_GROUP).strip() or DEFAULT_READ_GROUP,
-        pull_batch_size=_int_default(opts, "pullbatchsize", "pullBatchSize", 32, 1),
+        pull_batch_size=_int_default(opts, "pullbatchsize", "pullBatchSize", 1024, 1),
         pull_timeout_ms=_int_default(opts, "pulltimeoutms", "pullTimeoutMs", 10000, 1),
         instance_name=opts.get("instancename", "spark").strip() or "spark",
         credentials=_credentials(opts),

@@ -4,9 +4,11 @@ The driver plans: it fetches the topic's queues from the nameserver and each que
 max offset from its broker (GET_MIN_OFFSET / GET_MAX_OFFSET), resolves ``startingOffsets`` /
 ``endingOffsets`` / ``startingTimestamp`` (SEARCH_OFFSET_BY_TIMESTAMP) and makes one Spark
 partition per (broker, queue) with something to read, split further under ``minPartitions``.
-An executor task pulls its range ``pullBatchSize`` messages at a time, several pulls in flight,
-into Arrow buffers on the Rust side, and yields ``pyarrow.RecordBatch`` es in the schema of
-SPEC §7; rows never become Python objects.
+An executor task pulls its range asking ``pullBatchSize`` messages a pull (the broker grants at
+most its ``maxTransferCountOnMessageInMemory`` and byte cap; the first pull's answer sets the
+stride of the windows sent after it), several pulls in flight, into Arrow buffers on the Rust
+side, and yields ``pyarrow.RecordBatch`` es in the schema of SPEC §7; rows never become Python
+objects.
 
 Offsets are tracked by Spark (in the query's checkpoint), never by a consumer group on the
 broker: ``consumerGroup`` only names the pulls.
