@@ -162,14 +162,19 @@ impl Properties {
     /// does, so malformed input never fails.
     #[must_use]
     pub fn decode(s: &str) -> Self {
-        let mut out = Vec::new();
-        for pair in s.split(PROPERTY_SEPARATOR) {
-            if let Some((n, v)) = pair.split_once(NAME_VALUE_SEPARATOR) {
-                out.push((n.to_owned(), v.to_owned()));
-            }
-        }
-        Self(out)
+        Self(
+            encoded_pairs(s)
+                .map(|(n, v)| (n.to_owned(), v.to_owned()))
+                .collect(),
+        )
     }
+}
+
+/// The (name, value) pairs of an encoded properties string, in order, without copying them:
+/// what [`Properties::decode`] keeps (a pair without its separator is skipped).
+pub fn encoded_pairs(s: &str) -> impl Iterator<Item = (&str, &str)> {
+    s.split(PROPERTY_SEPARATOR)
+        .filter_map(|pair| pair.split_once(NAME_VALUE_SEPARATOR))
 }
 
 impl FromIterator<(String, String)> for Properties {

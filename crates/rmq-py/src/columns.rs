@@ -11,7 +11,7 @@ use std::collections::{HashSet, VecDeque};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rmq_client::{ClientError, ClientInstance, PullRequest, PullStatus, RawPull};
-use rmq_common::properties::{NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR};
+use rmq_common::properties::encoded_pairs;
 use rmq_common::record::DecodedRecord;
 use rmq_common::topic::RETRY_GROUP_TOPIC_PREFIX;
 use rmq_common::{push_offset_msg_id, sys_flag, PropertyKey};
@@ -107,7 +107,7 @@ impl Columns {
             .extend_from_slice(&r.store_timestamp.to_le_bytes());
         self.bodies.push(Some(r.body));
         let (mut tags, mut keys, mut uniq) = (None, None, None);
-        for (k, v) in pairs(props) {
+        for (k, v) in encoded_pairs(props) {
             match k {
                 PropertyKey::TAGS => tags = tags.or(Some(v)),
                 PropertyKey::KEYS => keys = keys.or(Some(v)),
@@ -166,14 +166,6 @@ impl Columns {
         self.prop_offsets.extend_from_slice(&entries.to_le_bytes());
         self.rows += 1;
     }
-}
-
-/// The (name, value) pairs of an encoded PROPERTIES string, in order, as
-/// `Properties::decode` reads them (a pair without its separator is skipped).
-fn pairs(props: &str) -> impl Iterator<Item = (&str, &str)> {
-    props
-        .split(PROPERTY_SEPARATOR)
-        .filter_map(|pair| pair.split_once(NAME_VALUE_SEPARATOR))
 }
 
 /// Bytes of bodies after which a call returns (the columns stay well under i32 offsets).
@@ -269,7 +261,7 @@ impl RangePull {
             if in_place && plain {
                 let props = r.properties_str().map_err(|e| bad(&e))?;
                 if !tags_set.is_empty() {
-                    let tag = pairs(props).find(|(k, _)| *k == PropertyKey::TAGS);
+                    let tag = encoded_pairs(props).find(|(k, _)| *k == PropertyKey::TAGS);
                     if !tag.is_some_and(|(_, t)| tags_set.iter().any(|s| s == t)) {
                         continue;
                     }
