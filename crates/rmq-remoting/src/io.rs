@@ -189,9 +189,8 @@ fn announced_frame(buf: &[u8]) -> Option<usize> {
 fn read_limit(buf: &[u8], after_big: bool) -> Option<usize> {
     match announced_frame(buf) {
         Some(total) if total >= BIG_FRAME => total.checked_sub(buf.len()).filter(|&n| n > 0),
-        Some(_) => None,
         None if after_big => Some(codec::LENGTH_FIELD_BYTES - buf.len()),
-        None => None,
+        _ => None,
     }
 }
 

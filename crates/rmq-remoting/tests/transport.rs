@@ -224,7 +224,7 @@ async fn big_and_small_frames_in_one_stream_arrive_intact() {
                     .wrapping_mul(31)
                     .wrapping_add(round);
                 let body: Vec<u8> = (0..size)
-                    .map(|j| seed.wrapping_add((j % 253) as u8))
+                    .map(|j| seed.wrapping_add(u8::try_from(j % 253).unwrap()))
                     .collect();
                 tokio::spawn(async move {
                     let req = RemotingCommand::new_request(ECHO, ExtFields::default())

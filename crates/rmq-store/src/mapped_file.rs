@@ -643,7 +643,9 @@ mod tests {
         use crate::format::{
             calc_msg_length, encode_record, encode_record_around_body, MessageToStore, StoreFields,
         };
-        let body: Vec<u8> = (0..70_000u32).map(|i| (i % 251) as u8).collect();
+        let body: Vec<u8> = (0..70_000u32)
+            .map(|i| u8::try_from(i % 251).unwrap())
+            .collect();
         let host = "127.0.0.1:10911".parse().unwrap();
         let msg = MessageToStore {
             topic: "BigBodies",
