@@ -98,3 +98,39 @@ def test_quick_and_full_defaults() -> None:
     assert (quick.rounds, full.rounds) == (1, 2)
     assert quick.duration < full.duration and quick.drain_messages < full.drain_messages
     assert run.parse_args(["--quick", "--rounds", "3"]).rounds == 3
+
+
+def test_big_body_runs_report_mib_per_second() -> None:
+    big = report.Run(
+        scenario="sync 8 threads, 1 MiB",
+        system="rmq",
+        round=1,
+        msgs_per_s=300.0,
+        messages=3000,
+        seconds=10.0,
+        cpu_s=3.0,
+        peak_rss_mib=100.0,
+        load=(1.0, 1.0, 1.0),
+        body_bytes=2**20,
+    )
+    assert big.mib_per_s == 300.0
+    assert _run("rmq", 1, 2048, 1.0, 1.0).mib_per_s == 2.0  # type: ignore[attr-defined]
+    (rmq_row, apache_row) = report.detail_rows([big], [])
+    column = report.DETAIL_HEADER.index("MiB/s")
+    assert rmq_row[column] == "300.0" and apache_row[column] == "—"
+    assert len(rmq_row) == len(report.DETAIL_HEADER)
+
+
+def test_scenario_selection_and_big_drain_sizes() -> None:
+    run = _load("run")
+    full = run.parse_args([])
+    assert (full.small, full.big) == (True, True)
+    only_big = run.parse_args(["--quick", "--scenarios", "big"])
+    assert (only_big.small, only_big.big) == (False, True)
+    assert run.parse_args(["--scenarios", "small"]).big is False
+    assert only_big.big_duration < full.big_duration
+    # The same bytes of each size are preloaded: 1 GiB is 16 384 bodies of 64 KiB, 1 024 of
+    # 1 MiB; a quick run's 128 MiB is 2 048 and 128.
+    sizes = [size for _, size in run.BIG_SCENARIOS.values()]
+    assert [run.big_drain_messages(full, s) for s in sizes] == [16_384, 1024]
+    assert [run.big_drain_messages(only_big, s) for s in sizes] == [2048, 128]

@@ -13,6 +13,8 @@
 //! * `retry`: CONSUMER_SEND_MSG_BACK with 64 requests in flight (each looks the failed message
 //!   up by offset and parks a copy for `%RETRY%<group>` at level 3), against SEND_MESSAGE_V2 with
 //!   64 in flight measured in the same group as the baseline.
+//! * `produce_big`: SEND_MESSAGE_V2 of 64 KiB bodies (32 in flight) and of 1 MiB (8 in
+//!   flight), throughput in body bytes: the copies of a big body on the send path.
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -38,11 +40,16 @@ const TAGS: &str = "TAGS\u{1}TagA\u{2}";
 
 /// One SEND_MESSAGE_V2 of [`BODY`] with tag `TagA`; its response, asserted successful.
 async fn send(c: &Connection, topic: &str, queue_id: i32) -> RemotingCommand {
+    send_body(c, topic, queue_id, Bytes::from_static(&BODY)).await
+}
+
+/// One SEND_MESSAGE_V2 of `body` with tag `TagA`; its response, asserted successful.
+async fn send_body(c: &Connection, topic: &str, queue_id: i32, body: Bytes) -> RemotingCommand {
     let req = RemotingCommand::new_request(
         RequestCode::SEND_MESSAGE_V2.0,
         common::send_header(topic, queue_id, TAGS, 0, false),
     )
-    .with_body(Bytes::from_static(&BODY));
+    .with_body(body);
     let r = c.request(req, T).await.expect("send");
     assert_eq!(r.code, ResponseCode::SUCCESS.0, "{:?}", r.remark);
     r
@@ -118,6 +125,37 @@ fn produce(c: &mut Criterion) {
             scaled(start.elapsed(), iters, per * 16)
         });
     });
+    g.finish();
+}
+
+/// Sync sends of big bodies (issue 18, item 4): 64 KiB with 32 in flight and 1 MiB with 8,
+/// as benches/vs_apache's big-body scenarios; throughput in body bytes.
+fn produce_big(c: &mut Criterion) {
+    let (rt, _broker, conn) = connected_broker(&[]);
+    let mut g = group(c, "broker_produce_big");
+    for (name, size, tasks) in [("64KiB_32", 64 << 10, 32i32), ("1MiB_8", 1 << 20, 8)] {
+        let n = u64::try_from(tasks).expect("positive");
+        let body = Bytes::from(vec![b'x'; size]);
+        g.throughput(Throughput::Bytes(size as u64));
+        g.bench_function(format!("send_v2_{name}_in_flight"), |b| {
+            b.iter_custom(|iters| {
+                let per = iters.div_ceil(n);
+                let start = Instant::now();
+                rt.block_on(async {
+                    in_flight(tasks, |t| {
+                        let (c, body) = (conn.clone(), body.clone());
+                        async move {
+                            for _ in 0..per {
+                                send_body(&c, "BenchProduceBig", t % 4, body.clone()).await;
+                            }
+                        }
+                    })
+                    .await;
+                });
+                scaled(start.elapsed(), iters, per * n)
+            });
+        });
+    }
     g.finish();
 }
 
@@ -405,5 +443,5 @@ fn tls(c: &mut Criterion) {
     );
 }
 
-criterion_group!(benches, produce, consume, tls, retry);
+criterion_group!(benches, produce, produce_big, consume, tls, retry);
 criterion_main!(benches);

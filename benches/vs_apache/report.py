@@ -32,10 +32,16 @@ class Run:
     """``RssAnon`` at the end of the window: RSS without the mapped store files' pages."""
     failures: int = 0
     failure_reasons: dict[str, int] = field(default_factory=dict)
+    body_bytes: int = 1024
 
     @property
     def cpu_per_100k(self) -> float:
         return self.cpu_s / self.messages * 100_000 if self.messages else float("nan")
+
+    @property
+    def mib_per_s(self) -> float:
+        """Body bytes a second (headers and properties not counted), in MiB."""
+        return self.msgs_per_s * self.body_bytes / 2**20
 
 
 @dataclass
@@ -59,6 +65,7 @@ def scenario_medians(runs: Sequence[Run], scenario: str, system: str) -> dict[st
     mine = [r for r in runs if r.scenario == scenario and r.system == system]
     out = {
         "msgs_per_s": median(r.msgs_per_s for r in mine),
+        "mib_per_s": median(r.mib_per_s for r in mine),
         "cpu_per_100k": median(r.cpu_per_100k for r in mine),
         "peak_rss_mib": median(r.peak_rss_mib for r in mine),
         "anon_rss_mib": median(r.anon_rss_mib for r in mine),
@@ -121,6 +128,7 @@ DETAIL_HEADER = [
     "system",
     "runs",
     "msg/s",
+    "MiB/s",
     "CPU s / 100 k",
     "p50 ms",
     "p99 ms",
@@ -143,6 +151,7 @@ def detail_rows(runs: Sequence[Run], startups: Sequence[Startup]) -> list[list[s
                     system,
                     str(int(m["runs"])),
                     _fmt(m["msgs_per_s"], 0),
+                    _fmt(m["mib_per_s"], 1),
                     _fmt(m["cpu_per_100k"]),
                     _fmt(m["p50"], 3),
                     _fmt(m["p99"], 3),
@@ -162,6 +171,7 @@ def detail_rows(runs: Sequence[Run], startups: Sequence[Startup]) -> list[list[s
                     system,
                     str(len(mine)),
                     _fmt(median(s.startup_s for s in mine), 2) + " s",
+                    "",
                     "",
                     "",
                     "",

@@ -10,7 +10,10 @@ runs, with the Java load generator of benches/vs_apache/java (official 4.9.8 cli
 sync sends at 32 and 128 threads and batch sends of 16 at 32 threads (ASYNC_FLUSH; the sync
 sends also under SYNC_FLUSH), then a topic preloaded with --drain-messages messages is drained
 by the Java push consumer and by ``python -m rmq.bench consumer --no-latency`` (each its own group,
-both listeners doing nothing). Per run:
+both listeners doing nothing). Big bodies (issue 18, item 4; ASYNC_FLUSH): sync sends of 64 KiB
+bodies at 32 threads and of 1 MiB bodies at 8 (uncompressed: the load generator turns the Java
+client's 4 KiB compression threshold off), then --big-drain-mib MiB of each size preloaded and
+drained by the Java push consumer; ``--scenarios small|big`` runs one half alone. Per run:
 throughput, send latency percentiles, broker CPU seconds per 100 k messages (utime + stime from
 /proc over the measured window), peak RSS (with the mapped store pages it counts) and the
 anonymous RSS at the end, and the load average; per start: time from start to a
@@ -49,6 +52,12 @@ SEND_SCENARIOS = {  # name: (mode, threads, batch)
     "sync 128 threads": ("sync", 128, 1),
     "batch 32 threads x 16": ("batch", 32, 16),
 }
+KIB = 1024
+BIG_SCENARIOS = {  # label: (sync send threads, body bytes)
+    "64 KiB": (32, 64 * KIB),
+    "1 MiB": (8, 1024 * KIB),
+}
+QUICK_DRAIN_MIB = 128  # what --quick preloads per big body size
 
 
 class Bench:
@@ -133,6 +142,7 @@ class Bench:
         timeout: float,
         parse: Callable[[dict[str, Any]], tuple[int, float, float]],
         latency: bool,
+        body_bytes: int = KIB,
     ) -> None:
         doc, cpu, (peak, anon), load = self.measure(system, cmd, timeout)
         messages, seconds, rate = parse(doc)
@@ -150,10 +160,11 @@ class Bench:
             latency_ms=dict(doc.get("latency_ms", {})) if latency else {},
             failures=int(doc.get("failures", 0)),
             failure_reasons=dict(doc.get("failure_reasons", {})),
+            body_bytes=body_bytes,
         )
         self.runs.append(run)
         print(
-            f"  {scenario:<28} {system.name:<6} {rate:>10,.0f} msg/s  "
+            f"  {scenario:<28} {system.name:<6} {rate:>10,.0f} msg/s {run.mib_per_s:7.1f} MiB/s  "
             f"cpu {run.cpu_per_100k:5.2f} s/100k  "
             + (f"p99 {run.latency_ms.get('p99', 0):7.2f} ms  " if latency else "")
             + f"rss {peak:6.0f} MiB (anon {anon:5.0f})  fail {run.failures}  load {load[0]:.2f}",
@@ -162,6 +173,8 @@ class Bench:
 
     def sends(self, system: systems.System, rnd: int, flush: str) -> None:
         a = self.args
+        if not a.small:
+            return
         for name, (mode, threads, batch) in SEND_SCENARIOS.items():
             if flush == "SYNC_FLUSH" and mode == "batch":
                 continue
@@ -175,8 +188,47 @@ class Bench:
             timeout = a.warmup + a.duration + 120
             self.record(scenario, system, rnd, cmd, timeout, _send_figures, latency=True)
 
+    def big(self, system: systems.System, rnd: int) -> None:
+        """Big bodies (item 4): sync sends of each size for --big-duration seconds, then a
+        topic preloaded with --big-drain-mib MiB of them drained by the Java push consumer."""
+        a = self.args
+        for label, (threads, size) in BIG_SCENARIOS.items():
+            topic = f"VsApacheBig{size // KIB}k"
+            cmd = self.java(
+                "sync", "-n", system.namesrv_addr, "-t", topic, "-w", str(threads),
+                "-s", str(size), "-d", str(a.big_duration), "--warmup", str(a.warmup),
+            )  # fmt: skip
+            scenario = f"sync {threads} threads, {label}"
+            timeout = a.warmup + a.big_duration + 120
+            self.record(scenario, system, rnd, cmd, timeout, _send_figures, True, size)
+        for label, (threads, size) in BIG_SCENARIOS.items():
+            want = big_drain_messages(a, size)
+            topic = f"VsApacheBigDrain{size // KIB}k"
+            preload = self.java(
+                "sync", "-n", system.namesrv_addr, "-t", topic, "-w", str(threads),
+                "-s", str(size), "-c", str(want),
+            )  # fmt: skip
+            self.record(
+                f"preload: sync {threads} threads, {label}",
+                system, rnd, preload, 900, _send_figures, True, size,
+            )  # fmt: skip
+            n = self.runs[-1].messages
+            if n < want * 0.9:
+                raise RuntimeError(f"preloading {topic} stored {n} of {want} messages")
+            time.sleep(2)
+            java = self.java(
+                "consume", "-n", system.namesrv_addr, "-t", topic, "-c", str(n),
+                "-g", f"vs_apache_big_{rnd}", "--timeout", str(a.drain_timeout),
+            )  # fmt: skip
+            self.record(
+                f"Java push consumer drain, {label}",
+                system, rnd, java, a.drain_timeout + 60, _consume_figures, False, size,
+            )  # fmt: skip
+
     def drains(self, system: systems.System, rnd: int) -> None:
         a = self.args
+        if not a.small:
+            return
         n = a.drain_messages
         topic = "VsApacheDrain"
         preload = self.java(
@@ -236,6 +288,8 @@ class Bench:
             self.sends(system, rnd, flush)
             if flush == "ASYNC_FLUSH":
                 self.drains(system, rnd)
+                if self.args.big:
+                    self.big(system, rnd)
         except Exception:
             print(f"--- {system.name} logs ---\n{system.log_tail()}", file=sys.stderr)
             raise
@@ -244,13 +298,20 @@ class Bench:
 
     def run(self) -> None:
         a = self.args
+        # Big bodies run under ASYNC_FLUSH only: with them alone there is no SYNC_FLUSH session.
+        flushes = ("ASYNC_FLUSH", "SYNC_FLUSH") if a.small else ("ASYNC_FLUSH",)
         for rnd in range(1, a.rounds + 1):
-            for flush in ("ASYNC_FLUSH", "SYNC_FLUSH"):
+            for flush in flushes:
                 self.session(functools.partial(systems.RmqSystem, flush, a.python), rnd, flush)
                 self.session(functools.partial(systems.ApacheSystem, flush), rnd, flush)
 
     def close(self) -> None:
         shutil.rmtree(self.client_home, ignore_errors=True)
+
+
+def big_drain_messages(a: argparse.Namespace, size: int) -> int:
+    """Messages of `size` bytes preloaded for a big drain: --big-drain-mib MiB of them."""
+    return max(1, a.big_drain_mib * 2**20 // size)
 
 
 def _send_figures(doc: dict[str, Any]) -> tuple[int, float, float]:
@@ -313,6 +374,10 @@ def write_report(
             f"- rounds: {bench.args.rounds} per scenario, interleaved rmq, Apache, rmq, Apache",
             f"- sends: 1 KiB bodies, {bench.args.warmup} s warm-up then {bench.args.duration} s;"
             f" drains: {bench.args.drain_messages:,} messages preloaded",
+            f"- big bodies (64 KiB, 1 MiB; uncompressed, 'a'..'z' repeated):"
+            f" {bench.args.warmup} s warm-up then {bench.args.big_duration} s of sync sends;"
+            f" drains of {bench.args.big_drain_mib} MiB preloaded"
+            + ("" if bench.args.big else " (not run: --scenarios small)"),
             "",
             "## rmq ÷ Apache (medians)",
             "",
@@ -354,6 +419,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--drain-messages", type=int, help="messages preloaded to drain (default 1 M; 20 k)"
     )
     p.add_argument("--drain-timeout", type=float, default=600.0, help="seconds per drain")
+    p.add_argument(
+        "--scenarios",
+        choices=("all", "small", "big"),
+        default="all",
+        help="1 KiB bodies (small), 64 KiB and 1 MiB bodies (big) or both (default)",
+    )
+    p.add_argument(
+        "--big-duration", type=float, help="seconds per big-body send run (default 10; 3 quick)"
+    )
+    p.add_argument(
+        "--big-drain-mib",
+        type=int,
+        help=f"MiB preloaded per big body size to drain (default 1024; {QUICK_DRAIN_MIB} quick)",
+    )
     p.add_argument("--out", type=Path, default=HERE / "REPORT.md", help="markdown report file")
     p.add_argument("--python", default=sys.executable, help="python with rmq installed")
     a = p.parse_args(argv)
@@ -362,6 +441,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     a.duration = a.duration or (3.0 if quick else 20.0)
     a.warmup = a.warmup if a.warmup is not None else (1.0 if quick else 3.0)
     a.drain_messages = a.drain_messages or (20_000 if quick else 1_000_000)
+    a.big_duration = a.big_duration or (3.0 if quick else 10.0)
+    a.big_drain_mib = a.big_drain_mib or (QUICK_DRAIN_MIB if quick else 1024)
+    a.small = a.scenarios in ("all", "small")
+    a.big = a.scenarios in ("all", "big")
     return a
 
 

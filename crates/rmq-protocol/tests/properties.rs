@@ -89,7 +89,7 @@ proptest! {
         let mut buf = BytesMut::from(&bytes[..]);
         // Whatever comes back, it must come back: no panic, and room reserved only for a
         // frame whose announced length passed the checks, and never more than
-        // MAX_RESERVE_BYTES past what arrived (a stalled 16 MiB frame holds what was sent).
+        // MAX_RESERVE_BYTES past what arrived (room a stalled frame never touches).
         let res = decode(&mut buf);
         let announced = bytes
             .get(..4)

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use bytes::BytesMut;
+use bytes::{BufMut, BytesMut};
 use rmq_protocol::{codec, RemotingCommand};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, Interest};
 use tokio::net::tcp::OwnedWriteHalf;
@@ -84,6 +84,7 @@ pub(crate) async fn read_loop<R: AsyncRead + Unpin>(
 ) {
     let budget = Arc::clone(conn.budget());
     let mut buf = BytesMut::with_capacity(64 * 1024);
+    let mut after_big = false;
     loop {
         // Frames stay in the buffer while the budget is spent; `held` says one is waiting.
         let mut held = false;
@@ -92,8 +93,12 @@ pub(crate) async fn read_loop<R: AsyncRead + Unpin>(
                 held = !buf.is_empty();
                 break;
             }
+            let announced = announced_frame(&buf);
             match codec::decode(&mut buf) {
-                Ok(Some(cmd)) => dispatch(conn, handler, cmd, settings.timer.as_ref()),
+                Ok(Some(cmd)) => {
+                    after_big = announced.is_some_and(|n| n >= BIG_FRAME);
+                    dispatch(conn, handler, cmd, settings.timer.as_ref());
+                }
                 Ok(None) => break,
                 Err(e) => {
                     log::warn!(
@@ -120,10 +125,13 @@ pub(crate) async fn read_loop<R: AsyncRead + Unpin>(
                     None => std::future::pending::<()>().await,
                 }
             };
+            let read_at_most = read_limit(&buf, after_big);
             let read = async {
                 read_when_room(&budget, conn).await;
                 if held {
                     None
+                } else if let Some(n) = read_at_most {
+                    Some(rd.read_buf(&mut (&mut buf).limit(n)).await)
                 } else {
                     Some(rd.read_buf(&mut buf).await)
                 }
@@ -157,6 +165,32 @@ pub(crate) async fn read_loop<R: AsyncRead + Unpin>(
                 return;
             }
         }
+    }
+}
+
+/// Frames of at least this many bytes (length field included) are read without a copy: the
+/// reads stop at the frame's end, and the frame after one starts with its length alone.
+const BIG_FRAME: usize = 32 * 1024;
+
+/// The whole length (prefix included) of the frame at the front of `buf`, once its prefix
+/// is there.
+fn announced_frame(buf: &[u8]) -> Option<usize> {
+    let p = buf.get(..codec::LENGTH_FIELD_BYTES)?;
+    let length = u32::from_be_bytes([p[0], p[1], p[2], p[3]]);
+    Some(usize::try_from(length).ok()? + codec::LENGTH_FIELD_BYTES)
+}
+
+/// How much the next read may take, when not as much as fits. For a big frame (whose room
+/// `codec::decode` reserved) exactly the rest of it: the body lands in place and the next
+/// frame's bytes are not read into this frame's buffer, to be copied out into a bigger one
+/// of their own. Right after a big frame (big bodies come in runs) only the next length
+/// prefix, so that a big successor gets its room before its bytes arrive; small frames read
+/// as much as fits, many per read.
+fn read_limit(buf: &[u8], after_big: bool) -> Option<usize> {
+    match announced_frame(buf) {
+        Some(total) if total >= BIG_FRAME => total.checked_sub(buf.len()).filter(|&n| n > 0),
+        None if after_big => Some(codec::LENGTH_FIELD_BYTES - buf.len()),
+        _ => None,
     }
 }
 

@@ -17,8 +17,8 @@ use crate::consume_queue::QueueId;
 use crate::damaged::DamagedRanges;
 use crate::error::{Result, StoreError};
 use crate::format::{
-    calc_msg_length, encode_record, MessageToStore, StoreFields, END_FILE_MIN_BLANK_LENGTH,
-    MAX_PROPERTIES_LEN,
+    calc_msg_length, encode_record, encode_record_around_body, MessageToStore, StoreFields,
+    END_FILE_MIN_BLANK_LENGTH, MAX_PROPERTIES_LEN,
 };
 use crate::mapped_file::{MappedFile, SelectMappedBufferResult};
 use crate::mapped_file_queue::MappedFileQueue;
@@ -324,9 +324,15 @@ impl CommitLog {
             body_crc: crc,
             sys_flag: msg.effective_sys_flag(&self.store_host),
         };
-        let written = file.append_record(len, &mut scratch, |dst| {
-            encode_record(dst, msg, &fields);
-        });
+        let written = file.append_record_around_body(
+            len,
+            &mut scratch,
+            msg.body,
+            |dst| encode_record_around_body(dst, msg, &fields),
+            |dst| {
+                encode_record(dst, msg, &fields);
+            },
+        );
         if written.is_ok() && queued {
             *slot += 1;
         }

@@ -3,9 +3,9 @@
 //! names the store's modules use.
 
 pub use rmq_common::record::{
-    calc_msg_length, encode_blank, encode_record, scan_record, DecodedRecord, MessageToStore,
-    RecordError, Scan, StoreFields, BLANK_MAGIC_CODE, END_FILE_MIN_BLANK_LENGTH,
-    MAX_PROPERTIES_LEN,
+    calc_msg_length, encode_blank, encode_record, encode_record_around_body, scan_record,
+    DecodedRecord, MessageToStore, RecordError, Scan, StoreFields, BLANK_MAGIC_CODE,
+    END_FILE_MIN_BLANK_LENGTH, MAX_PROPERTIES_LEN,
 };
 
 /// Size of one ConsumeQueue unit: commit log offset 8, size 4, tags code 8.

@@ -219,18 +219,7 @@ impl MappedFile {
         scratch: &mut Vec<u8>,
         encode: impl FnOnce(&mut [u8]),
     ) -> Result<()> {
-        let wrote = self.wrote.load(Ordering::Relaxed);
-        if self.file_size - wrote < len {
-            return Err(crate::error::StoreError::MessageIllegal(format!(
-                "a {len}-byte record does not fit the {} bytes left in {}",
-                self.file_size - wrote,
-                self.path.display()
-            )));
-        }
-        // Also for the pool buffer and `pwrite`: their bytes reach the file later or now,
-        // and a failure there would be after the put was acknowledged, or a torn record.
-        self.reserve(wrote + len)
-            .map_err(|e| self.disk_full(len, &e))?;
+        let wrote = self.room_for(len)?;
         if let Some((buf, _)) = self.write_buffer.get() {
             if buf.write(wrote, len, encode).is_none() {
                 return Err(crate::error::StoreError::MessageIllegal(format!(
@@ -367,6 +356,58 @@ impl MappedFile {
 
     /// Move pool-buffer bytes into the file when at least `least_pages` dirty pages (or any,
     /// with 0) are waiting; gives the buffer back once the file is full and committed.
+    /// [`append_record`](Self::append_record) of a message record whose `body` the caller
+    /// holds. A file appended with `pwrite` gets it in one `pwritev` of the fields `around`
+    /// encodes into `scratch` (the record less its body; it returns where the body goes) and
+    /// the body where it lies: the body is copied once, by the kernel into the page cache,
+    /// instead of into `scratch` first. Other layouts encode the `whole` record in place.
+    ///
+    /// # Errors
+    /// As [`append_record`](Self::append_record).
+    pub(crate) fn append_record_around_body(
+        &self,
+        len: usize,
+        scratch: &mut Vec<u8>,
+        body: &[u8],
+        around: impl FnOnce(&mut [u8]) -> usize,
+        whole: impl FnOnce(&mut [u8]),
+    ) -> Result<()> {
+        if self.write_buffer.get().is_some() || !self.write_through_file.load(Ordering::Relaxed) {
+            return self.append_record(len, scratch, whole);
+        }
+        let wrote = self.room_for(len)?;
+        scratch.clear();
+        scratch.resize(len - body.len(), 0);
+        let body_at = around(scratch);
+        let (head, tail) = scratch.split_at(body_at);
+        let mut parts = [
+            std::io::IoSlice::new(head),
+            std::io::IoSlice::new(body),
+            std::io::IoSlice::new(tail),
+        ];
+        write_all_at_vectored(self.mmap.file(), &mut parts, wrote as u64)
+            .ctx(|| format!("writing {}", self.path.display()))?;
+        self.publish(wrote + len);
+        Ok(())
+    }
+
+    /// Where a `len`-byte record goes, once it is known to fit and its blocks are allocated.
+    fn room_for(&self, len: usize) -> Result<usize> {
+        let wrote = self.wrote.load(Ordering::Relaxed);
+        if self.file_size - wrote < len {
+            return Err(crate::error::StoreError::MessageIllegal(format!(
+                "a {len}-byte record does not fit the {} bytes left in {}",
+                self.file_size - wrote,
+                self.path.display()
+            )));
+        }
+        // Also for the pool buffer and `pwrite`: their bytes reach the file later or now,
+        // and a failure there would be after the put was acknowledged, or a torn record.
+        self.reserve(wrote + len)
+            .map_err(|e| self.disk_full(len, &e))?;
+        Ok(wrote)
+    }
+
     /// Returns the committed position. Only the commit thread calls this.
     pub fn commit(&self, least_pages: usize) -> usize {
         let Some((buf, pool)) = self.write_buffer.get() else {
@@ -530,6 +571,31 @@ impl std::fmt::Debug for MappedFile {
     }
 }
 
+/// `pwritev` all of `parts` at `offset`, retrying short writes and interrupts.
+fn write_all_at_vectored(
+    file: &std::fs::File,
+    mut parts: &mut [std::io::IoSlice<'_>],
+    mut offset: u64,
+) -> std::io::Result<()> {
+    while !parts.is_empty() {
+        match rustix::io::pwritev(file, parts, offset) {
+            Ok(0) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::WriteZero,
+                    "pwritev wrote nothing",
+                ))
+            }
+            Ok(n) => {
+                offset += n as u64;
+                std::io::IoSlice::advance_slices(&mut parts, n);
+            }
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -570,6 +636,67 @@ mod tests {
         f.append_blank().unwrap();
         assert!(f.is_full());
         assert_eq!(std::fs::read(f.path()).unwrap()[..5], *b"hello");
+    }
+
+    #[test]
+    fn a_record_written_around_its_body_is_the_encoded_record_in_every_layout() {
+        use crate::format::{
+            calc_msg_length, encode_record, encode_record_around_body, MessageToStore, StoreFields,
+        };
+        let body: Vec<u8> = (0..70_000u32)
+            .map(|i| u8::try_from(i % 251).unwrap())
+            .collect();
+        let host = "127.0.0.1:10911".parse().unwrap();
+        let msg = MessageToStore {
+            topic: "BigBodies",
+            queue_id: 3,
+            flag: 1,
+            body: &body,
+            properties: "KEYS\u{1}k\u{2}".as_bytes(),
+            sys_flag: 0,
+            born_timestamp: 1,
+            born_host: host,
+            reconsume_times: 0,
+            prepared_transaction_offset: 0,
+        };
+        let fields = StoreFields {
+            queue_offset: 9,
+            physical_offset: 16,
+            store_timestamp: 2,
+            store_host: host,
+            body_crc: 7,
+            sys_flag: 0,
+        };
+        let len = calc_msg_length(0, body.len(), msg.topic.len(), msg.properties.len());
+        let mut want = vec![0u8; len];
+        encode_record(&mut want, &msg, &fields);
+        // SYNC_FLUSH (`pwritev` of the fields around the body) and ASYNC_FLUSH (in place).
+        for write_through in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            let f = MappedFile::create_with(dir.path(), 0, 1 << 20, write_through, false).unwrap();
+            let mut scratch = Vec::new();
+            f.append_record(16, &mut scratch, |d| d.fill(9)).unwrap();
+            f.append_record_around_body(
+                len,
+                &mut scratch,
+                msg.body,
+                |d| encode_record_around_body(d, &msg, &fields),
+                |d| {
+                    encode_record(d, &msg, &fields);
+                },
+            )
+            .unwrap();
+            assert_eq!(f.wrote_position(), 16 + len);
+            assert!(
+                f.read(16, len).unwrap() == want,
+                "write_through={write_through}"
+            );
+            assert!(
+                scratch.len() < 1024,
+                "the body was not copied into scratch ({} bytes)",
+                scratch.len()
+            );
+        }
     }
 
     #[test]

@@ -93,10 +93,41 @@ impl Writer<'_> {
 /// When `dst` is shorter than the record (a caller bug: the length was not computed with
 /// `calc_msg_length`).
 pub fn encode_record(dst: &mut [u8], msg: &MessageToStore<'_>, f: &StoreFields) -> usize {
+    let total = dst.len();
+    encode(dst, msg, f, total, true);
+    total
+}
+
+/// Encode a record without its body: `dst` (exactly the record's length less the body's)
+/// gets the fields before the body and, from the returned position on, those after it. The
+/// record is those two parts with the body between them: a writer that gathers the three
+/// (`pwritev`) writes the body from where it lies instead of copying it into `dst` first.
+///
+/// # Panics
+/// As [`encode_record`], for `dst` shorter than the record without its body.
+pub fn encode_record_around_body(
+    dst: &mut [u8],
+    msg: &MessageToStore<'_>,
+    f: &StoreFields,
+) -> usize {
+    let total = dst.len() + msg.body.len();
+    encode(dst, msg, f, total, false)
+}
+
+/// The record (of `total` bytes) into `dst`, with or without the body; the position where the
+/// body starts (or would).
+fn encode(
+    dst: &mut [u8],
+    msg: &MessageToStore<'_>,
+    f: &StoreFields,
+    total: usize,
+    with_body: bool,
+) -> usize {
     let topic = msg.topic.as_bytes();
     let v2 = topic.len() > TOPIC_V1_MAX_LEN;
-    let total = dst.len();
+    let end = dst.len();
     let mut w = Writer { buf: dst, pos: 0 };
+    let body_at;
     #[expect(
         clippy::cast_possible_truncation,
         clippy::cast_possible_wrap,
@@ -123,7 +154,10 @@ pub fn encode_record(dst: &mut [u8], msg: &MessageToStore<'_>, f: &StoreFields) 
         w.put(&msg.reconsume_times.to_be_bytes());
         w.put(&msg.prepared_transaction_offset.to_be_bytes());
         w.put(&(msg.body.len() as i32).to_be_bytes());
-        w.put(msg.body);
+        body_at = w.pos;
+        if with_body {
+            w.put(msg.body);
+        }
         if v2 {
             w.put(&(topic.len() as i16).to_be_bytes());
         } else {
@@ -133,8 +167,8 @@ pub fn encode_record(dst: &mut [u8], msg: &MessageToStore<'_>, f: &StoreFields) 
         w.put(&(msg.properties.len() as i16).to_be_bytes());
         w.put(msg.properties);
     }
-    debug_assert_eq!(w.pos, total);
-    w.pos
+    debug_assert_eq!(w.pos, end);
+    body_at
 }
 
 /// Write a BLANK filler header for `len` (>= 8) bytes of padding at the start of `dst`.

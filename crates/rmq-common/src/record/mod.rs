@@ -51,7 +51,9 @@ mod encode;
 mod message;
 mod view;
 
-pub use encode::{encode_blank, encode_record, MessageToStore, StoreFields};
+pub use encode::{
+    encode_blank, encode_record, encode_record_around_body, MessageToStore, StoreFields,
+};
 pub use message::MessageExt;
 pub use view::{scan_record, DecodedRecord, Scan};
 

@@ -31,14 +31,18 @@ pub const HEADER_LENGTH_FIELD_BYTES: usize = 4;
 /// Largest header the 24-bit header length can describe.
 pub const MAX_HEADER_BYTES: usize = 0x00FF_FFFF;
 
-/// Most room [`decode`] reserves for the rest of a frame at a time.
-pub const MAX_RESERVE_BYTES: usize = 256 * 1024;
+/// Most room [`decode`] reserves for the rest of a frame at a time: all of any frame up to
+/// Apache's default `maxMessageSize` (4 MiB) plus 64 KiB of header, so that its bytes are read
+/// straight into place (a buffer grown step by step copies what it holds at every step: a
+/// 1 MiB body was copied twice that way); a bigger frame gets this much at a time. Reserved
+/// pages are only touched as bytes arrive, so a peer that announces a frame and stalls makes
+/// the process hold only the bytes it sent.
+pub const MAX_RESERVE_BYTES: usize = 4 * 1024 * 1024 + 64 * 1024;
 
 /// Take one command off the front of `buf`, if a whole frame is there.
 ///
 /// On `Ok(None)` nothing is consumed (room for more of the frame may be reserved: at most
-/// [`MAX_RESERVE_BYTES`] beyond what arrived, so a peer that announces a large frame and
-/// stalls holds only the bytes it sent). On an error about the length prefix nothing is consumed
+/// [`MAX_RESERVE_BYTES`] beyond what arrived, untouched until bytes arrive). On an error about the length prefix nothing is consumed
 /// either; on an error inside a complete frame that frame is consumed. Either way the
 /// connection should be closed, as Java does.
 ///

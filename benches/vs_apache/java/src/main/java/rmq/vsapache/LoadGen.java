@@ -4,7 +4,9 @@
 //
 //   sync    -n ADDR -t TOPIC -w THREADS [-s BYTES] (-d SECONDS | -c COUNT) [--warmup SECONDS]
 //           THREADS threads share one producer and send one message at a time, synchronously
-//           (as Apache's benchmark Producer does).
+//           (as Apache's benchmark Producer does). Bodies are BYTES long ('a'..'z' repeated)
+//           and always sent uncompressed (the client compresses bodies over 4 KiB by
+//           default, which would turn a 64 KiB or 1 MiB bench into a zlib bench).
 //   batch   the same with -b MESSAGES per send (Apache's BatchProducer: a list per send).
 //   consume -n ADDR -t TOPIC -g GROUP -c COUNT [--timeout SECONDS]
 //           a push consumer from the first offset whose listener does nothing; counts until
@@ -130,6 +132,8 @@ public final class LoadGen {
         producer.setNamesrvAddr(namesrv);
         producer.setInstanceName("vs_apache_" + ProcessHandle.current().pid());
         producer.setSendMsgTimeout((int) o.getLong("--timeout-ms", 3000));
+        producer.setCompressMsgBodyOverHowmuch(Integer.MAX_VALUE);
+        producer.setMaxMessageSize(Math.max(producer.getMaxMessageSize(), size));
         producer.start();
         byte[] body = new byte[size];
         for (int i = 0; i < size; i++) {
