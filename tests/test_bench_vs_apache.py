@@ -134,3 +134,11 @@ def test_scenario_selection_and_big_drain_sizes() -> None:
     sizes = [size for _, size in run.BIG_SCENARIOS.values()]
     assert [run.big_drain_messages(full, s) for s in sizes] == [16_384, 1024]
     assert [run.big_drain_messages(only_big, s) for s in sizes] == [2048, 128]
+
+
+def test_the_generators_cpu_per_message_is_a_median_beside_the_brokers() -> None:
+    runs = [_run("rmq", 1, 1000.0, 1.0, 2.0), _run("rmq", 2, 1000.0, 1.0, 2.0)]
+    runs[0].client_cpu_s, runs[1].client_cpu_s = 3.0, 5.0  # type: ignore[attr-defined]
+    m = report.scenario_medians(runs, "sync 32 threads", "rmq")
+    assert m["client_cpu_per_100k"] == 4.0 / 10_000 * 100_000  # 10 000 messages a run
+    assert "client CPU s / 100 k" in report.DETAIL_HEADER

@@ -33,10 +33,17 @@ class Run:
     failures: int = 0
     failure_reasons: dict[str, int] = field(default_factory=dict)
     body_bytes: int = 1024
+    client_cpu_s: float = float("nan")
+    """The load generator's CPU seconds over the same window: on a machine the generator
+    shares, throughput is bounded by broker plus generator CPU per message."""
 
     @property
     def cpu_per_100k(self) -> float:
         return self.cpu_s / self.messages * 100_000 if self.messages else float("nan")
+
+    @property
+    def client_cpu_per_100k(self) -> float:
+        return self.client_cpu_s / self.messages * 100_000 if self.messages else float("nan")
 
     @property
     def mib_per_s(self) -> float:
@@ -67,6 +74,7 @@ def scenario_medians(runs: Sequence[Run], scenario: str, system: str) -> dict[st
         "msgs_per_s": median(r.msgs_per_s for r in mine),
         "mib_per_s": median(r.mib_per_s for r in mine),
         "cpu_per_100k": median(r.cpu_per_100k for r in mine),
+        "client_cpu_per_100k": median(r.client_cpu_per_100k for r in mine),
         "peak_rss_mib": median(r.peak_rss_mib for r in mine),
         "anon_rss_mib": median(r.anon_rss_mib for r in mine),
         "failures": float(sum(r.failures for r in mine)),
@@ -130,6 +138,7 @@ DETAIL_HEADER = [
     "msg/s",
     "MiB/s",
     "CPU s / 100 k",
+    "client CPU s / 100 k",
     "p50 ms",
     "p99 ms",
     "p99.9 ms",
@@ -153,6 +162,7 @@ def detail_rows(runs: Sequence[Run], startups: Sequence[Startup]) -> list[list[s
                     _fmt(m["msgs_per_s"], 0),
                     _fmt(m["mib_per_s"], 1),
                     _fmt(m["cpu_per_100k"]),
+                    _fmt(m["client_cpu_per_100k"]),
                     _fmt(m["p50"], 3),
                     _fmt(m["p99"], 3),
                     _fmt(m["p99.9"], 3),

@@ -83,10 +83,12 @@ class Bench:
         system: systems.System,
         cmd: list[str],
         timeout: float,
-    ) -> tuple[dict[str, Any], float, tuple[float, float], tuple[float, float, float]]:
-        """Run a load generator; returns its JSON, the broker CPU seconds over the window it
-        marks (or its whole run, when it prints no markers), the broker's peak RSS in that
-        window and its anonymous RSS at the end, and the load average."""
+    ) -> tuple[
+        dict[str, Any], tuple[float, float], tuple[float, float], tuple[float, float, float]
+    ]:
+        """Run a load generator; returns its JSON, the broker's and the generator's CPU seconds
+        over the window it marks (or its whole run, when it prints no markers), the broker's
+        peak RSS in that window and its anonymous RSS at the end, and the load average."""
         pids = system.pids()
         systems.reset_peak(pids)
         cpu_before = systems.cpu_seconds(pids)
@@ -101,6 +103,7 @@ class Bench:
             cwd=self.client_home,
         )
         deadline = time.monotonic() + timeout
+        client_cpu = [0.0, float("nan")]
         try:
             assert proc.stdout is not None
             for line in proc.stdout:
@@ -108,8 +111,10 @@ class Bench:
                 if line == MEASURE_START:
                     systems.reset_peak(pids)
                     cpu_before = systems.cpu_seconds(pids)
+                    client_cpu[0] = systems.cpu_seconds([proc.pid])
                 elif line == MEASURE_END:
                     cpu_after = systems.cpu_seconds(pids)
+                    client_cpu[1] = systems.cpu_seconds([proc.pid]) - client_cpu[0]
                     anon = systems.anon_rss_mib(pids)
                 elif line.startswith("{"):
                     doc = json.loads(line)
@@ -131,7 +136,7 @@ class Bench:
             )
         load = os.getloadavg()
         rss = (systems.rss_mib(pids, peak=True), anon)
-        return doc, cpu_after - cpu_before, rss, load
+        return doc, (cpu_after - cpu_before, client_cpu[1]), rss, load
 
     def record(
         self,
@@ -144,7 +149,7 @@ class Bench:
         latency: bool,
         body_bytes: int = KIB,
     ) -> None:
-        doc, cpu, (peak, anon), load = self.measure(system, cmd, timeout)
+        doc, (cpu, client_cpu), (peak, anon), load = self.measure(system, cmd, timeout)
         messages, seconds, rate = parse(doc)
         run = Run(
             scenario=scenario,
@@ -161,6 +166,7 @@ class Bench:
             failures=int(doc.get("failures", 0)),
             failure_reasons=dict(doc.get("failure_reasons", {})),
             body_bytes=body_bytes,
+            client_cpu_s=client_cpu,
         )
         self.runs.append(run)
         print(
