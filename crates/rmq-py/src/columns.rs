@@ -128,14 +128,7 @@ impl Columns {
             push_offset_msg_id(&mut self.scratch, r.store_host, r.physical_offset);
             self.msg_ids.push(Some(self.scratch.as_bytes()));
         }
-        #[expect(
-            clippy::cast_possible_truncation,
-            clippy::cast_possible_wrap,
-            reason = "fewer entries than bytes, and a call stops at MAX_BYTES, far below 2 GiB"
-        )]
-        let entries = self.prop_keys.len as i32;
-        self.prop_offsets.extend_from_slice(&entries.to_le_bytes());
-        self.rows += 1;
+        self.end_row();
     }
 
     fn push(&mut self, m: &MessageExt, skip: &HashSet<String>) {
@@ -157,6 +150,11 @@ impl Columns {
                 self.prop_values.push(Some(v.as_bytes()));
             }
         }
+        self.end_row();
+    }
+
+    /// Close the row: its properties end where the key column stands now.
+    fn end_row(&mut self) {
         #[expect(
             clippy::cast_possible_truncation,
             clippy::cast_possible_wrap,
