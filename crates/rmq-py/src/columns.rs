@@ -436,8 +436,8 @@ fn learn_stride(stride: i64, covered: i64, asked: i64) -> i64 {
 }
 
 /// How far `ClientInstance.pull_columns` reads (see `PulledColumns`): up to offset `end`, at
-/// most `max_rows` rows, `depth` pulls in flight, the first asking `batch` messages; properties named in
-/// `skip_properties` are left out of the properties column.
+/// most `max_rows` rows, `depth` pulls in flight, the first asking `batch` messages;
+/// properties named in `skip_properties` are left out of the properties column.
 pub(crate) struct ColumnRange {
     pub(crate) end: i64,
     pub(crate) max_rows: usize,

@@ -354,8 +354,6 @@ impl MappedFile {
         Ok(true)
     }
 
-    /// Move pool-buffer bytes into the file when at least `least_pages` dirty pages (or any,
-    /// with 0) are waiting; gives the buffer back once the file is full and committed.
     /// [`append_record`](Self::append_record) of a message record whose `body` the caller
     /// holds. A file appended with `pwrite` gets it in one `pwritev` of the fields `around`
     /// encodes into `scratch` (the record less its body; it returns where the body goes) and
@@ -408,6 +406,8 @@ impl MappedFile {
         Ok(wrote)
     }
 
+    /// Move pool-buffer bytes into the file when at least `least_pages` dirty pages (or any,
+    /// with 0) are waiting; gives the buffer back once the file is full and committed.
     /// Returns the committed position. Only the commit thread calls this.
     pub fn commit(&self, least_pages: usize) -> usize {
         let Some((buf, pool)) = self.write_buffer.get() else {

@@ -42,9 +42,9 @@ pub const MAX_RESERVE_BYTES: usize = 4 * 1024 * 1024 + 64 * 1024;
 /// Take one command off the front of `buf`, if a whole frame is there.
 ///
 /// On `Ok(None)` nothing is consumed (room for more of the frame may be reserved: at most
-/// [`MAX_RESERVE_BYTES`] beyond what arrived, untouched until bytes arrive). On an error about the length prefix nothing is consumed
-/// either; on an error inside a complete frame that frame is consumed. Either way the
-/// connection should be closed, as Java does.
+/// [`MAX_RESERVE_BYTES`] beyond what arrived, untouched until bytes arrive). On an error about
+/// the length prefix nothing is consumed either; on an error inside a complete frame that frame
+/// is consumed. Either way the connection should be closed, as Java does.
 ///
 /// # Errors
 /// A length outside `4..=MAX_FRAME_BYTES-4`, a header length past the frame, an unknown
