@@ -349,7 +349,12 @@ async fn requests_fail_cleanly_when_the_peer_goes_away() {
         msg.contains("closed") || msg.contains("no response"),
         "{msg}"
     );
-    let err = connect(addr, None, Duration::from_secs(2))
+    // A port bound but not listening refuses connections, and no parallel test can take it
+    // (the closed server's port could be handed to another test's listener).
+    let reserved = tokio::net::TcpSocket::new_v4().unwrap();
+    reserved.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let refused = reserved.local_addr().unwrap();
+    let err = connect(refused, None, Duration::from_secs(2))
         .await
         .unwrap_err();
     assert!(err.to_string().contains("connecting to"), "{err}");
