@@ -47,12 +47,14 @@ from report import Run, Startup
 HERE = Path(__file__).resolve().parent
 JAR = HERE / "java" / "target" / "rmq-vs-apache.jar"
 MEASURE_START, MEASURE_END = "# measure start", "# measure end"
-SEND_SCENARIOS = {  # name: (mode, threads, batch)
-    "sync 32 threads": ("sync", 32, 1),
-    "sync 128 threads": ("sync", 128, 1),
-    "batch 32 threads x 16": ("batch", 32, 16),
-}
 KIB = 1024
+SEND_SCENARIOS = {  # name: (mode, threads, batch, body bytes)
+    "sync 32 threads": ("sync", 32, 1, KIB),
+    "sync 128 threads": ("sync", 128, 1, KIB),
+    "batch 32 threads x 16": ("batch", 32, 16, KIB),
+    # The Spark sink's shape: a task sends batches of 4 096 rows (here 256-byte bodies).
+    "batch 4 threads x 4096 of 256 B": ("batch", 4, 4096, 256),
+}
 BIG_SCENARIOS = {  # label: (sync send threads, body bytes)
     "64 KiB": (32, 64 * KIB),
     "1 MiB": (8, 1024 * KIB),
@@ -181,18 +183,18 @@ class Bench:
         a = self.args
         if not a.small:
             return
-        for name, (mode, threads, batch) in SEND_SCENARIOS.items():
+        for name, (mode, threads, batch, size) in SEND_SCENARIOS.items():
             if flush == "SYNC_FLUSH" and mode == "batch":
                 continue
-            topic = f"VsApache{mode.capitalize()}{threads}"
+            topic = f"VsApache{mode.capitalize()}{threads}x{batch}"
             cmd = self.java(
                 mode, "-n", system.namesrv_addr, "-t", topic, "-w", str(threads),
-                "-b", str(batch), "-s", "1024", "-d", str(a.duration),
+                "-b", str(batch), "-s", str(size), "-d", str(a.duration),
                 "--warmup", str(a.warmup),
             )  # fmt: skip
             scenario = name + (", SYNC_FLUSH" if flush == "SYNC_FLUSH" else "")
             timeout = a.warmup + a.duration + 120
-            self.record(scenario, system, rnd, cmd, timeout, _send_figures, latency=True)
+            self.record(scenario, system, rnd, cmd, timeout, _send_figures, True, size)
 
     def big(self, system: systems.System, rnd: int) -> None:
         """Big bodies (item 4): sync sends of each size for --big-duration seconds, then a
