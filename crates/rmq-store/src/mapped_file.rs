@@ -219,7 +219,7 @@ impl MappedFile {
         scratch: &mut Vec<u8>,
         encode: impl FnOnce(&mut [u8]),
     ) -> Result<()> {
-        let wrote = self.room_for(len)?;
+        let wrote = self.room_for(len, || format!("a {len}-byte record does"))?;
         if let Some((buf, _)) = self.write_buffer.get() {
             if buf.write(wrote, len, encode).is_none() {
                 return Err(crate::error::StoreError::MessageIllegal(format!(
@@ -259,17 +259,8 @@ impl MappedFile {
                 dst.copy_from_slice(data);
             });
         }
-        let wrote = self.wrote.load(Ordering::Relaxed);
         let len = data.len();
-        if self.file_size - wrote < len {
-            return Err(crate::error::StoreError::MessageIllegal(format!(
-                "{len} replicated bytes do not fit the {} bytes left in {}",
-                self.file_size - wrote,
-                self.path.display()
-            )));
-        }
-        self.reserve(wrote + len)
-            .map_err(|e| self.disk_full(len, &e))?;
+        let wrote = self.room_for(len, || format!("{len} replicated bytes do"))?;
         self.mmap
             .file()
             .write_all_at(data, wrote as u64)
@@ -373,7 +364,7 @@ impl MappedFile {
         if self.write_buffer.get().is_some() || !self.write_through_file.load(Ordering::Relaxed) {
             return self.append_record(len, scratch, whole);
         }
-        let wrote = self.room_for(len)?;
+        let wrote = self.room_for(len, || format!("a {len}-byte record does"))?;
         scratch.clear();
         scratch.resize(len - body.len(), 0);
         let body_at = around(scratch);
@@ -389,12 +380,14 @@ impl MappedFile {
         Ok(())
     }
 
-    /// Where a `len`-byte record goes, once it is known to fit and its blocks are allocated.
-    fn room_for(&self, len: usize) -> Result<usize> {
+    /// Where `len` bytes go, once they are known to fit and their blocks are allocated;
+    /// `what` names them in the error when they do not fit.
+    fn room_for(&self, len: usize, what: impl FnOnce() -> String) -> Result<usize> {
         let wrote = self.wrote.load(Ordering::Relaxed);
         if self.file_size - wrote < len {
             return Err(crate::error::StoreError::MessageIllegal(format!(
-                "a {len}-byte record does not fit the {} bytes left in {}",
+                "{} not fit the {} bytes left in {}",
+                what(),
                 self.file_size - wrote,
                 self.path.display()
             )));
