@@ -117,7 +117,7 @@ macro_rules! int_value {
         }
     )*};
 }
-int_value!(i64, usize, u32);
+int_value!(i64, u64, usize, u32);
 
 impl ConfigValue for bool {
     const EXPECTED: &'static str = "true or false";
@@ -222,6 +222,9 @@ store_config! {
     /// default, as in RocketMQ: on ext4 with large folios (Linux 6.16+) the appender's own
     /// faults are cheaper than pre-faulting (see benches/RESULTS.md).
     "warmMapedFileEnable" => warm_mapped_file_enable: bool;
+    /// Flushed CommitLog bytes always kept in the page cache behind the flush position; older
+    /// pages no reader needs go back to the kernel (`store::page_cache`). 0: no trimming.
+    "pageCacheTailCommitLog" => page_cache_tail_commit_log: u64;
     /// Largest record accepted (bytes, whole record).
     "maxMessageSize" => max_message_size: usize;
     /// Hours a CommitLog file is kept after its last write.

@@ -28,6 +28,10 @@ pub struct MappedFile {
     write_through_file: AtomicBool,
     wrote: AtomicUsize,
     flushed: AtomicUsize,
+    /// Cached pages below this were given back to the kernel ([`drop_cached_below`]).
+    ///
+    /// [`drop_cached_below`]: Self::drop_cached_below
+    dropped: AtomicUsize,
     write_buffer: OnceLock<(Arc<AnonBuffer>, Arc<TransientStorePool>)>,
     buffer_returned: AtomicBool,
     store_timestamp: AtomicI64,
@@ -117,6 +121,7 @@ impl MappedFile {
             write_through_file: AtomicBool::new(false),
             wrote: AtomicUsize::new(pos),
             flushed: AtomicUsize::new(pos),
+            dropped: AtomicUsize::new(0),
             write_buffer: OnceLock::new(),
             buffer_returned: AtomicBool::new(false),
             store_timestamp: AtomicI64::new(0),
@@ -189,6 +194,35 @@ impl MappedFile {
     #[must_use]
     pub fn flushed_position(&self) -> usize {
         self.flushed.load(Ordering::Acquire)
+    }
+
+    /// Give the cached pages of the flushed bytes below `pos` back to the kernel (see
+    /// `MmapFile::drop_cached`); bytes not yet flushed stay. Returns the bytes newly dropped.
+    ///
+    /// # Errors
+    /// The OS error; nothing is lost then, the pages only stay cached.
+    pub fn drop_cached_below(&self, pos: usize) -> Result<usize> {
+        let to = pos.min(self.flushed_position());
+        let to = if to == self.file_size {
+            to
+        } else {
+            to - to % OS_PAGE_SIZE
+        };
+        let from = self.dropped.load(Ordering::Acquire);
+        if to <= from {
+            return Ok(0);
+        }
+        self.mmap
+            .drop_cached(from, to - from)
+            .ctx(|| format!("dropping cached pages of {}", self.path.display()))?;
+        self.dropped.fetch_max(to, Ordering::AcqRel);
+        Ok(to - from)
+    }
+
+    /// Pages of the file in the page cache.
+    #[cfg(test)]
+    pub(crate) fn resident_pages(&self) -> usize {
+        self.mmap.resident_pages(0, self.file_size)
     }
 
     /// Whether nothing more fits.

@@ -41,6 +41,10 @@ pub struct DeletedFile {
     pub to: i64,
 }
 
+/// [`MappedFileQueue::drop_cached_below`] waits until this much more can go (two system
+/// calls per file per step; a SYNC_FLUSH group commit flushes thousands of times a second).
+const DROP_STEP: i64 = 2 << 20;
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -52,6 +56,8 @@ pub struct MappedFileQueue {
     files: RwLock<Vec<Arc<MappedFile>>>,
     flushed_where: AtomicI64,
     committed_where: AtomicI64,
+    /// Cached pages below this were given back to the kernel ([`Self::drop_cached_below`]).
+    dropped_where: AtomicI64,
     store_timestamp: AtomicI64,
     pool: Option<Arc<TransientStorePool>>,
     allocator: Option<Allocator>,
@@ -74,6 +80,7 @@ impl MappedFileQueue {
             files: RwLock::new(Vec::new()),
             flushed_where: AtomicI64::new(0),
             committed_where: AtomicI64::new(0),
+            dropped_where: AtomicI64::new(0),
             store_timestamp: AtomicI64::new(0),
             pool: None,
             allocator: None,
@@ -381,6 +388,36 @@ impl MappedFileQueue {
         Ok(self.flushed_where() >= target)
     }
 
+    /// Give the cached pages of flushed bytes below global `offset` back to the kernel (see
+    /// [`MappedFile::drop_cached_below`]), from the oldest file whose pages may still be cached.
+    /// Returns the bytes newly dropped.
+    ///
+    /// # Errors
+    /// The first OS error; the pages only stay cached then.
+    pub fn drop_cached_below(&self, offset: i64) -> Result<usize> {
+        let start = self.dropped_where.load(Ordering::Acquire);
+        if offset < start + DROP_STEP {
+            return Ok(0);
+        }
+        let files: Vec<Arc<MappedFile>> = {
+            let files = self.files.read().unwrap_or_else(PoisonError::into_inner);
+            let size = self.size_i64();
+            files
+                .iter()
+                .filter(|f| f.file_from_offset() + size > start && f.file_from_offset() < offset)
+                .cloned()
+                .collect()
+        };
+        let mut dropped = 0;
+        for f in files {
+            let pos = usize::try_from(offset - f.file_from_offset()).unwrap_or(usize::MAX);
+            dropped += f.drop_cached_below(pos.min(f.file_size()))?;
+        }
+        self.dropped_where
+            .fetch_max(offset.min(self.flushed_where()), Ordering::AcqRel);
+        Ok(dropped)
+    }
+
     /// Commit pool-buffer bytes of the file at the commit position. True when it moved.
     pub fn commit(&self, least_pages: usize) -> bool {
         let old = self.committed_where();
@@ -665,6 +702,39 @@ impl Allocator {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn drop_cached_below_gives_back_flushed_pages_only() {
+        const MIB: usize = 1 << 20;
+        const MIB_I: i64 = 1 << 20;
+        let dir = tempfile::tempdir().unwrap();
+        let q = MappedFileQueue::new(dir.path(), MIB).unwrap();
+        fill(&q, 3);
+        let f = q.last_mapped_file_for_append(0).unwrap();
+        assert!(f.append_bytes(&vec![2u8; MIB / 2]).unwrap());
+        let files: Vec<_> = (0..4)
+            .map(|i| q.find_mapped_file_by_offset(i * MIB_I, false).unwrap())
+            .collect();
+        let pages = MIB / crate::mmap::OS_PAGE_SIZE;
+        assert!(files[..3].iter().all(|f| f.resident_pages() == pages));
+        // Nothing is dropped above the flush position.
+        assert_eq!(q.drop_cached_below(3 * MIB_I).unwrap(), 0);
+        assert!(files[..3].iter().all(|f| f.resident_pages() == pages));
+        // Flushed to 3.5 MiB: below 2.5 MiB go files 0 and 1 and half of 2.
+        assert!(q.flush(0).unwrap());
+        assert_eq!(q.drop_cached_below(5 * MIB_I / 2).unwrap(), 5 * MIB / 2);
+        let resident: Vec<_> = files.iter().map(|f| f.resident_pages()).collect();
+        assert_eq!(resident[..3], [0, 0, pages / 2]);
+        assert!(
+            resident[3] >= pages / 2,
+            "the window's pages stay: {resident:?}"
+        );
+        // The bytes are all still there, read back from the file.
+        assert_eq!(files[0].read(0, 4).unwrap(), [1; 4]);
+        // Less than a step more: nothing more is dropped (two system calls a file per step).
+        assert_eq!(q.drop_cached_below(3 * MIB_I).unwrap(), 0);
+        assert_eq!(files[2].resident_pages(), pages / 2);
+    }
 
     fn fill(q: &MappedFileQueue, files: usize) {
         for _ in 0..files {

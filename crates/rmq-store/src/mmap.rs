@@ -514,6 +514,65 @@ impl MmapFile {
         let _ = self.map.advise(advice);
     }
 
+    /// Give the cached pages of the whole pages inside `[pos, pos + len)` back to the kernel:
+    /// this mapping's page-table entries are dropped (`MADV_DONTNEED`), then the page-cache
+    /// pages themselves where they are clean and mapped nowhere else
+    /// (`POSIX_FADV_DONTNEED`). Contents do not change: the next access reads the same bytes
+    /// from the file. Callers pass flushed bytes only, so nothing is written back here.
+    ///
+    /// # Errors
+    /// The OS error of either call (the range's pages may then stay cached).
+    pub(crate) fn drop_cached(&self, pos: usize, len: usize) -> io::Result<()> {
+        let from = pos.next_multiple_of(OS_PAGE_SIZE);
+        let to = pos.saturating_add(len).min(self.len) / OS_PAGE_SIZE * OS_PAGE_SIZE;
+        if from >= to {
+            return Ok(());
+        }
+        // SAFETY: a shared file mapping of our own, range in bounds and page aligned. For a
+        // shared mapping MADV_DONTNEED only unmaps: the page cache keeps the bytes (dirty ones
+        // included), and a later access of any live borrow faults the same bytes back in, so
+        // no reader or writer can observe a change.
+        unsafe {
+            self.map
+                .unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, from, to - from)?;
+        }
+        let (off, n) = (
+            libc::off_t::try_from(from),
+            libc::off_t::try_from(to - from),
+        );
+        let (Ok(off), Ok(n)) = (off, n) else {
+            return Err(invalid(format!("range {from}..{to} exceeds off_t")));
+        };
+        // SAFETY: plain FFI call on a valid, open descriptor; no memory is passed.
+        let rc = unsafe {
+            libc::posix_fadvise(self.file.as_raw_fd(), off, n, libc::POSIX_FADV_DONTNEED)
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::from_raw_os_error(rc))
+        }
+    }
+
+    /// How many of the pages of `[pos, pos + len)` are in the page cache (`mincore`).
+    #[cfg(test)]
+    pub(crate) fn resident_pages(&self, pos: usize, len: usize) -> usize {
+        let from = pos / OS_PAGE_SIZE * OS_PAGE_SIZE;
+        let to = pos.saturating_add(len).min(self.len);
+        let mut vec = vec![0u8; (to - from).div_ceil(OS_PAGE_SIZE)];
+        // SAFETY: a query on our own live mapping, page-aligned start, in bounds; `vec` has one
+        // byte per page of the range, as mincore writes.
+        let rc = unsafe {
+            libc::mincore(
+                self.ptr.add(from).cast::<libc::c_void>(),
+                to - from,
+                vec.as_mut_ptr(),
+            )
+        };
+        assert_eq!(rc, 0, "mincore: {}", io::Error::last_os_error());
+        vec.iter().filter(|b| **b & 1 == 1).count()
+    }
+
     /// Fault every page in for writing, so the appender never takes a page fault. Uses
     /// `MADV_POPULATE_WRITE` where the kernel has it (5.14+), else touches each page.
     /// Does nothing unless every block of the file is allocated (created with
@@ -898,6 +957,29 @@ pub(crate) fn next_data(file: &File, from: u64, len: u64) -> Option<(u64, u64)> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn drop_cached_gives_pages_back_and_keeps_the_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = MmapFile::create(&dir.path().join("f"), 64 * 1024, Prealloc::Allocate).unwrap();
+        let data: Vec<u8> = (0..40_000u32).map(|i| (i % 251) as u8).collect();
+        m.write(0, data.len(), |b| b.copy_from_slice(&data))
+            .unwrap();
+        m.publish(data.len());
+        let before = m.read(0, data.len()).unwrap();
+        m.flush_range(0, data.len()).unwrap();
+        assert_eq!(m.resident_pages(0, data.len()), 10);
+        // 100..40_000 holds the whole pages 1..=8: page 0 and the partial page 9 stay.
+        m.drop_cached(100, data.len() - 100).unwrap();
+        assert_eq!(m.resident_pages(0, data.len()), 2);
+        assert_eq!(m.resident_pages(0, OS_PAGE_SIZE), 1);
+        assert_eq!(m.resident_pages(9 * OS_PAGE_SIZE, 1), 1);
+        // A borrow taken before the drop reads the same bytes (faulted back from the file).
+        assert_eq!(before, &data[..]);
+        assert_eq!(m.read(0, data.len()).unwrap(), &data[..]);
+        m.drop_cached(5, 1).unwrap(); // no whole page inside: nothing to do
+        m.drop_cached(60 * 1024, usize::MAX / 2).unwrap(); // clipped to the mapping
+    }
 
     #[test]
     fn create_write_read_flush() {

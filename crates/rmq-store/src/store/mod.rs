@@ -10,6 +10,7 @@
 //! | [`query`] | offset and time lookups, ConsumeQueue unit reads, key queries |
 //! | [`retention`] | deleting expired files, removing ConsumeQueues, the disk-full guard |
 //! | [`floor`] | the retention floor: the oldest record a consumer, timer or delay level needs |
+//! | [`page_cache`] | which flushed CommitLog pages go back to the kernel (`pageCacheTailCommitLog`) |
 //! | [`services`] | the background threads and flushing ConsumeQueues, index and checkpoint |
 //! | [`runtime_info`] | figures for `brokerStatus` |
 //! | [`replica`] | replication: the role, the HA service's store calls, truncation |
@@ -26,9 +27,11 @@
 //! | `rmq-reput` | dispatches records to ConsumeQueue and IndexFile, wakes held pulls |
 //! | `rmq-flush-consumequeue` | flushes ConsumeQueues, index and the checkpoint |
 //! | `rmq-clean` | the disk-full guard: refuse writes above `diskSpaceWarningLevelRatio` |
+//! | `rmq-page-cache` | gives CommitLog pages no reader needs back to the kernel ([`page_cache`]) |
 //! | `rmq-timer` | timer messages: the time wheel's enqueue and delivery ([`crate::timer`]) |
 
 mod floor;
+mod page_cache;
 mod put;
 mod query;
 mod read;

@@ -121,14 +121,7 @@ impl MessageStore {
         };
         let units = file.read_from(pos).unwrap_or(&[]);
         let max_phy = self.commit_log.max_offset();
-        #[expect(
-            clippy::cast_precision_loss,
-            clippy::cast_possible_truncation,
-            reason = "a share of RAM in bytes: f64 holds it closely enough, the result fits i64"
-        )]
-        let memory = (self.memory_bytes as f64
-            * f64::from(self.config.access_message_in_memory_max_ratio)
-            / 100.0) as i64;
+        let memory = self.in_memory_bytes();
         let max_filter_bytes = (max_msg_nums * CQ_STORE_UNIT_SIZE).max(16_000);
         let mut res = GetMessageResult::empty(S::NoMatchedMessage, offset, min, max);
         let mut next_phy_file_start = i64::MIN;

@@ -12,6 +12,10 @@ use crate::error::{IoContext, Result};
 use crate::flush::{run_async_flush, run_commit, AsyncFlushConfig, GroupCommit, Waker};
 use crate::timer::service::TimerService;
 
+/// How often `rmq-page-cache` gives pages back (see [`super::page_cache`]): at 500 MB/s of
+/// appends, 250 MB more stay cached between two passes.
+const PAGE_CACHE_TRIM_INTERVAL: Duration = Duration::from_millis(500);
+
 /// The store's threads and what wakes or stops them.
 #[derive(Default)]
 pub(super) struct Services {
@@ -20,6 +24,7 @@ pub(super) struct Services {
     reput_waker: Waker,
     cq_flush_waker: Waker,
     clean_waker: Waker,
+    page_cache_waker: Waker,
     threads: Mutex<Vec<JoinHandle<()>>>,
     timer_waker: Waker,
     timer_thread: Mutex<Option<JoinHandle<()>>>,
@@ -43,6 +48,7 @@ impl Services {
     pub(super) fn stop(&self, group_commit: Option<&GroupCommit>) {
         self.reput_waker.stop();
         self.clean_waker.stop();
+        self.page_cache_waker.stop();
         self.commit_waker.stop();
         if let Some(gc) = group_commit {
             gc.stop();
@@ -135,6 +141,24 @@ impl MessageStore {
                 )));
             }
         })?);
+        if self.config.page_cache_tail_commit_log > 0 {
+            let s = Arc::clone(self);
+            threads.push(spawn("rmq-page-cache", move || {
+                let waker = &s.services.page_cache_waker;
+                let mut failing = false;
+                while !waker.is_stopped() {
+                    match s.trim_page_cache() {
+                        Ok(_) => failing = false,
+                        Err(e) if !failing => {
+                            failing = true;
+                            log::warn!("{e}; those pages stay cached (said once until it works)");
+                        }
+                        Err(_) => {}
+                    }
+                    waker.wait(PAGE_CACHE_TRIM_INTERVAL);
+                }
+            })?);
+        }
         drop(threads);
         if let Some(t) = timer {
             let s = Arc::clone(self);
