@@ -179,3 +179,32 @@ def test_a_seek_discards_the_pull_sent_ahead(cluster: Cluster) -> None:
         c.seek(mq, 95)
         assert [m.body for m in c.poll(3000)] == [b"%d" % i for i in range(95, 100)]
         assert c.poll(200) == []
+
+
+def test_a_slow_listener_still_runs_batches_on_many_threads_at_once(cluster: Cluster) -> None:
+    """Fast listeners get several batches a consume task (one hand-off per pull); a slow one
+    must keep RocketMQ's concurrency: up to consume_thread_max batches at once."""
+    cluster.create_topic("SlowListener", queues=1)
+    send(cluster, "SlowListener", [b"%d" % i for i in range(40)])
+    lock = threading.Lock()
+    inside, most, seen = 0, 0, []
+
+    def listener(msgs: list[StoredMessage]) -> None:
+        nonlocal inside, most
+        with lock:
+            inside += 1
+            most = max(most, inside)
+        time.sleep(0.05)
+        with lock:
+            inside -= 1
+            seen.extend(m.body for m in msgs)
+
+    consumer = push_consumer(
+        cluster.namesrv, "cg-slow", "SlowListener", listener, consume_thread_max=8
+    )
+    try:
+        wait_until(lambda: len(seen) >= 40, "40 messages")
+    finally:
+        consumer.shutdown()
+    assert sorted(seen) == sorted(b"%d" % i for i in range(40))
+    assert most >= 6, f"at most {most} listener calls ran at once"

@@ -13,7 +13,9 @@ This module decides everything else, as RocketMQ's Java client does:
   ``consume_concurrently_max_span`` offsets;
 * consumption on a pool of threads (``_consume_pool``): batches of
   ``consume_message_batch_max_size`` messages (default 1, as RocketMQ's) go to
-  the listener; the committed offset is the lowest offset still in flight, so nothing is
+  the listener, a task each while the listener is slow, up to 32 messages a task once its
+  calls average under 100 µs (so a fast listener costs one thread hand-off per pull, not per
+  message, under the GIL); the committed offset is the lowest offset still in flight, so nothing is
   skipped when batches finish out of order. Orderly consumption holds the broker's lock of
   the queue (LOCK_BATCH_MQ, renewed every 20 s) and consumes one queue on one thread at a time;
 * offsets persisted every 5 s and on shutdown (broker for clustering, a local file for
@@ -83,6 +85,11 @@ __all__ = [
 ]
 
 log = logging.getLogger("rmq.client")
+
+# A listener whose calls average under this many seconds gets up to _FAST_TASK_MESSAGES
+# messages a consume task (see PushConsumer._submit).
+_FAST_LISTENER_S = 100e-6
+_FAST_TASK_MESSAGES = 32
 
 PULL_TIME_DELAY_ON_EXCEPTION_S = 3.0
 PULL_TIME_DELAY_ON_FLOW_CONTROL_S = 0.05
@@ -299,6 +306,7 @@ class PushConsumer(_GroupMember):
         )
         self.consume_thread_max = consume_thread_max
         self.consume_message_batch_max_size = consume_message_batch_max_size
+        self._listener_s = 1.0  # a listener call's average; slow until measured
         self.pull_batch_size = pull_batch_size
         self.pull_interval_s = pull_interval_ms / 1000
         self.pull_threshold_for_queue = pull_threshold_for_queue
@@ -663,8 +671,19 @@ class PushConsumer(_GroupMember):
             self._schedule_orderly(mq, pq, 0)
             return
         n = self.consume_message_batch_max_size
-        for i in range(0, len(msgs), n):
-            self._executor.submit(self._consume_concurrently, mq, pq, msgs[i : i + n])
+        batches = [msgs[i : i + n] for i in range(0, len(msgs), n)]
+        # A fast listener gets several batches a task: one hand-off between threads (and one
+        # GIL switch) per pull instead of per batch. A slow one gets a task a batch, so up to
+        # consume_thread_max batches run at once, as in RocketMQ.
+        per_task = 1 if self._listener_s > _FAST_LISTENER_S else -(-_FAST_TASK_MESSAGES // n)
+        for i in range(0, len(batches), per_task):
+            self._executor.submit(self._consume_batches, mq, pq, batches[i : i + per_task])
+
+    def _consume_batches(
+        self, mq: MessageQueue, pq: ProcessQueue, batches: list[list[StoredMessage]]
+    ) -> None:
+        for msgs in batches:
+            self._consume_concurrently(mq, pq, msgs)
 
     def _consume_concurrently(
         self, mq: MessageQueue, pq: ProcessQueue, msgs: list[StoredMessage]
@@ -674,6 +693,7 @@ class PushConsumer(_GroupMember):
         listener = self._listener
         assert listener is not None
         tracer = self._tracer
+        started = time.perf_counter()
         try:
             if tracer is None:
                 status = listener(msgs)
@@ -684,6 +704,8 @@ class PushConsumer(_GroupMember):
                 "%s: the listener raised on %d message(s) of %s", self.group, len(msgs), mq
             )
             status = ConsumeConcurrentlyStatus.RECONSUME_LATER
+        # A moving average of a listener call (threads race on it; any recent value will do).
+        self._listener_s += (time.perf_counter() - started - self._listener_s) / 16
         if status == ConsumeConcurrentlyStatus.RECONSUME_LATER:
             self._consume_failed[mq.topic] = self._consume_failed.get(mq.topic, 0) + len(msgs)
             if self.message_model is MessageModel.BROADCASTING:
