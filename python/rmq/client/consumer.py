@@ -86,9 +86,11 @@ __all__ = [
 
 log = logging.getLogger("rmq.client")
 
-# A listener whose calls average under this many seconds gets up to _FAST_TASK_MESSAGES
-# messages a consume task (see PushConsumer._submit).
+# A listener whose calls average under _FAST_LISTENER_S seconds (until they average over
+# _SLOW_LISTENER_S) gets up to _FAST_TASK_MESSAGES messages a consume task, run on as few
+# threads as keep up (see PushConsumer._submit).
 _FAST_LISTENER_S = 100e-6
+_SLOW_LISTENER_S = 1e-3
 _FAST_TASK_MESSAGES = 32
 
 PULL_TIME_DELAY_ON_EXCEPTION_S = 3.0
@@ -306,7 +308,8 @@ class PushConsumer(_GroupMember):
         )
         self.consume_thread_max = consume_thread_max
         self.consume_message_batch_max_size = consume_message_batch_max_size
-        self._listener_s = 1.0  # a listener call's average; slow until measured
+        self._listener_s = 0.0  # a listener call's average (seconds)
+        self._listener_slow = False
         self.pull_batch_size = pull_batch_size
         self.pull_interval_s = pull_interval_ms / 1000
         self.pull_threshold_for_queue = pull_threshold_for_queue
@@ -672,17 +675,26 @@ class PushConsumer(_GroupMember):
             return
         n = self.consume_message_batch_max_size
         batches = [msgs[i : i + n] for i in range(0, len(msgs), n)]
-        # A fast listener gets several batches a task: one hand-off between threads (and one
-        # GIL switch) per pull instead of per batch. A slow one gets a task a batch, so up to
-        # consume_thread_max batches run at once, as in RocketMQ.
-        per_task = 1 if self._listener_s > _FAST_LISTENER_S else -(-_FAST_TASK_MESSAGES // n)
+        # A fast listener gets several batches a task, and a task wakes no second thread while
+        # one runs (see _consume_pool): under the GIL more threads only cost hand-offs. A slow
+        # one gets a task a batch, so up to consume_thread_max batches run at once, as in
+        # RocketMQ.
+        slow = self._listener_slow
+        per_task = 1 if slow else -(-_FAST_TASK_MESSAGES // n)
         for i in range(0, len(batches), per_task):
-            self._executor.submit(self._consume_batches, mq, pq, batches[i : i + per_task])
+            self._executor.submit(
+                self._consume_batches, mq, pq, batches[i : i + per_task], spread=slow
+            )
 
     def _consume_batches(
         self, mq: MessageQueue, pq: ProcessQueue, batches: list[list[StoredMessage]]
     ) -> None:
-        for msgs in batches:
+        for i, msgs in enumerate(batches):
+            if self._listener_slow and i > 0:
+                # The listener turned slow: the rest run side by side, a task a batch.
+                for rest in batches[i:]:
+                    self._executor.submit(self._consume_batches, mq, pq, [rest])
+                return
             self._consume_concurrently(mq, pq, msgs)
 
     def _consume_concurrently(
@@ -704,8 +716,15 @@ class PushConsumer(_GroupMember):
                 "%s: the listener raised on %d message(s) of %s", self.group, len(msgs), mq
             )
             status = ConsumeConcurrentlyStatus.RECONSUME_LATER
-        # A moving average of a listener call (threads race on it; any recent value will do).
-        self._listener_s += (time.perf_counter() - started - self._listener_s) / 16
+        # A moving average of a listener call (threads race on it; any recent value will do),
+        # with hysteresis: waits for the GIL among many threads inflate a fast call's time.
+        avg = self._listener_s = (
+            self._listener_s + (time.perf_counter() - started - self._listener_s) / 16
+        )
+        if avg > _SLOW_LISTENER_S:
+            self._listener_slow = True
+        elif avg < _FAST_LISTENER_S:
+            self._listener_slow = False
         if status == ConsumeConcurrentlyStatus.RECONSUME_LATER:
             self._consume_failed[mq.topic] = self._consume_failed.get(mq.topic, 0) + len(msgs)
             if self.message_model is MessageModel.BROADCASTING:
