@@ -41,8 +41,8 @@ pub struct DeletedFile {
     pub to: i64,
 }
 
-/// [`MappedFileQueue::drop_cached_below`] waits until this much more can go (two system
-/// calls per file per step; a SYNC_FLUSH group commit flushes thousands of times a second).
+/// [`MappedFileQueue::drop_cached_below`] waits until this much more can go: each step costs
+/// two system calls a file, and dropping a few pages at a time would gain nothing.
 const DROP_STEP: i64 = 2 << 20;
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -13,11 +13,13 @@ This module decides everything else, as RocketMQ's Java client does:
   ``consume_concurrently_max_span`` offsets;
 * consumption on a pool of threads (``_consume_pool``): batches of
   ``consume_message_batch_max_size`` messages (default 1, as RocketMQ's) go to
-  the listener, a task each while the listener is slow, up to 32 messages a task once its
-  calls average under 100 µs (so a fast listener costs one thread hand-off per pull, not per
-  message, under the GIL); the committed offset is the lowest offset still in flight, so nothing is
-  skipped when batches finish out of order. Orderly consumption holds the broker's lock of
-  the queue (LOCK_BATCH_MQ, renewed every 20 s) and consumes one queue on one thread at a time;
+  the listener. While its calls average under 100 µs (until they average over 1 ms) a
+  consume task carries up to 32 messages and wakes no second thread while one runs: under the
+  GIL a fast listener only loses to more threads. A slow listener gets a task a batch, so up to
+  ``consume_thread_max`` batches run at once. The committed offset is the lowest offset still
+  in flight, so nothing is skipped when batches finish out of order. Orderly consumption holds
+  the broker's lock of the queue (LOCK_BATCH_MQ, renewed every 20 s) and consumes one queue on
+  one thread at a time;
 * offsets persisted every 5 s and on shutdown (broker for clustering, a local file for
   broadcasting).
 
