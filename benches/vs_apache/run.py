@@ -18,6 +18,13 @@ throughput, send latency percentiles, broker CPU seconds per 100 k messages (uti
 /proc over the measured window), peak RSS (with the mapped store pages it counts) and the
 anonymous RSS at the end, and the load average; per start: time from start to a
 first acknowledged send and the RSS once idle.
+
+Between sessions the bench lets the machine settle (--settle seconds after a ``sync``): a
+system's stop frees the page cache of its store (17 GB for Apache after the big-body drains),
+and on a VM that hands free memory back to its host the next system's first writes then stall
+behind that hand-back (an rmq SYNC_FLUSH run right after 14 GB were freed: p99.9 296 ms, max
+578 ms; 30 s later: 14 ms and 27 ms). Without it the system that follows the bigger teardown
+pays for it.
 """
 
 from __future__ import annotations
@@ -303,6 +310,14 @@ class Bench:
             raise
         finally:
             system.stop()
+            self.settle()
+
+    def settle(self) -> None:
+        """Flush what the stopped system left dirty and wait --settle seconds."""
+        if self.args.settle > 0:
+            os.sync()
+            print(f"settling {self.args.settle:.0f} s", flush=True)
+            time.sleep(self.args.settle)
 
     def run(self) -> None:
         a = self.args
@@ -379,7 +394,8 @@ def write_report(
             f"- command: `{command}`",
             f"- commit measured: {measured}",
             f"- machine: {machine()}",
-            f"- rounds: {bench.args.rounds} per scenario, interleaved rmq, Apache, rmq, Apache",
+            f"- rounds: {bench.args.rounds} per scenario, interleaved rmq, Apache, rmq, Apache,"
+            f" {bench.args.settle:.0f} s of rest after each system stops",
             f"- sends: 1 KiB bodies, {bench.args.warmup} s warm-up then {bench.args.duration} s;"
             f" drains: {bench.args.drain_messages:,} messages preloaded",
             f"- big bodies (64 KiB, 1 MiB; uncompressed, 'a'..'z' repeated):"
@@ -441,6 +457,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=int,
         help=f"MiB preloaded per big body size to drain (default 1024; {QUICK_DRAIN_MIB} quick)",
     )
+    p.add_argument(
+        "--settle",
+        type=float,
+        help="seconds of rest after each system stops (default 30; 0 with --quick)",
+    )
     p.add_argument("--out", type=Path, default=HERE / "REPORT.md", help="markdown report file")
     p.add_argument("--python", default=sys.executable, help="python with rmq installed")
     a = p.parse_args(argv)
@@ -450,6 +471,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     a.warmup = a.warmup if a.warmup is not None else (1.0 if quick else 3.0)
     a.drain_messages = a.drain_messages or (20_000 if quick else 1_000_000)
     a.big_duration = a.big_duration or (3.0 if quick else 10.0)
+    a.settle = a.settle if a.settle is not None else (0.0 if quick else 30.0)
     a.big_drain_mib = a.big_drain_mib or (QUICK_DRAIN_MIB if quick else 1024)
     a.small = a.scenarios in ("all", "small")
     a.big = a.scenarios in ("all", "big")
