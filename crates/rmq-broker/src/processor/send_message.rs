@@ -7,12 +7,12 @@
 //! consumers and its concurrent consumers' fallback hand messages back this way, not with
 //! CONSUMER_SEND_MSG_BACK. Batches to a retry topic are refused, as in RocketMQ.
 //!
-//! A send runs in four steps, each a function below: [`parse_header`]; [`route`] (the
+//! A send runs in steps, each a function below: [`parse_header`]; [`route`] (the
 //! `msgCheck` refusals, reserved topics, auto-creation, the retry → DLQ decision, the queue);
 //! [`Entries::parse`] and [`halves`] (the body or batch entries with their properties, and
-//! the half messages a transaction stores instead); [`append`]; [`ack`] (the SYNC_FLUSH
-//! wait and the response header). Each returns a typed error; [`process`] turns it into the
-//! response (`crate::error`).
+//! the half messages a transaction stores instead); [`append`] (these four are [`store`]);
+//! [`flush`] (the SYNC_FLUSH and SYNC_MASTER wait); [`ack`] (the response header). Each
+//! returns a typed error; [`process`] turns it into the response (`crate::error`).
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -50,12 +50,43 @@ async fn send(
     conn: &Connection,
     req: &RemotingCommand,
 ) -> Result<RemotingCommand, RequestError> {
+    let stored = store(b, conn, req)?;
+    let last = stored.results.last().ok_or(SendError::NothingStored)?;
+    // Only what the response needs lives across the wait: this future is part of every
+    // request's boxed state, and the wait itself (timers, the replica's future) is boxed
+    // apart, for the sends that wait, so the box stays in the allocator's small-size cache.
+    let (code, remark) = if needs_wait(b) {
+        Box::pin(flush(b, stored.wait, last.end_offset())).await?
+    } else {
+        (ResponseCode::SUCCESS, String::new())
+    };
+    Ok(ack(b, req, &stored, code, remark))
+}
+
+/// What a send stored: its queue, the records, whether the client waits for durability.
+struct Stored {
+    queue_id: i32,
+    results: Vec<AppendResult>,
+    wait: bool,
+}
+
+/// Everything before the wait: header, route, entries, half messages, the append.
+fn store(
+    b: &BrokerState,
+    conn: &Connection,
+    req: &RemotingCommand,
+) -> Result<Stored, RequestError> {
     let h = parse_header(req)?;
     let route = route(b, req, &h)?;
     let entries = Entries::parse(b, req, &h, &route)?;
     let halves = halves(b, &h, &route, &entries)?;
     let results = append(b, conn, &h, &route, &entries, &halves)?;
-    ack(b, req, &h, route.queue_id, &results).await
+    let header_props = h.properties.as_deref().unwrap_or("").as_bytes();
+    Ok(Stored {
+        queue_id: route.queue_id,
+        results,
+        wait: find_property(header_props, PropertyKey::WAIT_STORE_MSG_OK) != Some(b"false"),
+    })
 }
 
 /// The request header (V1 or V2) and the one refusal that needs nothing else.
@@ -339,20 +370,16 @@ fn append(
     Ok(results)
 }
 
-/// The response to a stored send: under SYNC_FLUSH (unless the message says `WAIT=false`)
-/// once the last message is durable, or FLUSH_DISK_TIMEOUT after `syncFlushTimeout`.
-async fn ack(
+/// The response to a stored send, with the code and remark its wait ([`flush`]) ended with.
+fn ack(
     b: &BrokerState,
     req: &RemotingCommand,
-    h: &SendMessageRequestHeader,
-    queue_id: i32,
-    results: &[AppendResult],
-) -> Result<RemotingCommand, RequestError> {
-    let (code, remark) = match results.last() {
-        Some(last) => flush(b, h, last).await?,
-        None => return Err(SendError::NothingStored.into()),
-    };
+    stored: &Stored,
+    code: ResponseCode,
+    remark: String,
+) -> RemotingCommand {
     let host = b.config.broker_addr;
+    let results = &stored.results;
     let mut msg_id = String::with_capacity(33 * results.len());
     for r in results {
         if !msg_id.is_empty() {
@@ -362,8 +389,8 @@ async fn ack(
     }
     let mut resp = response(req, code, remark).with_header(&SendMessageResponseHeader {
         msg_id,
-        queue_id,
-        queue_offset: results[0].queue_offset,
+        queue_id: stored.queue_id,
+        queue_offset: results.first().map_or(0, |r| r.queue_offset),
         transaction_id: None,
         batch_uniq_id: None,
     });
@@ -371,7 +398,13 @@ async fn ack(
         .insert(PropertyKey::MSG_REGION, b.config.region_id.clone());
     resp.ext_fields
         .insert(PropertyKey::TRACE_SWITCH, b.config.trace_on.to_string());
-    Ok(resp)
+    resp
+}
+
+/// Whether a send may have to wait: under SYNC_FLUSH, or on a SYNC_MASTER.
+fn needs_wait(b: &BrokerState) -> bool {
+    b.store.config().flush_disk_type == FlushDiskType::SyncFlush
+        || b.store.broker_role() == rmq_store::BrokerRole::SyncMaster
 }
 
 /// Wait for (SYNC_FLUSH, waiting send) or request (SYNC_FLUSH, `WAIT=false`) the flush of
@@ -382,16 +415,14 @@ async fn ack(
 /// winning over the disk's.
 async fn flush(
     b: &BrokerState,
-    h: &SendMessageRequestHeader,
-    last: &AppendResult,
+    wait: bool,
+    end_offset: i64,
 ) -> Result<(ResponseCode, String), StoreError> {
-    let header_props = h.properties.as_deref().unwrap_or("").as_bytes();
-    let wait = find_property(header_props, PropertyKey::WAIT_STORE_MSG_OK) != Some(b"false");
     let store_cfg = b.store.config();
     let timeout = Duration::from_millis(u64::from(store_cfg.sync_flush_timeout));
-    let flush = b.store.flush_future(last.end_offset());
+    let flush = b.store.flush_future(end_offset);
     let replica = if wait {
-        b.store.replica_future(last.end_offset())
+        b.store.replica_future(end_offset)
     } else {
         ReplicaWait::NotNeeded
     };
