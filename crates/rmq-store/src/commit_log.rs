@@ -125,8 +125,11 @@ impl CommitLog {
 
     /// Refuse an append that would need new blocks while the partition has less than
     /// [`keep_free`](Self::keep_free) plus one reservation step free; the append itself then
-    /// reserves (and may still meet ENOSPC, refused the same way).
-    fn check_space(&self, file: &MappedFile, end: usize) -> Result<()> {
+    /// reserves (and may still meet ENOSPC, refused the same way). First, have the allocator
+    /// thread reserve ahead of the writer when it nears the reserved end, so the append path
+    /// itself seldom calls `fallocate`.
+    fn check_space(&self, file: &Arc<MappedFile>, end: usize) -> Result<()> {
+        self.queue.reserve_ahead_of(file, end, self.keep_free);
         if file.is_reserved(end) {
             return Ok(());
         }

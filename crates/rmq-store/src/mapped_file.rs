@@ -37,7 +37,16 @@ pub struct MappedFile {
     store_timestamp: AtomicI64,
     /// When deletion was first refused because readers held the file (0 = never).
     first_destroy_attempt: AtomicI64,
+    /// A reservation ahead of the writer has been asked for and not yet made.
+    ahead_pending: AtomicBool,
+    /// The writer, near the end, has asked for the head of the next file to be reserved.
+    next_head_asked: AtomicBool,
 }
+
+/// How far ahead of its writer another thread keeps a file's blocks reserved at most, in
+/// reservation steps: 64 of 1/256 of the file, a quarter of it (256 MiB of a 1 GiB CommitLog
+/// file).
+const RESERVE_AHEAD_STEPS: usize = 64;
 
 /// Largest page-cache folio the kernel may use for a file mapping (a PMD, 2 MiB on x86-64).
 pub(crate) const ACTIVE_FOLIO_BYTES: usize = 2 << 20;
@@ -126,6 +135,8 @@ impl MappedFile {
             buffer_returned: AtomicBool::new(false),
             store_timestamp: AtomicI64::new(0),
             first_destroy_attempt: AtomicI64::new(0),
+            ahead_pending: AtomicBool::new(false),
+            next_head_asked: AtomicBool::new(false),
         }
     }
 
@@ -327,6 +338,65 @@ impl MappedFile {
     #[must_use]
     pub(crate) fn reserve_step(&self) -> usize {
         self.mmap.reserve_step()
+    }
+
+    /// How far ahead of a writer at `end` [`reserve_ahead`](Self::reserve_ahead) reserves:
+    /// as many bytes as the file holds already, at least one reservation step and at most
+    /// [`RESERVE_AHEAD_STEPS`]. So a store that has taken little data keeps little disk (a
+    /// fresh one stays sparse), and a busy one keeps a quarter of a file ready.
+    #[must_use]
+    pub(crate) fn reserve_ahead_bytes(&self, end: usize) -> usize {
+        let step = self.reserve_step();
+        end.clamp(step, step * RESERVE_AHEAD_STEPS)
+    }
+
+    /// Whether a writer now at `end` should have blocks reserved ahead of it by another
+    /// thread: less than half of [`reserve_ahead_bytes`](Self::reserve_ahead_bytes) is left,
+    /// and no such reservation is pending (true once; the reservation clears it). Once this
+    /// file is reserved to its end, true once more when that half reaches past it: the head
+    /// of the next file is then due. Never for files appended with `pwrite`, whose
+    /// reservations write zeros (I/O, not a metadata change, and SYNC_FLUSH syncs compete
+    /// with it).
+    ///
+    /// Why: `fallocate` waits behind writeback of the same file, and on a busy disk behind
+    /// reads of the file system's block bitmaps. Traced on the broker under 1 MiB sends, the
+    /// append path's own 4 MiB reservations took up to 256 ms while the flush thread's `msync`
+    /// ran, stalling every request of that I/O thread (benches/RESULTS.md, issue 18, seventh
+    /// round).
+    #[must_use]
+    pub(crate) fn needs_reserve_ahead(&self, end: usize) -> bool {
+        if self.write_through_file.load(Ordering::Relaxed) {
+            return false;
+        }
+        let target = end.saturating_add(self.reserve_ahead_bytes(end) / 2);
+        let asked = if self.is_reserved(target) {
+            return false;
+        } else if self.is_reserved(self.file_size) {
+            &self.next_head_asked
+        } else {
+            &self.ahead_pending
+        };
+        !asked.load(Ordering::Relaxed) && !asked.swap(true, Ordering::AcqRel)
+    }
+
+    /// Reserve the blocks up to [`reserve_ahead_bytes`](Self::reserve_ahead_bytes) past the
+    /// writer (off the append path; see [`needs_reserve_ahead`](Self::needs_reserve_ahead)).
+    /// Returns how far that reaches past the end of this file: the head of the next file the
+    /// caller should reserve too.
+    ///
+    /// # Errors
+    /// ENOSPC or another OS error; the writer then reserves (and refuses) on its own.
+    pub(crate) fn reserve_ahead(&self) -> std::io::Result<usize> {
+        let at = self.wrote_position();
+        let want = at.saturating_add(self.reserve_ahead_bytes(at));
+        let done = self.reserve(want.min(self.file_size));
+        self.ahead_pending.store(false, Ordering::Release);
+        done.map(|()| want.saturating_sub(self.file_size))
+    }
+
+    /// Forget a pending reservation ahead that will not be made.
+    pub(crate) fn cancel_reserve_ahead(&self) {
+        self.ahead_pending.store(false, Ordering::Release);
     }
 
     /// The put refused because `e` (ENOSPC) kept a `len`-byte record from being written.

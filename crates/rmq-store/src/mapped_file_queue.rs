@@ -1,7 +1,9 @@
 //! An ordered directory of same-size [`MappedFile`]s addressed by a global offset: the
 //! CommitLog is one, each ConsumeQueue is one. New CommitLog files are created by an
 //! allocator thread one file ahead (sparse, or allocated and pre-faulted with
-//! `warmMapedFileEnable`), so rolling over never waits for the disk on the put path.
+//! `warmMapedFileEnable`), so rolling over never waits for the disk on the put path. The
+//! same thread reserves blocks ahead of the CommitLog's writer (in its file and in the head of
+//! the next one), so an append seldom waits for `fallocate` either.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -240,13 +242,19 @@ impl MappedFileQueue {
         };
         let file = match &self.allocator {
             Some(a) => a.take(from)?,
-            None => {
-                MappedFile::create_with(&self.dir, from, self.file_size, self.for_sync_flush, false)
-                    .map_err(|source| StoreError::CreateMappedFileFailed {
-                        path: self.dir.join(crate::format::file_name(from)),
-                        source,
-                    })?
-            }
+            None => Arc::new(
+                MappedFile::create_with(
+                    &self.dir,
+                    from,
+                    self.file_size,
+                    self.for_sync_flush,
+                    false,
+                )
+                .map_err(|source| StoreError::CreateMappedFileFailed {
+                    path: self.dir.join(crate::format::file_name(from)),
+                    source,
+                })?,
+            ),
         };
         if let Some(pool) = &self.pool {
             match pool.borrow_buffer() {
@@ -257,7 +265,6 @@ impl MappedFileQueue {
                 ),
             }
         }
-        let file = Arc::new(file);
         self.files
             .write()
             .unwrap_or_else(PoisonError::into_inner)
@@ -564,6 +571,17 @@ impl MappedFileQueue {
         }
     }
 
+    /// Have the allocator thread reserve `file`'s blocks ahead of a writer now at `end` (see
+    /// [`MappedFile::needs_reserve_ahead`]), keeping `keep_free` bytes of the partition free.
+    /// Nothing without an allocator thread: the writer reserves as it goes.
+    pub fn reserve_ahead_of(&self, file: &Arc<MappedFile>, end: usize, keep_free: u64) {
+        if let Some(a) = &self.allocator {
+            if file.needs_reserve_ahead(end) {
+                a.request_reserve(file, keep_free);
+            }
+        }
+    }
+
     /// Stop the allocator thread and remove a pre-created file nobody used.
     pub fn shutdown(&self) {
         if let Some(a) = &self.allocator {
@@ -572,7 +590,33 @@ impl MappedFileQueue {
     }
 }
 
-/// Creates the next file ahead of need.
+/// Reserve `file`'s blocks ahead of its writer, and the head of `next` (the file created to
+/// follow it) where that reaches past its end, unless that would leave the partition of `dir`
+/// with less than `keep_free` bytes; a failure is left for the writer to meet (it reserves,
+/// and refuses the put, on its own).
+fn reserve_ahead(file: &MappedFile, next: Option<&MappedFile>, dir: &Path, keep_free: u64) {
+    let ahead = file.reserve_ahead_bytes(file.wrote_position()) as u64;
+    let room = crate::mmap::disk_space(dir)
+        .map_or(true, |d| d.available >= keep_free.saturating_add(ahead));
+    if !room {
+        file.cancel_reserve_ahead();
+        return;
+    }
+    let done = file.reserve_ahead().and_then(|head| match next {
+        Some(next) if head > 0 => next.reserve(head.min(next.file_size())),
+        _ => Ok(()),
+    });
+    if let Err(e) = done {
+        log::debug!(
+            "could not reserve blocks ahead of the writer in {}: {e} (the writer reserves its \
+             own)",
+            dir.display()
+        );
+    }
+}
+
+/// Creates the next file ahead of need, and reserves the current file's blocks ahead of its
+/// writer.
 struct Allocator {
     dir: PathBuf,
     size: usize,
@@ -585,7 +629,10 @@ struct Allocator {
 #[derive(Default)]
 struct AllocState {
     requested: Option<i64>,
-    ready: Option<(i64, std::io::Result<MappedFile>)>,
+    /// A file whose blocks are to be reserved ahead of its writer, and the bytes of the
+    /// partition that must stay free (`CommitLog::keep_free`).
+    reserve: Option<(Arc<MappedFile>, u64)>,
+    ready: Option<(i64, std::io::Result<Arc<MappedFile>>)>,
     busy: bool,
     stop: bool,
 }
@@ -604,6 +651,17 @@ impl Allocator {
                         if s.stop {
                             return;
                         }
+                        if let Some((file, keep_free)) = s.reserve.take() {
+                            let next = s.ready.as_ref().and_then(|(from, made)| {
+                                let end = i64::try_from(file.file_size()).unwrap_or(i64::MAX);
+                                let follows = *from == file.file_from_offset().saturating_add(end);
+                                made.as_ref().ok().filter(|_| follows).cloned()
+                            });
+                            drop(s);
+                            reserve_ahead(&file, next.as_deref(), &thread_dir, keep_free);
+                            s = lock(&st.0);
+                            continue;
+                        }
                         if let Some(r) = s.requested.take() {
                             s.busy = true;
                             break r;
@@ -616,7 +674,8 @@ impl Allocator {
                         if warm {
                             f.warm();
                         }
-                    });
+                    })
+                    .map(Arc::new);
                 let mut s = lock(&st.0);
                 s.busy = false;
                 if s.stop {
@@ -641,7 +700,7 @@ impl Allocator {
     }
 
     /// The file starting at `from`: the pre-created one, or made now. Asks for the next.
-    fn take(&self, from: i64) -> Result<MappedFile> {
+    fn take(&self, from: i64) -> Result<Arc<MappedFile>> {
         let (m, cv) = &*self.state;
         let mut s = lock(m);
         // Wait for an allocation of this very file that is under way.
@@ -668,12 +727,25 @@ impl Allocator {
                 )
                 .map_err(failed)?;
                 s = lock(m);
-                f
+                Arc::new(f)
             }
         };
         s.requested = Some(from + i64::try_from(file.file_size()).unwrap_or(i64::MAX));
         cv.notify_all();
         Ok(file)
+    }
+
+    /// Have the thread reserve `file`'s blocks ahead of its writer.
+    fn request_reserve(&self, file: &Arc<MappedFile>, keep_free: u64) {
+        let mut s = lock(&self.state.0);
+        if s.stop {
+            file.cancel_reserve_ahead();
+            return;
+        }
+        if let Some((older, _)) = s.reserve.replace((Arc::clone(file), keep_free)) {
+            older.cancel_reserve_ahead();
+        }
+        self.state.1.notify_all();
     }
 
     fn request(&self, from: i64) {
@@ -858,6 +930,126 @@ mod tests {
         let f = q.last_mapped_file().unwrap();
         assert!(f.read_position() < 1 << 20, "only its data is published");
         assert_eq!(q.max_offset(), 1 << 20);
+    }
+
+    /// Blocks in use by `path` (`st_blocks`, 512-byte units).
+    fn allocated(path: &Path) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).unwrap().blocks() * 512
+    }
+
+    #[test]
+    fn the_allocator_thread_reserves_blocks_ahead_of_the_writer() {
+        const SIZE: usize = 4 << 20; // steps of 16 KiB, at most 1 MiB ahead
+        let dir = tempfile::tempdir().unwrap();
+        let q = MappedFileQueue::new(dir.path(), SIZE)
+            .unwrap()
+            .with_allocator(false);
+        let f = q.last_mapped_file_for_append(0).unwrap();
+        assert_eq!(f.reserve_ahead_bytes(0), 16 << 10, "one step at the start");
+        assert_eq!(
+            f.reserve_ahead_bytes(SIZE),
+            1 << 20,
+            "a quarter of the file at most"
+        );
+        assert!(f.append_bytes(&vec![1u8; 100_000]).unwrap());
+        let end = f.wrote_position();
+        let ahead = f.reserve_ahead_bytes(end);
+        assert_eq!(ahead, end, "as much as the file holds");
+        assert!(
+            !f.is_reserved(end + ahead),
+            "only the writer's own step so far"
+        );
+        q.reserve_ahead_of(&f, end, 0);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !f.is_reserved(end + ahead) {
+            assert!(std::time::Instant::now() < deadline, "no reservation ahead");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(allocated(f.path()) >= (end + ahead) as u64);
+        assert!(
+            allocated(f.path()) < SIZE as u64 / 4,
+            "the file stays sparse past it"
+        );
+        // A writer further on asks again; one still well inside the reserved bytes does not.
+        assert!(!f.needs_reserve_ahead(end));
+        assert!(f.needs_reserve_ahead(3 * end));
+        f.cancel_reserve_ahead();
+        q.shutdown();
+    }
+
+    #[test]
+    fn near_its_end_the_writer_has_the_head_of_the_next_file_reserved() {
+        const SIZE: usize = 4 << 20; // steps of 16 KiB, at most 1 MiB ahead
+        const NEXT: i64 = 4 << 20;
+        let dir = tempfile::tempdir().unwrap();
+        let q = MappedFileQueue::new(dir.path(), SIZE)
+            .unwrap()
+            .with_allocator(false);
+        let f = q.last_mapped_file_for_append(0).unwrap();
+        // The allocator creates the file after it when this one is taken.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !matches!(&lock(&q.allocator.as_ref().unwrap().state.0).ready, Some((from, _)) if *from == NEXT)
+        {
+            assert!(std::time::Instant::now() < deadline, "no next file");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(f.append_bytes(&vec![1u8; SIZE - (256 << 10)]).unwrap());
+        let end = f.wrote_position();
+        // The first request reserves this file to its end and 768 KiB of the next one.
+        q.reserve_ahead_of(&f, end, 0);
+        while !f.is_reserved(SIZE) {
+            assert!(std::time::Instant::now() < deadline, "no reservation ahead");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // Once this file is reserved to its end, a writer a little further asks once more.
+        assert!(f.needs_reserve_ahead(end + 1));
+        assert!(!f.needs_reserve_ahead(end + 2), "asked once");
+        assert!(f.append_bytes(&vec![1u8; 256 << 10]).unwrap());
+        let next = q.last_mapped_file_for_append(0).unwrap();
+        assert_eq!(next.file_from_offset(), NEXT);
+        while !next.is_reserved(768 << 10) {
+            assert!(std::time::Instant::now() < deadline, "no head reserved");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(allocated(next.path()) >= 768 << 10);
+        assert!(allocated(next.path()) < 1 << 20, "and no more");
+        q.shutdown();
+    }
+
+    #[test]
+    fn no_reservation_ahead_eats_the_space_kept_free() {
+        let dir = tempfile::tempdir().unwrap();
+        let q = MappedFileQueue::new(dir.path(), 4 << 20)
+            .unwrap()
+            .with_allocator(false);
+        let f = q.last_mapped_file_for_append(0).unwrap();
+        assert!(f.append_bytes(&[1u8; 10_000]).unwrap());
+        let end = f.wrote_position();
+        assert!(
+            !f.is_reserved(end + f.reserve_ahead_bytes(end) / 2),
+            "a writer here asks"
+        );
+        q.reserve_ahead_of(&f, end, u64::MAX / 2);
+        // The request is dropped (and its pending mark cleared) without reserving.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !f.needs_reserve_ahead(end) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the request never ended"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(!f.is_reserved(end + f.reserve_ahead_bytes(end)));
+        f.cancel_reserve_ahead();
+        q.shutdown();
+    }
+
+    #[test]
+    fn files_appended_with_pwrite_are_not_reserved_ahead() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = MappedFile::create_with(dir.path(), 0, 4 << 20, true, false).unwrap();
+        assert!(!f.needs_reserve_ahead(0));
     }
 
     #[test]

@@ -216,8 +216,12 @@ pub(crate) struct MmapFile {
     /// Held while the unpublished part is written or the published end moves.
     writing: CachePadded<AtomicBool>,
     /// Every block below this is allocated: [`write`](Self::write) stores only below it.
-    /// Moved (under the write claim) by [`reserve`](Self::reserve).
+    /// Moved only forward, under `reserving`, by [`reserve`](Self::reserve).
     reserved: AtomicUsize,
+    /// Held while blocks are being reserved. Not the write claim: a reservation ahead of the
+    /// writer, made by another thread, may wait on the file system for a long time (behind
+    /// writeback of the same file), and the writer must not spin on it meanwhile.
+    reserving: std::sync::Mutex<()>,
     /// Step by which `reserved` advances.
     chunk: usize,
 }
@@ -317,6 +321,7 @@ impl MmapFile {
             published: CachePadded(AtomicUsize::new(published.min(len))),
             writing: CachePadded(AtomicBool::new(false)),
             reserved: AtomicUsize::new(reserved.min(len)),
+            reserving: std::sync::Mutex::new(()),
             chunk: reserve_chunk(len),
         })
     }
@@ -368,7 +373,7 @@ impl MmapFile {
                 "{pos} is below the published end of the file"
             )));
         }
-        self.reserve_claimed(end, Reserve::Allocate)?;
+        self.reserve(end, Reserve::Allocate)?;
         // SAFETY: in bounds; at or above the published end, which cannot move while the
         // claim is held, so no reader sees these bytes, and the claim makes this the only
         // writer; below the reserved end, so every block under them is allocated and the
@@ -377,7 +382,9 @@ impl MmapFile {
     }
 
     /// Allocate the blocks below `end` that are not yet (see [`Reserve`]), in steps of 1/256
-    /// of the file, or exactly up to `end` when a whole step does not fit.
+    /// of the file, or exactly up to `end` when a whole step does not fit. Any thread may
+    /// reserve ahead of the writer: blocks are only ever added at or above `reserved`, where
+    /// no byte has been written, and the writer stores only below it.
     ///
     /// # Errors
     /// ENOSPC or another OS error; nothing counts as reserved then.
@@ -385,11 +392,10 @@ impl MmapFile {
         if end <= self.reserved.load(Ordering::Acquire) {
             return Ok(());
         }
-        let _claim = WriteClaim::take(&self.writing);
-        self.reserve_claimed(end, how)
-    }
-
-    fn reserve_claimed(&self, end: usize, how: Reserve) -> io::Result<()> {
+        let _one = self
+            .reserving
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let from = self.reserved.load(Ordering::Acquire);
         if end <= from {
             return Ok(());
