@@ -44,9 +44,10 @@ pub struct MappedFile {
 }
 
 /// How far ahead of its writer another thread keeps a file's blocks reserved at most, in
-/// reservation steps: 64 of 1/256 of the file, a quarter of it (256 MiB of a 1 GiB CommitLog
-/// file).
-const RESERVE_AHEAD_STEPS: usize = 64;
+/// reservation steps: 128 of 1/256 of the file, half of it (512 MiB of a 1 GiB CommitLog
+/// file). At 350 MB/s of 1 MiB sends a quarter left the writer waiting for `fallocate`s
+/// that read block bitmaps behind the flush's writeback.
+const RESERVE_AHEAD_STEPS: usize = 128;
 
 /// Largest page-cache folio the kernel may use for a file mapping (a PMD, 2 MiB on x86-64).
 pub(crate) const ACTIVE_FOLIO_BYTES: usize = 2 << 20;
@@ -341,13 +342,17 @@ impl MappedFile {
     }
 
     /// How far ahead of a writer at `end` [`reserve_ahead`](Self::reserve_ahead) reserves:
-    /// as many bytes as the file holds already, at least one reservation step and at most
-    /// [`RESERVE_AHEAD_STEPS`]. So a store that has taken little data keeps little disk (a
-    /// fresh one stays sparse), and a busy one keeps a quarter of a file ready.
+    /// as many bytes as the queue holds up to there (its global offset), at least one
+    /// reservation step and at most [`RESERVE_AHEAD_STEPS`]. So a store that has taken little
+    /// data keeps little disk (a fresh one stays sparse), and a busy one keeps half a file
+    /// ready, from the first byte of each new file on.
     #[must_use]
     pub(crate) fn reserve_ahead_bytes(&self, end: usize) -> usize {
         let step = self.reserve_step();
-        end.clamp(step, step * RESERVE_AHEAD_STEPS)
+        let taken = usize::try_from(self.file_from_offset)
+            .unwrap_or(0)
+            .saturating_add(end);
+        taken.clamp(step, step * RESERVE_AHEAD_STEPS)
     }
 
     /// Whether a writer now at `end` should have blocks reserved ahead of it by another
@@ -389,9 +394,22 @@ impl MappedFile {
     pub(crate) fn reserve_ahead(&self) -> std::io::Result<usize> {
         let at = self.wrote_position();
         let want = at.saturating_add(self.reserve_ahead_bytes(at));
-        let done = self.reserve(want.min(self.file_size));
+        let done = self.reserve_in_steps(want.min(self.file_size));
         self.ahead_pending.store(false, Ordering::Release);
         done.map(|()| want.saturating_sub(self.file_size))
+    }
+
+    /// [`reserve`](Self::reserve) up to `end` one step at a time, so a writer that catches up
+    /// waits for one step's `fallocate`, not for all of them.
+    ///
+    /// # Errors
+    /// ENOSPC or another OS error.
+    pub(crate) fn reserve_in_steps(&self, end: usize) -> std::io::Result<()> {
+        let step = self.reserve_step();
+        while !self.is_reserved(end) {
+            self.reserve(self.mmap.reserved().saturating_add(step).min(end))?;
+        }
+        Ok(())
     }
 
     /// Forget a pending reservation ahead that will not be made.

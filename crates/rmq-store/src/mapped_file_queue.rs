@@ -603,7 +603,7 @@ fn reserve_ahead(file: &MappedFile, next: Option<&MappedFile>, dir: &Path, keep_
         return;
     }
     let done = file.reserve_ahead().and_then(|head| match next {
-        Some(next) if head > 0 => next.reserve(head.min(next.file_size())),
+        Some(next) if head > 0 => next.reserve_in_steps(head.min(next.file_size())),
         _ => Ok(()),
     });
     if let Err(e) = done {
@@ -940,7 +940,7 @@ mod tests {
 
     #[test]
     fn the_allocator_thread_reserves_blocks_ahead_of_the_writer() {
-        const SIZE: usize = 4 << 20; // steps of 16 KiB, at most 1 MiB ahead
+        const SIZE: usize = 4 << 20; // steps of 16 KiB, at most 2 MiB ahead
         let dir = tempfile::tempdir().unwrap();
         let q = MappedFileQueue::new(dir.path(), SIZE)
             .unwrap()
@@ -949,8 +949,8 @@ mod tests {
         assert_eq!(f.reserve_ahead_bytes(0), 16 << 10, "one step at the start");
         assert_eq!(
             f.reserve_ahead_bytes(SIZE),
-            1 << 20,
-            "a quarter of the file at most"
+            2 << 20,
+            "half of the file at most"
         );
         assert!(f.append_bytes(&vec![1u8; 100_000]).unwrap());
         let end = f.wrote_position();
@@ -980,7 +980,7 @@ mod tests {
 
     #[test]
     fn near_its_end_the_writer_has_the_head_of_the_next_file_reserved() {
-        const SIZE: usize = 4 << 20; // steps of 16 KiB, at most 1 MiB ahead
+        const SIZE: usize = 4 << 20; // steps of 16 KiB, at most 2 MiB ahead
         const NEXT: i64 = 4 << 20;
         let dir = tempfile::tempdir().unwrap();
         let q = MappedFileQueue::new(dir.path(), SIZE)
@@ -996,7 +996,9 @@ mod tests {
         }
         assert!(f.append_bytes(&vec![1u8; SIZE - (256 << 10)]).unwrap());
         let end = f.wrote_position();
-        // The first request reserves this file to its end and 768 KiB of the next one.
+        // The first request reserves this file to its end and the head of the next one.
+        let head = end + f.reserve_ahead_bytes(end) - SIZE;
+        assert_eq!(head, (2 << 20) - (256 << 10));
         q.reserve_ahead_of(&f, end, 0);
         while !f.is_reserved(SIZE) {
             assert!(std::time::Instant::now() < deadline, "no reservation ahead");
@@ -1008,12 +1010,17 @@ mod tests {
         assert!(f.append_bytes(&vec![1u8; 256 << 10]).unwrap());
         let next = q.last_mapped_file_for_append(0).unwrap();
         assert_eq!(next.file_from_offset(), NEXT);
-        while !next.is_reserved(768 << 10) {
+        while !next.is_reserved(head) {
             assert!(std::time::Instant::now() < deadline, "no head reserved");
             std::thread::sleep(Duration::from_millis(5));
         }
-        assert!(allocated(next.path()) >= 768 << 10);
-        assert!(allocated(next.path()) < 1 << 20, "and no more");
+        assert!(allocated(next.path()) >= head as u64);
+        assert!(allocated(next.path()) < 2 << 20, "and no more");
+        assert_eq!(
+            next.reserve_ahead_bytes(0),
+            2 << 20,
+            "a later file has the whole ahead from its first byte"
+        );
         q.shutdown();
     }
 
