@@ -653,8 +653,7 @@ impl Allocator {
                         }
                         if let Some((file, keep_free)) = s.reserve.take() {
                             let next = s.ready.as_ref().and_then(|(from, made)| {
-                                let end = i64::try_from(file.file_size()).unwrap_or(i64::MAX);
-                                let follows = *from == file.file_from_offset().saturating_add(end);
+                                let follows = *from == file.offset_of(file.file_size());
                                 made.as_ref().ok().filter(|_| follows).cloned()
                             });
                             drop(s);
@@ -932,12 +931,6 @@ mod tests {
         assert_eq!(q.max_offset(), 1 << 20);
     }
 
-    /// Blocks in use by `path` (`st_blocks`, 512-byte units).
-    fn allocated(path: &Path) -> u64 {
-        use std::os::unix::fs::MetadataExt;
-        std::fs::metadata(path).unwrap().blocks() * 512
-    }
-
     #[test]
     fn the_allocator_thread_reserves_blocks_ahead_of_the_writer() {
         const SIZE: usize = 4 << 20; // steps of 16 KiB, at most 2 MiB ahead
@@ -966,9 +959,9 @@ mod tests {
             assert!(std::time::Instant::now() < deadline, "no reservation ahead");
             std::thread::sleep(Duration::from_millis(5));
         }
-        assert!(allocated(f.path()) >= (end + ahead) as u64);
+        assert!(crate::mmap::disk_bytes(f.path()) >= (end + ahead) as u64);
         assert!(
-            allocated(f.path()) < SIZE as u64 / 4,
+            crate::mmap::disk_bytes(f.path()) < SIZE as u64 / 4,
             "the file stays sparse past it"
         );
         // A writer further on asks again; one still well inside the reserved bytes does not.
@@ -1014,8 +1007,11 @@ mod tests {
             assert!(std::time::Instant::now() < deadline, "no head reserved");
             std::thread::sleep(Duration::from_millis(5));
         }
-        assert!(allocated(next.path()) >= head as u64);
-        assert!(allocated(next.path()) < 2 << 20, "and no more");
+        assert!(crate::mmap::disk_bytes(next.path()) >= head as u64);
+        assert!(
+            crate::mmap::disk_bytes(next.path()) < 2 << 20,
+            "and no more"
+        );
         assert_eq!(
             next.reserve_ahead_bytes(0),
             2 << 20,

@@ -995,6 +995,13 @@ pub(crate) fn next_data(file: &File, from: u64, len: u64) -> Option<(u64, u64)> 
     (start < len).then_some((start, end))
 }
 
+/// Bytes of disk `p` has blocks for (`st_blocks`), for tests of what is reserved.
+#[cfg(test)]
+pub(crate) fn disk_bytes(p: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(p).unwrap().blocks() * 512
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1050,11 +1057,6 @@ mod tests {
         assert!(MmapFile::open(&p, 4096).is_err());
     }
 
-    fn blocks(p: &Path) -> u64 {
-        use std::os::unix::fs::MetadataExt;
-        std::fs::metadata(p).unwrap().blocks() * 512
-    }
-
     #[test]
     fn sparse_files_reserve_ahead_of_the_writer() {
         let dir = tempfile::tempdir().unwrap();
@@ -1062,7 +1064,7 @@ mod tests {
         let len = 64 << 20;
         let m = MmapFile::create(&p, len, Prealloc::Sparse).unwrap();
         assert_eq!(std::fs::metadata(&p).unwrap().len(), len as u64);
-        assert_eq!(blocks(&p), 0, "created sparse");
+        assert_eq!(disk_bytes(&p), 0, "created sparse");
         assert_eq!(m.reserve_step(), 256 << 10);
         m.write(0, 100, |b| b.fill(7)).unwrap();
         assert_eq!(m.reserved(), 256 << 10, "one step ahead");
@@ -1071,7 +1073,11 @@ mod tests {
         assert_eq!(m.reserved(), 512 << 10);
         m.prefault(); // a sparse file is not faulted in
         drop(m);
-        assert!(blocks(&p) <= 1 << 20, "{} bytes allocated", blocks(&p));
+        assert!(
+            disk_bytes(&p) <= 1 << 20,
+            "{} bytes allocated",
+            disk_bytes(&p)
+        );
         let m = MmapFile::open(&p, len).unwrap();
         assert!(
             m.published() >= 100 && m.published() <= 1 << 20,
@@ -1102,7 +1108,7 @@ mod tests {
         assert_eq!(m.allocated_bytes(), 2 * OS_PAGE_SIZE, "both pages under it");
         assert!(m.write(len - 1, b"ab").is_err());
         drop(m);
-        assert!(blocks(&p) <= 64 << 10, "{}", blocks(&p));
+        assert!(disk_bytes(&p) <= 64 << 10, "{}", disk_bytes(&p));
         let m = OwnedMap::open(&p, len).unwrap();
         let mut b = [0u8; 4];
         assert!(m.read(OS_PAGE_SIZE - 2, &mut b));
