@@ -65,6 +65,7 @@ class BrokerGroup:
             f"brokerRole = {'SLAVE' if slave else 'ASYNC_MASTER'}\n"
             "brokerIP1 = 127.0.0.1\n"
             f"listenPort = {self.ports[name]}\n"
+            "haListenPort = 0\n"  # ephemeral: listenPort + 1 may be taken
             f"storePathRootDir = {self.tmp / name}\n"
             "mappedFileSizeCommitLog = 4194304\n"
             "registerNameServerPeriod = 2000\n"

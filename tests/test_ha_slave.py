@@ -44,6 +44,9 @@ def conf(tmp: Path, name: str, role: str, broker_id: int, port: int) -> Path:
         f"brokerRole = {role}\n"
         "brokerIP1 = 127.0.0.1\n"
         f"listenPort = {port}\n"
+        # An ephemeral HA port: listenPort + 1 (the default) may be another socket's by the
+        # time the slave is promoted and binds it.
+        "haListenPort = 0\n"
         f"storePathRootDir = {tmp / name}\n"
         "mappedFileSizeCommitLog = 4194304\n"
         "registerNameServerPeriod = 2000\n" + TEST_STORE_CONF

@@ -43,6 +43,7 @@ def start(
         f"brokerRole = {role}\n"
         "brokerIP1 = 127.0.0.1\n"
         f"listenPort = {port}\n"
+        "haListenPort = 0\n"  # ephemeral: listenPort + 1 may be taken
         f"storePathRootDir = {tmp / name}\n"
         "mappedFileSizeCommitLog = 4194304\n" + TEST_STORE_CONF + extra
     )
