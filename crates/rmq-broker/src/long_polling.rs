@@ -125,6 +125,9 @@ impl PullRequestHoldService {
         tags_code: Option<i64>,
     ) {
         let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        if held.is_empty() {
+            return; // called per dispatched message: no key is built when nobody waits
+        }
         let key = (topic.to_owned(), queue_id);
         let Some(list) = held.get_mut(&key) else {
             return;

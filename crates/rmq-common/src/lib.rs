@@ -22,7 +22,10 @@ pub mod topic;
 pub mod trans_op;
 
 pub use compression::{decompress_body, CompressionError, CompressionType};
-pub use hash::{body_crc, index_key_hash, java_string_hash, tags_hash_code};
+pub use hash::{
+    body_crc, index_hash_of, index_key_hash, java_string_hash, java_string_hash_after,
+    tags_hash_code,
+};
 pub use message_id::{
     create_offset_msg_id, decode_offset_msg_id, push_offset_msg_id, MessageIdError,
 };

@@ -31,10 +31,15 @@ pub fn create_offset_msg_id(store_host: SocketAddr, phy_offset: i64) -> String {
 /// [`create_offset_msg_id`] appended to `out` (a batch's ids go into one string).
 pub fn push_offset_msg_id(out: &mut String, store_host: SocketAddr, phy_offset: i64) {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    // The digits go to a stack buffer first: a batch's response holds one id per message,
+    // and pushing them char by char checked the String's capacity 32 times an id.
+    let mut digits = [0u8; 56];
+    let mut n = 0;
     let mut push = |bytes: &[u8]| {
         for &b in bytes {
-            out.push(char::from(HEX[usize::from(b >> 4)]));
-            out.push(char::from(HEX[usize::from(b & 0xF)]));
+            digits[n] = HEX[usize::from(b >> 4)];
+            digits[n + 1] = HEX[usize::from(b & 0xF)];
+            n += 2;
         }
     };
     match store_host.ip() {
@@ -43,6 +48,7 @@ pub fn push_offset_msg_id(out: &mut String, store_host: SocketAddr, phy_offset: 
     }
     push(&i32::from(store_host.port()).to_be_bytes());
     push(&phy_offset.to_be_bytes());
+    out.push_str(std::str::from_utf8(&digits[..n]).unwrap_or_default());
 }
 
 /// Decode an offset message id into its store host and physical offset.

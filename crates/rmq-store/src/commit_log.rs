@@ -61,17 +61,29 @@ struct PutState {
 }
 
 impl PutState {
-    fn queue_offset_slot(&mut self, topic: &str, queue_id: usize) -> &mut i64 {
-        if !self.topic_queue_table.contains_key(topic) {
-            self.topic_queue_table.insert(topic.to_owned(), Vec::new());
-        }
-        let Some(v) = self.topic_queue_table.get_mut(topic) else {
-            unreachable!("inserted above")
+    /// The next queue offset of `topic`'s queue `queue_id` (0 for a queue never written).
+    fn next_queue_offset(&self, topic: &str, queue_id: usize) -> i64 {
+        self.topic_queue_table
+            .get(topic)
+            .and_then(|v| v.get(queue_id))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    fn set_next_queue_offset(&mut self, topic: &str, queue_id: usize, next: i64) {
+        let set = |v: &mut Vec<i64>| {
+            if v.len() <= queue_id {
+                v.resize(queue_id + 1, 0);
+            }
+            v[queue_id] = next;
         };
-        if v.len() <= queue_id {
-            v.resize(queue_id + 1, 0);
+        if let Some(v) = self.topic_queue_table.get_mut(topic) {
+            set(v);
+            return;
         }
-        &mut v[queue_id]
+        let mut v = Vec::new();
+        set(&mut v);
+        self.topic_queue_table.insert(topic.to_owned(), v);
     }
 }
 
@@ -259,10 +271,42 @@ impl CommitLog {
         let store_ts = now.max(st.last_store_timestamp);
         st.last_store_timestamp = store_ts;
         let mut out = Vec::with_capacity(msgs.len());
+        // A batch is one topic and queue: its next queue offset is looked up once and
+        // written back once (also when an append fails half way), not per message.
+        let mut run: Option<(&str, usize, i64)> = None;
+        let mut failed = None;
         for ((msg, &len), &crc) in msgs.iter().zip(lens).zip(crcs) {
-            out.push(self.append_locked(st, msg, len, crc, store_ts)?);
+            // `validate` refused ids outside 0..=65535; a caller that skipped it gets the
+            // error here instead of writing into another queue's offsets.
+            let queue = match QueueId::new(msg.queue_id) {
+                Ok(q) => q.index(),
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            };
+            let next = match &mut run {
+                Some((topic, q, next)) if *topic == msg.topic && *q == queue => next,
+                _ => {
+                    if let Some((topic, q, next)) = run.take() {
+                        st.set_next_queue_offset(topic, q, next);
+                    }
+                    let next = st.next_queue_offset(msg.topic, queue);
+                    &mut run.insert((msg.topic, queue, next)).2
+                }
+            };
+            match self.append_locked(st, msg, len, crc, store_ts, next) {
+                Ok(r) => out.push(r),
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
         }
-        Ok(out)
+        if let Some((topic, q, next)) = run {
+            st.set_next_queue_offset(topic, q, next);
+        }
+        failed.map_or(Ok(out), Err)
     }
 
     /// Append one message (the common case, without the batch's vectors).
@@ -281,11 +325,20 @@ impl CommitLog {
             .store(now.max(1), Ordering::Relaxed);
         let store_ts = now.max(st.last_store_timestamp);
         st.last_store_timestamp = store_ts;
-        let res = self.append_locked(&mut st, msg, len, crc, store_ts);
+        let res = QueueId::new(msg.queue_id).and_then(|q| {
+            let mut next = st.next_queue_offset(msg.topic, q.index());
+            let res = self.append_locked(&mut st, msg, len, crc, store_ts, &mut next);
+            if res.is_ok() {
+                st.set_next_queue_offset(msg.topic, q.index(), next);
+            }
+            res
+        });
         self.begin_lock_timestamp.store(0, Ordering::Relaxed);
         res
     }
 
+    /// Append `msg` as the next record; `next_queue_offset` is its queue's next offset
+    /// (the caller looks it up, validated, and stores it back), counted up when it is queued.
     fn append_locked(
         &self,
         st: &mut PutState,
@@ -293,6 +346,7 @@ impl CommitLog {
         len: usize,
         crc: i32,
         store_ts: i64,
+        next_queue_offset: &mut i64,
     ) -> Result<AppendResult> {
         let mut file = match &st.current {
             Some(f) if !f.is_full() => Arc::clone(f),
@@ -313,11 +367,7 @@ impl CommitLog {
         let mut scratch = std::mem::take(&mut st.scratch);
         let tx = sys_flag::transaction_value(msg.sys_flag);
         let queued = tx != TRANSACTION_PREPARED_TYPE && tx != TRANSACTION_ROLLBACK_TYPE;
-        // `validate` refused ids outside 0..=65535; a caller that skipped it gets the error
-        // here instead of writing into another queue's offsets.
-        let queue = QueueId::new(msg.queue_id)?;
-        let slot = st.queue_offset_slot(msg.topic, queue.index());
-        let queue_offset = if queued { *slot } else { 0 };
+        let queue_offset = if queued { *next_queue_offset } else { 0 };
         let wrote_offset = file.offset_of(file.wrote_position());
         let fields = StoreFields {
             queue_offset,
@@ -337,7 +387,7 @@ impl CommitLog {
             },
         );
         if written.is_ok() && queued {
-            *slot += 1;
+            *next_queue_offset += 1;
         }
         st.scratch = scratch;
         written?;

@@ -186,6 +186,11 @@ impl ReputService {
         }
         let start = reput;
         let damaged = t.commit_log.damaged();
+        let listener = self
+            .listener
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         let mut partial_tail = false;
         while !partial_tail && reput < t.commit_log.max_offset() {
             if let Some(past) = damaged.skip_from(reput) {
@@ -211,7 +216,7 @@ impl ReputService {
                             reput = t.commit_log.roll_next_file(reput);
                             break;
                         };
-                        if let Err(e) = self.dispatch(&req, &mut cache, t) {
+                        if let Err(e) = self.dispatch(&req, &mut cache, t, listener.as_deref()) {
                             // Keep the record undispatched and retry later, so it is not
                             // skipped (e.g. a ConsumeQueue file could not be created).
                             self.report_dispatch_error(&e, reput);
@@ -282,6 +287,7 @@ impl ReputService {
         req: &DispatchRequest<'_>,
         cache: &mut DispatchCache<'_>,
         t: &DispatchTargets<'_>,
+        listener: Option<&MessageArrivingListener>,
     ) -> Result<()> {
         self.last_dispatched_store_ts
             .fetch_max(req.store_timestamp, Ordering::AcqRel);
@@ -301,11 +307,6 @@ impl ReputService {
                 .index(index, req, t.commit_log, &self.delay_levels_ms);
         }
         if req.is_queued() {
-            let listener = self
-                .listener
-                .read()
-                .unwrap_or_else(PoisonError::into_inner)
-                .clone();
             if let Some(l) = listener {
                 l(
                     req.topic,

@@ -18,7 +18,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock};
 
-use rmq_common::index_key_hash;
+use rmq_common::{index_hash_of, index_key_hash, java_string_hash, java_string_hash_after};
 
 use crate::error::{IoContext, Result, StoreError};
 use crate::mmap::OwnedMap;
@@ -224,19 +224,19 @@ impl IndexFile {
         u32::try_from(self.header().index_count).unwrap_or(u32::MAX) >= self.index_num
     }
 
-    /// Index `key` → `phy_offset`. `Ok(false)` when the file is full.
+    /// Index a key whose [`index_key_hash`] is `key_hash` → `phy_offset`. `Ok(false)` when
+    /// the file is full.
     ///
     /// # Errors
     /// When a block under the entry or its slot cannot be allocated (a full disk); the file
     /// is unchanged then (an entry written without its slot and count is never read).
-    pub fn put_key(&self, key: &str, phy_offset: i64, store_timestamp: i64) -> Result<bool> {
+    pub fn put_key(&self, key_hash: i32, phy_offset: i64, store_timestamp: i64) -> Result<bool> {
         let mut st = self.state.write().unwrap_or_else(PoisonError::into_inner);
         let mut h = st.header;
         let count = u32::try_from(h.index_count).unwrap_or(u32::MAX);
         if count >= self.index_num {
             return Ok(false);
         }
-        let key_hash = index_key_hash(key);
         let slot_pos = key_hash.unsigned_abs() % self.hash_slot_num;
         let abs_slot = INDEX_HEADER_SIZE + slot_pos as usize * HASH_SLOT_SIZE;
         let Some(mut slot_value) = st.read_i32(abs_slot) else {
@@ -533,13 +533,11 @@ impl IndexService {
             .into_iter()
             .chain(req.keys.into_iter().flat_map(|k| k.split(' ')))
             .filter(|k| !k.is_empty());
-        let mut buf = String::with_capacity(req.topic.len() + 40);
+        // Keys are `topic#key`, hashed from the topic's part without being built.
+        let prefix = java_string_hash_after(java_string_hash(req.topic), "#");
         for k in keys {
-            buf.clear();
-            buf.push_str(req.topic);
-            buf.push('#');
-            buf.push_str(k);
-            while !file.put_key(&buf, req.commit_log_offset, req.store_timestamp)? {
+            let hash = index_hash_of(java_string_hash_after(prefix, k));
+            while !file.put_key(hash, req.commit_log_offset, req.store_timestamp)? {
                 file = self.writable_file()?;
             }
         }
@@ -629,7 +627,11 @@ mod tests {
         // 4 slots force collisions into chains.
         for i in 0..10 {
             assert!(f
-                .put_key(&format!("T#k{}", i % 3), 100 + i, 1_000_000 + i * 1000)
+                .put_key(
+                    index_key_hash(&format!("T#k{}", i % 3)),
+                    100 + i,
+                    1_000_000 + i * 1000,
+                )
                 .unwrap());
         }
         let mut out = Vec::new();

@@ -342,17 +342,22 @@ impl MappedFile {
     }
 
     /// How far ahead of a writer at `end` [`reserve_ahead`](Self::reserve_ahead) reserves:
-    /// as many bytes as the queue holds up to there (its global offset), at least one
-    /// reservation step and at most [`RESERVE_AHEAD_STEPS`]. So a store that has taken little
-    /// data keeps little disk (a fresh one stays sparse), and a busy one keeps half a file
-    /// ready, from the first byte of each new file on.
+    /// as many bytes as the queue holds up to there (its global offset), at most
+    /// [`RESERVE_AHEAD_STEPS`]; nothing before the queue holds one reservation step. So a
+    /// store that has taken little data keeps little disk (a fresh one stays sparse: its
+    /// writer's own first step is all it has), and a busy one keeps half a file ready, from
+    /// the first byte of each new file on.
     #[must_use]
     pub(crate) fn reserve_ahead_bytes(&self, end: usize) -> usize {
         let step = self.reserve_step();
         let taken = usize::try_from(self.file_from_offset)
             .unwrap_or(0)
             .saturating_add(end);
-        taken.clamp(step, step * RESERVE_AHEAD_STEPS)
+        if taken < step {
+            0
+        } else {
+            taken.min(step * RESERVE_AHEAD_STEPS)
+        }
     }
 
     /// Whether a writer now at `end` should have blocks reserved ahead of it by another
@@ -373,8 +378,9 @@ impl MappedFile {
         if self.write_through_file.load(Ordering::Relaxed) {
             return false;
         }
-        let target = end.saturating_add(self.reserve_ahead_bytes(end) / 2);
-        let asked = if self.is_reserved(target) {
+        let ahead = self.reserve_ahead_bytes(end);
+        let target = end.saturating_add(ahead / 2);
+        let asked = if ahead == 0 || self.is_reserved(target) {
             return false;
         } else if self.is_reserved(self.file_size) {
             &self.next_head_asked

@@ -112,7 +112,8 @@ impl MessageStore {
     /// As [`append`](Self::append).
     pub fn append_one(&self, msg: &MessageToStore<'_>) -> Result<AppendResult> {
         self.check_writable()?;
-        let parked = self.park(msg)?;
+        let now = now_millis();
+        let parked = self.park(msg, now)?;
         let rerouted;
         let msg = match &parked {
             Some(p) => {
@@ -123,7 +124,7 @@ impl MessageStore {
         };
         let len = self.commit_log.validate(msg)?;
         let crc = rmq_common::body_crc(msg.body);
-        let append = self.commit_log.put_message(msg, len, crc, now_millis())?;
+        let append = self.commit_log.put_message(msg, len, crc, now)?;
         self.after_append(1, len);
         Ok(append)
     }
@@ -150,9 +151,10 @@ impl MessageStore {
     /// As [`put_message`](Self::put_message), flush failures excepted.
     pub fn append(&self, msgs: &[MessageToStore<'_>]) -> Result<Vec<AppendResult>> {
         self.check_writable()?;
+        let now = now_millis();
         let parked = msgs
             .iter()
-            .map(|m| self.park(m))
+            .map(|m| self.park(m, now))
             .collect::<Result<Vec<_>>>()?;
         let rerouted: Vec<MessageToStore<'_>>;
         let msgs = if parked.iter().any(Option::is_some) {
@@ -171,19 +173,17 @@ impl MessageStore {
             lens.push(self.commit_log.validate(m)?);
             crcs.push(rmq_common::body_crc(m.body));
         }
-        let results = self
-            .commit_log
-            .put_messages(msgs, &lens, &crcs, now_millis())?;
+        let results = self.commit_log.put_messages(msgs, &lens, &crcs, now)?;
         self.after_append(msgs.len(), lens.iter().sum());
         Ok(results)
     }
 
     /// Where a message waits before delivery, if it does: its delay level's queue, else the
     /// timer wheel's topic.
-    fn park(&self, msg: &MessageToStore<'_>) -> Result<Option<schedule::Parked>> {
+    fn park(&self, msg: &MessageToStore<'_>, now: i64) -> Result<Option<schedule::Parked>> {
         match schedule::park(msg, self.reput.delay_levels_ms())? {
             Some(p) => Ok(Some(p)),
-            None => crate::timer::park(msg, &self.timer, now_millis()),
+            None => crate::timer::park(msg, &self.timer, now),
         }
     }
 
