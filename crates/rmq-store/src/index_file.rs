@@ -225,7 +225,8 @@ impl IndexFile {
     }
 
     /// Index a key whose [`index_key_hash`] is `key_hash` → `phy_offset`. `Ok(false)` when
-    /// the file is full.
+    /// the file is full; `Ok(true)` without writing for a message before the last one indexed
+    /// here (a re-dispatch after recovery: it is indexed already).
     ///
     /// # Errors
     /// When a block under the entry or its slot cannot be allocated (a full disk); the file
@@ -233,6 +234,9 @@ impl IndexFile {
     pub fn put_key(&self, key_hash: i32, phy_offset: i64, store_timestamp: i64) -> Result<bool> {
         let mut st = self.state.write().unwrap_or_else(PoisonError::into_inner);
         let mut h = st.header;
+        if phy_offset < h.end_phy_offset {
+            return Ok(true);
+        }
         let count = u32::try_from(h.index_count).unwrap_or(u32::MAX);
         if count >= self.index_num {
             return Ok(false);
@@ -483,6 +487,16 @@ impl IndexService {
             .map_or(0, |f| f.end_phy_offset())
     }
 
+    /// The newest file, full or not (`put_key` says when it is): one lock less a message
+    /// than [`writable_file`](Self::writable_file).
+    fn last_file(&self) -> Option<Arc<IndexFile>> {
+        self.files
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .last()
+            .cloned()
+    }
+
     fn writable_file(&self) -> Result<Arc<IndexFile>> {
         if let Some(f) = self
             .files
@@ -524,10 +538,10 @@ impl IndexService {
         if transaction_value(req.sys_flag) == TRANSACTION_ROLLBACK_TYPE {
             return Ok(());
         }
-        let mut file = self.writable_file()?;
-        if req.commit_log_offset < file.end_phy_offset() {
-            return Ok(()); // already indexed (re-dispatch after recovery)
-        }
+        let mut file = match self.last_file() {
+            Some(f) => f,
+            None => self.writable_file()?,
+        };
         let keys = req
             .uniq_key
             .into_iter()

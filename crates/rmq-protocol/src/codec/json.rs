@@ -56,8 +56,15 @@ pub(super) fn encode_header(cmd: &RemotingCommand, dst: &mut BytesMut) {
 /// short escapes or `\u00XX`, everything else (including `/` and non-ASCII) verbatim.
 fn push_json_str(dst: &mut BytesMut, v: &str) {
     dst.put_u8(b'"');
-    // Most values (ids, offsets, topic names) need no escaping: copy them whole.
-    if !v.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+    // Most values (ids, offsets, topic names) need no escaping: copy them whole. The check
+    // runs over 64-byte chunks without an early exit inside one, so it compiles to vector
+    // compares: a batch's response carries 33 bytes of message id per message.
+    let needs_escape = |chunk: &[u8]| {
+        chunk.iter().fold(0u8, |acc, &b| {
+            acc | u8::from(b < 0x20) | u8::from(b == b'"') | u8::from(b == b'\\')
+        }) != 0
+    };
+    if !v.as_bytes().chunks(64).any(needs_escape) {
         dst.put_slice(v.as_bytes());
         dst.put_u8(b'"');
         return;
@@ -207,6 +214,9 @@ mod tests {
         };
         assert_eq!(quoted("0A01,FF é/x"), "\"0A01,FF é/x\"");
         assert_eq!(quoted("a\"b\\c\nd\u{1}"), "\"a\\\"b\\\\c\\nd\\u0001\"");
+        // Checked a chunk of 64 bytes at a time: an escape in the second chunk is found.
+        let long = format!("{}\"", "0".repeat(70));
+        assert_eq!(quoted(&long), format!("\"{}\\\"\"", "0".repeat(70)));
     }
 
     #[test]
