@@ -18,7 +18,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock};
 
-use rmq_common::{index_hash_of, index_key_hash, java_string_hash, java_string_hash_after};
+use rmq_common::{index_hash_of, java_string_hash, java_string_hash_after};
 
 use crate::error::{IoContext, Result, StoreError};
 use crate::mmap::OwnedMap;
@@ -93,6 +93,34 @@ impl IndexState {
         let mut b = [0u8; 4];
         self.map.read(pos, &mut b).then(|| i32::from_be_bytes(b))
     }
+}
+
+/// A message's keys in the index are `topic#key` (RocketMQ's `buildKey`). This is the one
+/// place that spelling lives: the hash of `topic#` is computed once per message, and each
+/// key's hash goes on from it, without the strings being built.
+#[derive(Clone, Copy)]
+pub(crate) struct TopicKeys(i32);
+
+impl TopicKeys {
+    pub(crate) fn new(topic: &str) -> Self {
+        Self(java_string_hash_after(java_string_hash(topic), "#"))
+    }
+
+    /// The [`rmq_common::index_key_hash`] of `topic#key`.
+    pub(crate) fn hash(self, key: &str) -> i32 {
+        index_hash_of(java_string_hash_after(self.0, key))
+    }
+}
+
+/// The keys a message is indexed under: its UNIQ_KEY, then each of its space-separated KEYS.
+pub(crate) fn message_keys<'a>(
+    uniq_key: Option<&'a str>,
+    keys: Option<&'a str>,
+) -> impl Iterator<Item = &'a str> {
+    uniq_key
+        .into_iter()
+        .chain(keys.into_iter().flat_map(|k| k.split(' ')))
+        .filter(|k| !k.is_empty())
 }
 
 fn file_len(slots: u32, num: u32) -> usize {
@@ -224,7 +252,7 @@ impl IndexFile {
         u32::try_from(self.header().index_count).unwrap_or(u32::MAX) >= self.index_num
     }
 
-    /// Index a key whose [`index_key_hash`] is `key_hash` → `phy_offset`. `Ok(false)` when
+    /// Index a key whose [`rmq_common::index_key_hash`] is `key_hash` → `phy_offset`. `Ok(false)` when
     /// the file is full; `Ok(true)` without writing for a message before the last one indexed
     /// here (a re-dispatch after recovery: it is indexed already).
     ///
@@ -293,19 +321,18 @@ impl IndexFile {
             || (end >= h.begin_timestamp && end <= h.end_timestamp)
     }
 
-    /// Candidate offsets for `key` stored within `[begin, end]`, newest first, appended to
-    /// `out` until it holds `max_num`.
+    /// Candidate offsets for the key whose [`rmq_common::index_key_hash`] is `key_hash`,
+    /// stored within `[begin, end]`, newest first, appended to `out` until it holds `max_num`.
     pub fn select_phy_offsets(
         &self,
         out: &mut Vec<i64>,
-        key: &str,
+        key_hash: i32,
         max_num: usize,
         begin: i64,
         end: i64,
     ) {
         let st = self.state.read().unwrap_or_else(PoisonError::into_inner);
         let h = st.header;
-        let key_hash = index_key_hash(key);
         let slot_pos = key_hash.unsigned_abs() % self.hash_slot_num;
         let abs_slot = INDEX_HEADER_SIZE + slot_pos as usize * HASH_SLOT_SIZE;
         let Some(mut next) = st.read_i32(abs_slot) else {
@@ -542,15 +569,9 @@ impl IndexService {
             Some(f) => f,
             None => self.writable_file()?,
         };
-        let keys = req
-            .uniq_key
-            .into_iter()
-            .chain(req.keys.into_iter().flat_map(|k| k.split(' ')))
-            .filter(|k| !k.is_empty());
-        // Keys are `topic#key`, hashed from the topic's part without being built.
-        let prefix = java_string_hash_after(java_string_hash(req.topic), "#");
-        for k in keys {
-            let hash = index_hash_of(java_string_hash_after(prefix, k));
+        let topic_keys = TopicKeys::new(req.topic);
+        for k in message_keys(req.uniq_key, req.keys) {
+            let hash = topic_keys.hash(k);
             while !file.put_key(hash, req.commit_log_offset, req.store_timestamp)? {
                 file = self.writable_file()?;
             }
@@ -568,7 +589,7 @@ impl IndexService {
         begin: i64,
         end: i64,
     ) -> Vec<i64> {
-        let full = format!("{topic}#{key}");
+        let hash = TopicKeys::new(topic).hash(key);
         let files = self
             .files
             .read()
@@ -580,7 +601,7 @@ impl IndexService {
                 break;
             }
             if f.is_time_matched(begin, end) {
-                f.select_phy_offsets(&mut out, &full, max_num, begin, end);
+                f.select_phy_offsets(&mut out, hash, max_num, begin, end);
             }
         }
         out
@@ -625,6 +646,7 @@ impl IndexService {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rmq_common::index_key_hash;
 
     #[test]
     fn file_names_are_utc_timestamps() {
@@ -649,10 +671,10 @@ mod tests {
                 .unwrap());
         }
         let mut out = Vec::new();
-        f.select_phy_offsets(&mut out, "T#k1", 32, 0, i64::MAX);
+        f.select_phy_offsets(&mut out, index_key_hash("T#k1"), 32, 0, i64::MAX);
         assert_eq!(out, vec![107, 104, 101], "newest first, only k1");
         out.clear();
-        f.select_phy_offsets(&mut out, "T#k1", 32, 1_004_000, 1_006_000);
+        f.select_phy_offsets(&mut out, index_key_hash("T#k1"), 32, 1_004_000, 1_006_000);
         assert_eq!(out, vec![104]);
         assert_eq!(f.index_count(), 11);
         // Header on disk, field by field.
@@ -679,7 +701,7 @@ mod tests {
         );
         let f = IndexFile::load(&p, 4, 16).unwrap();
         let mut out = Vec::new();
-        f.select_phy_offsets(&mut out, "T#k2", 32, 0, i64::MAX);
+        f.select_phy_offsets(&mut out, index_key_hash("T#k2"), 32, 0, i64::MAX);
         assert_eq!(out, vec![108, 105, 102]);
     }
 

@@ -7,13 +7,11 @@
 
 use std::sync::atomic::Ordering;
 
-use rmq_common::index_key_hash;
-
 use super::MessageStore;
 use crate::dispatch::DispatchRequest;
 use crate::error::Result;
 use crate::format::DecodedRecord;
-use crate::index_file::{IndexFile, IndexHeader};
+use crate::index_file::{message_keys, IndexFile, IndexHeader, TopicKeys};
 
 /// Index entries (and slots) sampled per index file.
 const INDEX_SAMPLES: u32 = 16;
@@ -147,11 +145,8 @@ impl MessageStore {
         let r = DecodedRecord::parse(sel.bytes()).map_err(|e| format!("entry {n}: {e}"))?;
         let req = DispatchRequest::from_record(&r, self.reput.delay_levels_ms())
             .ok_or("a record above 2 GiB")?;
-        let hit = req
-            .uniq_key
-            .into_iter()
-            .chain(req.keys.into_iter().flat_map(|k| k.split(' ')))
-            .any(|k| index_key_hash(&format!("{}#{k}", r.topic)) == hash);
+        let topic_keys = TopicKeys::new(r.topic);
+        let hit = message_keys(req.uniq_key, req.keys).any(|k| topic_keys.hash(k) == hash);
         if hit {
             Ok(())
         } else {
