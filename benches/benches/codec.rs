@@ -1,13 +1,16 @@
 #![expect(missing_docs, reason = "criterion_group! generates undocumented items")]
 //! The frame codec on the send path: decoding a SEND_MESSAGE_V2 request as Apache's Java
 //! client writes it (a fastjson header whose properties carry `\u0001`/`\u0002` escapes, a
-//! 1 KiB body) and reading its header fields, as every send a broker serves does.
+//! 1 KiB body) and reading its header fields, as every send a broker serves does; and the
+//! property look-ups every stored message gets (`DELAY` and `TRAN_MSG` on the send path,
+//! `TAGS`, `KEYS`, `UNIQ_KEY` in dispatch), by walking the pairs and by a `PropertyFinder`.
 
 use std::hint::black_box;
 use std::time::Duration;
 
 use bytes::BytesMut;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use rmq_common::properties::{find, find_property, PropertyFinder, PropertyKey};
 use rmq_protocol::decode;
 use rmq_protocol::header::SendMessageRequestHeader;
 
@@ -46,5 +49,33 @@ fn decode_send(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, decode_send);
+/// A batched message's properties as the Java client and the broker leave them.
+const BATCH_PROPERTIES: &[u8] =
+    b"UNIQ_KEY\x017F000001562C18B4AAC23E0F06D60000\x02WAIT\x01true\x02CLUSTER\x01DefaultCluster\x02";
+
+fn property_lookups(c: &mut Criterion) {
+    let mut g = c.benchmark_group("properties");
+    g.throughput(Throughput::Elements(1));
+    g.warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+    let cluster = PropertyFinder::new(PropertyKey::CLUSTER);
+    for (label, name, finder) in [
+        (
+            "absent DELAY",
+            PropertyKey::DELAY_TIME_LEVEL,
+            &*find::DELAY_TIME_LEVEL,
+        ),
+        ("last CLUSTER", PropertyKey::CLUSTER, &cluster),
+    ] {
+        g.bench_function(format!("walk, {label}"), |b| {
+            b.iter(|| find_property(black_box(BATCH_PROPERTIES), name));
+        });
+        g.bench_function(format!("finder, {label}"), |b| {
+            b.iter(|| finder.find(black_box(BATCH_PROPERTIES)));
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, decode_send, property_lookups);
 criterion_main!(benches);

@@ -22,7 +22,7 @@
 //!   [`CID_SYS_RMQ_TRANS`].
 
 use bytes::Bytes;
-use rmq_common::properties::{find_property, PropertyKey};
+use rmq_common::properties::{find, PropertyKey};
 use rmq_common::record::MessageExt;
 use rmq_common::sys_flag::{
     reset_transaction_value, transaction_value, TRANSACTION_NOT_TYPE, TRANSACTION_PREPARED_TYPE,
@@ -44,12 +44,14 @@ pub use rmq_common::trans_op::REMOVE_TAG;
 /// 4.6.1 sent back with the property still set.
 #[must_use]
 pub fn is_half_message(properties: &[u8], reconsume_times: i32) -> bool {
-    let prepared = find_property(properties, PropertyKey::TRANSACTION_PREPARED)
+    let prepared = find::TRANSACTION_PREPARED
+        .find(properties)
         .is_some_and(|v| v.eq_ignore_ascii_case(b"true"));
     if !prepared || reconsume_times <= 0 {
         return prepared;
     }
-    let delayed = find_property(properties, PropertyKey::DELAY_TIME_LEVEL)
+    let delayed = find::DELAY_TIME_LEVEL
+        .find(properties)
         .and_then(|v| std::str::from_utf8(v).ok())
         .and_then(|v| v.parse::<i32>().ok())
         .is_some_and(|level| level > 0);

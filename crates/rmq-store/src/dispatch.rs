@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
-use rmq_common::properties::{find_properties, PropertyKey};
+use rmq_common::properties::find;
 use rmq_common::sys_flag::{transaction_value, TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE};
 use rmq_common::time::now_millis;
 
@@ -56,15 +56,10 @@ impl<'a> DispatchRequest<'a> {
     #[must_use]
     pub fn from_record(r: &DecodedRecord<'a>, delay_levels_ms: &[i64]) -> Option<Self> {
         let msg_size = i32::try_from(r.total_size).ok()?;
-        let [tags, keys, uniq_key] = find_properties(
-            r.properties,
-            [
-                PropertyKey::TAGS,
-                PropertyKey::KEYS,
-                PropertyKey::UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
-            ],
-        )
-        .map(|v| v.and_then(|v| std::str::from_utf8(v).ok()));
+        let [tags, keys, uniq_key] = [&find::TAGS, &find::KEYS, &find::UNIQ_KEY].map(|f| {
+            f.find(r.properties)
+                .and_then(|v| std::str::from_utf8(v).ok())
+        });
         let mut tags_code = rmq_common::tags_hash_code(tags);
         if r.topic == SCHEDULE_TOPIC {
             // RocketMQ's CommitLog.checkMessageAndReturnSize: a parked message's unit carries

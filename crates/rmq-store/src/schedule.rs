@@ -11,7 +11,7 @@
 //! is in delivery-time order, because the store time is monotonic and the delay is fixed per
 //! level, so the scheduler only ever looks at the head of each queue.
 
-use rmq_common::properties::{edit_properties, find_property, PropertyKey};
+use rmq_common::properties::{edit_properties, find, find_property, PropertyKey};
 use rmq_common::sys_flag::{transaction_value, TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE};
 
 use crate::commit_log::AppendResult;
@@ -32,7 +32,7 @@ const UNKNOWN_LEVEL_DELAY_MS: i64 = 1000;
 /// # Errors
 /// [`StoreError::MessageIllegal`] when `DELAY` is not an integer.
 pub fn delay_level(properties: &[u8]) -> Result<i32> {
-    let Some(v) = find_property(properties, PropertyKey::DELAY_TIME_LEVEL) else {
+    let Some(v) = find::DELAY_TIME_LEVEL.find(properties) else {
         return Ok(0);
     };
     std::str::from_utf8(v)

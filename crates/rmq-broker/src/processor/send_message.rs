@@ -19,7 +19,7 @@ use std::ops::Range;
 use std::time::Duration;
 
 use bytes::Bytes;
-use rmq_common::properties::{copy_properties_except, edit_properties, find_property, PropertyKey};
+use rmq_common::properties::{copy_properties_except, edit_properties, find, PropertyKey};
 use rmq_protocol::body::{TopicConfig, PERM_READ, PERM_WRITE};
 use rmq_protocol::header::{SendMessageRequestHeader, SendMessageResponseHeader};
 use rmq_protocol::message_decoder::decode_batch_entries;
@@ -85,7 +85,7 @@ fn store(
     Ok(Stored {
         queue_id: route.queue_id,
         results,
-        wait: find_property(header_props, PropertyKey::WAIT_STORE_MSG_OK) != Some(b"false"),
+        wait: find::WAIT_STORE_MSG_OK.find(header_props) != Some(b"false"),
     })
 }
 
@@ -246,7 +246,7 @@ impl Entries {
         } else {
             // RocketMQ stores a single message without its WAIT property (read in `ack`; 9
             // bytes a message); a batch keeps it, and so does a send-back.
-            if find_property(&header_props, PropertyKey::WAIT_STORE_MSG_OK).is_some() {
+            if find::WAIT_STORE_MSG_OK.find(&header_props).is_some() {
                 let wait = PropertyKey::WAIT_STORE_MSG_OK.as_bytes();
                 copy_properties_except(&header_props, |name| name == wait, &mut props);
             } else {
