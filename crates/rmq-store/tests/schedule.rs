@@ -1,6 +1,7 @@
-//! Delay levels in the store: parking on put (single and batch), delivery times as tags codes,
-//! reading level queues across ConsumeQueue files, delivering into the real queue, skipping what
-//! cannot be delivered, and refusing a DELAY that is not a level.
+//! Delay levels in the store: parking on put (single, batch, and a batch that mixes delayed and
+//! plain messages), delivery times as tags codes, reading level queues across ConsumeQueue files,
+//! delivering into the real queue, skipping what cannot be delivered, and refusing a DELAY that
+//! is not a level.
 
 use rmq_common::properties::find_property;
 use rmq_store::format::{scan_record, Scan};
@@ -111,6 +112,39 @@ fn delayed_puts_are_parked_and_delivered_into_their_real_queue() {
         Some(r.append.msg_id(host()))
     );
     store.shutdown().unwrap();
+}
+
+#[test]
+fn a_batch_parks_its_delayed_messages_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let (plain, delayed) = (props(&[("K", "v")]), props(&[("DELAY", "2")]));
+    let msgs = [
+        msg("M", 0, b"a", &plain),
+        msg("M", 0, b"b", &delayed),
+        msg("M", 0, b"c", &plain),
+        msg("M", 0, b"d", &delayed),
+    ];
+    store.put_messages(&msgs).unwrap();
+    wait_dispatched(&store, "M", 0, 2, 5);
+    wait_dispatched(&store, SCHEDULE_TOPIC, 1, 2, 5);
+    let bodies = |topic: &str, qid: i32| -> Vec<Vec<u8>> {
+        let got = store.get_message(topic, qid, 0, 10, None);
+        got.messages
+            .iter()
+            .map(|m| match scan_record(m.bytes(), false) {
+                Scan::Message(r) => r.body.to_vec(),
+                _ => panic!("not a record"),
+            })
+            .collect()
+    };
+    assert_eq!(bodies("M", 0), [b"a".to_vec(), b"c".to_vec()]);
+    assert_eq!(bodies(SCHEDULE_TOPIC, 1), [b"b".to_vec(), b"d".to_vec()]);
+    assert_eq!(
+        store.get_max_offset_in_queue("M", 0),
+        2,
+        "nothing else in M"
+    );
 }
 
 #[test]
