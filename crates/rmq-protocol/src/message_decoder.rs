@@ -223,7 +223,16 @@ pub struct BatchEntry {
 /// [`ProtocolError::BadMessage`] for a truncated entry or lengths that disagree with
 /// TOTALSIZE.
 pub fn decode_batch_entries(body: &Bytes) -> Result<Vec<BatchEntry>> {
-    let mut out = Vec::new();
+    // Room for as many entries as the first one's size says the body holds (batches are
+    // mostly alike), bounded by the body: growing by doubling through a batch of 4 096
+    // copied the list eleven times.
+    let first = body
+        .first_chunk::<4>()
+        .map_or(0, |b| i32::from_be_bytes(*b));
+    let first = usize::try_from(first)
+        .unwrap_or(0)
+        .max(BATCH_ENTRY_FIXED_BYTES);
+    let mut out = Vec::with_capacity(body.len() / first + 1);
     let mut pos = 0;
     while pos < body.len() {
         let mut r = Reader {

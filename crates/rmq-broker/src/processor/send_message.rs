@@ -234,6 +234,10 @@ impl Entries {
             if entries.is_empty() {
                 return Err(SendError::EmptyBatch);
             }
+            // Each entry's properties, a separator and the extras: sized once, not grown by
+            // doubling through a batch of thousands.
+            let extra = header_props.len() + cluster.len() + 2;
+            props.reserve(entries.iter().map(|e| e.properties.len() + extra).sum());
             entries
                 .into_iter()
                 .map(|m| {
