@@ -9,7 +9,7 @@ use rmq_store::{MessageStore, MessageToStore, StoreError, SCHEDULE_TOPIC};
 
 mod common;
 
-use common::{host, props, wait_dispatched};
+use common::{bodies, host, props, wait_dispatched};
 
 fn open(dir: &std::path::Path) -> std::sync::Arc<MessageStore> {
     common::open(
@@ -128,18 +128,14 @@ fn a_batch_parks_its_delayed_messages_only() {
     store.put_messages(&msgs).unwrap();
     wait_dispatched(&store, "M", 0, 2, 5);
     wait_dispatched(&store, SCHEDULE_TOPIC, 1, 2, 5);
-    let bodies = |topic: &str, qid: i32| -> Vec<Vec<u8>> {
-        let got = store.get_message(topic, qid, 0, 10, None);
-        got.messages
-            .iter()
-            .map(|m| match scan_record(m.bytes(), false) {
-                Scan::Message(r) => r.body.to_vec(),
-                _ => panic!("not a record"),
-            })
-            .collect()
-    };
-    assert_eq!(bodies("M", 0), [b"a".to_vec(), b"c".to_vec()]);
-    assert_eq!(bodies(SCHEDULE_TOPIC, 1), [b"b".to_vec(), b"d".to_vec()]);
+    assert_eq!(
+        bodies(&store, "M", 0, 0, 10),
+        [b"a".to_vec(), b"c".to_vec()]
+    );
+    assert_eq!(
+        bodies(&store, SCHEDULE_TOPIC, 1, 0, 10),
+        [b"b".to_vec(), b"d".to_vec()]
+    );
     assert_eq!(
         store.get_max_offset_in_queue("M", 0),
         2,

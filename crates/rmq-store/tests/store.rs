@@ -14,7 +14,7 @@ use rmq_store::{
 
 mod common;
 
-use common::host;
+use common::{bodies, host};
 
 fn small_config(extra: &[(&str, &str)]) -> StoreConfig {
     let mut pairs = vec![
@@ -62,17 +62,6 @@ fn wait_dispatched(store: &MessageStore) {
         assert!(Instant::now() < deadline, "dispatch did not catch up");
         std::thread::sleep(Duration::from_millis(1));
     }
-}
-
-fn bodies(store: &MessageStore, topic: &str, qid: i32, from: i64, max: usize) -> Vec<Vec<u8>> {
-    let r = store.get_message(topic, qid, from, max, None);
-    r.messages
-        .iter()
-        .map(|m| match scan_record(m.bytes(), true) {
-            Scan::Message(rec) => rec.body.to_vec(),
-            other => panic!("bad record {other:?}"),
-        })
-        .collect()
 }
 
 fn body_of(i: usize) -> Vec<u8> {

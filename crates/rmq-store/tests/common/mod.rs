@@ -1,5 +1,6 @@
 //! Helpers the store's integration tests share: a store config with small files, the broker
-//! address, messages and property bytes to put, and waiting for dispatch to reach a queue.
+//! address, messages and property bytes to put, waiting for dispatch to reach a queue, and
+//! reading a queue's bodies back.
 //!
 //! Each test file is its own crate and uses only some of these, hence `dead_code` allowed.
 #![allow(dead_code, reason = "each test file uses its own part")]
@@ -10,6 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rmq_common::properties::Properties;
+use rmq_store::format::{scan_record, Scan};
 use rmq_store::{MessageStore, MessageToStore, StoreConfig};
 
 /// The address the test stores are opened with (and message ids are made of).
@@ -121,4 +123,23 @@ impl Drop for SmallFilesystem {
             .arg(&self.0)
             .status();
     }
+}
+
+/// The bodies of up to `max` messages of `topic`/`qid` from queue offset `from` (each record
+/// decoded with its CRC checked).
+pub(crate) fn bodies(
+    store: &MessageStore,
+    topic: &str,
+    qid: i32,
+    from: i64,
+    max: usize,
+) -> Vec<Vec<u8>> {
+    let r = store.get_message(topic, qid, from, max, None);
+    r.messages
+        .iter()
+        .map(|m| match scan_record(m.bytes(), true) {
+            Scan::Message(rec) => rec.body.to_vec(),
+            other => panic!("bad record {other:?}"),
+        })
+        .collect()
 }
