@@ -9,8 +9,9 @@
 //! allocated on the fault). So no byte is touched through a mapping unless its block is known
 //! to be allocated: [`MmapFile`] reserves blocks ahead of its writer with `fallocate` (or
 //! zeros written with `pwrite`), which fails cleanly with ENOSPC, and publishes, at open, only
-//! up to the end of the file's data; [`OwnedMap`] keeps a bit per page, reserves a page before
-//! its first store and reads a hole as zeros without touching it.
+//! up to the end of the file's data; [`OwnedMap`] keeps a bit per page, reserves a page (in
+//! a forward run, the rest of its 256 KiB too) before its first store and reads a hole as
+//! zeros without touching it.
 //!
 //! The central invariant, kept by the types here rather than by their callers: a byte range
 //! of a shared mapping ([`MmapFile`], [`AnonBuffer`]) is written by one writer at a time
@@ -767,20 +768,24 @@ impl OwnedMap {
         Ok(())
     }
 
-    /// Allocate the blocks of the 64 pages (256 KiB) whose bits share a word with page `p`,
-    /// else (a nearly full disk) of page `p` alone. Index files append their entries one
-    /// page per 200 messages: a `fallocate` per page cost about 3 % of the broker's CPU under
-    /// batched sends (benches/RESULTS.md, issue 18, tenth round).
+    /// Allocate the block of page `p`, and when the page before it has one (a run of stores
+    /// moving forward, as an index file's entries are) the rest of the 64 pages (256 KiB)
+    /// whose bits share a word with `p` as well, unless that fails (a nearly full disk).
+    /// Index entries take a new page every 200 messages: a `fallocate` per page cost about
+    /// 3 % of the broker's CPU under batched sends (benches/RESULTS.md, issue 18, tenth
+    /// round). Scattered stores (hash slots) still take a page each, so a fresh index file
+    /// stays sparse.
     fn allocate_around(&mut self, p: usize) -> io::Result<()> {
         let word = p / 64;
-        let from = word * 64 * OS_PAGE_SIZE;
-        let to = (from + 64 * OS_PAGE_SIZE).min(self.map.len);
-        if allocate(&self.map.file, from, to, Reserve::Allocate).is_ok() {
-            let pages = (to - from).div_ceil(OS_PAGE_SIZE);
-            self.allocated[word] = u64::MAX >> (64 - pages);
-            return Ok(());
-        }
         let from = p * OS_PAGE_SIZE;
+        if p > 0 && self.has_block(p - 1) {
+            let to = ((word + 1) * 64 * OS_PAGE_SIZE).min(self.map.len);
+            if allocate(&self.map.file, from, to, Reserve::Allocate).is_ok() {
+                let pages = (to - from).div_ceil(OS_PAGE_SIZE);
+                self.allocated[word] |= (u64::MAX >> (64 - pages)) << (p % 64);
+                return Ok(());
+            }
+        }
         let to = (from + OS_PAGE_SIZE).min(self.map.len);
         allocate(&self.map.file, from, to, Reserve::Allocate)?;
         self.allocated[word] |= 1 << (p % 64);
@@ -1177,7 +1182,7 @@ mod tests {
         assert_eq!(
             m.allocated_bytes(),
             64 * OS_PAGE_SIZE,
-            "the 256 KiB around it"
+            "its first page, and the rest of the 256 KiB from the second on"
         );
         m.write(64 * OS_PAGE_SIZE - 2, b"abcd").unwrap();
         assert_eq!(
@@ -1185,9 +1190,19 @@ mod tests {
             128 * OS_PAGE_SIZE,
             "and the next 256 KiB"
         );
+        m.write(1000 * OS_PAGE_SIZE, b"abcd").unwrap();
+        assert_eq!(
+            m.allocated_bytes(),
+            129 * OS_PAGE_SIZE,
+            "a store away from the others takes its page alone"
+        );
         assert!(m.write(len - 1, b"ab").is_err());
         drop(m);
-        assert!(disk_bytes(&p) <= 512 << 10, "{}", disk_bytes(&p));
+        assert!(
+            disk_bytes(&p) <= (129 * OS_PAGE_SIZE) as u64,
+            "{}",
+            disk_bytes(&p)
+        );
         let m = OwnedMap::open(&p, len).unwrap();
         let mut b = [0u8; 4];
         assert!(m.read(OS_PAGE_SIZE - 2, &mut b));
