@@ -421,22 +421,21 @@ impl MmapFile {
         Ok(())
     }
 
-    /// The writer's own reservation before it stores below `end`: as far again as the file
-    /// holds (up to [`MAX_RESERVE_CHUNK`] more), else just `end` when that does not fit. A
-    /// busy small file (a 6 MB ConsumeQueue file fills in under a second under batched
-    /// sends) then takes about ten `fallocate`s instead of 250, and an idle one keeps its
-    /// first step only.
+    /// The writer's own reservation before it stores below `end` (within the file): as far
+    /// again as is reserved already (up to [`MAX_RESERVE_CHUNK`] more), else just `end` when
+    /// that does not fit. A busy small file (a 6 MB ConsumeQueue file fills in under a second
+    /// under batched sends) then takes about ten `fallocate`s instead of 250, and an idle one
+    /// keeps its first step only.
     fn reserve_for_writer(&self, end: usize) -> io::Result<()> {
         let reserved = self.reserved.load(Ordering::Acquire);
         if end <= reserved {
             return Ok(());
         }
-        let grown = end.max(reserved.saturating_add(reserved.min(MAX_RESERVE_CHUNK)));
-        if grown.min(self.len) > end && self.reserve(grown.min(self.len), Reserve::Allocate).is_ok()
-        {
-            return Ok(());
+        let grown = (reserved + reserved.min(MAX_RESERVE_CHUNK)).min(self.len);
+        if grown <= end || self.reserve(grown, Reserve::Allocate).is_err() {
+            self.reserve(end, Reserve::Allocate)?;
         }
-        self.reserve(end, Reserve::Allocate)
+        Ok(())
     }
 
     /// End of the blocks known to be allocated.
