@@ -11,6 +11,7 @@
 
 use std::io;
 use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
@@ -418,26 +419,83 @@ async fn write_regions<W: WireWrite>(
         }
         return wr.write_all(&out).await;
     }
-    if wr.raw_socket().is_none() || total / regions.len().max(1) < SENDFILE_MIN_REGION {
-        // Many small records (the usual pull): one gathered write straight from the mapped
-        // pages beats a sendfile call (and a TCP segment) per record. Over TLS the mapped
-        // bytes are copied into TLS records this way whatever their size.
+    let runs = file_runs(regions);
+    let socket = wr
+        .raw_socket()
+        .filter(|_| total / runs.clone().count().max(1) >= SENDFILE_MIN_RUN);
+    let Some(socket) = socket else {
+        // Many small records scattered over the CommitLog: one gathered write straight from
+        // the mapped pages beats a sendfile call (and a TCP segment) per record. Over TLS
+        // the mapped bytes are copied into TLS records this way whatever their size.
         let mut slices: Vec<io::IoSlice<'_>> = Vec::with_capacity(regions.len() + 1);
         slices.push(io::IoSlice::new(&header));
         slices.extend(regions.iter().map(|r| io::IoSlice::new(r.bytes())));
         return write_all_vectored(wr, &mut slices).await;
+    };
+    // Records stored together (a batch, or one queue's burst) leave in one `sendfile` each:
+    // the broker never touches their pages, which matters most for pages read back from
+    // disk (a new group reading history), whose first touch is the costly part of a pull.
+    socket_send_more(socket, &header).await?;
+    for (file, start, end) in runs {
+        sendfile_all(socket, file, start, end).await?;
     }
-    wr.write_all(&header).await?;
-    for r in regions {
-        if let Some(socket) = wr.raw_socket() {
-            sendfile_all(socket, r.as_ref()).await?;
+    Ok(())
+}
+
+/// Byte ranges of one file that consecutive regions fill back to back: `(file, start, end)`.
+fn file_runs(
+    regions: &[Box<dyn FileRegion>],
+) -> impl Iterator<Item = (&std::fs::File, u64, u64)> + Clone {
+    let mut rest = regions.iter().peekable();
+    std::iter::from_fn(move || {
+        let first = rest.next()?;
+        let file = first.file();
+        let start = first.position();
+        let mut end = start + first.len() as u64;
+        while let Some(next) =
+            rest.next_if(|r| r.position() == end && r.file().as_raw_fd() == file.as_raw_fd())
+        {
+            end += next.len() as u64;
+        }
+        Some((file, start, end))
+    })
+}
+
+/// Send `bytes` with `MSG_MORE`: they leave with the `sendfile` data that follows instead
+/// of as a segment of their own (the socket has `TCP_NODELAY`).
+async fn socket_send_more(stream: &TcpStream, bytes: &[u8]) -> io::Result<()> {
+    let more = rustix::net::SendFlags::MORE;
+    write_fully(stream, bytes.len(), "socket accepted no bytes", |done| {
+        rustix::net::send(stream, &bytes[done..], more).map_err(io::Error::from)
+    })
+    .await
+}
+
+/// Call `write(done)`, a non-blocking write of what is left after `done` bytes that returns
+/// how many more it wrote, whenever the socket is writable, until `len` bytes are written;
+/// `what` says what happened if a call writes nothing.
+async fn write_fully(
+    stream: &TcpStream,
+    len: usize,
+    what: &'static str,
+    mut write: impl FnMut(usize) -> io::Result<usize>,
+) -> io::Result<()> {
+    let mut done = 0;
+    while done < len {
+        stream.writable().await?;
+        match stream.try_io(Interest::WRITABLE, || write(done)) {
+            Ok(0) => return Err(io::Error::new(io::ErrorKind::WriteZero, what)),
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
         }
     }
     Ok(())
 }
 
-/// Regions smaller than this on average go out with one `writev` instead of `sendfile`s.
-const SENDFILE_MIN_REGION: usize = 64 * 1024;
+/// Runs of regions shorter than this on average go out with one `writev` instead of one
+/// `sendfile` each (measured on 1 KiB records, benches/RESULTS.md, issue 18 eleventh round).
+const SENDFILE_MIN_RUN: usize = 8 * 1024;
 
 async fn write_all_vectored<W: WireWrite>(
     wr: &mut W,
@@ -456,28 +514,62 @@ async fn write_all_vectored<W: WireWrite>(
     Ok(())
 }
 
-/// Send a file region with `sendfile(2)`: the bytes go from the page cache to the socket
+/// Send bytes `start..end` of `file` with `sendfile(2)`: from the page cache to the socket
 /// without passing through user space.
-async fn sendfile_all(stream: &TcpStream, region: &dyn FileRegion) -> io::Result<()> {
-    let mut offset = region.position();
-    let end = offset + region.len() as u64;
-    while offset < end {
-        stream.writable().await?;
-        let remaining = usize::try_from(end - offset).unwrap_or(usize::MAX);
-        match stream.try_io(Interest::WRITABLE, || {
-            rustix::fs::sendfile(stream, region.file(), Some(&mut offset), remaining)
-                .map_err(io::Error::from)
-        }) {
-            Ok(0) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::WriteZero,
-                    "sendfile wrote nothing (file shorter than the region?)",
-                ))
-            }
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Err(e) => return Err(e),
+async fn sendfile_all(
+    stream: &TcpStream,
+    file: &std::fs::File,
+    start: u64,
+    end: u64,
+) -> io::Result<()> {
+    let len = usize::try_from(end - start).unwrap_or(usize::MAX);
+    let what = "sendfile wrote nothing (file shorter than the region?)";
+    write_fully(stream, len, what, |done| {
+        let mut offset = start + done as u64;
+        rustix::fs::sendfile(stream, file, Some(&mut offset), len - done).map_err(io::Error::from)
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct R(std::sync::Arc<std::fs::File>, u64, usize);
+
+    impl FileRegion for R {
+        fn file(&self) -> &std::fs::File {
+            &self.0
+        }
+        fn position(&self) -> u64 {
+            self.1
+        }
+        fn len(&self) -> usize {
+            self.2
+        }
+        fn bytes(&self) -> &[u8] {
+            &[]
         }
     }
-    Ok(())
+
+    #[test]
+    fn regions_back_to_back_in_one_file_make_one_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let open = || std::sync::Arc::new(std::fs::File::create(dir.path().join("f")).unwrap());
+        let (a, b) = (open(), open());
+        let regions: Vec<Box<dyn FileRegion>> = [
+            (&a, 0, 10),
+            (&a, 10, 5),
+            (&a, 15, 1),
+            (&a, 20, 4),
+            (&b, 24, 4),
+            (&a, 28, 2),
+        ]
+        .into_iter()
+        .map(|(f, pos, len)| Box::new(R(std::sync::Arc::clone(f), pos, len)) as Box<dyn FileRegion>)
+        .collect();
+        let runs: Vec<(u64, u64)> = file_runs(&regions).map(|(_, s, e)| (s, e)).collect();
+        assert_eq!(runs, [(0, 16), (20, 24), (24, 28), (28, 30)]);
+        assert_eq!(file_runs(&[]).count(), 0);
+    }
 }

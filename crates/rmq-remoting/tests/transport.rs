@@ -17,9 +17,12 @@ const FILE: i32 = 9002;
 const ASK_BACK: i32 = 9003;
 const NOTE: i32 = 9004;
 const FILE_BIG: i32 = 9005;
+const FILE_RUNS: i32 = 9006;
 
+/// A region of a file (which other regions may share, as a pull's records share their
+/// CommitLog file).
 struct Region {
-    file: std::fs::File,
+    file: Arc<std::fs::File>,
     pos: u64,
     data: Vec<u8>,
 }
@@ -37,6 +40,31 @@ impl FileRegion for Region {
     fn bytes(&self) -> &[u8] {
         &self.data
     }
+}
+
+/// Regions of 4 KiB: five back to back (one run), one after a gap, and one right after that
+/// but through another handle of the file: three runs of 9.3 KiB on average, sent by sendfile.
+fn run_regions(dir: &std::path::Path) -> (Vec<Box<dyn FileRegion>>, Vec<u8>) {
+    let path = dir.join("runs");
+    let content: Vec<u8> = (0..40_960u32).map(|i| (i % 253) as u8).collect();
+    std::fs::write(&path, &content).unwrap();
+    let shared = Arc::new(std::fs::File::open(&path).unwrap());
+    let other = Arc::new(std::fs::File::open(&path).unwrap());
+    let mut want = Vec::new();
+    let regions = [0, 4096, 8192, 12_288, 16_384, 24_576, 28_672]
+        .into_iter()
+        .map(|pos| (pos, if pos == 28_672 { &other } else { &shared }))
+        .map(|(pos, file)| {
+            let data = content[pos..pos + 4096].to_vec();
+            want.extend_from_slice(&data);
+            Box::new(Region {
+                file: Arc::clone(file),
+                pos: pos as u64,
+                data,
+            }) as Box<dyn FileRegion>
+        })
+        .collect();
+    (regions, want)
 }
 
 struct Handler {
@@ -61,12 +89,12 @@ impl RequestHandler for Handler {
                 f.write_all(&content).unwrap();
                 let regions: Vec<Box<dyn FileRegion>> = vec![
                     Box::new(Region {
-                        file: std::fs::File::open(&path).unwrap(),
+                        file: Arc::new(std::fs::File::open(&path).unwrap()),
                         pos: 10,
                         data: content[10..20].to_vec(),
                     }),
                     Box::new(Region {
-                        file: std::fs::File::open(&path).unwrap(),
+                        file: Arc::new(std::fs::File::open(&path).unwrap()),
                         pos: 100,
                         data: content[100..150].to_vec(),
                     }),
@@ -84,12 +112,17 @@ impl RequestHandler for Handler {
                         .into_iter()
                         .map(|(pos, len)| {
                             Box::new(Region {
-                                file: std::fs::File::open(&path).unwrap(),
+                                file: Arc::new(std::fs::File::open(&path).unwrap()),
                                 pos: pos as u64,
                                 data: content[pos..pos + len].to_vec(),
                             }) as Box<dyn FileRegion>
                         })
                         .collect();
+                let command = RemotingCommand::response_to(&req, 0, None);
+                Box::pin(async move { Some(Reply::WithFileRegions { command, regions }) })
+            }
+            FILE_RUNS => {
+                let (regions, _) = run_regions(self.dir.path());
                 let command = RemotingCommand::response_to(&req, 0, None);
                 Box::pin(async move { Some(Reply::WithFileRegions { command, regions }) })
             }
@@ -284,6 +317,29 @@ async fn file_regions_arrive_as_one_body_by_sendfile_and_by_copy() {
             Some(&want[..]),
             "transfer_by_heap={heap}"
         );
+        srv.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_of_regions_arrive_in_order_by_sendfile_and_by_copy() {
+    for heap in [false, true] {
+        let (srv, h) = server(heap).await;
+        let c = connect(srv.local_addr(), None, T).await.unwrap();
+        for _ in 0..3 {
+            let r = c
+                .request(
+                    RemotingCommand::new_request(FILE_RUNS, ExtFields::default()),
+                    T,
+                )
+                .await
+                .unwrap();
+            let (_, want) = run_regions(h.dir.path());
+            assert!(
+                r.body.as_deref() == Some(&want[..]),
+                "transfer_by_heap={heap}"
+            );
+        }
         srv.shutdown().await;
     }
 }

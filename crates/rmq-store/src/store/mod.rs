@@ -46,7 +46,7 @@ mod verify_index;
 use std::fs::{File, OpenOptions};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 pub use crate::dispatch::MessageArrivingListener;
@@ -97,6 +97,12 @@ pub struct MessageStore {
     timer: crate::timer::TimerSettings,
     timer_stats: crate::timer::TimerStats,
     check_stats: verify::CheckStats,
+    /// CommitLog offset from which every ConsumeQueue unit was made by this run's dispatch
+    /// from a record it had just read whole (past the recovered CommitLog and every
+    /// recovered unit; `i64::MAX`, none, after a truncation until the next start). The read
+    /// path checks units below it against their records; those above it are as sound as the
+    /// records they came from.
+    units_dispatched_from: AtomicI64,
     /// Who still needs which CommitLog records ([`floor`]).
     holds: floor::Holds,
     /// Replication: the role now, the HA acceptor or client ([`crate::ha`]).
@@ -211,6 +217,7 @@ impl MessageStore {
             timer: crate::timer::TimerSettings::from_config(&config),
             timer_stats: crate::timer::TimerStats::default(),
             check_stats: verify::CheckStats::default(),
+            units_dispatched_from: AtomicI64::new(i64::MAX),
             holds: floor::Holds::new(
                 config.timer_wheel_enable && config.broker_role != crate::config::BrokerRole::Slave,
             ),
@@ -218,6 +225,14 @@ impl MessageStore {
             config,
         };
         store.recover()?;
+        // Past every record a recovered unit reaches, even one left pointing beyond the
+        // recovered CommitLog (units of a queue are in CommitLog order: its last is its end).
+        let recovered_end = (store.consume_queues.all().iter())
+            .map(|cq| cq.max_physic_offset())
+            .fold(store.commit_log.max_offset(), i64::max);
+        store
+            .units_dispatched_from
+            .store(recovered_end, Ordering::Release);
         File::create(&abort).ctx(|| format!("creating {}", abort.display()))?;
         sync_dir(&store.root);
         if store.config.flush_disk_type == FlushDiskType::SyncFlush {

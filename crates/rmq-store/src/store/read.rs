@@ -3,6 +3,8 @@
 //! sends without copying, within the transfer limits for hot and cold data. Also reading one
 //! record by CommitLog offset.
 
+use std::sync::atomic::Ordering;
+
 use super::MessageStore;
 use crate::config::BrokerRole;
 use crate::format::{scan_record, CqUnit, Scan, CQ_STORE_UNIT_SIZE};
@@ -189,6 +191,8 @@ impl MessageStore {
     /// not in a range recovery found damaged, and the unit's own record (damage recovery did
     /// not look at, as it reads only the newest files after a clean stop, or a unit pointing
     /// at another message). Otherwise the unit is passed over rather than wrong bytes sent.
+    /// A unit this run's dispatch made is its record's by construction: it is not read again
+    /// (the record's pages then go to the socket untouched, see `rmq_remoting::io`).
     fn servable(
         &self,
         sel: &SelectMappedBufferResult,
@@ -201,7 +205,8 @@ impl MessageStore {
             .commit_log
             .damaged()
             .overlaps(u.offset, i64::from(u.size))
-            && self.record_is_units(sel.bytes(), u, topic, qid, index)
+            && (u.offset >= self.units_dispatched_from.load(Ordering::Acquire)
+                || self.record_is_units(sel.bytes(), u, topic, qid, index))
     }
 
     fn is_batch_full(

@@ -3,6 +3,7 @@
 //! runtime figures, and truncating the CommitLog (an old master rejoining as a slave first
 //! drops what it has beyond the new master). The protocol itself is [`crate::ha`].
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -287,6 +288,10 @@ impl MessageStore {
             if self.reput.reput_from_offset() > offset {
                 self.reput.set_reput_from_offset(offset);
             }
+            // Units that outlived the cut would point at the records written after it: the
+            // read path checks every unit again until the next start.
+            self.units_dispatched_from
+                .store(i64::MAX, Ordering::Release);
             Ok(())
         })?;
         self.rebuild_queue_offset_table();

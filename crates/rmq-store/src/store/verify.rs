@@ -14,7 +14,9 @@
 //!
 //! The read path skips a unit whose record is another message's and notes its queue in
 //! [`DAMAGED_QUEUES_FILE`], so the next start rebuilds that queue even when sampling would
-//! miss the unit.
+//! miss the unit. It checks the units this check let through, not those this run's dispatch
+//! made from records it had just read (`units_dispatched_from`): reading those again cost a
+//! pull of history a third of its CPU and kept the records' pages from going out untouched.
 //!
 //! A damaged queue is dropped and rebuilt by one dispatch pass from the CommitLog's min
 //! offset: dispatch skips every record an intact queue already holds (its units are
