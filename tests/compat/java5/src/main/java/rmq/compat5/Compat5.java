@@ -301,12 +301,13 @@ public final class Compat5 {
                 c.setInstanceName("lite-assign-" + run);
                 c.setPollNameServerInterval(1000);
                 c.setAutoCommit(false);
+                // The first pulls then find messages at once instead of waiting at the end
+                // of the queues, and finish before the seeks (see seekWhilePaused).
+                c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
                 c.start();
                 Collection<MessageQueue> queues = c.fetchMessageQueues(topic);
                 c.assign(queues);
-                for (MessageQueue mq : queues) {
-                    seekWithRetry(c, mq);
-                }
+                seekWhilePaused(c, queues);
                 while (!liteAssign.complete() && System.currentTimeMillis() < deadline) {
                     c.poll(1000).forEach(liteAssign::add);
                 }
@@ -355,23 +356,33 @@ public final class Compat5 {
     }
 
     /**
-     * seek(mq, 0), retried: seek cancels the queue's pull task with an interrupt, and an
-     * interrupted invokeSync closes the client's one channel to the broker, so the seek's own
-     * GET_MIN_OFFSET on that channel can fail ("Invoke Broker[...] exception"). That is the Java
-     * client racing with itself (Apache's broker sees the same); the next attempt reconnects.
+     * seek(mq, 0) on every queue, with pulling paused and the pulls already sent answered. A
+     * seek cancels the queue's pull task with an interrupt; an interrupted invokeSync closes the
+     * client's one channel to the broker, and a pull task whose first pull after the seek fails
+     * that way retries from its old pull offset, not the seek's: the queue's messages are then
+     * never read (seen once in CI with 5.5.0). That is the Java client racing with itself
+     * (Apache's broker sees the same), so the seek is made while no pull is in flight. A seek's
+     * own GET_MIN_OFFSET can still meet a channel closed a moment before; it is retried.
      */
-    static void seekWithRetry(DefaultLitePullConsumer c, MessageQueue mq) throws Exception {
-        for (int attempt = 1; ; attempt++) {
-            try {
-                c.seek(mq, 0);
-                return;
-            } catch (org.apache.rocketmq.client.exception.MQClientException e) {
-                if (attempt == 5) {
-                    throw e;
+    static void seekWhilePaused(DefaultLitePullConsumer c, Collection<MessageQueue> queues) throws Exception {
+        c.pause(queues);
+        // Paused tasks stop before their next pull; the pulls in flight find messages from the
+        // first offset and are answered within milliseconds.
+        TimeUnit.MILLISECONDS.sleep(1500);
+        for (MessageQueue mq : queues) {
+            for (int attempt = 1; ; attempt++) {
+                try {
+                    c.seek(mq, 0);
+                    break;
+                } catch (org.apache.rocketmq.client.exception.MQClientException e) {
+                    if (attempt == 5) {
+                        throw e;
+                    }
+                    TimeUnit.MILLISECONDS.sleep(100);
                 }
-                TimeUnit.MILLISECONDS.sleep(100);
             }
         }
+        c.resume(queues);
     }
 
     /** Just enough JSON for the summary: strings, numbers, booleans, lists, nested maps. */
