@@ -10,7 +10,7 @@
 //! * The commit loop (transient store pool) moves buffered bytes into the file every
 //!   `commitIntervalCommitLog` ms, then wakes the flush loop.
 
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
@@ -277,6 +277,34 @@ impl Waker {
         self.sleeping.store(false, Ordering::SeqCst);
     }
 
+    /// Wake the sleeper only if it sleeps in [`wait_unless`](Self::wait_unless): one fence
+    /// and one load while it is awake, for a hot path whose work the sleeper polls for anyway.
+    /// Call it after publishing the work.
+    pub fn wake_if_sleeping(&self) {
+        // Pairs with the fence in `wait_unless`: either this load sees the sleep announced,
+        // or the sleeper's check sees the work published before the fence.
+        fence(Ordering::SeqCst);
+        if self.sleeping.load(Ordering::SeqCst) {
+            self.wake();
+        }
+    }
+
+    /// [`wait`](Self::wait), for a sleeper woken by [`wake_if_sleeping`](Self::wake_if_sleeping):
+    /// the sleep is announced first, then `work` is checked, and there is no sleep when it says
+    /// work is waiting, so work published just before the announcement is never slept through.
+    pub fn wait_unless(&self, d: Duration, work: impl FnOnce() -> bool) {
+        let g = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        self.sleeping.store(true, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        if !work() && !self.notified.swap(false, Ordering::SeqCst) && !self.is_stopped() {
+            let _g = self
+                .cv
+                .wait_timeout(g, d)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        self.sleeping.store(false, Ordering::SeqCst);
+    }
+
     /// Ask the loop to end, and wake it.
     pub fn stop(&self) {
         self.stopped.store(true, Ordering::SeqCst);
@@ -346,11 +374,13 @@ pub fn run_async_flush(
     }
 }
 
-/// The transient-pool commit loop; wakes `flush_waker` whenever it moved data.
+/// The transient-pool commit loop; wakes `flush_waker` whenever it moved data, and
+/// `dispatch_waker` if it sleeps (committed data is what dispatch reads).
 pub fn run_commit(
     queue: &MappedFileQueue,
     waker: &Waker,
     flush_waker: &Waker,
+    dispatch_waker: &Waker,
     interval_ms: u64,
     least_pages: usize,
     thorough_ms: u64,
@@ -364,6 +394,7 @@ pub fn run_commit(
         if queue.commit(least) {
             last_commit = Instant::now();
             flush_waker.wake();
+            dispatch_waker.wake_if_sleeping();
         }
         waker.wait(Duration::from_millis(interval_ms));
     }

@@ -24,7 +24,7 @@
 //! | `rmq-allocate-mapped-file` | creates and pre-faults the next CommitLog file |
 //! | `rmq-group-commit` / `rmq-flush-commitlog` | SYNC_FLUSH group commit / ASYNC_FLUSH flush |
 //! | `rmq-commit-commitlog` | moves transient-pool buffers into the file |
-//! | `rmq-reput` | dispatches records to ConsumeQueue and IndexFile, wakes held pulls |
+//! | `rmq-reput` | dispatches records to ConsumeQueue and IndexFile, wakes held pulls; polls every 1 ms while records arrive, sleeps until woken once idle |
 //! | `rmq-flush-consumequeue` | flushes ConsumeQueues, index and the checkpoint |
 //! | `rmq-clean` | the disk-full guard: refuse writes above `diskSpaceWarningLevelRatio` |
 //! | `rmq-page-cache` | gives CommitLog pages no reader needs back to the kernel ([`page_cache`]) |

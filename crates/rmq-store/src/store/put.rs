@@ -195,8 +195,11 @@ impl MessageStore {
     fn after_append(&self, count: usize, bytes: usize) {
         self.put_times.fetch_add(count as u64, Ordering::Relaxed);
         self.put_bytes.fetch_add(bytes as u64, Ordering::Relaxed);
-        // No wake-up of the dispatch thread here: it polls (as RocketMQ's reput thread
-        // does), so a busy put path never pays a system call per message for it.
+        // Under load the dispatch thread polls (as RocketMQ's reput thread does), so a busy
+        // put path pays no system call per message for it; an idle one is woken.
+        if self.pool.is_none() {
+            self.data_published();
+        }
     }
 
     /// The second half of a put: under SYNC_FLUSH wait until `end_offset` is durable; under

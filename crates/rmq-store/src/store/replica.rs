@@ -130,6 +130,7 @@ impl MessageStore {
     /// As [`crate::commit_log::CommitLog::append_data`].
     pub fn append_replicated(&self, offset: i64, data: &[u8]) -> Result<()> {
         self.commit_log.append_data(offset, data)?;
+        self.data_published();
         if self.config.flush_disk_type == FlushDiskType::SyncFlush {
             if let Some(gc) = &self.group_commit {
                 gc.request(offset + i64::try_from(data.len()).unwrap_or(i64::MAX));

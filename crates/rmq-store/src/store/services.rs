@@ -16,6 +16,13 @@ use crate::timer::service::TimerService;
 /// appends, 250 MB more stay cached between two passes.
 const PAGE_CACHE_TRIM_INTERVAL: Duration = Duration::from_millis(500);
 
+/// Passes without a record (about a millisecond apart) after which dispatch sleeps until
+/// woken, see `run_reput`.
+const REPUT_IDLE_PASSES: u32 = 100;
+
+/// The longest such sleep: a bound should a wake-up ever be missed, not a cadence.
+const REPUT_IDLE_WAIT: Duration = Duration::from_millis(100);
+
 /// The store's threads and what wakes or stops them.
 #[derive(Default)]
 pub(super) struct Services {
@@ -111,6 +118,7 @@ impl MessageStore {
                     s.commit_log.queue(),
                     &s.services.commit_waker,
                     &s.services.flush_waker,
+                    &s.services.reput_waker,
                     u64::from(s.config.commit_interval_commit_log),
                     s.config.commit_commit_log_least_pages as usize,
                     u64::from(s.config.commit_commit_log_thorough_interval),
@@ -118,16 +126,7 @@ impl MessageStore {
             })?);
         }
         let s = Arc::clone(self);
-        threads.push(spawn("rmq-reput", move || {
-            // RocketMQ's ReputMessageService cadence: a pass, then 1 ms. Under load a pass
-            // dispatches everything appended meanwhile in one go.
-            let targets = s.dispatch_targets();
-            while !s.services.reput_waker.is_stopped() {
-                if !s.reput.do_reput(&targets) {
-                    s.services.reput_waker.wait(Duration::from_millis(1));
-                }
-            }
-        })?);
+        threads.push(spawn("rmq-reput", move || s.run_reput())?);
         let s = Arc::clone(self);
         threads.push(spawn("rmq-flush-consumequeue", move || {
             s.run_flush_consume_queue();
@@ -170,6 +169,37 @@ impl MessageStore {
                 .unwrap_or_else(PoisonError::into_inner) = Some(handle);
         }
         Ok(())
+    }
+
+    /// The dispatch loop. While records arrive it keeps RocketMQ's ReputMessageService
+    /// cadence, a pass then 1 ms, so that a busy put path never wakes it (a pass dispatches
+    /// all that was appended meanwhile). After [`REPUT_IDLE_PASSES`] passes that found
+    /// nothing it sleeps until new CommitLog bytes wake it ([`Self::data_published`]), or for
+    /// [`REPUT_IDLE_WAIT`]: an idle broker, or one serving only pulls, no longer wakes a
+    /// thousand times a second for nothing.
+    fn run_reput(&self) {
+        let targets = self.dispatch_targets();
+        let waker = &self.services.reput_waker;
+        let mut idle_passes = 0;
+        while !waker.is_stopped() {
+            let seen = self.commit_log.max_offset();
+            if self.reput.do_reput(&targets) {
+                idle_passes = 0;
+            } else if idle_passes < REPUT_IDLE_PASSES {
+                idle_passes += 1;
+                waker.wait(Duration::from_millis(1));
+            } else {
+                // Not "dispatch is behind": a slave's last record may be cut off, and only
+                // more bytes let the next pass on.
+                waker.wait_unless(REPUT_IDLE_WAIT, || self.commit_log.max_offset() != seen);
+            }
+        }
+    }
+
+    /// New CommitLog bytes can be read (appended, committed from the pool, replicated): wake
+    /// dispatch if it sleeps idle (a fence and a load otherwise).
+    pub(super) fn data_published(&self) {
+        self.services.reput_waker.wake_if_sleeping();
     }
 
     fn run_flush_consume_queue(&self) {
