@@ -250,6 +250,8 @@ impl std::future::Future for FlushFuture {
 pub struct Waker {
     notified: AtomicBool,
     sleeping: AtomicBool,
+    /// Asleep in `wait_unless`: what `wake_if_sleeping` looks at.
+    sleeping_until_woken: AtomicBool,
     lock: Mutex<()>,
     cv: Condvar,
     stopped: AtomicBool,
@@ -277,14 +279,14 @@ impl Waker {
         self.sleeping.store(false, Ordering::SeqCst);
     }
 
-    /// Wake the sleeper only if it sleeps in [`wait_unless`](Self::wait_unless): one fence
-    /// and one load while it is awake, for a hot path whose work the sleeper polls for anyway.
-    /// Call it after publishing the work.
+    /// Wake the sleeper only if it sleeps in [`wait_unless`](Self::wait_unless), not in a
+    /// short [`wait`](Self::wait) between polls: one fence and one load otherwise, for a hot
+    /// path whose work the sleeper polls for while busy. Call it after publishing the work.
     pub fn wake_if_sleeping(&self) {
         // Pairs with the fence in `wait_unless`: either this load sees the sleep announced,
         // or the sleeper's check sees the work published before the fence.
         fence(Ordering::SeqCst);
-        if self.sleeping.load(Ordering::SeqCst) {
+        if self.sleeping_until_woken.load(Ordering::SeqCst) {
             self.wake();
         }
     }
@@ -295,6 +297,7 @@ impl Waker {
     pub fn wait_unless(&self, d: Duration, work: impl FnOnce() -> bool) {
         let g = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
         self.sleeping.store(true, Ordering::SeqCst);
+        self.sleeping_until_woken.store(true, Ordering::SeqCst);
         fence(Ordering::SeqCst);
         if !work() && !self.notified.swap(false, Ordering::SeqCst) && !self.is_stopped() {
             let _g = self
@@ -302,6 +305,7 @@ impl Waker {
                 .wait_timeout(g, d)
                 .unwrap_or_else(PoisonError::into_inner);
         }
+        self.sleeping_until_woken.store(false, Ordering::SeqCst);
         self.sleeping.store(false, Ordering::SeqCst);
     }
 

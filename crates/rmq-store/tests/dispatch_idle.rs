@@ -1,6 +1,7 @@
 //! The dispatch thread of an idle store sleeps until new CommitLog bytes wake it, instead of
-//! polling every millisecond, and what is appended after the sleep is still dispatched: by the
-//! put path's wake-up, or with the transient store pool by the commit thread's.
+//! polling every millisecond; a busy one polls and is not woken by every put; and what is
+//! appended after an idle sleep is still dispatched: by the put path's wake-up, or with the
+//! transient store pool by the commit thread's.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -57,6 +58,23 @@ fn idle_then_put(extra: &[(&str, &str)]) {
         slept <= 30,
         "an idle dispatch thread went to sleep {slept} times in a second (polling every ms: ~1000)"
     );
+
+    // Busy: the put path does not wake the thread between its 1 ms polls (a wake a put would
+    // cost the putter a system call each), so it sleeps about once a millisecond.
+    let s0 = voluntary_switches(&reput[0]);
+    let (t0, mut puts) = (std::time::Instant::now(), 0);
+    while t0.elapsed() < Duration::from_secs(1) {
+        store
+            .put_message(&common::msg("Busy", 0, b"x", &p))
+            .unwrap();
+        puts += 1;
+    }
+    let slept = voluntary_switches(&reput[0]) - s0;
+    assert!(
+        slept <= 1_200,
+        "the dispatch thread went to sleep {slept} times during a second of {puts} puts"
+    );
+    common::wait_dispatched(&store, "Busy", 0, puts, 10);
 
     for i in 0..5 {
         store
