@@ -268,15 +268,7 @@ impl Waker {
 
     /// Sleep up to `d` or until woken; a wake that came while awake ends the next sleep at once.
     pub fn wait(&self, d: Duration) {
-        let g = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
-        self.sleeping.store(true, Ordering::SeqCst);
-        if !self.notified.swap(false, Ordering::SeqCst) && !self.is_stopped() {
-            let _g = self
-                .cv
-                .wait_timeout(g, d)
-                .unwrap_or_else(PoisonError::into_inner);
-        }
-        self.sleeping.store(false, Ordering::SeqCst);
+        self.sleep(d, false, || false);
     }
 
     /// Wake the sleeper only if it sleeps in [`wait_unless`](Self::wait_unless), not in a
@@ -295,9 +287,16 @@ impl Waker {
     /// the sleep is announced first, then `work` is checked, and there is no sleep when it says
     /// work is waiting, so work published just before the announcement is never slept through.
     pub fn wait_unless(&self, d: Duration, work: impl FnOnce() -> bool) {
+        self.sleep(d, true, work);
+    }
+
+    /// Sleep up to `d` unless woken, notified meanwhile, stopped, or `work` says work waits
+    /// (checked after the sleep is announced); `until_woken` lets `wake_if_sleeping` see it.
+    fn sleep(&self, d: Duration, until_woken: bool, work: impl FnOnce() -> bool) {
         let g = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
         self.sleeping.store(true, Ordering::SeqCst);
-        self.sleeping_until_woken.store(true, Ordering::SeqCst);
+        self.sleeping_until_woken
+            .store(until_woken, Ordering::SeqCst);
         fence(Ordering::SeqCst);
         if !work() && !self.notified.swap(false, Ordering::SeqCst) && !self.is_stopped() {
             let _g = self

@@ -182,16 +182,17 @@ impl MessageStore {
         let waker = &self.services.reput_waker;
         let mut idle_passes = 0;
         while !waker.is_stopped() {
-            let seen = self.commit_log.max_offset();
+            // Read only by an idle thread, before its pass: no lock per pass while busy.
+            let seen = (idle_passes >= REPUT_IDLE_PASSES).then(|| self.commit_log.max_offset());
             if self.reput.do_reput(&targets) {
                 idle_passes = 0;
-            } else if idle_passes < REPUT_IDLE_PASSES {
-                idle_passes += 1;
-                waker.wait(Duration::from_millis(1));
-            } else {
+            } else if let Some(seen) = seen {
                 // Not "dispatch is behind": a slave's last record may be cut off, and only
                 // more bytes let the next pass on.
                 waker.wait_unless(REPUT_IDLE_WAIT, || self.commit_log.max_offset() != seen);
+            } else {
+                idle_passes += 1;
+                waker.wait(Duration::from_millis(1));
             }
         }
     }
