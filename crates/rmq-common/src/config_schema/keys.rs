@@ -181,7 +181,7 @@ pub static BROKER_KEYS: &[K] = &[
     K::new("warmMapedFileEnable", BOOL, Some("false"), Store,
         "Allocate every block of each new CommitLog file (zero-filled under SYNC_FLUSH) and \
          pre-fault it; otherwise files are sparse, blocks reserved as they are written."),
-    K::new("pageCacheTailCommitLog", int(0, i64::MAX), Some("268435456"), Store,
+    K::new("pageCacheTailCommitLog", int(0, i64::MAX), Some("8388608"), Store,
         "Flushed CommitLog bytes always kept in the page cache behind the flush position (not \
          a RocketMQ key). Older pages that neither dispatch nor any subscription group still \
          has to read go back to the kernel, at most accessMessageInMemoryMaxRatio of RAM \

@@ -6,7 +6,8 @@
 //! machine that has not filled its RAM yet) that costs several times the copy itself: on the
 //! `polyglot` VM 7–8 µs of CPU per 4 KiB page against 2.5–3 µs for a page the kernel just got
 //! back, about half of a batched message's broker CPU (benches/RESULTS.md, issue 18). Pages
-//! given back as the log moves on are the ones the next appends get, still warm.
+//! given back as the log moves on are the ones the next appends get, still warm, and the
+//! sooner they come back the warmer: the thread trims every 10 ms while the log grows.
 //!
 //! What stays: the last `pageCacheTailCommitLog` bytes behind the flush position (tail readers,
 //! a slave just behind, pulls held for new messages), and everything from the oldest record
