@@ -1,9 +1,10 @@
 //! Making CommitLog writes durable.
 //!
-//! * [`GroupCommit`] (SYNC_FLUSH): appenders register the end offset they need and wait;
-//!   one thread syncs once for everything appended so far and wakes every waiter it
-//!   covered. Many appenders share one `msync`, which is what makes synchronous durability
-//!   affordable. A failed sync wakes its waiters with the error: never with success.
+//! * [`GroupCommit`] (SYNC_FLUSH): appenders stage their records in memory, register the
+//!   end offset they need and wait; one thread writes everything staged with one `pwrite`,
+//!   syncs once, and wakes every waiter it covered. Many appenders share one system call of
+//!   each kind, which is what makes synchronous durability affordable. A failed write or
+//!   sync wakes its waiters with the error: never with success.
 //! * The async flush loop (ASYNC_FLUSH) syncs every `flushIntervalCommitLog` ms once
 //!   `flushCommitLogLeastPages` are dirty (stopping below the folio being filled), and
 //!   everything every `flushCommitLogThoroughInterval` ms. Puts do not wake it.
@@ -113,8 +114,9 @@ impl GroupCommit {
         self.work.wake();
     }
 
-    /// The flushing thread's loop: sync whatever is requested, wake the waiters, repeat.
-    pub fn run(&self, queue: &MappedFileQueue, checkpoint: &StoreCheckpoint) {
+    /// The flushing thread's loop: write what the appenders staged, sync whatever is
+    /// requested, wake the waiters and `readers` (the round made the bytes readable), repeat.
+    pub fn run(&self, queue: &MappedFileQueue, checkpoint: &StoreCheckpoint, readers: &Waker) {
         loop {
             let stopped = self.stopped.load(Ordering::Acquire);
             let target = self.requested.load(Ordering::Acquire);
@@ -145,6 +147,7 @@ impl GroupCommit {
                     self.failed_upto.fetch_max(target, Ordering::AcqRel);
                 }
             }
+            readers.wake_if_sleeping();
             let covered = self
                 .flushed
                 .load(Ordering::Acquire)

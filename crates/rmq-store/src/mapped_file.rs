@@ -1,7 +1,9 @@
 //! One fixed-size file of a [`MappedFileQueue`](crate::mapped_file_queue::MappedFileQueue):
 //! a mapping plus three positions, `wrote >= committed >= flushed`. Bytes below `committed`
-//! are readable; bytes below `flushed` are durable. Without a transient-pool buffer,
-//! `committed` follows `wrote` at once; with one, the commit thread moves it. `committed` is
+//! are readable; bytes below `flushed` are durable. With the ASYNC_FLUSH layout and no
+//! transient-pool buffer, `committed` follows `wrote` at once; with a pool buffer, the commit
+//! thread moves it; with the SYNC_FLUSH layout, the group commit's round, which writes the
+//! records staged since the last one with one `pwrite` before it syncs. `committed` is
 //! the mapping's published end, kept by `mmap::MmapFile` (and `wrote`, with a pool, the
 //! buffer's), which hands out only published bytes to readers and unpublished ones to the
 //! writer. Files are sparse unless pre-allocated; every append first reserves the blocks it
@@ -10,7 +12,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::SystemTime;
 
 use crate::error::{IoContext, Result};
@@ -26,6 +28,9 @@ pub struct MappedFile {
     /// Appends go through `pwrite` and flushes through `fdatasync` (SYNC_FLUSH layout), not
     /// through stores into the mapping and `msync`.
     write_through_file: AtomicBool,
+    /// The SYNC_FLUSH layout's records appended since the last group-commit round: written
+    /// with one `pwrite` by that round ([`write_staged`](Self::write_staged)), not one each.
+    staged: Mutex<Staged>,
     wrote: AtomicUsize,
     flushed: AtomicUsize,
     /// Cached pages below this were given back to the kernel ([`drop_cached_below`]).
@@ -49,6 +54,22 @@ pub struct MappedFile {
 /// the flush's writeback for hundreds of milliseconds while 1 MiB sends append 350 MB/s.
 const RESERVE_AHEAD_STEPS: usize = 128;
 
+/// Records the SYNC_FLUSH layout appended but has not written yet: `bytes` belong at `from`
+/// and end at the file's `wrote` position. They are not readable until written.
+#[derive(Default)]
+struct Staged {
+    from: usize,
+    bytes: Vec<u8>,
+}
+
+/// Largest record the SYNC_FLUSH layout stages (larger ones are written at once, with what is
+/// staged, by one `pwritev`: staging copies the body once more, which costs a big body more
+/// than the saved system call).
+const STAGE_RECORD_MAX: usize = 16 << 10;
+
+/// Most bytes staged before the appender writes them itself.
+const STAGED_MAX: usize = 1 << 20;
+
 /// Largest page-cache folio the kernel may use for a file mapping (a PMD, 2 MiB on x86-64).
 pub(crate) const ACTIVE_FOLIO_BYTES: usize = 2 << 20;
 
@@ -66,9 +87,9 @@ impl MappedFile {
     }
 
     /// [`create`](Self::create), laid out for SYNC_FLUSH when `for_sync_flush`: every put then
-    /// syncs a few new records, so appends are written with `pwrite` and made durable with
-    /// `fdatasync`, and the blocks ahead of them are reserved by writing zeros (no unwritten
-    /// extent to convert on each sync). Stores through the mapping would re-fault every page
+    /// syncs a few new records, so appends are staged in memory, written with one `pwrite` a
+    /// group-commit round and made durable with `fdatasync`, and the blocks ahead of them are
+    /// reserved by writing zeros (no unwritten extent to convert on each sync). Stores through the mapping would re-fault every page
     /// after each writeback and mark whole folios dirty; `msync` of such pages is several times
     /// slower than `fdatasync` of `pwrite`n blocks (see benches/RESULTS.md). Readers use the
     /// mapping either way: the page cache is one.
@@ -129,6 +150,7 @@ impl MappedFile {
             file_size,
             mmap,
             write_through_file: AtomicBool::new(false),
+            staged: Mutex::new(Staged::default()),
             wrote: AtomicUsize::new(pos),
             flushed: AtomicUsize::new(pos),
             dropped: AtomicUsize::new(0),
@@ -274,14 +296,12 @@ impl MappedFile {
                 )));
             }
         } else if self.write_through_file.load(Ordering::Relaxed) {
-            use std::os::unix::fs::FileExt;
             scratch.clear();
             scratch.resize(len, 0);
             encode(scratch);
-            self.mmap
-                .file()
-                .write_all_at(scratch, wrote as u64)
-                .ctx(|| format!("writing {}", self.path.display()))?;
+            let mut staged = self.staged();
+            let mut parts = [std::io::IoSlice::new(scratch)];
+            self.write_with_staged(&mut staged, &mut parts, wrote)?;
         } else {
             self.mmap
                 .write(wrote, len, encode)
@@ -300,13 +320,17 @@ impl MappedFile {
     /// ENOSPC or another I/O error; nothing is published then.
     pub(crate) fn append_copy(&self, data: &[u8]) -> Result<()> {
         use std::os::unix::fs::FileExt;
-        if self.write_buffer.get().is_some() || self.write_through_file.load(Ordering::Relaxed) {
+        if self.write_buffer.get().is_some() {
             return self.append_record(data.len(), &mut Vec::new(), |dst| {
                 dst.copy_from_slice(data);
             });
         }
         let len = data.len();
         let wrote = self.room_for(len, || format!("{len} replicated bytes do"))?;
+        if self.write_through_file.load(Ordering::Relaxed) {
+            let mut parts = [std::io::IoSlice::new(data)];
+            return self.write_with_staged(&mut self.staged(), &mut parts, wrote);
+        }
         self.mmap
             .file()
             .write_all_at(data, wrote as u64)
@@ -493,6 +517,17 @@ impl MappedFile {
             return self.append_record(len, scratch, whole);
         }
         let wrote = self.room_for(len, || format!("a {len}-byte record does"))?;
+        let mut staged = self.staged();
+        if len <= STAGE_RECORD_MAX && staged.bytes.len() + len <= STAGED_MAX {
+            if staged.bytes.is_empty() {
+                staged.from = wrote;
+            }
+            let at = staged.bytes.len();
+            staged.bytes.resize(at + len, 0);
+            whole(&mut staged.bytes[at..]);
+            self.wrote.store(wrote + len, Ordering::Release);
+            return Ok(());
+        }
         scratch.clear();
         scratch.resize(len - body.len(), 0);
         let body_at = around(scratch);
@@ -502,9 +537,54 @@ impl MappedFile {
             std::io::IoSlice::new(body),
             std::io::IoSlice::new(tail),
         ];
-        write_all_at_vectored(self.mmap.file(), &mut parts, wrote as u64)
+        self.write_with_staged(&mut staged, &mut parts, wrote)
+    }
+
+    fn staged(&self) -> MutexGuard<'_, Staged> {
+        self.staged.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Write what is staged and then `parts` (which belong at `wrote`) with one `pwritev`,
+    /// and publish both.
+    fn write_with_staged(
+        &self,
+        staged: &mut Staged,
+        parts: &mut [std::io::IoSlice<'_>],
+        wrote: usize,
+    ) -> Result<()> {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        let from = if staged.bytes.is_empty() {
+            wrote
+        } else {
+            debug_assert_eq!(staged.from + staged.bytes.len(), wrote);
+            staged.from
+        };
+        let mut all = Vec::with_capacity(parts.len() + 1);
+        all.push(std::io::IoSlice::new(&staged.bytes));
+        all.extend(parts.iter().map(|p| std::io::IoSlice::new(p)));
+        write_all_at_vectored(self.mmap.file(), &mut all, from as u64)
             .ctx(|| format!("writing {}", self.path.display()))?;
+        staged.bytes.clear();
         self.publish(wrote + len);
+        Ok(())
+    }
+
+    /// Write the staged records (the SYNC_FLUSH layout's group-commit round, before its
+    /// `fdatasync`) and make them readable. A file that is full gives its staging memory
+    /// back.
+    ///
+    /// # Errors
+    /// When the `pwrite` fails; the records stay staged (unreadable, not durable) and the
+    /// next round writes them again.
+    pub(crate) fn write_staged(&self) -> Result<()> {
+        let mut staged = self.staged();
+        if !staged.bytes.is_empty() {
+            let end = staged.from + staged.bytes.len();
+            self.write_with_staged(&mut staged, &mut [], end)?;
+        }
+        if self.is_full() && staged.bytes.capacity() > 0 {
+            staged.bytes = Vec::new();
+        }
         Ok(())
     }
 
@@ -572,8 +652,11 @@ impl MappedFile {
     /// # Errors
     /// When the sync fails; the flushed position is then not moved.
     pub fn flush(&self, least_pages: usize) -> Result<usize> {
-        let mut read = self.read_position();
         let write_through = self.write_through_file.load(Ordering::Relaxed);
+        if write_through {
+            self.write_staged()?;
+        }
+        let mut read = self.read_position();
         if least_pages > 0 && !write_through && read < self.file_size {
             // A threshold flush of a mapped file stops below the folio the appender is
             // filling: syncing it would write-protect it and fault the next append. The
@@ -629,6 +712,10 @@ impl MappedFile {
 
     /// Recovery: everything below `pos` is valid, nothing above is.
     pub(crate) fn set_positions(&self, pos: usize) {
+        if let Err(e) = self.write_staged() {
+            log::error!("{e}; the records staged in {} are cut", self.path.display());
+            self.staged().bytes.clear();
+        }
         let pos = pos.min(self.file_size);
         self.mmap.rewind_for_recovery(pos);
         self.wrote.store(pos, Ordering::Release);
@@ -757,6 +844,57 @@ mod tests {
         f.append_blank().unwrap();
         assert!(f.is_full());
         assert_eq!(std::fs::read(f.path()).unwrap()[..5], *b"hello");
+    }
+
+    #[test]
+    fn sync_flush_layout_stages_small_records_until_the_round_writes_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = MappedFile::create_with(dir.path(), 0, 1 << 20, true, false).unwrap();
+        let mut scratch = Vec::new();
+        let small = |f: &MappedFile, scratch: &mut Vec<u8>, text: &[u8]| {
+            f.append_record_around_body(
+                text.len(),
+                scratch,
+                b"",
+                |d| {
+                    d.copy_from_slice(text);
+                    d.len()
+                },
+                |d| d.copy_from_slice(text),
+            )
+            .unwrap();
+        };
+        small(&f, &mut scratch, b"hello");
+        small(&f, &mut scratch, b"world");
+        assert_eq!(f.wrote_position(), 10);
+        assert_eq!(f.read_position(), 0, "staged, not readable");
+        assert!(f.read(0, 5).is_none());
+        f.write_staged().unwrap();
+        assert_eq!(f.read(0, 10).unwrap(), b"helloworld");
+        // A record too big to stage goes out at once, after what is staged, in order.
+        small(&f, &mut scratch, b"ab");
+        let body = vec![7u8; STAGE_RECORD_MAX];
+        f.append_record_around_body(
+            body.len() + 2,
+            &mut scratch,
+            &body,
+            |d| {
+                d.copy_from_slice(b"<>");
+                1
+            },
+            |_| unreachable!("a big record is written around its body"),
+        )
+        .unwrap();
+        let end = 12 + body.len() + 2;
+        assert_eq!(f.read_position(), end);
+        let got = f.read(10, end - 10).unwrap();
+        assert_eq!(&got[..3], b"ab<");
+        assert!(got[3..3 + body.len()].iter().all(|b| *b == 7));
+        assert_eq!(got[end - 11], b'>');
+        // The round's flush writes what is staged before it syncs.
+        small(&f, &mut scratch, b"tail");
+        assert_eq!(f.flush(0).unwrap(), end + 4);
+        assert_eq!(&std::fs::read(f.path()).unwrap()[end..end + 4], b"tail");
     }
 
     #[test]

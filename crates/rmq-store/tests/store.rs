@@ -461,6 +461,45 @@ fn sync_flush_acks_only_durable_bytes_under_concurrency() {
 }
 
 #[test]
+fn sync_flush_puts_that_do_not_wait_are_read_in_order_and_kept() {
+    // Small records are staged for the group commit's round, big ones written at once: a
+    // put that does not wait for its round still becomes readable, in put order, and a
+    // clean shutdown keeps it.
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path(), &[("flushDiskType", "SYNC_FLUSH")]);
+    let body = |i: usize| {
+        if i % 10 == 5 {
+            vec![u8::try_from(i).unwrap(); 20_000]
+        } else {
+            body_of(i)
+        }
+    };
+    for i in 0..40 {
+        let b = body(i);
+        store
+            .append(&[MessageToStore {
+                flag: 0,
+                born_timestamp: 1,
+                ..common::msg("T", 0, &b, b"")
+            }])
+            .unwrap();
+    }
+    common::wait_dispatched(&store, "T", 0, 40, 10);
+    let want: Vec<Vec<u8>> = (0..40).map(body).collect();
+    let all = |s: &MessageStore| {
+        let mut got = bodies(s, "T", 0, 0, 20);
+        got.extend(bodies(s, "T", 0, 20, 20));
+        got
+    };
+    assert_eq!(all(&store), want);
+    store.shutdown().unwrap();
+    let store = open(dir.path(), &[("flushDiskType", "SYNC_FLUSH")]);
+    assert!(store.last_exit_ok());
+    assert_eq!(all(&store), want);
+    store.shutdown().unwrap();
+}
+
+#[test]
 fn retention_deletes_old_files_but_waits_for_readers() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = small_config(&[("destroyMapedFileIntervalForcibly", "3600000")]);

@@ -330,6 +330,12 @@ impl MessageStore {
             return Ok(());
         }
         self.ha.shutdown();
+        // SYNC_FLUSH: records staged for the group commit's next round become readable.
+        if let Some(f) = self.commit_log.queue().last_mapped_file() {
+            if let Err(e) = f.write_staged() {
+                log::error!("{e}; the last flush tries again");
+            }
+        }
         // Let dispatch catch up so the ConsumeQueues are complete.
         for _ in 0..5000 {
             if self.dispatch_behind_bytes() == 0 {

@@ -125,7 +125,7 @@ impl MessageStore {
         let len = self.commit_log.validate(msg)?;
         let crc = rmq_common::body_crc(msg.body);
         let append = self.commit_log.put_message(msg, len, crc, now)?;
-        self.after_append(1, len);
+        self.after_append(1, len, append.end_offset());
         Ok(append)
     }
 
@@ -179,7 +179,8 @@ impl MessageStore {
             crcs.push(rmq_common::body_crc(m.body));
         }
         let results = self.commit_log.put_messages(msgs, &lens, &crcs, now)?;
-        self.after_append(msgs.len(), lens.iter().sum());
+        let end = results.last().map_or(0, AppendResult::end_offset);
+        self.after_append(msgs.len(), lens.iter().sum(), end);
         Ok(results)
     }
 
@@ -192,13 +193,17 @@ impl MessageStore {
         }
     }
 
-    fn after_append(&self, count: usize, bytes: usize) {
+    fn after_append(&self, count: usize, bytes: usize, end_offset: i64) {
         self.put_times.fetch_add(count as u64, Ordering::Relaxed);
         self.put_bytes.fetch_add(bytes as u64, Ordering::Relaxed);
-        // Under load the dispatch thread polls (as RocketMQ's reput thread does), so a busy
-        // put path pays no system call per message for it; an idle one is woken.
-        if self.pool.is_none() {
-            self.data_published();
+        match &self.group_commit {
+            // SYNC_FLUSH: the records are staged; the group commit's round writes them (and
+            // wakes dispatch), also for a put that does not wait for it.
+            Some(gc) => gc.request(end_offset),
+            // Under load the dispatch thread polls (as RocketMQ's reput thread does), so a
+            // busy put path pays no system call per message for it; an idle one is woken.
+            None if self.pool.is_none() => self.data_published(),
+            None => {}
         }
     }
 
