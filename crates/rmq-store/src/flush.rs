@@ -131,8 +131,8 @@ impl GroupCommit {
             // Let the appenders woken by the last round append before this sync starts, so
             // it covers them too (on few cores they would otherwise miss it by microseconds).
             std::thread::yield_now();
-            // Everything readable now is covered, not just `target`: appenders that arrive
-            // during this sync find their bytes already durable.
+            // Everything appended now is covered (the flush writes what is staged first), not
+            // just `target`: appenders that arrive during this sync find their bytes durable.
             match queue.flush_to(queue.max_offset().max(target)) {
                 Ok(_) => {
                     self.flushed
