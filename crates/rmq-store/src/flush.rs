@@ -115,8 +115,14 @@ impl GroupCommit {
     }
 
     /// The flushing thread's loop: write what the appenders staged, sync whatever is
-    /// requested, wake the waiters and `readers` (the round made the bytes readable), repeat.
-    pub fn run(&self, queue: &MappedFileQueue, checkpoint: &StoreCheckpoint, readers: &Waker) {
+    /// requested, wake the waiters, call `after_round` (the round made the staged bytes
+    /// readable: dispatch and replication are woken there), repeat.
+    pub fn run(
+        &self,
+        queue: &MappedFileQueue,
+        checkpoint: &StoreCheckpoint,
+        after_round: impl Fn(),
+    ) {
         loop {
             let stopped = self.stopped.load(Ordering::Acquire);
             let target = self.requested.load(Ordering::Acquire);
@@ -147,7 +153,7 @@ impl GroupCommit {
                     self.failed_upto.fetch_max(target, Ordering::AcqRel);
                 }
             }
-            readers.wake_if_sleeping();
+            after_round();
             let covered = self
                 .flushed
                 .load(Ordering::Acquire)

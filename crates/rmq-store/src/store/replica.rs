@@ -176,7 +176,8 @@ impl MessageStore {
         ))
     }
 
-    fn wake_ha_writers(&self) {
+    /// Wake the HA writer of every slave: there is new data to send.
+    pub(super) fn wake_ha_writers(&self) {
         for c in self
             .ha
             .connections

@@ -96,7 +96,10 @@ impl MessageStore {
         if let Some(gc) = &self.group_commit {
             let (s, gc) = (Arc::clone(self), Arc::clone(gc));
             threads.push(spawn("rmq-group-commit", move || {
-                gc.run(s.commit_log.queue(), &s.checkpoint, &s.services.reput_waker);
+                gc.run(s.commit_log.queue(), &s.checkpoint, || {
+                    s.data_published();
+                    s.wake_ha_writers();
+                });
             })?);
         } else {
             let s = Arc::clone(self);
