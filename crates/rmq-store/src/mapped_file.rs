@@ -28,9 +28,10 @@ pub struct MappedFile {
     /// Appends go through `pwrite` and flushes through `fdatasync` (SYNC_FLUSH layout), not
     /// through stores into the mapping and `msync`.
     write_through_file: AtomicBool,
-    /// The SYNC_FLUSH layout's records appended since the last group-commit round: written
-    /// with one `pwrite` by that round ([`write_staged`](Self::write_staged)), not one each.
-    staged: Mutex<Staged>,
+    /// The SYNC_FLUSH layout's records appended since the last group-commit round, ending at
+    /// `wrote` and not readable yet: written with one `pwrite` by that round
+    /// ([`write_staged`](Self::write_staged)), not one each.
+    staged: Mutex<Vec<u8>>,
     wrote: AtomicUsize,
     flushed: AtomicUsize,
     /// Cached pages below this were given back to the kernel ([`drop_cached_below`]).
@@ -53,14 +54,6 @@ pub struct MappedFile {
 /// file): room for the allocator thread, whose `fallocate`s may read block bitmaps behind
 /// the flush's writeback for hundreds of milliseconds while 1 MiB sends append 350 MB/s.
 const RESERVE_AHEAD_STEPS: usize = 128;
-
-/// Records the SYNC_FLUSH layout appended but has not written yet: `bytes` belong at `from`
-/// and end at the file's `wrote` position. They are not readable until written.
-#[derive(Default)]
-struct Staged {
-    from: usize,
-    bytes: Vec<u8>,
-}
 
 /// Largest record the SYNC_FLUSH layout stages (larger ones are written at once, with what is
 /// staged, by one `pwritev`: staging copies the body once more, which costs a big body more
@@ -89,10 +82,11 @@ impl MappedFile {
     /// [`create`](Self::create), laid out for SYNC_FLUSH when `for_sync_flush`: every put then
     /// syncs a few new records, so appends are staged in memory, written with one `pwrite` a
     /// group-commit round and made durable with `fdatasync`, and the blocks ahead of them are
-    /// reserved by writing zeros (no unwritten extent to convert on each sync). Stores through the mapping would re-fault every page
-    /// after each writeback and mark whole folios dirty; `msync` of such pages is several times
-    /// slower than `fdatasync` of `pwrite`n blocks (see benches/RESULTS.md). Readers use the
-    /// mapping either way: the page cache is one.
+    /// reserved by writing zeros (no unwritten extent to convert on each sync). Stores
+    /// through the mapping would re-fault every page after each writeback and mark whole
+    /// folios dirty; `msync` of such pages is several times slower than `fdatasync` of
+    /// `pwrite`n blocks (see benches/RESULTS.md). Readers use the mapping either way: the page
+    /// cache is one.
     ///
     /// With `preallocate` (`warmMapedFileEnable`) every block is allocated now (zero-filled
     /// and synced for SYNC_FLUSH), as before files were sparse; otherwise the file is sparse,
@@ -150,7 +144,7 @@ impl MappedFile {
             file_size,
             mmap,
             write_through_file: AtomicBool::new(false),
-            staged: Mutex::new(Staged::default()),
+            staged: Mutex::new(Vec::new()),
             wrote: AtomicUsize::new(pos),
             flushed: AtomicUsize::new(pos),
             dropped: AtomicUsize::new(0),
@@ -300,8 +294,8 @@ impl MappedFile {
             scratch.resize(len, 0);
             encode(scratch);
             let mut staged = self.staged();
-            let mut parts = [std::io::IoSlice::new(scratch)];
-            self.write_with_staged(&mut staged, &mut parts, wrote)?;
+            let parts = [std::io::IoSlice::new(scratch)];
+            self.write_with_staged(&mut staged, &parts, wrote)?;
         } else {
             self.mmap
                 .write(wrote, len, encode)
@@ -328,8 +322,8 @@ impl MappedFile {
         let len = data.len();
         let wrote = self.room_for(len, || format!("{len} replicated bytes do"))?;
         if self.write_through_file.load(Ordering::Relaxed) {
-            let mut parts = [std::io::IoSlice::new(data)];
-            return self.write_with_staged(&mut self.staged(), &mut parts, wrote);
+            let parts = [std::io::IoSlice::new(data)];
+            return self.write_with_staged(&mut self.staged(), &parts, wrote);
         }
         self.mmap
             .file()
@@ -518,13 +512,10 @@ impl MappedFile {
         }
         let wrote = self.room_for(len, || format!("a {len}-byte record does"))?;
         let mut staged = self.staged();
-        if len <= STAGE_RECORD_MAX && staged.bytes.len() + len <= STAGED_MAX {
-            if staged.bytes.is_empty() {
-                staged.from = wrote;
-            }
-            let at = staged.bytes.len();
-            staged.bytes.resize(at + len, 0);
-            whole(&mut staged.bytes[at..]);
+        if len <= STAGE_RECORD_MAX && staged.len() + len <= STAGED_MAX {
+            let at = staged.len();
+            staged.resize(at + len, 0);
+            whole(&mut staged[at..]);
             self.wrote.store(wrote + len, Ordering::Release);
             return Ok(());
         }
@@ -532,15 +523,15 @@ impl MappedFile {
         scratch.resize(len - body.len(), 0);
         let body_at = around(scratch);
         let (head, tail) = scratch.split_at(body_at);
-        let mut parts = [
+        let parts = [
             std::io::IoSlice::new(head),
             std::io::IoSlice::new(body),
             std::io::IoSlice::new(tail),
         ];
-        self.write_with_staged(&mut staged, &mut parts, wrote)
+        self.write_with_staged(&mut staged, &parts, wrote)
     }
 
-    fn staged(&self) -> MutexGuard<'_, Staged> {
+    fn staged(&self) -> MutexGuard<'_, Vec<u8>> {
         self.staged.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -548,23 +539,20 @@ impl MappedFile {
     /// and publish both.
     fn write_with_staged(
         &self,
-        staged: &mut Staged,
-        parts: &mut [std::io::IoSlice<'_>],
+        staged: &mut Vec<u8>,
+        parts: &[std::io::IoSlice<'_>],
         wrote: usize,
     ) -> Result<()> {
+        use std::io::IoSlice;
         let len: usize = parts.iter().map(|p| p.len()).sum();
-        let from = if staged.bytes.is_empty() {
-            wrote
-        } else {
-            debug_assert_eq!(staged.from + staged.bytes.len(), wrote);
-            staged.from
-        };
-        let mut all = Vec::with_capacity(parts.len() + 1);
-        all.push(std::io::IoSlice::new(&staged.bytes));
-        all.extend(parts.iter().map(|p| std::io::IoSlice::new(p)));
-        write_all_at_vectored(self.mmap.file(), &mut all, from as u64)
+        // At most three parts (head, body, tail) follow what is staged.
+        let mut all = [IoSlice::new(&[]); 4];
+        all[0] = IoSlice::new(staged);
+        all[1..=parts.len()].copy_from_slice(parts);
+        let from = (wrote - staged.len()) as u64;
+        write_all_at_vectored(self.mmap.file(), &mut all[..=parts.len()], from)
             .ctx(|| format!("writing {}", self.path.display()))?;
-        staged.bytes.clear();
+        staged.clear();
         self.publish(wrote + len);
         Ok(())
     }
@@ -578,12 +566,11 @@ impl MappedFile {
     /// next round writes them again.
     pub(crate) fn write_staged(&self) -> Result<()> {
         let mut staged = self.staged();
-        if !staged.bytes.is_empty() {
-            let end = staged.from + staged.bytes.len();
-            self.write_with_staged(&mut staged, &mut [], end)?;
+        if !staged.is_empty() {
+            self.write_with_staged(&mut staged, &[], self.wrote_position())?;
         }
-        if self.is_full() && staged.bytes.capacity() > 0 {
-            staged.bytes = Vec::new();
+        if self.is_full() && staged.capacity() > 0 {
+            *staged = Vec::new();
         }
         Ok(())
     }
@@ -714,7 +701,7 @@ impl MappedFile {
     pub(crate) fn set_positions(&self, pos: usize) {
         if let Err(e) = self.write_staged() {
             log::error!("{e}; the records staged in {} are cut", self.path.display());
-            self.staged().bytes.clear();
+            self.staged().clear();
         }
         let pos = pos.min(self.file_size);
         self.mmap.rewind_for_recovery(pos);
