@@ -36,6 +36,11 @@ pub trait FileRegion: Send + Sync + 'static {
     }
     /// The same bytes in memory (for the copying path).
     fn bytes(&self) -> &[u8];
+    /// Whether [`file`](Self::file) holds the bytes yet (`sendfile` reads the file; bytes
+    /// only in memory so far go out with the copying path).
+    fn on_file(&self) -> bool {
+        true
+    }
 }
 
 /// What goes out on a connection.

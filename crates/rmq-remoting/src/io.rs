@@ -422,11 +422,13 @@ async fn write_regions<W: WireWrite>(
     let runs = file_runs(regions);
     let socket = wr
         .raw_socket()
-        .filter(|_| total / runs.clone().count().max(1) >= SENDFILE_MIN_RUN);
+        .filter(|_| total / runs.clone().count().max(1) >= SENDFILE_MIN_RUN)
+        .filter(|_| regions.iter().all(|r| r.on_file()));
     let Some(socket) = socket else {
         // Many small records scattered over the CommitLog: one gathered write straight from
         // the mapped pages beats a sendfile call (and a TCP segment) per record. Over TLS
-        // the mapped bytes are copied into TLS records this way whatever their size.
+        // the mapped bytes are copied into TLS records this way whatever their size, and so
+        // are records the file does not hold yet (the store's append window).
         let mut slices: Vec<io::IoSlice<'_>> = Vec::with_capacity(regions.len() + 1);
         slices.push(io::IoSlice::new(&header));
         slices.extend(regions.iter().map(|r| io::IoSlice::new(r.bytes())));

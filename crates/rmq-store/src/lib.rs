@@ -27,6 +27,7 @@
 //! [`ha`] replicates the CommitLog from a master to its slaves (RocketMQ's HA protocol).
 //! [`atomic_file`] replaces the small files rmq persists (config JSON, checkpoints) safely.
 
+pub mod append_window;
 pub mod atomic_file;
 pub mod checkpoint;
 pub mod commit_log;

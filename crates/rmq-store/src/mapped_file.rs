@@ -15,8 +15,9 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::SystemTime;
 
+use crate::append_window::AppendWindow;
 use crate::error::{IoContext, Result};
-use crate::mmap::{AnonBuffer, MmapFile, Prealloc, Reserve, OS_PAGE_SIZE};
+use crate::mmap::{AnonBuffer, MmapFile, Prealloc, Reserve, SegmentOwner, OS_PAGE_SIZE};
 use crate::transient_store_pool::TransientStorePool;
 
 /// A mapped file and its positions.
@@ -47,6 +48,16 @@ pub struct MappedFile {
     ahead_pending: AtomicBool,
     /// The writer, near the end, has asked for the head of the next file to be reserved.
     next_head_asked: AtomicBool,
+    /// The CommitLog's append window, when this file is appended through it.
+    window: OnceLock<Arc<AppendWindow>>,
+    /// Every segment-sized range below this is decided: a segment of the window was mapped
+    /// over it, or the appender reached it first and it is the file's. Moved under
+    /// `window_decided`; read without it by the appender.
+    window_edge: AtomicUsize,
+    window_decided: Mutex<()>,
+    /// A second descriptor of the file with `O_DIRECT`, for writing the window out (`None`
+    /// where the file system refuses it: the window is written through the page cache).
+    direct: OnceLock<Option<std::fs::File>>,
 }
 
 /// How far ahead of its writer another thread keeps a file's blocks reserved at most, in
@@ -154,6 +165,10 @@ impl MappedFile {
             first_destroy_attempt: AtomicI64::new(0),
             ahead_pending: AtomicBool::new(false),
             next_head_asked: AtomicBool::new(false),
+            window: OnceLock::new(),
+            window_edge: AtomicUsize::new(0),
+            window_decided: Mutex::new(()),
+            direct: OnceLock::new(),
         }
     }
 
@@ -297,6 +312,7 @@ impl MappedFile {
             let parts = [std::io::IoSlice::new(scratch)];
             self.write_with_staged(&mut staged, &parts, wrote)?;
         } else {
+            self.decide_window(wrote + len);
             self.mmap
                 .write(wrote, len, encode)
                 .map_err(|e| self.disk_full(len, &e))?;
@@ -314,7 +330,7 @@ impl MappedFile {
     /// ENOSPC or another I/O error; nothing is published then.
     pub(crate) fn append_copy(&self, data: &[u8]) -> Result<()> {
         use std::os::unix::fs::FileExt;
-        if self.write_buffer.get().is_some() {
+        if self.write_buffer.get().is_some() || self.window.get().is_some() {
             return self.append_record(data.len(), &mut Vec::new(), |dst| {
                 dst.copy_from_slice(data);
             });
@@ -461,7 +477,15 @@ impl MappedFile {
         let mut header = [0u8; crate::format::END_FILE_MIN_BLANK_LENGTH];
         crate::format::encode_blank(&mut header, left);
         let n = header.len().min(left);
-        self.append_record(n, &mut Vec::new(), |dst| dst.copy_from_slice(&header[..n]))?;
+        // In the append window the padding is written too: a segment's pages hold a range
+        // appended before, and the file must read as zeros past the header, as it does
+        // without the window (a sparse file's hole).
+        let n = if self.window.get().is_some() { left } else { n };
+        self.append_record(n, &mut Vec::new(), |dst| {
+            let h = header.len().min(dst.len());
+            dst[..h].copy_from_slice(&header[..h]);
+            dst[h..].fill(0);
+        })?;
         self.publish(self.file_size);
         Ok(())
     }
@@ -472,6 +496,167 @@ impl MappedFile {
             Some((buf, _)) => buf.publish(end),
             None => self.mmap.publish(end),
         }
+        if let Some(w) = self.window.get() {
+            w.mark(self.offset_of(end));
+        }
+    }
+
+    /// Append through `window` from here on: the CommitLog's files in the ASYNC_FLUSH layout
+    /// without a pool buffer, whose size is a whole number of its segments.
+    pub(crate) fn attach_window(&self, window: Arc<AppendWindow>) {
+        let seg = window.segment_len();
+        if !self.file_size.is_multiple_of(seg)
+            || self.has_write_buffer()
+            || self.write_through_file.load(Ordering::Relaxed)
+        {
+            return;
+        }
+        let _d = self.window_decided();
+        let edge = self.wrote_position().next_multiple_of(seg);
+        self.window_edge
+            .store(edge.min(self.file_size), Ordering::Release);
+        let _ = self.window.set(window);
+    }
+
+    fn window_decided(&self) -> MutexGuard<'_, ()> {
+        self.window_decided
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Before the appender writes below `end`: every range there is decided (see
+    /// `window_edge`), so the window's thread never maps a segment under a write.
+    fn decide_window(&self, end: usize) {
+        if end <= self.window_edge.load(Ordering::Acquire) {
+            return;
+        }
+        let Some(w) = self.window.get() else { return };
+        let _d = self.window_decided();
+        if end > self.window_edge.load(Ordering::Acquire) {
+            let edge = end.next_multiple_of(w.segment_len()).min(self.file_size);
+            self.window_edge.store(edge, Ordering::Release);
+        }
+    }
+
+    /// The window thread's step (every `append_window::COMMIT_INTERVAL`): map a segment over
+    /// the range after the appender's, if that is not decided yet, then write out what is
+    /// published of the attached segments and give back those whose range is on the file
+    /// whole.
+    pub(crate) fn commit_window(&self) {
+        let Some(w) = self.window.get() else { return };
+        let seg = w.segment_len();
+        {
+            let _d = self.window_decided();
+            let edge = self.window_edge.load(Ordering::Acquire);
+            if edge < self.file_size && edge < self.wrote_position() + seg {
+                if let Some(s) = w.take() {
+                    if let Err(e) = self.attach_segment(s, edge, w) {
+                        log::warn!(
+                            "no append window for {} at {edge}: {e}; appended through the page                              cache",
+                            self.path.display()
+                        );
+                    }
+                }
+            }
+        }
+        match self.mmap.commit_segments(self.direct_file(), true) {
+            Ok(done) => {
+                for s in done {
+                    w.give(s);
+                }
+            }
+            Err(e) => log::error!(
+                "writing the append window of {} out: {e}; will retry",
+                self.path.display()
+            ),
+        }
+    }
+
+    /// Map `s` over the range at `edge` and move the edge past it (under `window_decided`).
+    fn attach_segment(
+        &self,
+        s: crate::mmap::ShmSegment,
+        edge: usize,
+        w: &AppendWindow,
+    ) -> std::io::Result<()> {
+        let (dev, ino, born) = match crate::append_window::file_identity(self.file()) {
+            Ok(id) => id,
+            Err(e) => {
+                w.give(s);
+                return Err(e);
+            }
+        };
+        s.set_owner(SegmentOwner {
+            dev,
+            ino,
+            born,
+            file_from_offset: self.file_from_offset,
+            at: edge,
+        });
+        match self.mmap.attach(edge, s) {
+            Ok(()) => {
+                self.window_edge
+                    .store(edge + w.segment_len(), Ordering::Release);
+                Ok(())
+            }
+            Err((s, e)) => {
+                w.give(s);
+                Err(e)
+            }
+        }
+    }
+
+    /// Write every attached segment out (published or only written bytes) and map the file
+    /// back over them: before a truncation moves positions back, and at shutdown.
+    ///
+    /// # Errors
+    /// A write error; the segments stay attached then.
+    pub(crate) fn detach_window(&self) -> Result<()> {
+        let Some(w) = self.window.get() else {
+            return Ok(());
+        };
+        let _d = self.window_decided();
+        let done = self
+            .mmap
+            .detach_all(self.direct_file())
+            .ctx(|| format!("writing the append window of {} out", self.path.display()))?;
+        for s in done {
+            w.give(s);
+        }
+        Ok(())
+    }
+
+    /// The `O_DIRECT` descriptor for writing the window out, opened on first use.
+    fn direct_file(&self) -> Option<&std::fs::File> {
+        self.direct
+            .get_or_init(|| {
+                use std::os::unix::fs::OpenOptionsExt;
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .custom_flags(libc::O_DIRECT)
+                    .open(&self.path)
+                    .map_err(|e| {
+                        log::warn!(
+                            "{} cannot be opened with O_DIRECT ({e}); its append window is                              written through the page cache",
+                            self.path.display()
+                        );
+                    })
+                    .ok()
+            })
+            .as_ref()
+    }
+
+    /// Whether segments of the append window are mapped over ranges of this file.
+    #[must_use]
+    pub(crate) fn holds_window_segments(&self) -> bool {
+        self.mmap.on_file_below() != usize::MAX
+    }
+
+    /// Whether `[pos, pos + len)` can be sent from the file (`sendfile`): it is not in the
+    /// append window (see `mmap::segment`).
+    #[must_use]
+    pub fn on_file(&self, pos: usize, len: usize) -> bool {
+        self.mmap.on_file(pos, len)
     }
 
     /// Append `data` whole into the mapping; `Ok(false)`, and nothing written, if it does not
@@ -643,8 +828,10 @@ impl MappedFile {
         if write_through {
             self.write_staged()?;
         }
+        // The window's pages are not the file's: they are written out, then `fdatasync`.
+        let window = self.window.get().is_some();
         let mut read = self.read_position();
-        if least_pages > 0 && !write_through && read < self.file_size {
+        if least_pages > 0 && !write_through && !window && read < self.file_size {
             // A threshold flush of a mapped file stops below the folio the appender is
             // filling: syncing it would write-protect it and fault the next append. The
             // thorough flush (least_pages = 0) covers the tail.
@@ -659,7 +846,19 @@ impl MappedFile {
             pages(read) - pages(flushed) >= least_pages
         };
         if able {
-            if write_through {
+            if window {
+                let _d = self.window_decided();
+                let done = self
+                    .mmap
+                    .commit_segments(self.direct_file(), true)
+                    .ctx(|| format!("writing the append window of {} out", self.path.display()))?;
+                if let Some(w) = self.window.get() {
+                    for s in done {
+                        w.give(s);
+                    }
+                }
+            }
+            if write_through || window {
                 self.mmap.file().sync_data()
             } else {
                 self.mmap.flush_range(flushed, read - flushed)
@@ -703,10 +902,18 @@ impl MappedFile {
             log::error!("{e}; the records staged in {} are cut", self.path.display());
             self.staged().clear();
         }
+        if let Err(e) = self.detach_window() {
+            log::error!("{e}; the window's bytes above {pos} are cut");
+        }
         let pos = pos.min(self.file_size);
         self.mmap.rewind_for_recovery(pos);
         self.wrote.store(pos, Ordering::Release);
         self.flushed.store(pos, Ordering::Release);
+        if let Some(w) = self.window.get() {
+            let _d = self.window_decided();
+            let edge = pos.next_multiple_of(w.segment_len()).min(self.file_size);
+            self.window_edge.store(edge, Ordering::Release);
+        }
     }
 
     /// Zero `[pos, file_size)` so a later scan cannot mistake stale bytes for records (only
@@ -1030,6 +1237,13 @@ impl SelectMappedBufferResult {
     #[must_use]
     pub fn file_pos(&self) -> usize {
         self.pos
+    }
+
+    /// Whether the file itself holds the bytes (`sendfile` may read them); false while they
+    /// are in the append window, whose pages only the mapping reads.
+    #[must_use]
+    pub fn on_file(&self) -> bool {
+        self.file.on_file(self.pos, self.len)
     }
 }
 

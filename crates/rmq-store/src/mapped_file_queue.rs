@@ -62,6 +62,7 @@ pub struct MappedFileQueue {
     dropped_where: AtomicI64,
     store_timestamp: AtomicI64,
     pool: Option<Arc<TransientStorePool>>,
+    window: Option<Arc<crate::append_window::AppendWindow>>,
     allocator: Option<Allocator>,
     for_sync_flush: bool,
     /// `load` extends a file shorter than `file_size` instead of refusing it.
@@ -85,6 +86,7 @@ impl MappedFileQueue {
             dropped_where: AtomicI64::new(0),
             store_timestamp: AtomicI64::new(0),
             pool: None,
+            window: None,
             allocator: None,
             for_sync_flush: false,
             extend_short_files: false,
@@ -96,6 +98,50 @@ impl MappedFileQueue {
     pub fn with_pool(mut self, pool: Arc<TransientStorePool>) -> Self {
         self.pool = Some(pool);
         self
+    }
+
+    /// Append new files through `window` (see `append_window`), and the last one once
+    /// recovery has found its end ([`attach_window_to_last`](Self::attach_window_to_last)).
+    #[must_use]
+    pub fn with_window(mut self, window: Arc<crate::append_window::AppendWindow>) -> Self {
+        self.window = Some(window);
+        self
+    }
+
+    /// Append the rest of the last file through the window (after recovery).
+    pub fn attach_window_to_last(&self) {
+        if let (Some(w), Some(last)) = (&self.window, self.last_mapped_file()) {
+            if !last.is_full() {
+                last.attach_window(Arc::clone(w));
+            }
+        }
+    }
+
+    /// Whether files are appended through an append window.
+    #[must_use]
+    pub fn has_window(&self) -> bool {
+        self.window.is_some()
+    }
+
+    /// The window's step (see `MappedFile::commit_window`) for the last file and every
+    /// file that still holds segments (files filled faster than the step runs).
+    pub fn commit_window(&self) {
+        if self.window.is_none() {
+            return;
+        }
+        for f in self.windowed_files() {
+            f.commit_window();
+        }
+    }
+
+    /// The last file and every file holding segments of the window, oldest first.
+    fn windowed_files(&self) -> Vec<Arc<MappedFile>> {
+        let files = self.files.read().unwrap_or_else(PoisonError::into_inner);
+        let last = files.len().saturating_sub(1);
+        (files.iter().enumerate())
+            .filter(|&(i, f)| i == last || f.holds_window_segments())
+            .map(|(_, f)| Arc::clone(f))
+            .collect()
     }
 
     /// Lay new files out for SYNC_FLUSH (see `MappedFile::create_with`); set before `load`.
@@ -256,6 +302,10 @@ impl MappedFileQueue {
                 })?,
             ),
         };
+        if let Some(w) = &self.window {
+            file.attach_window(Arc::clone(w));
+            file.commit_window();
+        }
         if let Some(pool) = &self.pool {
             match pool.borrow_buffer() {
                 Some(buf) => file.attach_write_buffer(buf, Arc::clone(pool)),
@@ -582,10 +632,26 @@ impl MappedFileQueue {
         }
     }
 
-    /// Stop the allocator thread and remove a pre-created file nobody used.
+    /// Stop the allocator thread and remove a pre-created file nobody used; write the append
+    /// window out and close it.
     pub fn shutdown(&self) {
         if let Some(a) = &self.allocator {
             a.stop();
+        }
+        if let Some(w) = &self.window {
+            let detached = self
+                .windowed_files()
+                .iter()
+                .all(|f| match f.detach_window() {
+                    Ok(()) => true,
+                    Err(e) => {
+                        log::error!("{e}; recovery replays the window at the next start");
+                        false
+                    }
+                });
+            if detached {
+                w.close();
+            }
         }
     }
 }

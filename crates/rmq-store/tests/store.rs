@@ -86,6 +86,8 @@ fn put_get_across_file_rolls_with_blank_filler() {
         offsets.push(r.append);
     }
     wait_dispatched(&store);
+    // The file holds what is flushed (appends may still be in the append window's memory).
+    store.flush().unwrap();
     // ~300 * 700 bytes over 64 KiB files: several files, each padded with a BLANK record.
     let files: Vec<_> = std::fs::read_dir(dir.path().join("commitlog"))
         .unwrap()
@@ -691,5 +693,99 @@ fn unused_topics_lose_their_consume_queues() {
     assert!(!dir.path().join("consumequeue/Gone").exists());
     assert_eq!(bodies(&store, "Kept", 0, 0, 8), vec![b"k".to_vec()]);
     assert_eq!(put(&store, "Gone", 1, b"again", b"").append.queue_offset, 0);
+    store.shutdown().unwrap();
+}
+
+/// The `/dev/shm` window directories of the store at `root` (see `append_window`).
+fn windows_of(root: &Path) -> Vec<std::path::PathBuf> {
+    let root = root.canonicalize().unwrap();
+    std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            std::fs::read(p.join("store")).is_ok_and(|s| s == root.as_os_str().as_encoded_bytes())
+        })
+        .collect()
+}
+
+/// Every message of queue 0 of `topic`, in order.
+fn all_of(store: &MessageStore, topic: &str) -> Vec<rmq_store::SelectMappedBufferResult> {
+    let mut out = Vec::new();
+    loop {
+        let got = store.get_message(topic, 0, i64::try_from(out.len()).unwrap(), 32, None);
+        if got.messages.is_empty() {
+            return out;
+        }
+        out.extend(got.messages);
+    }
+}
+
+/// `got` holds 400 records with the bodies [`body_of`] gives.
+fn assert_bodies(got: &[rmq_store::SelectMappedBufferResult]) {
+    assert_eq!(got.len(), 400);
+    for (i, m) in got.iter().enumerate() {
+        let Scan::Message(rec) = scan_record(m.bytes(), true) else {
+            panic!("record {i}")
+        };
+        assert_eq!(rec.body, body_of(i));
+    }
+}
+
+#[test]
+fn async_flush_appends_through_the_append_window_and_keeps_every_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    // 64 KiB CommitLog files: 16 KiB segments, four ranges a file.
+    let store = open(&root, &[]);
+    assert_eq!(
+        windows_of(&root).len(),
+        1,
+        "an ASYNC_FLUSH store appends through a window"
+    );
+    for i in 0..400 {
+        let r = put(
+            &store,
+            "W",
+            0,
+            &body_of(i),
+            &props("TagA", &format!("k{i}")),
+        );
+        assert_eq!(r.status, PutMessageStatus::PutOk);
+    }
+    wait_dispatched(&store);
+    // Every message reads back while the newest are still in the window's memory.
+    let got = all_of(&store, "W");
+    let windows = windows_of(&root);
+    assert!(windows[0].join("segment-0").exists(), "segments were taken");
+    // The window's thread writes full ranges out and maps the file back within a step.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !got[0].on_file() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(
+        got[0].on_file(),
+        "the oldest was written out and its range retired"
+    );
+    assert_bodies(&got);
+    drop(got);
+    store.shutdown().unwrap();
+    assert!(
+        windows_of(&root).is_empty(),
+        "a clean shutdown removes the window"
+    );
+    // The files hold every record: a store opened again reads them all from disk.
+    let store = open(&root, &[]);
+    let got = all_of(&store, "W");
+    assert_bodies(&got);
+    drop(got);
+    store.shutdown().unwrap();
+}
+
+#[test]
+fn sync_flush_stores_have_no_append_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path(), &[("flushDiskType", "SYNC_FLUSH")]);
+    assert!(windows_of(dir.path()).is_empty());
     store.shutdown().unwrap();
 }

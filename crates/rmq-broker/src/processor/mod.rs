@@ -57,6 +57,9 @@ impl FileRegion for StoreRegion {
     fn bytes(&self) -> &[u8] {
         self.0.bytes()
     }
+    fn on_file(&self) -> bool {
+        self.0.on_file()
+    }
 }
 
 /// A response to `req` with `code` and `remark`.

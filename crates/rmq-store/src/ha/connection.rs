@@ -264,7 +264,6 @@ impl HaConnection {
         let mut s = &self.stream;
         let _ = s.set_write_timeout(Some(Duration::from_secs(5)));
         let mut last_write = Instant::now();
-        let mut copy = Vec::new();
         while !self.closed.load(Ordering::Acquire) {
             let Some(st) = store.upgrade() else { return };
             let req = self.request_offset.load(Ordering::Acquire);
@@ -288,15 +287,16 @@ impl HaConnection {
             let sent = match st.commit_log_region(next, settings.batch) {
                 Some((file, pos, len)) => {
                     let header = frame_header(next, len);
-                    let ok = match &self.tls {
-                        None => {
+                    // The bytes go from the file with `sendfile` when it holds them; from the
+                    // mapping otherwise (the append window's, see `mmap::segment`) and over TLS.
+                    let ok = match (&self.tls, file.read(pos, len)) {
+                        (None, _) if file.on_file(pos, len) => {
                             send_header_more(&self.stream, &header).is_ok()
                                 && send_region(&self.stream, file.file(), pos as u64, len).is_ok()
                         }
-                        Some(t) => {
-                            send_region_tls(t, &header, file.file(), pos as u64, len, &mut copy)
-                                .is_ok()
-                        }
+                        (None, Some(bytes)) => send_all(&self.stream, &[&header, bytes]).is_ok(),
+                        (Some(t), Some(bytes)) => t.send(&[&header, bytes]).is_ok(),
+                        (_, None) => false,
                     };
                     if !ok {
                         return;
@@ -366,20 +366,27 @@ fn send_region(
     Ok(())
 }
 
-/// Over TLS: read `len` bytes of `file` from `pos` into `copy` and send them after `header`,
-/// encrypted.
-fn send_region_tls(
-    tls: &TlsDuplex,
-    header: &[u8],
-    file: &std::fs::File,
-    pos: u64,
-    len: usize,
-    copy: &mut Vec<u8>,
-) -> std::io::Result<()> {
-    use std::os::unix::fs::FileExt;
-    copy.resize(len, 0);
-    file.read_exact_at(copy, pos)?;
-    tls.send(&[header, copy])
+/// Send every byte of `parts`, in order, on the blocking socket.
+fn send_all(sock: &TcpStream, parts: &[&[u8]]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut slices: Vec<std::io::IoSlice<'_>> =
+        parts.iter().map(|p| std::io::IoSlice::new(p)).collect();
+    let mut s = &mut slices[..];
+    let mut w: &TcpStream = sock;
+    while !s.is_empty() {
+        match w.write_vectored(s) {
+            Ok(0) => {
+                return Err(std::io::Error::new(
+                    ErrorKind::WriteZero,
+                    "the socket accepted no bytes",
+                ))
+            }
+            Ok(n) => std::io::IoSlice::advance_slices(&mut s, n),
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Send a frame header with `MSG_MORE`, so it leaves in one segment with the body that

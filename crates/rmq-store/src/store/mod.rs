@@ -58,6 +58,7 @@ pub use replica::{HaRuntimeInfo, ReplicaWait};
 pub use retention::{CleanReport, DeleteReason};
 pub use runtime_info::human_readable_bytes;
 
+use crate::append_window::AppendWindow;
 use crate::checkpoint::StoreCheckpoint;
 use crate::commit_log::CommitLog;
 use crate::config::{FlushDiskType, StoreConfig};
@@ -182,7 +183,15 @@ impl MessageStore {
         if let Some(p) = &pool {
             cl_queue = cl_queue.with_pool(Arc::clone(p));
         }
+        if !last_exit_ok {
+            crate::append_window::replay(&root, &root.join("commitlog"))?;
+        }
         cl_queue.load()?;
+        if pool.is_none() && config.flush_disk_type == FlushDiskType::AsyncFlush {
+            if let Some(w) = AppendWindow::open(&root, config.mapped_file_size_commit_log) {
+                cl_queue = cl_queue.with_window(Arc::new(w));
+            }
+        }
         let cl_queue = cl_queue.with_allocator(config.warm_mapped_file_enable);
         let commit_log = CommitLog::new(cl_queue, store_host, config.max_message_size);
         let checkpoint = StoreCheckpoint::open(&root.join("checkpoint"))?;
@@ -225,6 +234,7 @@ impl MessageStore {
             config,
         };
         store.recover()?;
+        store.commit_log.queue().attach_window_to_last();
         // Past every record a recovered unit reaches, even one left pointing beyond the
         // recovered CommitLog (units of a queue are in CommitLog order: its last is its end).
         let recovered_end = (store.consume_queues.all().iter())

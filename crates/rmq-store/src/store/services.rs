@@ -132,6 +132,9 @@ impl MessageStore {
                 );
             })?);
         }
+        if self.commit_log.queue().has_window() {
+            threads.push(self.spawn_append_window()?);
+        }
         let s = Arc::clone(self);
         threads.push(spawn("rmq-reput", move || s.run_reput())?);
         let s = Arc::clone(self);
@@ -192,6 +195,18 @@ impl MessageStore {
     /// nothing it sleeps until new CommitLog bytes wake it ([`Self::data_published`]), or for
     /// [`REPUT_IDLE_WAIT`]: an idle broker, or one serving only pulls, no longer wakes a
     /// thousand times a second for nothing.
+    /// The append window's thread (see `append_window`).
+    fn spawn_append_window(self: &Arc<Self>) -> Result<JoinHandle<()>> {
+        let s = Arc::clone(self);
+        spawn("rmq-append-window", move || {
+            let waker = &s.services.commit_waker;
+            while !waker.is_stopped() {
+                s.commit_log.queue().commit_window();
+                waker.wait(crate::append_window::COMMIT_INTERVAL);
+            }
+        })
+    }
+
     fn run_reput(&self) {
         let targets = self.dispatch_targets();
         let waker = &self.services.reput_waker;

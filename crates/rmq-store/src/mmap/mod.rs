@@ -40,6 +40,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use memmap2::{MmapMut, MmapOptions};
 
+mod segment;
+pub(crate) use segment::{SegmentOwner, ShmSegment};
+
 /// Size of an OS page; flush and commit thresholds count these.
 pub(crate) const OS_PAGE_SIZE: usize = 4096;
 
@@ -225,6 +228,13 @@ pub(crate) struct MmapFile {
     reserving: std::sync::Mutex<()>,
     /// Step by which `reserved` advances.
     chunk: usize,
+    /// End of the last byte [`write`](Self::write) has stored (published or not yet).
+    written_end: AtomicUsize,
+    /// Shared-memory segments mapped over ranges of the mapping (see `segment`), by start.
+    segments: std::sync::Mutex<Vec<segment::Attached>>,
+    /// Start of the lowest attached segment, `usize::MAX` when none is: below it the file
+    /// holds every published byte.
+    on_file_below: AtomicUsize,
 }
 
 /// An atomic on a cache line of its own. The dispatch thread reads `published` after every
@@ -324,6 +334,9 @@ impl MmapFile {
             reserved: AtomicUsize::new(reserved.min(len)),
             reserving: std::sync::Mutex::new(()),
             chunk: reserve_chunk(len),
+            written_end: AtomicUsize::new(published.min(len)),
+            segments: std::sync::Mutex::new(Vec::new()),
+            on_file_below: AtomicUsize::new(usize::MAX),
         })
     }
 
@@ -375,6 +388,7 @@ impl MmapFile {
             )));
         }
         self.reserve_for_writer(end)?;
+        self.written_end.fetch_max(end, Ordering::AcqRel);
         // SAFETY: in bounds; at or above the published end, which cannot move while the
         // claim is held, so no reader sees these bytes, and the claim makes this the only
         // writer; below the reserved end, so every block under them is allocated and the
@@ -489,6 +503,7 @@ impl MmapFile {
     pub(crate) fn rewind_for_recovery(&self, end: usize) {
         let _claim = WriteClaim::take(&self.writing);
         self.published.store(end.min(self.len), Ordering::Release);
+        self.written_end.store(end.min(self.len), Ordering::Release);
     }
 
     /// Bytes `[pos, pos + len)` without a check of the publish protocol.
@@ -548,7 +563,13 @@ impl MmapFile {
     /// The OS error of either call (the range's pages may then stay cached).
     pub(crate) fn drop_cached(&self, pos: usize, len: usize) -> io::Result<()> {
         let from = pos.next_multiple_of(OS_PAGE_SIZE);
-        let to = pos.saturating_add(len).min(self.len) / OS_PAGE_SIZE * OS_PAGE_SIZE;
+        // Never into an attached segment: its pages are the append window's, not the cache's.
+        let to = pos
+            .saturating_add(len)
+            .min(self.len)
+            .min(self.on_file_below())
+            / OS_PAGE_SIZE
+            * OS_PAGE_SIZE;
         if from >= to {
             return Ok(());
         }
