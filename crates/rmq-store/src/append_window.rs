@@ -390,7 +390,9 @@ mod tests {
                 append(&f, i);
             }
             assert!(!f.on_file(expected.len() - 1000, 1000));
-            // The process dies here: nothing is flushed, detached or closed.
+            // The process dies here: nothing is flushed, detached or closed (a dropped file
+            // would write its segments out).
+            std::mem::forget(f);
         }
         let dir = root.path().join("commitlog");
         let path = dir.join(crate::format::file_name(FROM));
@@ -411,6 +413,29 @@ mod tests {
         std::fs::write(&path, vec![0u8; FILE]).unwrap();
         assert_eq!(replay(root.path(), &dir).unwrap(), 0);
         let _ = std::fs::remove_dir_all(dir_of(root.path()));
+    }
+
+    #[test]
+    fn a_file_dropped_while_it_holds_segments_writes_them_out_and_gives_them_back() {
+        let root = tempfile::tempdir().unwrap();
+        let (w, f) = windowed(root.path());
+        for i in 0..20 {
+            if i % 4 == 0 {
+                f.commit_window();
+            }
+            append(&f, i);
+        }
+        assert!(f.holds_window_segments());
+        let file = f.file().try_clone().unwrap();
+        drop(f);
+        let expected: Vec<u8> = (0..20).flat_map(record).collect();
+        let mut got = vec![0u8; expected.len()];
+        file.read_exact_at(&mut got, 0).unwrap();
+        assert_eq!(got, expected);
+        let free = w.free.lock().unwrap();
+        assert_eq!(free.0.len(), free.1, "every segment created is free again");
+        drop(free);
+        w.close();
     }
 
     #[test]

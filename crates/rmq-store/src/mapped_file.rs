@@ -476,11 +476,20 @@ impl MappedFile {
         let left = self.file_size - self.wrote.load(Ordering::Relaxed);
         let mut header = [0u8; crate::format::END_FILE_MIN_BLANK_LENGTH];
         crate::format::encode_blank(&mut header, left);
-        let n = header.len().min(left);
-        // In the append window the padding is written too: a segment's pages hold a range
-        // appended before, and the file must read as zeros past the header, as it does
-        // without the window (a sparse file's hole).
-        let n = if self.window.get().is_some() { left } else { n };
+        // In the append window the padding over segments is written too (up to the decided
+        // edge, which closes: no range past it gets one now): a segment's pages hold a range
+        // appended before, and the file must read as zeros past the header, as without it.
+        let wrote = self.wrote.load(Ordering::Relaxed);
+        let n = match self.window.get() {
+            Some(_) => {
+                let _d = self.window_decided();
+                let edge = self.window_edge.swap(self.file_size, Ordering::AcqRel);
+                edge.max(wrote + header.len())
+            }
+            None => wrote + header.len(),
+        }
+        .min(self.file_size)
+            - wrote;
         self.append_record(n, &mut Vec::new(), |dst| {
             let h = header.len().min(dst.len());
             dst[..h].copy_from_slice(&header[..h]);
@@ -502,7 +511,9 @@ impl MappedFile {
     }
 
     /// Append through `window` from here on: the CommitLog's files in the ASYNC_FLUSH layout
-    /// without a pool buffer, whose size is a whole number of its segments.
+    /// without a pool buffer, whose size is a whole number of its segments. (Under
+    /// SYNC_FLUSH, where every round writes the partial last page out, the window's
+    /// `O_DIRECT` writes cost more than the staged `pwrite`: benches/RESULTS.md.)
     pub(crate) fn attach_window(&self, window: Arc<AppendWindow>) {
         let seg = window.segment_len();
         if !self.file_size.is_multiple_of(seg)
@@ -548,7 +559,8 @@ impl MappedFile {
         {
             let _d = self.window_decided();
             let edge = self.window_edge.load(Ordering::Acquire);
-            if edge < self.file_size && edge < self.wrote_position() + seg {
+            let wrote = self.wrote_position();
+            if edge < self.file_size && edge < wrote + seg && !self.is_full() {
                 if let Some(s) = w.take() {
                     if let Err(e) = self.attach_segment(s, edge, w) {
                         log::warn!(
@@ -958,6 +970,19 @@ impl MappedFile {
         ) {
             Ok(_) => now,
             Err(prev) => prev,
+        }
+    }
+}
+
+impl Drop for MappedFile {
+    /// A file dropped while it holds segments of the append window (a store dropped without
+    /// a shutdown, a slave's truncation deleting files) writes them out and gives them back,
+    /// so the bytes reach the file and the window keeps its segments.
+    fn drop(&mut self) {
+        if self.holds_window_segments() {
+            if let Err(e) = self.detach_window() {
+                log::error!("{e}");
+            }
         }
     }
 }
