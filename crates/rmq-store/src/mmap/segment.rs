@@ -236,7 +236,7 @@ impl MmapFile {
             return Err((seg, invalid(format!("cannot attach {len} bytes at {at}"))));
         }
         let mut segs = self.segments.lock().unwrap_or_else(PoisonError::into_inner);
-        {
+        let moved = {
             let _claim = WriteClaim::take(&self.writing);
             if at < self.published() || at < self.written_end.load(Ordering::Acquire) {
                 return Err((seg, invalid(format!("{at} has been written already"))));
@@ -244,21 +244,25 @@ impl MmapFile {
             // No byte of the range was ever written or published (checked under the claim,
             // which keeps the writer out until it is mapped), so no reference into it exists;
             // the segment's pages are allocated in its tmpfs file.
-            if self.move_pages(seg.home, at, len, true).is_err() {
-                // A kernel without `MREMAP_DONTUNMAP` for shared mappings (before 5.13):
-                // map the segment there and fault its pages in.
+            let moved = self.move_pages(seg.home, at, len, true).is_ok();
+            if !moved {
+                // A kernel without `MREMAP_DONTUNMAP` for shared mappings (before 5.13): map
+                // the segment there (its pages are faulted in below, outside the claim).
                 if let Err(e) = self.map_over(at, len, &seg.file, HEADER_BYTES) {
                     self.map_file_over(at, len);
                     return Err((seg, e));
                 }
-                // SAFETY: advice on a range of our own live mapping; it changes no byte.
-                unsafe {
-                    libc::madvise(
-                        self.ptr.add(at).cast::<libc::c_void>(),
-                        len,
-                        libc::MADV_POPULATE_READ,
-                    );
-                }
+            }
+            moved
+        };
+        if !moved {
+            // SAFETY: advice on a range of our own live mapping; it changes no byte.
+            unsafe {
+                libc::madvise(
+                    self.ptr.add(at).cast::<libc::c_void>(),
+                    len,
+                    libc::MADV_POPULATE_READ,
+                );
             }
         }
         segs.push(Attached {
