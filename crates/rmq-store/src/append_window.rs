@@ -149,12 +149,16 @@ impl AppendWindow {
 
     /// A segment back from a file, its range on the file.
     pub(crate) fn give(&self, seg: ShmSegment) {
-        seg.clear_owner();
-        self.free
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .0
-            .push(seg);
+        self.give_all([seg]);
+    }
+
+    /// Segments back from a file, their ranges on the file.
+    pub(crate) fn give_all(&self, segs: impl IntoIterator<Item = ShmSegment>) {
+        let mut free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
+        for seg in segs {
+            seg.clear_owner();
+            free.0.push(seg);
+        }
     }
 
     /// Record that the CommitLog holds every byte below global offset `end` (after each

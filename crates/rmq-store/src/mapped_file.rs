@@ -571,17 +571,20 @@ impl MappedFile {
                 }
             }
         }
-        match self.mmap.commit_segments(self.direct_file(), true) {
-            Ok(done) => {
-                for s in done {
-                    w.give(s);
-                }
-            }
-            Err(e) => log::error!(
-                "writing the append window of {} out: {e}; will retry",
-                self.path.display()
-            ),
+        if let Err(e) = self.write_window_out(w) {
+            log::error!("{e}; will retry");
         }
+    }
+
+    /// Write what is published of the attached segments to the file and give back those
+    /// whose range is on the file whole.
+    fn write_window_out(&self, w: &AppendWindow) -> Result<()> {
+        let done = self
+            .mmap
+            .commit_segments(self.direct_file(), true)
+            .ctx(|| format!("writing the append window of {} out", self.path.display()))?;
+        w.give_all(done);
+        Ok(())
     }
 
     /// Map `s` over the range at `edge` and move the edge past it (under `window_decided`).
@@ -632,9 +635,7 @@ impl MappedFile {
             .mmap
             .detach_all(self.direct_file())
             .ctx(|| format!("writing the append window of {} out", self.path.display()))?;
-        for s in done {
-            w.give(s);
-        }
+        w.give_all(done);
         Ok(())
     }
 
@@ -858,17 +859,9 @@ impl MappedFile {
             pages(read) - pages(flushed) >= least_pages
         };
         if able {
-            if window {
+            if let Some(w) = self.window.get() {
                 let _d = self.window_decided();
-                let done = self
-                    .mmap
-                    .commit_segments(self.direct_file(), true)
-                    .ctx(|| format!("writing the append window of {} out", self.path.display()))?;
-                if let Some(w) = self.window.get() {
-                    for s in done {
-                        w.give(s);
-                    }
-                }
+                self.write_window_out(w)?;
             }
             if write_through || window {
                 self.mmap.file().sync_data()
