@@ -27,6 +27,9 @@ from rmq.errors import RmqError
 sys.path.insert(0, str(Path(__file__).parent / "compat"))
 from compat_common import create_topic_header
 
+sys.path.insert(0, str(Path(__file__).parent.parent))  # the repository: chaos.walk
+from chaos.walk import commit_log_digest
+
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 60.0
 
@@ -217,6 +220,23 @@ def wait_until(cond: Callable[[], object], what: str, timeout: float = 30.0) -> 
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
         time.sleep(0.05)
+
+
+def wait_commit_logs_agree(
+    stores: tuple[Path, Path], end: int, file_size: int, timeout: float = 10.0
+) -> tuple[str, str]:
+    """SHA-256 of the CommitLog bytes ``[0, end)`` in two store roots, polled until they agree
+    or ``timeout`` s pass: a running rmq broker writes its newest bytes to the file within its
+    append window's step (10 ms), while its readers see them at once."""
+
+    def digests() -> tuple[str, str]:
+        a, b = (commit_log_digest(s / "commitlog", end, file_size) for s in stores)
+        return a, b
+
+    deadline = time.monotonic() + timeout
+    while len(set(found := digests())) > 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return found
 
 
 class Collector:

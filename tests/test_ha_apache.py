@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from helpers import (
     create_topic,
     free_port,
     pull_header,
+    wait_commit_logs_agree,
     wait_until,
 )
 from rmq._rmq import RemotingClient, StoredMessage, decode_messages
@@ -34,9 +34,6 @@ from rmq.errors import RmqError
 
 sys.path.insert(0, str(Path(__file__).parent / "compat" / "apache_broker"))
 from apache_rocketmq import ApacheBroker, ApacheRocketMQ, free_broker_port
-
-sys.path.insert(0, str(Path(__file__).parent.parent))  # the repository: chaos.walk
-from chaos.walk import commit_log_digest
 
 pytestmark = pytest.mark.timeout(420)
 
@@ -152,18 +149,7 @@ def check_replica(
         lambda: commit_log_max_offset(client, slave_addr) == end, "the slave's max offset", 30
     )
 
-    # A running rmq broker writes its newest bytes to the file within its append window's
-    # step (10 ms); readers of the broker see them at once.
-    def digests() -> tuple[str, str]:
-        return (
-            commit_log_digest(slave_store / "commitlog", end, FILE_SIZE),
-            commit_log_digest(master_store / "commitlog", end, FILE_SIZE),
-        )
-
-    deadline = time.monotonic() + 10
-    while len(set(digests())) > 1 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    on_slave, on_master = digests()
+    on_slave, on_master = wait_commit_logs_agree((slave_store, master_store), end, FILE_SIZE)
     assert on_slave == on_master, f"the slave's CommitLog differs from the master's\n{explain}"
     from_master = pull_all(client, master_addr, topic)
     assert MESSAGES < len(from_master) <= MESSAGES + probes

@@ -15,9 +15,18 @@ from pathlib import Path
 import pytest
 
 import rmq
-from helpers import TEST_STORE_CONF, BrokerProcess, commit_log_max_offset, free_port, wait_until
+from helpers import (
+    TEST_STORE_CONF,
+    BrokerProcess,
+    commit_log_max_offset,
+    free_port,
+    wait_commit_logs_agree,
+    wait_until,
+)
 from rmq._rmq import RemotingClient
 from tls_helpers import Namesrv, Pki, make_pki, server_keys
+
+FILE_SIZE = 4194304
 
 
 @pytest.fixture
@@ -45,7 +54,7 @@ def start(
         f"listenPort = {port}\n"
         "haListenPort = 0\n"  # ephemeral: listenPort + 1 may be taken
         f"storePathRootDir = {tmp / name}\n"
-        "mappedFileSizeCommitLog = 4194304\n" + TEST_STORE_CONF + extra
+        f"mappedFileSizeCommitLog = {FILE_SIZE}\n" + TEST_STORE_CONF + extra
     )
     proc = BrokerProcess("-c", str(conf), "-n", ns, cwd=tmp)
     proc.wait_for("listening on")
@@ -77,12 +86,10 @@ def test_slave_replicates_from_a_tls_master(tmp_path: Path, pki: Pki, namesrv: N
             )
         except AssertionError as e:
             raise AssertionError(f"{e}\nmaster:\n{master.log}\nslave:\n{slave.log}") from None
-        master_root, slave_root = (
-            tmp_path / "master" / "commitlog",
-            tmp_path / "slave" / "commitlog",
+        on_slave, on_master = wait_commit_logs_agree(
+            (tmp_path / "slave", tmp_path / "master"), end, FILE_SIZE
         )
-        first = sorted(p.name for p in master_root.iterdir())[0]
-        assert (slave_root / first).read_bytes()[:end] == (master_root / first).read_bytes()[:end]
+        assert on_slave == on_master, "the slave's CommitLog differs from the master's"
     finally:
         slave.kill()
         master.kill()
