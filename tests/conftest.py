@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -22,6 +23,19 @@ if TYPE_CHECKING:
 os.environ.setdefault("RMQ_LOG_DIR", "-")
 # Nor do their nameservers share ~/namesrv/kvConfig.json (a test of the file sets kvConfigPath).
 os.environ.setdefault("RMQ_KV_CONFIG_PATH", "-")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def remove_append_windows(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Remove the append windows (``/dev/shm/rmq-window-*``, see rmq-store's append_window)
+    of the brokers this session killed: a killed broker leaves its window for the replay at
+    its next start, and a store is only cleaned up by the next store started on the machine."""
+    yield
+    base = str(tmp_path_factory.getbasetemp())
+    for window in Path("/dev/shm").glob("rmq-window-*"):
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            if (window / "store").read_text().startswith(base):
+                shutil.rmtree(window)
 
 
 @contextlib.contextmanager
