@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, TryLockError};
 
 use rmq_common::fx::FxHashMap;
 
@@ -189,7 +189,7 @@ impl ConsumeQueueTable {
         removed
     }
 
-    /// The dispatch thread's view, held for one dispatch pass.
+    /// The dispatch pass's view, held for one pass.
     pub(crate) fn lock_dispatch_cache(&self) -> DispatchCache<'_> {
         DispatchCache {
             table: self,
@@ -198,6 +198,16 @@ impl ConsumeQueueTable {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner),
         }
+    }
+
+    /// The same view unless another pass holds it.
+    pub(crate) fn try_lock_dispatch_cache(&self) -> Option<DispatchCache<'_>> {
+        let cache = match self.dispatch_cache.try_lock() {
+            Ok(c) => c,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => return None,
+        };
+        Some(DispatchCache { table: self, cache })
     }
 }
 

@@ -108,6 +108,14 @@ pub(crate) struct DispatchTargets<'a> {
     pub(crate) index: Option<&'a IndexService>,
 }
 
+/// What a dispatch pass did.
+struct Pass {
+    /// The dispatch position moved.
+    progressed: bool,
+    /// A record could not be dispatched (see `report_dispatch_error`); it is retried later.
+    blocked: bool,
+}
+
 /// The dispatch position and its pass (RocketMQ's `ReputMessageService`).
 pub(crate) struct ReputService {
     /// CommitLog offset up to which every record is dispatched.
@@ -168,12 +176,29 @@ impl ReputService {
             .unwrap_or_else(PoisonError::into_inner) = Some(l);
     }
 
-    /// One dispatch pass over what the CommitLog holds past the dispatch position. Returns
-    /// true when it made progress.
+    /// One dispatch pass over what the CommitLog holds past the dispatch position, on the
+    /// dispatch thread. Returns true when it made progress.
     pub(crate) fn do_reput(&self, t: &DispatchTargets<'_>) -> bool {
+        let pass = self.pass(t.consume_queues.lock_dispatch_cache(), t);
+        if pass.blocked {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        pass.progressed
+    }
+
+    /// A pass on the put path, right after a batch was appended: its records are still in
+    /// that thread's cache, where the dispatch thread would load them from another core's.
+    /// Returns false when another pass holds the position or this one is blocked: the
+    /// dispatch thread is to be woken then (and retries a blocked record on its own pace).
+    pub(crate) fn reput_inline(&self, t: &DispatchTargets<'_>) -> bool {
+        t.consume_queues
+            .try_lock_dispatch_cache()
+            .is_some_and(|cache| !self.pass(cache, t).blocked)
+    }
+
+    fn pass(&self, mut cache: DispatchCache<'_>, t: &DispatchTargets<'_>) -> Pass {
         // The position is read under the cache lock: a CommitLog truncation moves it back
         // while holding that lock.
-        let mut cache = t.consume_queues.lock_dispatch_cache();
         let mut reput = self.reput_from_offset.load(Ordering::Acquire);
         let min = t.commit_log.min_offset();
         if reput < min {
@@ -256,13 +281,17 @@ impl ReputService {
             }
             self.reput_from_offset.store(reput, Ordering::Release);
             if blocked {
-                drop(cache);
-                std::thread::sleep(Duration::from_millis(100));
-                return reput != start;
+                return Pass {
+                    progressed: reput != start,
+                    blocked: true,
+                };
             }
         }
         self.reput_from_offset.store(reput, Ordering::Release);
-        reput != start
+        Pass {
+            progressed: reput != start,
+            blocked: false,
+        }
     }
 
     fn report_dispatch_error(&self, e: &StoreError, at: i64) {
