@@ -51,11 +51,6 @@ impl BrokerServer {
         }
         c.config_dir = PathBuf::from(&store.root).join("config");
         let fallback = handler.map(|h| Arc::new(PyHandler::new(h)) as Arc<dyn RequestHandler>);
-        // A frame buffer per request, freed after it: keep that memory for the next one
-        // rather than faulting it in again (rmq_store::retain_freed_heap says why).
-        if !rmq_store::retain_freed_heap(rmq_protocol::codec::MAX_FRAME_BYTES) {
-            log::debug!("the C allocator keeps its own trimming (not glibc, or it refused)");
-        }
         let controller =
             BrokerController::new(c, Arc::clone(&store.inner), fallback).map_err(|e| match e {
                 rmq_broker::BrokerError::Acl(msg) => raise(py, "ConfigError", msg),

@@ -58,7 +58,6 @@ pub use error::{Result, StoreError};
 pub use format::{CqUnit, DecodedRecord, MessageToStore};
 pub use mapped_file::SelectMappedBufferResult;
 pub use mapped_file_queue::DeletedFile;
-pub use mmap::retain_freed_heap;
 pub use schedule::{DeliverOutcome, SCHEDULE_TOPIC};
 pub use store::{
     CleanReport, ConsumeProgress, ConsumeQueueUnits, DeleteReason, GetMessageResult,

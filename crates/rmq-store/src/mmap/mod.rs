@@ -1,7 +1,7 @@
 //! The one module of rmq that talks to the OS below `std`: file mappings, anonymous
 //! `mlock`ed buffers for the transient store pool, `fallocate`, `lseek(SEEK_DATA)`,
-//! `statvfs`, and the C allocator's trimming ([`retain_freed_heap`]). Every `unsafe` block in
-//! the project is here, each with the invariant that makes it sound.
+//! and `statvfs`. Every `unsafe` block in the project is here, each with the invariant that
+//! makes it sound.
 //!
 //! Files are created sparse (RocketMQ's `setLength`) unless asked to be allocated up front
 //! ([`Prealloc`]). A store through a shared mapping into a hole of a full file system raises
@@ -962,41 +962,6 @@ impl DiskSpace {
         #[expect(clippy::cast_precision_loss, reason = "a ratio, for the disk guard")]
         let ratio = self.used as f64 / usable as f64;
         ratio.clamp(0.0, 1.0)
-    }
-}
-
-/// Keep freed heap memory for reuse instead of handing it back to the kernel: blocks below
-/// `largest_block` come from the heap (not a mapping of their own), and a heap's free top is
-/// trimmed only past twice that. Returns false where this is not glibc or it refused.
-///
-/// Why: a broker receiving big messages allocates and frees a frame buffer per request
-/// (1 MiB bodies: a buffer per MiB). glibc gave those pages back (`madvise`) as soon as a
-/// heap's free top passed its trim threshold, and the next frame faulted them in again:
-/// 389 659 page faults and 420 `madvise` calls in 10 s of 1 MiB sends at 8 threads, 17 171
-/// and 15 with this (broker CPU −21 %; benches/RESULTS.md, issue 18, sixth round). Apache's
-/// broker keeps its whole Java heap committed. The cost: up to twice `largest_block` stays
-/// resident per allocator arena after a burst.
-#[must_use]
-pub fn retain_freed_heap(largest_block: usize) -> bool {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        let (Ok(mmap), Ok(trim)) = (
-            libc::c_int::try_from(largest_block),
-            libc::c_int::try_from(largest_block.saturating_mul(2)),
-        ) else {
-            return false;
-        };
-        // SAFETY: `mallopt` only sets two of glibc's allocator parameters; no memory is
-        // passed, and allocations made before or after stay valid.
-        unsafe {
-            libc::mallopt(libc::M_MMAP_THRESHOLD, mmap) == 1
-                && libc::mallopt(libc::M_TRIM_THRESHOLD, trim) == 1
-        }
-    }
-    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-    {
-        let _ = largest_block;
-        false
     }
 }
 
