@@ -16,7 +16,10 @@
 /// sync sends (benches/RESULTS.md, issue 18 sixteenth round: 2–7 % less CPU per message and
 /// 5–10 % more messages a second in the 1 KiB rows). It also keeps a freed 1 MiB frame buffer
 /// for the next request without being told to, which glibc did only with its trim and mmap
-/// thresholds raised (the sixth round). Python's own objects keep Python's allocator.
+/// thresholds raised (the sixth round). Built with `no_thp`: mimalloc otherwise asks for
+/// transparent huge pages, and a touched byte then makes 2 MiB resident (40 stalled 16 MiB
+/// frames grew the broker by 84 MiB, an idle connection cost 141 KB; tests/test_fault_transport).
+/// Python's own objects keep Python's allocator.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
