@@ -33,9 +33,12 @@ use crate::mmap::{SegmentOwner, ShmSegment};
 /// Where the windows live: tmpfs, whose pages outlive the process.
 const SHM_ROOT: &str = "/dev/shm";
 
-/// Segments of a window: the range being appended, the one attached after it, and two being
-/// written out and retired.
+/// Segments of a window: the range being appended, up to [`AHEAD`] attached after it, and
+/// the rest being written out and retired.
 const SEGMENTS: usize = 4;
+
+/// How many ranges past the appender's the window's thread keeps attached.
+pub(crate) const AHEAD: usize = 2;
 
 /// Largest and smallest segment; a segment is 1/64 of a CommitLog file between these.
 const SEGMENT_MAX: usize = 16 << 20;
