@@ -37,7 +37,9 @@ const SHM_ROOT: &str = "/dev/shm";
 /// the rest being written out and retired.
 const SEGMENTS: usize = 4;
 
-/// How many ranges past the appender's the window's thread keeps attached.
+/// How many ranges past the appender's the window's thread keeps attached. An appender that
+/// reaches the edge between two steps decides the next range for the page cache: with one
+/// range ahead, 1 MiB sends at 1 GB/s did so for a range in seven.
 pub(crate) const AHEAD: usize = 2;
 
 /// Largest and smallest segment; a segment is 1/64 of a CommitLog file between these.

@@ -552,9 +552,7 @@ impl MappedFile {
     /// The window thread's step (every `append_window::COMMIT_INTERVAL`): map segments over
     /// the [`AHEAD`] ranges after the appender's, where not decided yet, then write out what is
     /// published of the attached segments and give back those whose range is on the file
-    /// whole. Two ranges ahead, because an appender that reaches the edge between two steps
-    /// decides the next range for the page cache: with one, 1 MiB sends at 1 GB/s did so
-    /// for a range in seven.
+    /// whole.
     pub(crate) fn commit_window(&self) {
         let Some(w) = self.window.get() else { return };
         let seg = w.segment_len();
@@ -847,9 +845,9 @@ impl MappedFile {
             self.write_staged()?;
         }
         // The window's pages are not the file's: they are written out, then `fdatasync`.
-        let window = self.window.get().is_some();
+        let window = self.window.get();
         let mut read = self.read_position();
-        if least_pages > 0 && !write_through && !window && read < self.file_size {
+        if least_pages > 0 && !write_through && window.is_none() && read < self.file_size {
             // A threshold flush of a mapped file stops below the folio the appender is
             // filling: syncing it would write-protect it and fault the next append. The
             // thorough flush (least_pages = 0) covers the tail.
@@ -864,11 +862,11 @@ impl MappedFile {
             pages(read) - pages(flushed) >= least_pages
         };
         if able {
-            if let Some(w) = self.window.get() {
+            if let Some(w) = window {
                 let _d = self.window_decided();
                 self.write_window_out(w)?;
             }
-            if write_through || window {
+            if write_through || window.is_some() {
                 self.mmap.file().sync_data()
             } else {
                 self.mmap.flush_range(flushed, read - flushed)
