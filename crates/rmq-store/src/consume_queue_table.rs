@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, TryLockError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 
 use rmq_common::fx::FxHashMap;
 
@@ -197,17 +197,8 @@ impl ConsumeQueueTable {
                 .dispatch_cache
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner),
+            last: None,
         }
-    }
-
-    /// The same view unless another pass holds it.
-    pub(crate) fn try_lock_dispatch_cache(&self) -> Option<DispatchCache<'_>> {
-        let cache = match self.dispatch_cache.try_lock() {
-            Ok(c) => c,
-            Err(TryLockError::Poisoned(p)) => p.into_inner(),
-            Err(TryLockError::WouldBlock) => return None,
-        };
-        Some(DispatchCache { table: self, cache })
     }
 }
 
@@ -215,6 +206,8 @@ impl ConsumeQueueTable {
 pub(crate) struct DispatchCache<'a> {
     table: &'a ConsumeQueueTable,
     cache: MutexGuard<'a, Cache>,
+    /// The queue found last: a batch's messages all go to one, found without hashing.
+    last: Option<Arc<ConsumeQueue>>,
 }
 
 impl DispatchCache<'_> {
@@ -226,7 +219,15 @@ impl DispatchCache<'_> {
         &mut self,
         topic: &str,
         queue_id: QueueId,
-    ) -> Result<Arc<ConsumeQueue>> {
+    ) -> Result<&ConsumeQueue> {
+        let cq = match self.last.take() {
+            Some(cq) if cq.queue_id() == queue_id && cq.topic() == topic => cq,
+            _ => self.lookup(topic, queue_id)?,
+        };
+        Ok(self.last.insert(cq))
+    }
+
+    fn lookup(&mut self, topic: &str, queue_id: QueueId) -> Result<Arc<ConsumeQueue>> {
         let i = queue_id.index();
         if let Some(Some(cq)) = self.cache.get(topic).and_then(|v| v.get(i)) {
             return Ok(Arc::clone(cq));

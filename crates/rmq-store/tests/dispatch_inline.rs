@@ -59,3 +59,90 @@ fn batches_are_dispatched_by_their_put_and_single_messages_by_the_dispatch_threa
         64 * 20
     );
 }
+
+/// What dispatch left of `topic`/`q`: its units, and the offsets the index gives for keys.
+fn dispatched(
+    store: &rmq_store::MessageStore,
+    queues: &[(&str, i32)],
+    keys: &[String],
+) -> (Vec<Vec<rmq_store::format::CqUnit>>, Vec<Vec<i64>>) {
+    let units = queues
+        .iter()
+        .map(|(topic, q)| store.get_consume_queue_units(topic, *q, 0, 10_000).units)
+        .collect();
+    let found = keys
+        .iter()
+        .map(|k| {
+            let mut offs: Vec<i64> = store
+                .query_message("T", k, 1_000, 0, i64::MAX)
+                .iter()
+                .map(rmq_store::SelectMappedBufferResult::start_offset)
+                .collect();
+            offs.sort_unstable();
+            offs
+        })
+        .collect();
+    (units, found)
+}
+
+#[test]
+fn a_put_dispatches_its_batch_as_a_scan_of_the_records_would() {
+    // A put dispatches its batch from what it wrote, not from the records read back: the
+    // ConsumeQueues and index it leaves must be those recovery builds by scanning the
+    // CommitLog. Tags, keys, unique keys and parked (delayed) messages, over file ends.
+    let dir = tempfile::tempdir().unwrap();
+    let conf = [("messageDelayLevel", "1h 2h")];
+    let body = vec![b'x'; 8 * 1024];
+    let props: Vec<Vec<u8>> = (0..256)
+        .map(|i| {
+            let (tag, keys, uniq) = (
+                format!("tag{}", i % 5),
+                format!("k{i} all"),
+                format!("u{i}"),
+            );
+            let mut pairs = vec![("TAGS", tag.as_str()), ("KEYS", keys.as_str())];
+            pairs.push(("UNIQ_KEY", uniq.as_str()));
+            if i % 7 == 0 {
+                pairs.push(("DELAY", "2"));
+            }
+            common::props(&pairs)
+        })
+        .collect();
+    let queues = [("T", 0), ("T", 1), ("SCHEDULE_TOPIC_XXXX", 1)];
+    let keys: Vec<String> = ["k3", "k200", "all", "u17", "u255"]
+        .map(String::from)
+        .to_vec();
+    let before = {
+        let store = common::open(dir.path(), &conf);
+        for (n, chunk) in props.chunks(32).enumerate() {
+            let q = i32::try_from(n % 2).unwrap();
+            let batch: Vec<_> = chunk
+                .iter()
+                .map(|p| common::msg("T", q, &body, p))
+                .collect();
+            store.put_messages(&batch).unwrap();
+        }
+        // 256 messages, every seventh parked: 37 in the delay queue, 219 in T's two queues.
+        common::wait_dispatched(&store, "SCHEDULE_TOPIC_XXXX", 1, 37, 10);
+        let got = dispatched(&store, &queues, &keys);
+        store.shutdown().unwrap();
+        got
+    };
+    assert_eq!(before.0.iter().map(Vec::len).sum::<usize>(), 256);
+    assert_eq!(
+        before.1[2].len(),
+        219,
+        "KEYS 'all' is on every message not parked"
+    );
+    assert!(
+        before.0[2].iter().all(|u| u.tags_code > 1_000_000),
+        "a parked message's unit carries its delivery time"
+    );
+    std::fs::remove_dir_all(dir.path().join("consumequeue")).unwrap();
+    std::fs::remove_dir_all(dir.path().join("index")).unwrap();
+    let store = common::open(dir.path(), &conf);
+    common::wait_dispatched(&store, "SCHEDULE_TOPIC_XXXX", 1, 37, 10);
+    let rebuilt = dispatched(&store, &queues, &keys);
+    store.shutdown().unwrap();
+    assert_eq!(before, rebuilt);
+}

@@ -8,6 +8,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::MessageStore;
+use crate::dispatch::InlineClaim;
 use crate::error::{IoContext, Result};
 use crate::flush::{run_async_flush, run_commit, AsyncFlushConfig, GroupCommit, Waker};
 use crate::timer::service::TimerService;
@@ -189,12 +190,6 @@ impl MessageStore {
         Ok(())
     }
 
-    /// The dispatch loop. While records arrive it keeps RocketMQ's ReputMessageService
-    /// cadence, a pass then 1 ms, so that a busy put path never wakes it (a pass dispatches
-    /// all that was appended meanwhile). After [`REPUT_IDLE_PASSES`] passes that found
-    /// nothing it sleeps until new CommitLog bytes wake it ([`Self::data_published`]), or for
-    /// [`REPUT_IDLE_WAIT`]: an idle broker, or one serving only pulls, no longer wakes a
-    /// thousand times a second for nothing.
     /// The append window's thread (see `append_window`).
     fn spawn_append_window(self: &Arc<Self>) -> Result<JoinHandle<()>> {
         let s = Arc::clone(self);
@@ -207,11 +202,22 @@ impl MessageStore {
         })
     }
 
+    /// The dispatch loop. While records arrive it keeps RocketMQ's ReputMessageService
+    /// cadence, a pass then 1 ms, so that a busy put path never wakes it (a pass dispatches
+    /// all that was appended meanwhile). After [`REPUT_IDLE_PASSES`] passes that found
+    /// nothing it sleeps until new CommitLog bytes wake it ([`Self::data_published`]), or for
+    /// [`REPUT_IDLE_WAIT`]: an idle broker, or one serving only pulls, no longer wakes a
+    /// thousand times a second for nothing.
+    /// While batch puts dispatch their own records it sleeps until the last of them wakes it.
     fn run_reput(&self) {
         let targets = self.dispatch_targets();
         let waker = &self.services.reput_waker;
         let mut idle_passes = 0;
         while !waker.is_stopped() {
+            if self.reput.inline_claimed() {
+                waker.wait_unless(REPUT_IDLE_WAIT, || !self.reput.inline_claimed());
+                continue;
+            }
             // Read only by an idle thread, before its pass: no lock per pass while busy.
             let seen = (idle_passes >= REPUT_IDLE_PASSES).then(|| self.commit_log.max_offset());
             if self.reput.do_reput(&targets) {
@@ -225,6 +231,11 @@ impl MessageStore {
                 waker.wait(Duration::from_millis(1));
             }
         }
+    }
+
+    /// A batch put's claim to dispatch its own records (see `ReputService::reput_inline`).
+    pub(super) fn claim_inline_dispatch(&self) -> InlineClaim<'_> {
+        self.reput.claim_inline(&self.services.reput_waker)
     }
 
     /// New CommitLog bytes can be read (appended, committed from the pool, replicated): wake
