@@ -27,6 +27,7 @@ pub use hash::{
     tags_hash_code,
 };
 pub use message_id::{
-    create_offset_msg_id, decode_offset_msg_id, push_offset_msg_id, MessageIdError,
+    create_offset_msg_id, decode_offset_msg_id, join_offset_msg_ids, push_offset_msg_id,
+    MessageIdError,
 };
 pub use properties::{Properties, PropertyKey};

@@ -28,27 +28,67 @@ pub fn create_offset_msg_id(store_host: SocketAddr, phy_offset: i64) -> String {
     s
 }
 
-/// [`create_offset_msg_id`] appended to `out` (a batch's ids go into one string).
+/// [`create_offset_msg_id`] appended to `out`.
 pub fn push_offset_msg_id(out: &mut String, store_host: SocketAddr, phy_offset: i64) {
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    // The digits go to a stack buffer first: a batch's response holds one id per message,
-    // and pushing them char by char checked the String's capacity 32 times an id.
-    let mut digits = [0u8; 56];
-    let mut n = 0;
-    let mut push = |bytes: &[u8]| {
-        for &b in bytes {
-            digits[n] = HEX[usize::from(b >> 4)];
-            digits[n + 1] = HEX[usize::from(b & 0xF)];
-            n += 2;
+    let (host, n) = host_digits(store_host);
+    let mut id = [0u8; 56];
+    id[..n].copy_from_slice(&host[..n]);
+    id[n..n + 16].copy_from_slice(&offset_digits(phy_offset));
+    out.push_str(std::str::from_utf8(&id[..n + 16]).unwrap_or_default());
+}
+
+/// The offset message ids of the records stored by `store_host` at `offsets`, comma
+/// separated: a batch's response holds one per message. The host's digits are made once,
+/// and the whole string is checked as UTF-8 once, not per id.
+#[must_use]
+pub fn join_offset_msg_ids(
+    store_host: SocketAddr,
+    offsets: impl ExactSizeIterator<Item = i64>,
+) -> String {
+    let (host, n) = host_digits(store_host);
+    let mut out = Vec::with_capacity(offsets.len() * (n + 17));
+    for (i, off) in offsets.enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(&host[..n]);
+        out.extend_from_slice(&offset_digits(off));
+    }
+    String::from_utf8(out).unwrap_or_default()
+}
+
+const HEX: &[u8; 16] = b"0123456789ABCDEF";
+
+/// Upper-case hex digits of `bytes` into `out` (which holds twice as many).
+fn hex_into(out: &mut [u8], bytes: &[u8]) {
+    for (pair, &b) in out.chunks_exact_mut(2).zip(bytes) {
+        pair[0] = HEX[usize::from(b >> 4)];
+        pair[1] = HEX[usize::from(b & 0xF)];
+    }
+}
+
+/// The digits of an id's host part (address, then port as 4 bytes) and how many there are.
+fn host_digits(store_host: SocketAddr) -> ([u8; 40], usize) {
+    let mut d = [0u8; 40];
+    let n = match store_host.ip() {
+        IpAddr::V4(ip) => {
+            hex_into(&mut d, &ip.octets());
+            8
+        }
+        IpAddr::V6(ip) => {
+            hex_into(&mut d, &ip.octets());
+            32
         }
     };
-    match store_host.ip() {
-        IpAddr::V4(ip) => push(&ip.octets()),
-        IpAddr::V6(ip) => push(&ip.octets()),
-    }
-    push(&i32::from(store_host.port()).to_be_bytes());
-    push(&phy_offset.to_be_bytes());
-    out.push_str(std::str::from_utf8(&digits[..n]).unwrap_or_default());
+    hex_into(&mut d[n..], &i32::from(store_host.port()).to_be_bytes());
+    (d, n + 8)
+}
+
+/// The 16 digits of an id's offset part.
+fn offset_digits(phy_offset: i64) -> [u8; 16] {
+    let mut d = [0u8; 16];
+    hex_into(&mut d, &phy_offset.to_be_bytes());
+    d
 }
 
 /// Decode an offset message id into its store host and physical offset.
@@ -96,6 +136,23 @@ mod tests {
         let id = create_offset_msg_id(addr, 1 << 40);
         assert_eq!(id.len(), 56);
         assert_eq!(decode_offset_msg_id(&id).unwrap(), (addr, 1 << 40));
+    }
+
+    #[test]
+    fn a_batch_of_ids_is_each_id_comma_separated() {
+        for host in ["10.1.2.3:10911", "[fe80::1:2]:65535"] {
+            let addr: SocketAddr = host.parse().unwrap();
+            let offsets = [0, 0x1234, i64::MAX, 1 << 40];
+            let each: Vec<String> = offsets
+                .iter()
+                .map(|&o| create_offset_msg_id(addr, o))
+                .collect();
+            assert_eq!(
+                join_offset_msg_ids(addr, offsets.into_iter()),
+                each.join(",")
+            );
+            assert_eq!(join_offset_msg_ids(addr, std::iter::empty()), "");
+        }
     }
 
     #[test]

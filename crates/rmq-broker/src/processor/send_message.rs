@@ -18,7 +18,6 @@ use std::borrow::Cow;
 use std::ops::Range;
 use std::time::Duration;
 
-use bytes::Bytes;
 use rmq_common::properties::{copy_properties_except, edit_properties, find, PropertyKey};
 use rmq_protocol::body::{TopicConfig, PERM_READ, PERM_WRITE};
 use rmq_protocol::header::{SendMessageRequestHeader, SendMessageResponseHeader};
@@ -199,24 +198,24 @@ fn dead_letter(
 
 /// The messages of a send: each one's body, flag and properties (its own, then the
 /// header's, then the cluster), the properties laid out one after another in one buffer.
-struct Entries {
+struct Entries<'r> {
     /// SEND_BATCH_MESSAGE: stored in one append, transactional only as a whole.
     batch: bool,
     /// Every message's properties.
     props: Vec<u8>,
-    /// Per message: body, its range in `props`, flag.
-    parts: Vec<(Bytes, Range<usize>, i32)>,
+    /// Per message: body (borrowed from the request), its properties' range in `props`, flag.
+    parts: Vec<(&'r [u8], Range<usize>, i32)>,
 }
 
-impl Entries {
+impl<'r> Entries<'r> {
     /// The body (or the batch's entries) of `req`, checked against `maxMessageSize`.
     fn parse(
         b: &BrokerState,
-        req: &RemotingCommand,
+        req: &'r RemotingCommand,
         h: &SendMessageRequestHeader,
         route: &Route,
     ) -> Result<Self, SendError> {
-        let body = req.body.clone().unwrap_or_default();
+        let body: &'r [u8] = req.body.as_deref().unwrap_or_default();
         let mut header_props = Cow::Borrowed(h.properties.as_deref().unwrap_or("").as_bytes());
         if route.dlq.is_some() {
             // Dead letters are stored as they are: no delay, whatever the message asked for.
@@ -230,7 +229,7 @@ impl Entries {
         let cluster = cluster.as_bytes();
         let mut props = Vec::new();
         let parts = if is_batch(req) {
-            let entries = decode_batch_entries(&body).map_err(SendError::BadBatch)?;
+            let entries = decode_batch_entries(body).map_err(SendError::BadBatch)?;
             if entries.is_empty() {
                 return Err(SendError::EmptyBatch);
             }
@@ -242,7 +241,7 @@ impl Entries {
                 .into_iter()
                 .map(|m| {
                     let start = props.len();
-                    props.extend_from_slice(&m.properties);
+                    props.extend_from_slice(m.properties);
                     let range = close_properties(&mut props, start, &[&header_props, cluster]);
                     (m.body, range, m.flag)
                 })
@@ -296,7 +295,7 @@ fn halves(
     b: &BrokerState,
     h: &SendMessageRequestHeader,
     route: &Route,
-    entries: &Entries,
+    entries: &Entries<'_>,
 ) -> Result<Vec<HalfMessage>, RequestError> {
     let mut props = entries.properties();
     if entries.batch {
@@ -321,7 +320,7 @@ fn append(
     conn: &Connection,
     h: &SendMessageRequestHeader,
     route: &Route,
-    entries: &Entries,
+    entries: &Entries<'_>,
     halves: &[HalfMessage],
 ) -> Result<Vec<AppendResult>, RequestError> {
     let common = MessageToStore {
@@ -384,13 +383,7 @@ fn ack(
 ) -> RemotingCommand {
     let host = b.config.broker_addr;
     let results = &stored.results;
-    let mut msg_id = String::with_capacity(33 * results.len());
-    for r in results {
-        if !msg_id.is_empty() {
-            msg_id.push(',');
-        }
-        rmq_common::push_offset_msg_id(&mut msg_id, host, r.wrote_offset);
-    }
+    let msg_id = rmq_common::join_offset_msg_ids(host, results.iter().map(|r| r.wrote_offset));
     let mut resp = response(req, code, remark).with_header(&SendMessageResponseHeader {
         msg_id,
         queue_id: stored.queue_id,
