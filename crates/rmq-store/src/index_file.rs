@@ -16,7 +16,7 @@
 //! [`crate::index_suspend`] suspends indexing until space returns.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use rmq_common::{index_hash_of, java_string_hash, java_string_hash_after};
 
@@ -401,6 +401,10 @@ pub struct IndexService {
     hash_slot_num: u32,
     index_num: u32,
     files: RwLock<Vec<Arc<IndexFile>>>,
+    /// Files that filled up since the last [`flush`](Self::flush), which syncs them before
+    /// the newest. Not synced when they fill: that is on the dispatch path (a batch's put
+    /// thread), and a full file's sync, hundreds of MB, stalled sends for seconds.
+    full_unsynced: Mutex<Vec<Arc<IndexFile>>>,
 }
 
 /// `yyyyMMddHHmmssSSS` (UTC) for an epoch-milliseconds time: an IndexFile name.
@@ -441,6 +445,7 @@ impl IndexService {
             hash_slot_num,
             index_num,
             files: RwLock::new(Vec::new()),
+            full_unsynced: Mutex::new(Vec::new()),
         })
     }
 
@@ -514,6 +519,12 @@ impl IndexService {
             .map_or(0, |f| f.end_phy_offset())
     }
 
+    fn lock_full_unsynced(&self) -> std::sync::MutexGuard<'_, Vec<Arc<IndexFile>>> {
+        self.full_unsynced
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// The newest file, full or not (`put_key` says when it is): one lock less a message
     /// than [`writable_file`](Self::writable_file).
     fn last_file(&self) -> Option<Arc<IndexFile>> {
@@ -537,9 +548,7 @@ impl IndexService {
         }
         let mut files = self.files.write().unwrap_or_else(PoisonError::into_inner);
         if let Some(prev) = files.last() {
-            if let Err(e) = prev.flush() {
-                log::warn!("{e}");
-            }
+            self.lock_full_unsynced().push(Arc::clone(prev));
         }
         let mut now = rmq_common::time::now_millis();
         let mut path = self.dir.join(index_file_name(now));
@@ -621,11 +630,22 @@ impl IndexService {
         n
     }
 
-    /// Flush the newest file; returns its end timestamp (the checkpoint's index time).
+    /// Flush the files that filled up since the last call, then the newest; returns the
+    /// newest's end timestamp (the checkpoint's index time).
     ///
     /// # Errors
-    /// When the sync fails.
+    /// When a sync fails (the files not synced are synced by the next call).
     pub fn flush(&self) -> Result<i64> {
+        let full = std::mem::take(&mut *self.lock_full_unsynced());
+        for (i, f) in full.iter().enumerate() {
+            if let Err(e) = f.flush() {
+                let mut left = full[i..].to_vec();
+                let mut pending = self.lock_full_unsynced();
+                left.append(&mut pending);
+                *pending = left;
+                return Err(e);
+            }
+        }
         let last = self
             .files
             .read()
@@ -725,5 +745,31 @@ mod tests {
         assert!(svc.files.read().unwrap().len() >= 4);
         assert_eq!(svc.delete_expired_file(35), 2);
         assert!(svc.query_offsets("T", "a", 100, 0, i64::MAX).len() < 10);
+    }
+
+    #[test]
+    fn files_that_fill_are_synced_by_the_next_flush_not_by_the_put_that_filled_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let svc = IndexService::new(dir.path(), 8, 5).unwrap();
+        let put = |i: i64| {
+            svc.build_index(&IndexRequest {
+                topic: "T",
+                keys: Some("a b"),
+                uniq_key: None,
+                commit_log_offset: i * 10,
+                store_timestamp: 1_000 + i,
+                sys_flag: 0,
+            })
+            .unwrap();
+        };
+        (0..10).for_each(put);
+        let files = svc.files();
+        assert!(files.len() >= 4);
+        // Every file but the newest is full, and left to the flush.
+        assert_eq!(svc.lock_full_unsynced().len(), files.len() - 1);
+        assert_eq!(svc.flush().unwrap(), 1_009, "the newest file's end time");
+        assert!(svc.lock_full_unsynced().is_empty());
+        put(10);
+        assert!(svc.lock_full_unsynced().len() <= 1);
     }
 }
