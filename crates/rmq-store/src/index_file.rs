@@ -725,21 +725,29 @@ mod tests {
         assert_eq!(out, vec![108, 105, 102]);
     }
 
+    /// A service of 5-entry files.
+    fn small_service(dir: &Path) -> IndexService {
+        IndexService::new(dir, 8, 5).unwrap()
+    }
+
+    /// Index message `i`: keys `a` and `b`, at offset `10·i`, stored at `1000 + i`.
+    fn put_ab(svc: &IndexService, i: i64) {
+        svc.build_index(&IndexRequest {
+            topic: "T",
+            keys: Some("a b"),
+            uniq_key: None,
+            commit_log_offset: i * 10,
+            store_timestamp: 1_000 + i,
+            sys_flag: 0,
+        })
+        .unwrap();
+    }
+
     #[test]
     fn full_file_rolls_in_service() {
         let dir = tempfile::tempdir().unwrap();
-        let svc = IndexService::new(dir.path(), 8, 5).unwrap();
-        for i in 0..10 {
-            svc.build_index(&IndexRequest {
-                topic: "T",
-                keys: Some("a b"),
-                uniq_key: None,
-                commit_log_offset: i * 10,
-                store_timestamp: 1_000 + i,
-                sys_flag: 0,
-            })
-            .unwrap();
-        }
+        let svc = small_service(dir.path());
+        (0..10).for_each(|i| put_ab(&svc, i));
         let hits = svc.query_offsets("T", "a", 100, 0, i64::MAX);
         assert_eq!(hits.len(), 10, "{hits:?}");
         assert!(svc.files.read().unwrap().len() >= 4);
@@ -750,26 +758,15 @@ mod tests {
     #[test]
     fn files_that_fill_are_synced_by_the_next_flush_not_by_the_put_that_filled_them() {
         let dir = tempfile::tempdir().unwrap();
-        let svc = IndexService::new(dir.path(), 8, 5).unwrap();
-        let put = |i: i64| {
-            svc.build_index(&IndexRequest {
-                topic: "T",
-                keys: Some("a b"),
-                uniq_key: None,
-                commit_log_offset: i * 10,
-                store_timestamp: 1_000 + i,
-                sys_flag: 0,
-            })
-            .unwrap();
-        };
-        (0..10).for_each(put);
+        let svc = small_service(dir.path());
+        (0..10).for_each(|i| put_ab(&svc, i));
         let files = svc.files();
         assert!(files.len() >= 4);
         // Every file but the newest is full, and left to the flush.
         assert_eq!(svc.lock_full_unsynced().len(), files.len() - 1);
         assert_eq!(svc.flush().unwrap(), 1_009, "the newest file's end time");
         assert!(svc.lock_full_unsynced().is_empty());
-        put(10);
+        put_ab(&svc, 10);
         assert!(svc.lock_full_unsynced().len() <= 1);
     }
 }
