@@ -15,10 +15,9 @@ pub fn java_string_hash(s: &str) -> i32 {
 pub fn java_string_hash_after(h: i32, s: &str) -> i32 {
     if s.is_ascii() {
         // Fast path: for ASCII every byte is one UTF-16 unit. Eight units a step, as
-        // `h·31⁸ + Σ bᵢ·31⁷⁻ⁱ` (the same number in wrapping arithmetic): the sum is a dot
-        // product the compiler does in vector registers, and the chain of dependent
-        // multiplies is an eighth as long. Index keys (`topic#UNIQ_KEY`, 30-odd bytes) are
-        // hashed once per message on the put path.
+        // `h·31⁸ + Σ bᵢ·31⁷⁻ⁱ` (the same number in wrapping arithmetic): the eight products
+        // do not wait for each other, and the chain of dependent multiplies is an eighth as
+        // long. Index keys (`topic#UNIQ_KEY`, 30-odd bytes) are hashed once per message.
         const POW: [i32; 8] = powers_of_31();
         const P8: i32 = POW[0].wrapping_mul(31);
         let mut chunks = s.as_bytes().chunks_exact(8);

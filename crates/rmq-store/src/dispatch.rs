@@ -1,7 +1,8 @@
 //! Dispatch ("reput"): turning CommitLog records into ConsumeQueue units and IndexFile
 //! entries. A message is visible to consumers only once dispatched. [`DispatchRequest`] holds
 //! the decoding rules; [`ReputService`] (RocketMQ's `ReputMessageService`) owns the dispatch
-//! position and runs the passes, on the `rmq-reput` thread and during recovery. Damaged
+//! position and runs the passes, on the `rmq-reput` thread, during recovery, and on a batch
+//! put's own thread (`reput_inline`, from what the put wrote). Damaged
 //! CommitLog ranges are never dispatched: those recovery found ([`crate::damaged`]) are
 //! jumped over, and an invalid record it did not scan is skipped to the next valid one.
 
@@ -191,8 +192,8 @@ impl Drop for InlineClaim<'_> {
 }
 
 /// The records a put has just appended, as it wrote them: a pass on the put path builds
-/// their requests from these instead of reading the records back (decoding them was a sixth
-/// of the broker's CPU under batches of 4 096 x 256 B).
+/// their requests from these instead of reading the records back (decoding them was 13 % of
+/// the broker's CPU under batches of 4 096 x 256 B).
 pub(crate) struct Appended<'s, 'm> {
     msgs: &'s [MessageToStore<'m>],
     results: &'s [AppendResult],
