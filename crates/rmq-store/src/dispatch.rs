@@ -7,7 +7,7 @@
 //! jumped over, and an invalid record it did not scan is skipped to the next valid one.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -179,6 +179,8 @@ enum Step<'a> {
 pub(crate) struct InlineClaim<'w> {
     claims: &'w AtomicUsize,
     dispatch_waker: &'w Waker,
+    /// `ReputService::position_sets` when the claim was taken.
+    position_sets: u64,
 }
 
 impl Drop for InlineClaim<'_> {
@@ -248,6 +250,9 @@ pub(crate) struct ReputService {
     index_gate: IndexGate,
     /// Batch puts under way that dispatch their own records (see [`InlineClaim`]).
     inline_claims: AtomicUsize,
+    /// Times the dispatch position was set (recovery, a CommitLog truncation): what a put
+    /// wrote before a truncation may be gone, and other records at its offsets.
+    position_sets: AtomicU64,
     listener: RwLock<Option<Arc<MessageArrivingListener>>>,
 }
 
@@ -260,6 +265,7 @@ impl ReputService {
             delay_levels_ms,
             index_gate: IndexGate::default(),
             inline_claims: AtomicUsize::new(0),
+            position_sets: AtomicU64::new(0),
             listener: RwLock::new(None),
         }
     }
@@ -281,6 +287,7 @@ impl ReputService {
 
     /// Start dispatching at `offset` (recovery).
     pub(crate) fn set_reput_from_offset(&self, offset: i64) {
+        self.position_sets.fetch_add(1, Ordering::SeqCst);
         self.reput_from_offset.store(offset, Ordering::Release);
     }
 
@@ -304,6 +311,7 @@ impl ReputService {
         InlineClaim {
             claims: &self.inline_claims,
             dispatch_waker,
+            position_sets: self.position_sets.load(Ordering::SeqCst),
         }
     }
 
@@ -334,7 +342,11 @@ impl ReputService {
         appended: Appended<'_, '_>,
         claim: InlineClaim<'_>,
     ) -> bool {
-        let pass = self.pass(t.consume_queues.lock_dispatch_cache(), t, Some(appended));
+        let cache = t.consume_queues.lock_dispatch_cache();
+        // Read under the lock a truncation holds while it sets the position: unchanged since
+        // the claim, the records are still those the put wrote.
+        let unmoved = self.position_sets.load(Ordering::SeqCst) == claim.position_sets;
+        let pass = self.pass(cache, t, unmoved.then_some(appended));
         drop(claim);
         !pass.blocked
     }
