@@ -292,6 +292,12 @@ impl Waker {
         }
     }
 
+    /// Whether the sleeper is asleep in [`wait_unless`](Self::wait_unless) now.
+    #[cfg(test)]
+    pub(crate) fn sleeps_until_woken(&self) -> bool {
+        self.sleeping_until_woken.load(Ordering::SeqCst)
+    }
+
     /// [`wait`](Self::wait), for a sleeper woken by [`wake_if_sleeping`](Self::wake_if_sleeping):
     /// the sleep is announced first, then `work` is checked, and there is no sleep when it says
     /// work is waiting, so work published just before the announcement is never slept through.

@@ -208,7 +208,8 @@ impl MessageStore {
     /// nothing it sleeps until new CommitLog bytes wake it ([`Self::data_published`]), or for
     /// [`REPUT_IDLE_WAIT`]: an idle broker, or one serving only pulls, no longer wakes a
     /// thousand times a second for nothing.
-    /// While batch puts dispatch their own records it sleeps until the last of them wakes it.
+    /// While batch puts dispatch their own records it sleeps, until the last of them wakes it
+    /// for records none of them took (see `InlineClaim`).
     fn run_reput(&self) {
         let targets = self.dispatch_targets();
         let waker = &self.services.reput_waker;
@@ -239,8 +240,10 @@ impl MessageStore {
     }
 
     /// New CommitLog bytes can be read (appended, committed from the pool, replicated): wake
-    /// dispatch if it sleeps idle (a fence and a load otherwise).
+    /// dispatch if it sleeps idle (a fence and a load otherwise), or have the last batch put
+    /// dispatching its own records wake it if it keeps out of their way.
     pub(super) fn data_published(&self) {
+        self.reput.owe_wake();
         self.services.reput_waker.wake_if_sleeping();
     }
 
