@@ -361,6 +361,36 @@ mod tests {
     }
 
     #[test]
+    fn a_window_with_nothing_new_writes_nothing() {
+        use std::os::unix::fs::FileExt;
+        let root = tempfile::tempdir().unwrap();
+        let (w, f) = windowed(root.path());
+        f.commit_window();
+        append(&f, 0);
+        f.commit_window();
+        assert!(!f.on_file(0, 1000), "appended through a segment");
+        assert_eq!(on_disk(&f, 1000), record(0), "the partial page went out");
+        // Bytes changed on the file behind the window's back show whether it writes again.
+        let other = std::fs::OpenOptions::new()
+            .write(true)
+            .open(f.path())
+            .unwrap();
+        other.write_all_at(&[7u8; 1000], 0).unwrap();
+        f.commit_window();
+        assert_eq!(
+            on_disk(&f, 1000),
+            [7u8; 1000],
+            "nothing was appended, yet the window wrote its partial page again"
+        );
+        append(&f, 1);
+        f.commit_window();
+        let expected: Vec<u8> = (0..2).flat_map(record).collect();
+        assert_eq!(on_disk(&f, 2000), expected, "a longer tail goes out whole");
+        f.detach_window().unwrap();
+        w.close();
+    }
+
+    #[test]
     fn a_segment_is_reused_for_later_ranges_without_their_old_bytes_showing() {
         let root = tempfile::tempdir().unwrap();
         let (w, f) = windowed(root.path());

@@ -207,6 +207,9 @@ pub(crate) struct Attached {
     at: usize,
     seg: ShmSegment,
     on_file: usize,
+    /// Where the partial last page written out (padded) ended, relative to `at`: a window
+    /// with nothing new writes nothing (an idle broker wrote that page 100 times a second).
+    tail_out: usize,
 }
 
 impl MmapFile {
@@ -269,6 +272,7 @@ impl MmapFile {
             at,
             seg,
             on_file: 0,
+            tail_out: 0,
         });
         segs.sort_by_key(|a| a.at);
         self.on_file_below.store(segs[0].at, Ordering::Release);
@@ -362,7 +366,7 @@ impl MmapFile {
         let published = self.published();
         for a in segs.iter_mut() {
             let end = published.min(a.at + a.seg.len);
-            if end > a.at + a.on_file {
+            if end > a.at + a.on_file.max(a.tail_out) {
                 // SAFETY: below the published end: never written again (module docs).
                 self.write_out(a, end, tail, direct, |pos, len| unsafe {
                     self.raw(pos, len)
@@ -422,6 +426,7 @@ impl MmapFile {
             let page = &mut buf[at..at + OS_PAGE_SIZE];
             page[..end - whole].copy_from_slice(bytes(whole, end - whole));
             write_at(&self.file, direct, page, whole)?;
+            a.tail_out = end - a.at;
         }
         Ok(())
     }
