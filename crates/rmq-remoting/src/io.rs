@@ -437,7 +437,26 @@ async fn write_regions<W: WireWrite>(
     // Records stored together (a batch, or one queue's burst) leave in one `sendfile` each:
     // the broker never touches their pages, which matters most for pages read back from
     // disk (a new group reading history), whose first touch is the costly part of a pull.
-    socket_send_more(socket, &header).await?;
+    // A reply of several runs is corked: each `sendfile` call pushes what it sent as a
+    // segment of its own otherwise, and on loopback every segment is also the receiver's
+    // softirq work and wake-up, charged to this thread.
+    let cork = runs.clone().nth(1).is_some();
+    if cork {
+        rustix::net::sockopt::set_tcp_cork(socket, true)?;
+    }
+    let sent = send_header_and_runs(socket, &header, runs).await;
+    if cork {
+        rustix::net::sockopt::set_tcp_cork(socket, false)?;
+    }
+    sent
+}
+
+async fn send_header_and_runs(
+    socket: &TcpStream,
+    header: &[u8],
+    runs: impl Iterator<Item = (&std::fs::File, u64, u64)>,
+) -> io::Result<()> {
+    socket_send_more(socket, header).await?;
     for (file, start, end) in runs {
         sendfile_all(socket, file, start, end).await?;
     }
