@@ -77,6 +77,7 @@ impl ExtFields {
     }
 
     /// Set `key` to `value`; returns the value it replaces.
+    #[inline]
     pub fn insert(
         &mut self,
         key: impl Into<FieldStr>,

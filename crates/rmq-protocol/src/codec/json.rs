@@ -19,6 +19,8 @@ use crate::command::{language_from_json, ExtFields, LanguageCode, RemotingComman
 use crate::error::{ProtocolError, Result};
 use crate::json_compat;
 
+use super::json_scan;
+
 pub(super) fn encode_header(cmd: &RemotingCommand, dst: &mut BytesMut) {
     dst.reserve(160 + 32 * cmd.ext_fields.len());
     let _ = write!(dst, "{{\"code\":{}", cmd.code);
@@ -88,49 +90,62 @@ fn push_json_str(dst: &mut BytesMut, v: &str) {
     dst.put_u8(b'"');
 }
 
-/// The common shape of a header, as Java clients send it: deserialized straight into the
-/// command's fields, without a `Value` tree or the compatibility pass. Anything else (numbers
-/// as strings, non-string ext values, fastjson's bare keys) falls back to [`decode_lenient`].
-#[derive(serde::Deserialize)]
-struct TypedHeader {
-    code: i32,
+/// A header's fields as they are written, before defaults.
+#[derive(Default, serde::Deserialize)]
+pub(super) struct JsonHeader {
     #[serde(default)]
-    language: Option<String>,
+    pub(super) code: Option<i32>,
     #[serde(default)]
-    version: Option<i32>,
+    pub(super) language: Option<String>,
     #[serde(default)]
-    opaque: Option<i32>,
+    pub(super) version: Option<i32>,
     #[serde(default)]
-    flag: Option<i32>,
+    pub(super) opaque: Option<i32>,
     #[serde(default)]
-    remark: Option<String>,
+    pub(super) flag: Option<i32>,
+    #[serde(default)]
+    pub(super) remark: Option<String>,
     #[serde(default, rename = "extFields")]
-    ext_fields: Option<ExtFields>,
+    pub(super) ext_fields: Option<ExtFields>,
 }
 
-pub(super) fn decode_header(bytes: &[u8]) -> Result<RemotingCommand> {
-    // One UTF-8 check of the whole header, then a parse that trusts it (`from_str`): parsing
-    // the bytes (`from_slice`) checks every string again, escaped ones twice.
-    let typed = std::str::from_utf8(bytes)
-        .ok()
-        .and_then(|text| serde_json::from_str::<TypedHeader>(text).ok());
-    if let Some(h) = typed {
-        return Ok(RemotingCommand {
-            code: h.code,
-            language: h
+impl JsonHeader {
+    /// The command, with Java's defaults for what is absent; `None` without a `code`.
+    pub(super) fn into_command(self) -> Option<RemotingCommand> {
+        Some(RemotingCommand {
+            code: self.code?,
+            language: self
                 .language
                 .as_deref()
                 .map_or(LanguageCode::Java, LanguageCode::from_name),
-            version: h.version.unwrap_or(0),
-            opaque: h.opaque.unwrap_or(0),
-            flag: h.flag.unwrap_or(0),
-            remark: h.remark,
-            ext_fields: h.ext_fields.unwrap_or_default(),
+            version: self.version.unwrap_or(0),
+            opaque: self.opaque.unwrap_or(0),
+            flag: self.flag.unwrap_or(0),
+            remark: self.remark,
+            ext_fields: self.ext_fields.unwrap_or_default(),
             body: None,
             serialize_type: crate::command::SerializeType::Json,
-        });
+        })
     }
-    decode_lenient(bytes)
+}
+
+/// Three readings, each for what the one before does not take: the shape clients write, by
+/// [`json_scan::read`]; the same fields with nulls or unknown fields, straight into
+/// [`JsonHeader`] by serde_json (no `Value` tree, no compatibility pass); anything else (numbers
+/// as strings, non-string ext values, fastjson's bare keys) by [`decode_lenient`].
+pub(super) fn decode_header(bytes: &[u8]) -> Result<RemotingCommand> {
+    // One UTF-8 check of the whole header, then parses that trust it: parsing the bytes
+    // (`from_slice`) checks every string again, escaped ones twice.
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return decode_lenient(bytes);
+    };
+    if let Some(cmd) = json_scan::read(text) {
+        return Ok(cmd);
+    }
+    match serde_json::from_str::<JsonHeader>(text).map(JsonHeader::into_command) {
+        Ok(Some(cmd)) => Ok(cmd),
+        _ => decode_lenient(bytes),
+    }
 }
 
 fn decode_lenient(bytes: &[u8]) -> Result<RemotingCommand> {

@@ -14,6 +14,7 @@
 //! adapter over these functions.
 
 mod json;
+mod json_scan;
 mod rocketmq;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
