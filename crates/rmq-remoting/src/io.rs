@@ -446,7 +446,9 @@ async fn write_regions<W: WireWrite>(
     }
     let sent = send_header_and_runs(socket, &header, runs).await;
     if cork {
-        rustix::net::sockopt::set_tcp_cork(socket, false)?;
+        // Uncorked whatever happened; a failed send's own error is the one reported.
+        let uncorked = rustix::net::sockopt::set_tcp_cork(socket, false);
+        return sent.and(uncorked.map_err(io::Error::from));
     }
     sent
 }

@@ -639,10 +639,9 @@ impl IndexService {
         let full = std::mem::take(&mut *self.lock_full_unsynced());
         for (i, f) in full.iter().enumerate() {
             if let Err(e) = f.flush() {
-                let mut left = full[i..].to_vec();
-                let mut pending = self.lock_full_unsynced();
-                left.append(&mut pending);
-                *pending = left;
+                // This file and those after it stay first in line for the next flush.
+                self.lock_full_unsynced()
+                    .splice(0..0, full[i..].iter().cloned());
                 return Err(e);
             }
         }

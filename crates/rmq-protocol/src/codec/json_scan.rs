@@ -20,50 +20,29 @@ use crate::ext_fields::FieldStr;
 pub(super) fn read(text: &str) -> Option<RemotingCommand> {
     let mut s = Scan { text, pos: 0 };
     let mut h = super::json::JsonHeader::default();
-    let mut seen = 0u8;
+    let mut serialize_type_seen = false;
     s.eat(b'{')?;
     loop {
         let key = s.string()?;
         s.eat(b':')?;
-        let bit = match &*key {
-            "code" => {
-                h.code = Some(s.int()?);
-                0
-            }
-            "language" => {
-                h.language = Some(s.string()?.into_owned());
-                1
-            }
-            "version" => {
-                h.version = Some(s.int()?);
-                2
-            }
-            "opaque" => {
-                h.opaque = Some(s.int()?);
-                3
-            }
-            "flag" => {
-                h.flag = Some(s.int()?);
-                4
-            }
-            "remark" => {
-                h.remark = Some(s.string()?.into_owned());
-                5
-            }
-            "extFields" => {
-                h.ext_fields = Some(s.ext_fields()?);
-                6
-            }
+        // A field read twice is left to serde_json (which refuses it); `replace` says so.
+        let first = match &*key {
+            "code" => h.code.replace(s.int()?).is_none(),
+            "language" => h.language.replace(s.string()?.into_owned()).is_none(),
+            "version" => h.version.replace(s.int()?).is_none(),
+            "opaque" => h.opaque.replace(s.int()?).is_none(),
+            "flag" => h.flag.replace(s.int()?).is_none(),
+            "remark" => h.remark.replace(s.string()?.into_owned()).is_none(),
+            "extFields" => h.ext_fields.replace(s.ext_fields()?).is_none(),
             "serializeTypeCurrentRPC" => {
                 s.string()?;
-                7
+                !std::mem::replace(&mut serialize_type_seen, true)
             }
             _ => return None,
         };
-        if seen & (1 << bit) != 0 {
+        if !first {
             return None;
         }
-        seen |= 1 << bit;
         match s.next()? {
             b',' => {}
             b'}' => break,
