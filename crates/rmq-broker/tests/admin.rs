@@ -65,10 +65,10 @@ async fn offsets_update_query_and_survive_restart() {
     assert_eq!(r.code, 0);
     c.oneway(offset_update("G1", 3, 7)).await.unwrap();
     let r = c.request(offset_query("G1", 2), T).await.unwrap();
-    assert_eq!(r.ext_fields["offset"], "42");
+    assert_eq!(&r.ext_fields["offset"], "42");
     // No offset, queue starts at 0: offset 0.
     let r = c.request(offset_query("G2", 0), T).await.unwrap();
-    assert_eq!((r.code, r.ext_fields["offset"].as_str()), (0, "0"));
+    assert_eq!((r.code, &r.ext_fields["offset"]), (0, "0"));
     tokio::time::sleep(Duration::from_millis(50)).await;
     env.stop().await;
     let text = std::fs::read_to_string(dir.path().join("config/consumerOffset.json")).unwrap();
@@ -76,7 +76,7 @@ async fn offsets_update_query_and_survive_restart() {
     let env = start(dir.path(), &[]).await;
     let c = env.client().await;
     let r = c.request(offset_query("G1", 3), T).await.unwrap();
-    assert_eq!(r.ext_fields["offset"], "7");
+    assert_eq!(&r.ext_fields["offset"], "7");
     env.stop().await;
 }
 
@@ -199,7 +199,7 @@ async fn admin_offsets_query_by_key_and_view_by_id() {
         .to_ext_fields(),
     )
     .await;
-    assert_eq!(r.ext_fields["offset"], "3");
+    assert_eq!(&r.ext_fields["offset"], "3");
     let r = ask(
         RequestCode::GET_MIN_OFFSET,
         GetMinOffsetRequestHeader {
@@ -210,7 +210,7 @@ async fn admin_offsets_query_by_key_and_view_by_id() {
         .to_ext_fields(),
     )
     .await;
-    assert_eq!(r.ext_fields["offset"], "0");
+    assert_eq!(&r.ext_fields["offset"], "0");
     let r = ask(
         RequestCode::SEARCH_OFFSET_BY_TIMESTAMP,
         SearchOffsetRequestHeader {
@@ -222,7 +222,7 @@ async fn admin_offsets_query_by_key_and_view_by_id() {
         .to_ext_fields(),
     )
     .await;
-    assert_eq!((r.code, r.ext_fields["offset"].as_str()), (0, "0"));
+    assert_eq!((r.code, &r.ext_fields["offset"]), (0, "0"));
     let (_, phy) = rmq_common::decode_offset_msg_id(&ids[1]).unwrap();
     let r = ask(
         RequestCode::VIEW_MESSAGE_BY_ID,

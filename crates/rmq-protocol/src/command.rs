@@ -283,7 +283,12 @@ impl RemotingCommand {
 
     /// Write a typed header into the ext fields (fields already present are overwritten).
     pub fn write_header<H: CommandHeader>(&mut self, header: &H) {
-        self.ext_fields.extend(header.to_ext_fields());
+        let fields = header.to_ext_fields();
+        if self.ext_fields.is_empty() {
+            self.ext_fields = fields;
+        } else {
+            self.ext_fields.extend(fields.iter());
+        }
     }
 
     /// Builder form of [`RemotingCommand::write_header`].

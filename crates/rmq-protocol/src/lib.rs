@@ -53,5 +53,5 @@ pub use code::{RequestCode, ResponseCode};
 pub use codec::{decode, encode, encode_header_for_body, MAX_FRAME_BYTES};
 pub use command::{LanguageCode, RemotingCommand, SerializeType};
 pub use error::{ProtocolError, Result};
-pub use ext_fields::{ExtFields, FieldStr};
+pub use ext_fields::ExtFields;
 pub use header::CommandHeader;

@@ -96,8 +96,8 @@ impl ClientListener for PyListener {
         let f = self.on_broker_request.clone();
         dispatch(Box::new(move |py| {
             let fields: HashMap<String, String> = ext_fields
-                .into_iter()
-                .map(|(k, v)| (k.into(), v.into()))
+                .iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
                 .collect();
             let body = body.map(|b| PyBytes::new(py, &b).unbind());
             call_reporting(py, &f, (code, fields, body));
@@ -128,8 +128,8 @@ impl ClientListener for PyListener {
         };
         dispatch(Box::new(move |py| {
             let fields: HashMap<String, String> = ext_fields
-                .into_iter()
-                .map(|(k, v)| (k.into(), v.into()))
+                .iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
                 .collect();
             let body = body.map(|b| PyBytes::new(py, &b).unbind());
             let reply = match Py::new(py, BrokerCallReply::new(answer)) {

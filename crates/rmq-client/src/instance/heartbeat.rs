@@ -63,10 +63,10 @@ impl ClientInstance {
         let mut fields = ExtFields::new();
         fields.insert("clientID", self.inner.client_id.clone());
         if let Some(p) = producer {
-            fields.insert("producerGroup", p.to_owned());
+            fields.insert("producerGroup", p);
         }
         if let Some(c) = consumer {
-            fields.insert("consumerGroup", c.to_owned());
+            fields.insert("consumerGroup", c);
         }
         for addr in self.broker_addrs(false) {
             let cmd =

@@ -14,7 +14,6 @@
 use std::borrow::Cow;
 
 use crate::command::{ExtFields, RemotingCommand};
-use crate::ext_fields::FieldStr;
 
 /// The command in `text`, or `None` when it is not in the common shape.
 pub(super) fn read(text: &str) -> Option<RemotingCommand> {
@@ -115,33 +114,34 @@ impl<'a> Scan<'a> {
         let b = self.bytes();
         let start = self.pos;
         self.pos = plain_run_end(b, start);
-        match b.get(self.pos)? {
-            b'"' => {
-                self.pos += 1;
-                // The text is UTF-8 and `"` is ASCII: both ends are char boundaries.
-                return Some(Cow::Borrowed(&self.text[start..self.pos - 1]));
-            }
-            b'\\' => {}
-            _ => return None,
+        if b.get(self.pos) == Some(&b'"') {
+            self.pos += 1;
+            // The text is UTF-8 and `"` is ASCII: both ends are char boundaries.
+            return Some(Cow::Borrowed(&self.text[start..self.pos - 1]));
         }
-        let mut out = String::with_capacity(2 * (self.pos - start) + 16);
-        out.push_str(&self.text[start..self.pos]);
+        self.pos = start;
+        let mut out = String::with_capacity(2 * (plain_run_end(b, start) - start) + 16);
+        self.string_rest_into(&mut out)?;
+        Some(Cow::Owned(out))
+    }
+
+    /// A string, its characters appended to `out`.
+    fn string_into(&mut self, out: &mut String) -> Option<()> {
+        self.eat(b'"')?;
+        self.string_rest_into(out)
+    }
+
+    /// The rest of a string whose opening quote is taken, appended to `out`.
+    fn string_rest_into(&mut self, out: &mut String) -> Option<()> {
+        let b = self.bytes();
         loop {
-            match *b.get(self.pos)? {
-                b'"' => {
-                    self.pos += 1;
-                    return Some(Cow::Owned(out));
-                }
-                b'\\' => {
-                    self.pos += 1;
-                    out.push(self.escape()?);
-                }
-                c if c < 0x20 => return None,
-                _ => {
-                    let end = plain_run_end(b, self.pos);
-                    out.push_str(&self.text[self.pos..end]);
-                    self.pos = end;
-                }
+            let end = plain_run_end(b, self.pos);
+            out.push_str(&self.text[self.pos..end]);
+            self.pos = end + 1;
+            match *b.get(end)? {
+                b'"' => return Some(()),
+                b'\\' => out.push(self.escape()?),
+                _ => return None, // a control character
             }
         }
     }
@@ -189,8 +189,10 @@ impl<'a> Scan<'a> {
         Some(unit)
     }
 
+    /// An object of strings, each written once into the fields' text.
     fn ext_fields(&mut self) -> Option<ExtFields> {
-        let mut fields = ExtFields::with_capacity(16);
+        // The unescaped text is never longer than what is left of the header.
+        let mut fields = ExtFields::with_capacity(16, self.text.len() - self.pos);
         self.eat(b'{')?;
         self.skip_space();
         if self.bytes().get(self.pos) == Some(&b'}') {
@@ -198,9 +200,13 @@ impl<'a> Scan<'a> {
             return Some(fields);
         }
         loop {
-            let key = field_str(self.string()?);
+            let start = fields.text_mut().len();
+            self.string_into(fields.text_mut())?;
+            let key_end = fields.text_mut().len();
             self.eat(b':')?;
-            fields.insert(key, field_str(self.string()?));
+            self.string_into(fields.text_mut())?;
+            // A key given twice: the last one holds, as serde_json reads it.
+            fields.place(start, key_end);
             match self.next()? {
                 b',' => {}
                 b'}' => return Some(fields),
@@ -234,14 +240,6 @@ fn plain_run_end(b: &[u8], mut at: usize) -> usize {
         .iter()
         .take_while(|&&c| c != b'"' && c != b'\\' && c >= 0x20)
         .count()
-}
-
-#[inline]
-fn field_str(s: Cow<'_, str>) -> FieldStr {
-    match s {
-        Cow::Borrowed(s) => FieldStr::from(s),
-        Cow::Owned(s) => FieldStr::from(s),
-    }
 }
 
 #[cfg(test)]

@@ -110,7 +110,7 @@ mod tests {
             timestamp: 1,
             is_force: true,
         };
-        assert_eq!(r.to_ext_fields()["isForce"], "true");
+        assert_eq!(&r.to_ext_fields()["isForce"], "true");
         assert_eq!(
             ResetOffsetRequestHeader::from_ext_fields(&r.to_ext_fields()).unwrap(),
             r

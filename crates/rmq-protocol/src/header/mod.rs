@@ -17,11 +17,9 @@
 //! `Long.parseLong` (a value that does not parse is an error naming the field, the value and
 //! the type, as Java's `NumberFormatException` is), `Boolean.parseBoolean` (never an error).
 
-use compact_str::ToCompactString;
-
 use crate::command::ExtFields;
 use crate::error::{ProtocolError, Result};
-use crate::ext_fields::FieldStr;
+use crate::ext_fields::FieldCursor;
 
 /// A typed view of a command's ext fields.
 pub trait CommandHeader: Sized {
@@ -40,8 +38,8 @@ pub trait CommandHeader: Sized {
 pub trait HeaderValue: Sized {
     /// The Java type name used in error messages.
     const JAVA_TYPE: &'static str;
-    /// `toString()` of the Java value.
-    fn to_field(&self) -> FieldStr;
+    /// Append `toString()` of the Java value to `out`.
+    fn write_field(&self, out: &mut String);
     /// Parse the text as Java does.
     ///
     /// # Errors
@@ -59,8 +57,8 @@ fn invalid(field: &'static str, text: &str, expected: &'static str) -> ProtocolE
 
 impl HeaderValue for String {
     const JAVA_TYPE: &'static str = "String";
-    fn to_field(&self) -> FieldStr {
-        FieldStr::from(self.as_str())
+    fn write_field(&self, out: &mut String) {
+        out.push_str(self);
     }
     fn parse_field(_: &'static str, text: &str) -> Result<Self> {
         Ok(text.to_owned())
@@ -71,8 +69,8 @@ macro_rules! int_header_value {
     ($($t:ty => $java:literal),*) => {$(
         impl HeaderValue for $t {
             const JAVA_TYPE: &'static str = $java;
-            fn to_field(&self) -> FieldStr {
-                self.to_compact_string()
+            fn write_field(&self, out: &mut String) {
+                out.push_str(itoa::Buffer::new().format(*self));
             }
             fn parse_field(field: &'static str, text: &str) -> Result<Self> {
                 text.parse().map_err(|_| invalid(field, text, $java))
@@ -84,8 +82,8 @@ int_header_value!(i32 => "int", i64 => "long");
 
 impl HeaderValue for bool {
     const JAVA_TYPE: &'static str = "boolean";
-    fn to_field(&self) -> FieldStr {
-        FieldStr::const_new(if *self { "true" } else { "false" })
+    fn write_field(&self, out: &mut String) {
+        out.push_str(if *self { "true" } else { "false" });
     }
     /// Java's `Boolean.parseBoolean`: `true` in any case is true, anything else (`"0"`,
     /// `"false"`, `""`) is false; never an error. RocketMQ's C++ core sends `"0"`/`"1"`.
@@ -98,7 +96,7 @@ impl HeaderValue for bool {
 ///
 /// # Errors
 /// Missing, or does not parse.
-pub fn required<T: HeaderValue>(fields: &ExtFields, key: &'static str) -> Result<T> {
+pub fn required<T: HeaderValue>(fields: &mut FieldCursor<'_>, key: &'static str) -> Result<T> {
     match fields.get(key) {
         Some(v) => T::parse_field(key, v),
         None => Err(ProtocolError::MissingField { field: key }),
@@ -109,7 +107,10 @@ pub fn required<T: HeaderValue>(fields: &ExtFields, key: &'static str) -> Result
 ///
 /// # Errors
 /// Present but does not parse.
-pub fn optional<T: HeaderValue>(fields: &ExtFields, key: &'static str) -> Result<Option<T>> {
+pub fn optional<T: HeaderValue>(
+    fields: &mut FieldCursor<'_>,
+    key: &'static str,
+) -> Result<Option<T>> {
     fields.get(key).map(|v| T::parse_field(key, v)).transpose()
 }
 
@@ -122,11 +123,11 @@ macro_rules! field_type {
 macro_rules! put_field {
     (optional $m:ident $k:literal $v:expr) => {
         if let Some(v) = $v {
-            $m.insert($k, $crate::header::HeaderValue::to_field(v));
+            $m.insert_with($k, |out| $crate::header::HeaderValue::write_field(v, out));
         }
     };
     ($kind:ident $m:ident $k:literal $v:expr) => {
-        $m.insert($k, $crate::header::HeaderValue::to_field($v));
+        $m.insert_with($k, |out| $crate::header::HeaderValue::write_field($v, out));
     };
 }
 
@@ -162,7 +163,10 @@ macro_rules! command_header {
         impl $crate::header::CommandHeader for $name {
             #[allow(unused_mut, reason = "a header without fields never pushes")]
             fn to_ext_fields(&self) -> $crate::command::ExtFields {
-                let mut m = $crate::command::ExtFields::new();
+                let mut m = $crate::command::ExtFields::with_capacity(
+                    <[&str]>::len(&[$($key),*]),
+                    128,
+                );
                 $( put_field!($kind m $key &self.$field); )*
                 m
             }
@@ -171,6 +175,8 @@ macro_rules! command_header {
             fn from_ext_fields(
                 fields: &$crate::command::ExtFields,
             ) -> $crate::error::Result<Self> {
+                let mut fields = fields.cursor();
+                let fields = &mut fields;
                 Ok(Self {
                     $( $field: get_field!($kind fields $key $ty), )*
                 })

@@ -185,8 +185,8 @@ mod tests {
             body_crc32: -123,
         };
         let ext = r.to_ext_fields();
-        assert_eq!(ext["bodyCrc32"], "-123");
-        assert_eq!(ext["compressed"], "false");
+        assert_eq!(&ext["bodyCrc32"], "-123");
+        assert_eq!(&ext["compressed"], "false");
         assert_eq!(
             RegisterBrokerRequestHeader::from_ext_fields(&ext).unwrap(),
             r

@@ -144,7 +144,7 @@ mod tests {
             commit_offset: 77,
             broker_name: None,
         };
-        assert_eq!(u.to_ext_fields()["commitOffset"], "77");
+        assert_eq!(&u.to_ext_fields()["commitOffset"], "77");
         assert_eq!(
             UpdateConsumerOffsetRequestHeader::from_ext_fields(&u.to_ext_fields()).unwrap(),
             u

@@ -109,7 +109,7 @@ mod tests {
         };
         assert_eq!(h.sys_flag, 7);
         let ext = h.to_ext_fields();
-        assert_eq!(ext["suspendTimeoutMillis"], "15000");
+        assert_eq!(&ext["suspendTimeoutMillis"], "15000");
         assert_eq!(PullMessageRequestHeader::from_ext_fields(&ext).unwrap(), h);
         let r = PullMessageResponseHeader {
             suggest_which_broker_id: 0,

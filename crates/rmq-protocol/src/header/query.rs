@@ -57,7 +57,7 @@ mod tests {
             index_last_update_timestamp: 1,
             index_last_update_phyoffset: 2,
         };
-        assert_eq!(r.to_ext_fields()["indexLastUpdatePhyoffset"], "2");
+        assert_eq!(&r.to_ext_fields()["indexLastUpdatePhyoffset"], "2");
         assert_eq!(
             QueryMessageResponseHeader::from_ext_fields(&r.to_ext_fields()).unwrap(),
             r

@@ -229,12 +229,12 @@ mod tests {
         let h = v1();
         let v2 = SendMessageRequestHeaderV2::from(h.clone());
         let ext = v2.to_ext_fields();
-        assert_eq!(ext["a"], "pg");
-        assert_eq!(ext["b"], "TopicTest");
-        assert_eq!(ext["d"], "4");
-        assert_eq!(ext["g"], "1700000000000");
-        assert_eq!(ext["m"], "true");
-        assert_eq!(ext["n"], "broker-a");
+        assert_eq!(&ext["a"], "pg");
+        assert_eq!(&ext["b"], "TopicTest");
+        assert_eq!(&ext["d"], "4");
+        assert_eq!(&ext["g"], "1700000000000");
+        assert_eq!(&ext["m"], "true");
+        assert_eq!(&ext["n"], "broker-a");
         assert!(!ext.contains_key("l"));
         let back = SendMessageRequestHeader::from_request(310, &ext).unwrap();
         assert_eq!(back, h);
