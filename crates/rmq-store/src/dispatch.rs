@@ -523,13 +523,17 @@ impl ReputService {
         self.last_dispatched_store_ts
             .fetch_max(req.store_timestamp, Ordering::AcqRel);
         if req.is_queued() {
-            let cq = QueueId::new(req.queue_id).and_then(|q| cache.get_or_create(req.topic, q));
             let unit = CqUnit {
                 offset: req.commit_log_offset,
                 size: req.msg_size,
                 tags_code: req.tags_code,
             };
-            cq?.put_message_position_info(unit, req.consume_queue_offset)?;
+            cache.put_unit(
+                req.topic,
+                QueueId::new(req.queue_id)?,
+                unit,
+                req.consume_queue_offset,
+            )?;
         }
         if let Some(index) = t.index {
             // Never an error: an index that cannot be written is suspended (index_suspend),
