@@ -24,7 +24,7 @@ use crate::error::{Result, StoreError};
 use crate::flush::Waker;
 use crate::format::{scan_record, CqUnit, DecodedRecord, MessageToStore, Scan};
 use crate::index_file::IndexService;
-use crate::index_suspend::IndexGate;
+use crate::index_suspend::{GatePass, IndexGate};
 pub use crate::schedule::SCHEDULE_TOPIC;
 use crate::schedule::{delay_level, deliver_timestamp};
 
@@ -394,6 +394,7 @@ impl ReputService {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
+        let mut index = t.index.map(|i| self.index_gate.pass(i));
         let mut partial_tail = false;
         while !partial_tail && reput < t.commit_log.max_offset() {
             if let Some(past) = damaged.skip_from(reput) {
@@ -429,7 +430,8 @@ impl ReputService {
                         break;
                     }
                 };
-                if let Err(e) = self.dispatch(&req, &mut cache, t, listener.as_deref()) {
+                let gate = index.as_mut();
+                if let Err(e) = self.dispatch(&req, &mut cache, gate, t, listener.as_deref()) {
                     // Keep the record undispatched and retry later, so it is not skipped
                     // (e.g. a ConsumeQueue file could not be created).
                     self.report_dispatch_error(&e, reput);
@@ -517,6 +519,7 @@ impl ReputService {
         &self,
         req: &DispatchRequest<'_>,
         cache: &mut DispatchCache<'_>,
+        index: Option<&mut GatePass<'_>>,
         t: &DispatchTargets<'_>,
         listener: Option<&MessageArrivingListener>,
     ) -> Result<()> {
@@ -535,11 +538,10 @@ impl ReputService {
                 req.consume_queue_offset,
             )?;
         }
-        if let Some(index) = t.index {
+        if let Some(gate) = index {
             // Never an error: an index that cannot be written is suspended (index_suspend),
             // and the ConsumeQueues go on.
-            self.index_gate
-                .index(index, req, t.commit_log, &self.delay_levels_ms);
+            gate.index(req, t.commit_log, &self.delay_levels_ms);
         }
         if req.is_queued() {
             if let Some(l) = listener {

@@ -570,11 +570,23 @@ impl IndexService {
     /// # Errors
     /// When a new index file cannot be created (the message stays stored, unindexed).
     pub fn build_index(&self, req: &IndexRequest<'_>) -> Result<()> {
+        self.build_index_in(req, &mut None)
+    }
+
+    /// [`build_index`](Self::build_index), given the file the caller's last keys went into
+    /// (kept there for the next call; only the newest file takes keys, and a file stops
+    /// being the newest once full, which `put_key` says): the keys of a dispatch pass's
+    /// messages skip the look-up of the newest file, a lock and a reference count each.
+    pub(crate) fn build_index_in(
+        &self,
+        req: &IndexRequest<'_>,
+        last_file: &mut Option<Arc<IndexFile>>,
+    ) -> Result<()> {
         use rmq_common::sys_flag::{transaction_value, TRANSACTION_ROLLBACK_TYPE};
         if transaction_value(req.sys_flag) == TRANSACTION_ROLLBACK_TYPE {
             return Ok(());
         }
-        let mut file = match self.last_file() {
+        let mut file = match last_file.take().or_else(|| self.last_file()) {
             Some(f) => f,
             None => self.writable_file()?,
         };
@@ -585,6 +597,7 @@ impl IndexService {
                 file = self.writable_file()?;
             }
         }
+        *last_file = Some(file);
         Ok(())
     }
 

@@ -12,7 +12,8 @@
 //! then queries by key do not find the messages stored meanwhile. A restart in between
 //! catches up too: recovery re-dispatches from where the index ends.
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use rmq_common::time::now_millis;
 
@@ -20,7 +21,7 @@ use crate::commit_log::CommitLog;
 use crate::dispatch::DispatchRequest;
 use crate::error::StoreError;
 use crate::format::{scan_record, Scan};
-use crate::index_file::{IndexRequest, IndexService};
+use crate::index_file::{IndexFile, IndexRequest, IndexService};
 
 /// How often a suspended index tries again (ms): one failed allocation a second is nothing.
 pub(crate) const RETRY_MS: i64 = 1_000;
@@ -45,6 +46,9 @@ struct Suspended {
 #[derive(Default)]
 pub(crate) struct IndexGate {
     suspended: Mutex<Option<Suspended>>,
+    /// Whether `suspended` held a value when the last pass ended: what
+    /// [`is_suspended`](IndexGate::is_suspended) answers without waiting for a pass.
+    suspended_after_pass: AtomicBool,
 }
 
 /// An index request for a record, as dispatch makes it.
@@ -60,22 +64,48 @@ fn index_request<'a>(req: &DispatchRequest<'a>) -> Option<IndexRequest<'a>> {
 }
 
 impl IndexGate {
-    /// Whether indexing is suspended now.
+    /// Whether indexing was suspended when the last dispatch pass ended.
     pub(crate) fn is_suspended(&self) -> bool {
-        self.lock().is_some()
+        self.suspended_after_pass.load(Ordering::Acquire)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Suspended>> {
+    fn lock(&self) -> MutexGuard<'_, Option<Suspended>> {
         self.suspended
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The gate for one dispatch pass writing to `index`: locked once for the pass, not once
+    /// a message.
+    pub(crate) fn pass<'a>(&'a self, index: &'a IndexService) -> GatePass<'a> {
+        GatePass {
+            index,
+            flag: &self.suspended_after_pass,
+            state: self.lock(),
+            last_file: None,
+        }
+    }
+}
+
+/// [`IndexGate`] held by a dispatch pass, with the index file its last keys went into.
+pub(crate) struct GatePass<'a> {
+    index: &'a IndexService,
+    flag: &'a AtomicBool,
+    state: MutexGuard<'a, Option<Suspended>>,
+    last_file: Option<Arc<IndexFile>>,
+}
+
+impl Drop for GatePass<'_> {
+    fn drop(&mut self) {
+        self.flag.store(self.state.is_some(), Ordering::Release);
+    }
+}
+
+impl GatePass<'_> {
     /// Index the keys of one dispatched record (see the module doc). Never fails: a failure
     /// suspends indexing.
     pub(crate) fn index(
-        &self,
-        index: &IndexService,
+        &mut self,
         req: &DispatchRequest<'_>,
         commit_log: &CommitLog,
         delay_levels_ms: &[i64],
@@ -83,13 +113,16 @@ impl IndexGate {
         let Some(ireq) = index_request(req) else {
             return;
         };
-        let mut state = self.lock();
+        let index = self.index;
+        let state = &mut *self.state;
         let Some(s) = state.as_mut() else {
-            if let Err(e) = index.build_index(&ireq) {
+            if let Err(e) = index.build_index_in(&ireq, &mut self.last_file) {
                 *state = Some(suspend(req.commit_log_offset, &e));
             }
             return;
         };
+        // Suspended: back-filling writes the index without this pass's file.
+        self.last_file = None;
         let now = now_millis();
         if now < s.next_try_ms {
             s.missed += 1;
