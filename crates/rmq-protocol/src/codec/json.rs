@@ -22,8 +22,12 @@ use crate::json_compat;
 use super::json_scan;
 
 pub(super) fn encode_header(cmd: &RemotingCommand, dst: &mut BytesMut) {
+    // Numbers through itoa and fixed text as slices: `write!` and its formatting machinery
+    // were most of encoding a send's reply.
+    let mut num = itoa::Buffer::new();
     dst.reserve(160 + 32 * cmd.ext_fields.len());
-    let _ = write!(dst, "{{\"code\":{}", cmd.code);
+    dst.put_slice(b"{\"code\":");
+    dst.put_slice(num.format(cmd.code).as_bytes());
     if !cmd.ext_fields.is_empty() {
         dst.put_slice(b",\"extFields\":{");
         for (i, (k, v)) in cmd.ext_fields.iter().enumerate() {
@@ -36,22 +40,19 @@ pub(super) fn encode_header(cmd: &RemotingCommand, dst: &mut BytesMut) {
         }
         dst.put_u8(b'}');
     }
-    let _ = write!(
-        dst,
-        ",\"flag\":{},\"language\":\"{}\",\"opaque\":{}",
-        cmd.flag,
-        cmd.language.name(),
-        cmd.opaque
-    );
+    dst.put_slice(b",\"flag\":");
+    dst.put_slice(num.format(cmd.flag).as_bytes());
+    dst.put_slice(b",\"language\":\"");
+    dst.put_slice(cmd.language.name().as_bytes());
+    dst.put_slice(b"\",\"opaque\":");
+    dst.put_slice(num.format(cmd.opaque).as_bytes());
     if let Some(remark) = &cmd.remark {
         dst.put_slice(b",\"remark\":");
         push_json_str(dst, remark);
     }
-    let _ = write!(
-        dst,
-        ",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":{}}}",
-        cmd.version
-    );
+    dst.put_slice(b",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":");
+    dst.put_slice(num.format(cmd.version).as_bytes());
+    dst.put_u8(b'}');
 }
 
 /// Quote a string the way fastjson does: `"` and `\` escaped, control characters as the
