@@ -353,22 +353,23 @@ impl ReputService {
         pass.progressed
     }
 
-    /// A pass on the put path, right after a batch was appended under `claim`: its records
-    /// are still in that thread's cache, where the dispatch thread would load them from
-    /// another core's, and the put knows what they hold. Waits for a pass under way (another
-    /// batch's, which may take some of these records). Returns false when the pass is
-    /// blocked: the dispatch thread retries the record on its own pace then.
+    /// A pass under `claim` on the thread that just made records readable: a batch put
+    /// right after it appended them (`appended`: what it wrote; its records are still in
+    /// that thread's cache, where the dispatch thread would load them from another core's),
+    /// or the group commit after a round. Waits for a pass under way (another batch's, which
+    /// may take some of these records). Returns false when the pass is blocked: the dispatch
+    /// thread retries the record on its own pace then.
     pub(crate) fn reput_inline(
         &self,
         t: &DispatchTargets<'_>,
-        appended: Appended<'_, '_>,
+        appended: Option<Appended<'_, '_>>,
         mut claim: InlineClaim<'_>,
     ) -> bool {
         let cache = t.consume_queues.lock_dispatch_cache();
         // Read under the lock a truncation holds while it sets the position: unchanged since
         // the claim, the records are still those the put wrote.
         let unmoved = self.position_sets.load(Ordering::SeqCst) == claim.position_sets;
-        let pass = self.pass(cache, t, unmoved.then_some(appended));
+        let pass = self.pass(cache, t, appended.filter(|_| unmoved));
         claim.passed = true;
         drop(claim);
         !pass.blocked

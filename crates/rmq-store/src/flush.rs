@@ -116,7 +116,7 @@ impl GroupCommit {
 
     /// The flushing thread's loop: write what the appenders staged, sync whatever is
     /// requested, wake the waiters, call `after_round` (the round made the staged bytes
-    /// readable: dispatch and replication are woken there), repeat.
+    /// readable: replication is woken and they are dispatched there), repeat.
     pub fn run(
         &self,
         queue: &MappedFileQueue,
@@ -153,7 +153,6 @@ impl GroupCommit {
                     self.failed_upto.fetch_max(target, Ordering::AcqRel);
                 }
             }
-            after_round();
             let covered = self
                 .flushed
                 .load(Ordering::Acquire)
@@ -167,6 +166,7 @@ impl GroupCommit {
             for w in wake {
                 w.wake();
             }
+            after_round();
             if stopped {
                 self.release_all();
                 return;

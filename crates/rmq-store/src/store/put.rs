@@ -226,7 +226,7 @@ impl MessageStore {
         let dispatched = claim.is_some_and(|claim| {
             let appended = Appended::new(msgs, results, self.commit_log.store_host());
             self.reput
-                .reput_inline(&self.dispatch_targets(), appended, claim)
+                .reput_inline(&self.dispatch_targets(), Some(appended), claim)
         });
         // Under load the dispatch thread polls (as RocketMQ's reput thread does), so a busy
         // put path pays no system call per message for it; an idle one is woken.
