@@ -458,7 +458,28 @@ impl CommitLog {
     /// The `size` bytes of one record at `offset`.
     #[must_use]
     pub fn get_message(&self, offset: i64, size: usize) -> Option<SelectMappedBufferResult> {
-        let file = self.queue.find_mapped_file_by_offset(offset, false)?;
+        self.get_message_in(offset, size, &mut None)
+    }
+
+    /// [`Self::get_message`] for a run of reads (a pull's records): `held` is the file the
+    /// last read found, used again while it holds `offset` (a lookup takes the file list's
+    /// lock and a count on the file), and replaced by the file a lookup finds otherwise.
+    pub(crate) fn get_message_in(
+        &self,
+        offset: i64,
+        size: usize,
+        held: &mut Option<Arc<MappedFile>>,
+    ) -> Option<SelectMappedBufferResult> {
+        let covers = |f: &Arc<MappedFile>| {
+            (f.file_from_offset()..f.offset_of(f.file_size())).contains(&offset)
+        };
+        let file = if let Some(f) = held.as_ref().filter(|f| covers(f)) {
+            Arc::clone(f)
+        } else {
+            let f = self.queue.find_mapped_file_by_offset(offset, false)?;
+            *held = Some(Arc::clone(&f));
+            f
+        };
         let pos = usize::try_from(offset - file.file_from_offset()).ok()?;
         SelectMappedBufferResult::new(file, pos, size)
     }

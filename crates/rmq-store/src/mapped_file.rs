@@ -1248,6 +1248,16 @@ impl SelectMappedBufferResult {
         self.len == 0
     }
 
+    /// Extend this range by `next` when `next` starts, in the same file, where this one
+    /// ends; `false`, and nothing changed, otherwise.
+    pub fn join(&mut self, next: &Self) -> bool {
+        let adjacent = Arc::ptr_eq(&self.file, &next.file) && self.pos + self.len == next.pos;
+        if adjacent {
+            self.len += next.len;
+        }
+        adjacent
+    }
+
     /// The mapped file holding the range.
     #[must_use]
     pub fn mapped_file(&self) -> &Arc<MappedFile> {

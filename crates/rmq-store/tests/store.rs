@@ -354,6 +354,52 @@ fn index_query_by_keys_and_uniq_key_and_time() {
     store.shutdown().unwrap();
 }
 
+/// A pull's ranges joined into runs: each run of a queue's records stored back to back in
+/// one file becomes one range, and the runs carry exactly the messages' bytes, in order.
+#[test]
+fn pulled_records_stored_back_to_back_join_into_one_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path(), &[]);
+    // Bursts of three records of queue 0 between single records of queue 1, over 64 KiB
+    // files: a burst is one run unless a file rolls inside it.
+    let mut q0 = Vec::new();
+    for i in 0..160 {
+        let q = i32::from(i % 4 == 3);
+        let r = put(&store, "T", q, &body_of(i), &props("", ""));
+        assert_eq!(r.status, PutMessageStatus::PutOk);
+        if q == 0 {
+            q0.push(r.append);
+        }
+    }
+    wait_dispatched(&store);
+    let mut next = 0;
+    let mut rolls_inside_a_pull = 0;
+    while next < 120 {
+        let r = store.get_message("T", 0, next, 32, None);
+        assert_eq!(r.status, GetMessageStatus::Found);
+        let start = usize::try_from(next).unwrap();
+        let stored = &q0[start..start + r.messages.len()];
+        // From the puts: a run starts at a pull's first record and wherever a record does
+        // not begin where the one before it ended.
+        let want = 1 + stored
+            .windows(2)
+            .filter(|w| w[0].end_offset() != w[1].wrote_offset)
+            .count();
+        rolls_inside_a_pull += stored
+            .windows(2)
+            .filter(|w| w[0].wrote_offset / 65536 != w[1].wrote_offset / 65536)
+            .count();
+        let bytes: Vec<u8> = r.messages.iter().flat_map(|m| m.bytes().to_vec()).collect();
+        next = r.next_begin_offset;
+        let runs = r.into_runs();
+        assert_eq!(runs.len(), want, "runs of the pull from {start}");
+        let joined: Vec<u8> = runs.iter().flat_map(|m| m.bytes().to_vec()).collect();
+        assert_eq!(joined, bytes);
+        assert_eq!(runs[0].start_offset(), stored[0].wrote_offset);
+    }
+    assert!(rolls_inside_a_pull > 0, "no file rolled inside a pull");
+}
+
 #[test]
 fn tag_hash_filter_and_offset_by_time() {
     let dir = tempfile::tempdir().unwrap();

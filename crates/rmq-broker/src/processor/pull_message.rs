@@ -251,7 +251,7 @@ fn pull_once(
     });
     if code == ResponseCode::SUCCESS {
         let regions: Vec<Box<dyn FileRegion>> = result
-            .messages
+            .into_runs()
             .into_iter()
             .map(|m| Box::new(StoreRegion(m)) as Box<dyn FileRegion>)
             .collect();

@@ -57,7 +57,7 @@ pub struct GetMessageResult {
     pub min_offset: i64,
     /// Next queue offset to be written.
     pub max_offset: i64,
-    /// One range per message.
+    /// One range per message (see [`Self::into_runs`]).
     pub messages: Vec<SelectMappedBufferResult>,
     /// Sum of the ranges' lengths.
     pub buffer_total_size: usize,
@@ -66,6 +66,20 @@ pub struct GetMessageResult {
 }
 
 impl GetMessageResult {
+    /// The messages' ranges with each run of records stored back to back in one file made
+    /// one range: what a reply sends (a batch's records, or a queue's burst, are one
+    /// `sendfile` then, and cost the transport one region to walk, not one per message).
+    #[must_use]
+    pub fn into_runs(self) -> Vec<SelectMappedBufferResult> {
+        let mut runs: Vec<SelectMappedBufferResult> = Vec::with_capacity(self.messages.len());
+        for m in self.messages {
+            if !runs.last_mut().is_some_and(|last| last.join(&m)) {
+                runs.push(m);
+            }
+        }
+        runs
+    }
+
     fn empty(status: GetMessageStatus, next: i64, min: i64, max: i64) -> Self {
         Self {
             status,
@@ -129,6 +143,7 @@ impl MessageStore {
         let mut next_phy_file_start = i64::MIN;
         let mut max_phy_pulling = 0;
         let mut read_units: i64 = 0;
+        let mut held = None;
         let mut i = 0;
         while i + CQ_STORE_UNIT_SIZE <= units.len() && i < max_filter_bytes {
             let Some(u) = CqUnit::decode(&units[i..]) else {
@@ -165,7 +180,7 @@ impl MessageStore {
                     continue;
                 }
             }
-            if let Some(sel) = self.commit_log.get_message(u.offset, size) {
+            if let Some(sel) = self.commit_log.get_message_in(u.offset, size, &mut held) {
                 // A damaged unit may point into damaged bytes or at another message: never
                 // serve it at this offset.
                 if !self.servable(&sel, &u, topic, queue_id, offset + read_units - 1) {
