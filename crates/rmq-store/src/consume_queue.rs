@@ -182,11 +182,7 @@ impl ConsumeQueue {
         }
         let expect = cq_offset * UNIT;
         if let Some(file) = last_file.as_deref() {
-            if file.offset_of(file.wrote_position()) == expect
-                && file.append_bytes(&unit.encode())?
-            {
-                self.max_physic_offset
-                    .store(unit.offset + i64::from(unit.size), Ordering::Release);
+            if file.offset_of(file.wrote_position()) == expect && self.append_unit(file, unit)? {
                 return Ok(());
             }
         }
@@ -209,12 +205,20 @@ impl ConsumeQueue {
         };
         // A unit that cannot be written (no space) is an error: dispatch keeps the record
         // and retries, rather than skip a queue offset.
-        if file.append_bytes(&unit.encode())? {
+        self.append_unit(&file, unit)?;
+        *last_file = Some(file);
+        Ok(())
+    }
+
+    /// Append `unit` to `file` and move the queue's CommitLog high mark past its record;
+    /// `Ok(false)`, and nothing written, when the file has no room for it.
+    fn append_unit(&self, file: &MappedFile, unit: CqUnit) -> Result<bool> {
+        let appended = file.append_bytes(&unit.encode())?;
+        if appended {
             self.max_physic_offset
                 .store(unit.offset + i64::from(unit.size), Ordering::Release);
         }
-        *last_file = Some(file);
-        Ok(())
+        Ok(appended)
     }
 
     /// Records of this queue between two dispatched ones are missing from the CommitLog

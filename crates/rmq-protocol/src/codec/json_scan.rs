@@ -113,14 +113,13 @@ impl<'a> Scan<'a> {
         self.eat(b'"')?;
         let b = self.bytes();
         let start = self.pos;
-        self.pos = plain_run_end(b, start);
-        if b.get(self.pos) == Some(&b'"') {
-            self.pos += 1;
+        let plain_end = plain_run_end(b, start);
+        if b.get(plain_end) == Some(&b'"') {
+            self.pos = plain_end + 1;
             // The text is UTF-8 and `"` is ASCII: both ends are char boundaries.
-            return Some(Cow::Borrowed(&self.text[start..self.pos - 1]));
+            return Some(Cow::Borrowed(&self.text[start..plain_end]));
         }
-        self.pos = start;
-        let mut out = String::with_capacity(2 * (plain_run_end(b, start) - start) + 16);
+        let mut out = String::with_capacity(2 * (plain_end - start) + 16);
         self.string_rest_into(&mut out)?;
         Some(Cow::Owned(out))
     }
