@@ -160,15 +160,13 @@ macro_rules! command_header {
             $( $(#[$fmeta])* pub $field: field_type!($kind $ty), )*
         }
 
-        impl $name {
-            /// The header's keys, in the order it declares them (and decodes them in).
-            pub const KEYS: &'static [&'static str] = &[$($key),*];
-        }
-
         impl $crate::header::CommandHeader for $name {
             #[allow(unused_mut, reason = "a header without fields never pushes")]
             fn to_ext_fields(&self) -> $crate::command::ExtFields {
-                let mut m = $crate::command::ExtFields::with_capacity(Self::KEYS.len(), 128);
+                let mut m = $crate::command::ExtFields::with_capacity(
+                    <[&str]>::len(&[$($key),*]),
+                    128,
+                );
                 $( put_field!($kind m $key &self.$field); )*
                 m
             }

