@@ -1250,7 +1250,7 @@ impl SelectMappedBufferResult {
 
     /// Extend this range by `next` when `next` starts, in the same file, where this one
     /// ends; `false`, and nothing changed, otherwise.
-    pub fn join(&mut self, next: &Self) -> bool {
+    pub(crate) fn join(&mut self, next: &Self) -> bool {
         let adjacent = Arc::ptr_eq(&self.file, &next.file) && self.pos + self.len == next.pos;
         if adjacent {
             self.len += next.len;
