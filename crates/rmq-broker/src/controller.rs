@@ -26,6 +26,38 @@ pub struct BrokerController {
 
 struct Dispatcher(Arc<BrokerState>);
 
+/// SYNC_FLUSH: the task that makes the group commit's rounds on this runtime, where the
+/// sends that wait for them were served (see `GroupCommit::attach_runner`); none under
+/// ASYNC_FLUSH. When it ends (the broker stops) the store's group-commit thread takes over.
+fn spawn_group_commit_runner(store: &Arc<MessageStore>) -> Option<JoinHandle<()>> {
+    struct Detach(std::sync::Weak<MessageStore>);
+    impl Drop for Detach {
+        fn drop(&mut self) {
+            if let Some(store) = self.0.upgrade() {
+                store.detach_group_commit_runner();
+            }
+        }
+    }
+    let due = Arc::new(tokio::sync::Notify::new());
+    let wake = Arc::clone(&due);
+    if !store.attach_group_commit_runner(Box::new(move || wake.notify_one())) {
+        return None;
+    }
+    let detach = Detach(Arc::downgrade(store));
+    Some(tokio::spawn(async move {
+        loop {
+            due.notified().await;
+            // The tasks that are ready first (a reader with more sends): the round covers
+            // them too.
+            tokio::task::yield_now().await;
+            let Some(store) = detach.0.upgrade() else {
+                break;
+            };
+            store.run_group_commit_round();
+        }
+    }))
+}
+
 impl RequestHandler for Dispatcher {
     fn handle(&self, conn: Connection, request: RemotingCommand) -> BoxFuture<Option<Reply>> {
         Box::pin(processor::dispatch(Arc::clone(&self.0), conn, request))
@@ -152,10 +184,11 @@ impl BrokerController {
                 }
             }
         });
+        let runner = spawn_group_commit_runner(&b.store);
         self.tasks
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .extend([hold_task, scan_task, stats_task]);
+            .extend([hold_task, scan_task, stats_task].into_iter().chain(runner));
         let idle = b.config.server_channel_max_idle_time_seconds;
         let idle_timeout = (idle > 0).then(|| Duration::from_secs(idle));
         let defaults = ServerConfig::default();

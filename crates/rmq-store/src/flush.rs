@@ -1,18 +1,20 @@
 //! Making CommitLog writes durable.
 //!
 //! * [`GroupCommit`] (SYNC_FLUSH): appenders stage their records in memory, register the
-//!   end offset they need and wait; one thread writes everything staged with one `pwrite`,
+//!   end offset they need and wait; one round writes everything staged with one `pwrite`,
 //!   syncs once, and wakes every waiter it covered. Many appenders share one system call of
 //!   each kind, which is what makes synchronous durability affordable. A failed write or
-//!   sync wakes its waiters with the error: never with success.
+//!   sync wakes its waiters with the error: never with success. Rounds run on the flush
+//!   thread, or on a server's I/O runtime once it attaches a runner
+//!   ([`GroupCommit::attach_runner`]), while they stay fast.
 //! * The async flush loop (ASYNC_FLUSH) syncs every `flushIntervalCommitLog` ms once
 //!   `flushCommitLogLeastPages` are dirty (stopping below the folio being filled), and
 //!   everything every `flushCommitLogThoroughInterval` ms. Puts do not wake it.
 //! * The commit loop (transient store pool) moves buffered bytes into the file every
 //!   `commitIntervalCommitLog` ms, then wakes the flush loop.
 
-use std::sync::atomic::{fence, AtomicBool, AtomicI64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::atomic::{fence, AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
@@ -61,7 +63,36 @@ pub struct GroupCommit {
     stopped: AtomicBool,
     waiters: Mutex<Vec<(i64, Waiter)>>,
     work: Waker,
+    /// Wakes the runner a server attached ([`Self::attach_runner`]).
+    runner: OnceLock<Box<dyn Fn() + Send + Sync>>,
+    /// Rounds are the flush thread's: no runner is attached, it is gone, or its rounds took
+    /// [`SLOW_RUNNER_ROUND`] on average.
+    on_thread: AtomicBool,
+    runner_gone: AtomicBool,
+    /// The runner's rounds' moving average, in µs (each round weighs 1/8).
+    runner_round_us: AtomicU64,
+    /// A hand-over to the flush thread was logged (later ones are logged at debug level).
+    told_slow: AtomicBool,
+    /// Held for a round: the runner's and the flush thread's never overlap.
+    round: Mutex<()>,
 }
+
+/// A runner whose rounds take this long on average (a slow disk) hands them to the flush
+/// thread for [`THREAD_ROUNDS_FOR`]: the runner's I/O thread serves every connection, and
+/// must not wait on the disk for long. An average, so that a lone slow round (one that
+/// writes back a reservation's zeros) does not.
+const SLOW_RUNNER_ROUND: Duration = Duration::from_millis(2);
+const THREAD_ROUNDS_FOR: Duration = Duration::from_secs(1);
+/// The runner's rounds' moving average after a round that `took` this long: each round
+/// weighs 1/8.
+fn next_round_average(avg_us: u64, took: Duration) -> u64 {
+    let took_us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+    avg_us - avg_us / 8 + took_us / 8
+}
+
+/// While a runner has the rounds, the flush thread makes one only for a request left
+/// unflushed this long (a runtime that stalled or stopped).
+const STAND_BY_INTERVAL: Duration = Duration::from_millis(10);
 
 impl GroupCommit {
     /// A group commit whose durable position starts at `flushed`.
@@ -75,6 +106,12 @@ impl GroupCommit {
             stopped: AtomicBool::new(false),
             waiters: Mutex::new(Vec::new()),
             work: Waker::default(),
+            runner: OnceLock::new(),
+            on_thread: AtomicBool::new(true),
+            runner_gone: AtomicBool::new(false),
+            runner_round_us: AtomicU64::new(0),
+            told_slow: AtomicBool::new(false),
+            round: Mutex::new(()),
         })
     }
 
@@ -93,7 +130,7 @@ impl GroupCommit {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push((end_offset, Waiter::Thread(std::thread::current())));
-        self.work.wake();
+        self.nudge();
         loop {
             if let Some(r) = self.poll_flushed(end_offset) {
                 return r.map(|()| FlushOutcome::Flushed);
@@ -111,67 +148,182 @@ impl GroupCommit {
     /// replicated bytes under SYNC_FLUSH).
     pub fn request(&self, end_offset: i64) {
         self.requested.fetch_max(end_offset, Ordering::AcqRel);
+        self.nudge();
+    }
+
+    /// Tell whoever makes the rounds that a round is due.
+    fn nudge(&self) {
+        match self.runner.get() {
+            Some(wake) if !self.on_thread.load(Ordering::Acquire) => wake(),
+            _ => self.work.wake(),
+        }
+    }
+
+    /// Let a server's I/O runtime make the rounds: from now on a due round calls `wake`, and
+    /// the runner it wakes calls [`run_round`](Self::run_round). False when a runner is
+    /// attached already.
+    ///
+    /// Why: a round made on the thread that served its sends wakes their tasks there, with
+    /// no thread woken on either side (the flush thread by the put, the I/O thread by the
+    /// round). Under SYNC_FLUSH that was most of the broker's context switches
+    /// (benches/RESULTS.md, issue 18, twenty-first round).
+    pub fn attach_runner(&self, wake: Box<dyn Fn() + Send + Sync>) -> bool {
+        if self.runner.set(wake).is_err() {
+            return false;
+        }
+        self.on_thread.store(false, Ordering::Release);
+        true
+    }
+
+    /// The runner is gone (its runtime stops): rounds are the flush thread's again.
+    pub fn detach_runner(&self) {
+        self.runner_gone.store(true, Ordering::Release);
+        self.on_thread.store(true, Ordering::Release);
         self.work.wake();
+    }
+
+    /// The runner's round, unless the rounds are the flush thread's now. Rounds that take
+    /// [`SLOW_RUNNER_ROUND`] on average hand them to the flush thread for
+    /// [`THREAD_ROUNDS_FOR`].
+    pub fn run_round(
+        &self,
+        queue: &MappedFileQueue,
+        checkpoint: &StoreCheckpoint,
+        after_round: impl Fn(),
+    ) {
+        if self.on_thread.load(Ordering::Acquire) || self.stopped.load(Ordering::Acquire) {
+            return;
+        }
+        let started = Instant::now();
+        if !self.round(queue, checkpoint, &after_round) {
+            return;
+        }
+        let avg = next_round_average(
+            self.runner_round_us.load(Ordering::Relaxed),
+            started.elapsed(),
+        );
+        if Duration::from_micros(avg) < SLOW_RUNNER_ROUND {
+            self.runner_round_us.store(avg, Ordering::Relaxed);
+            return;
+        }
+        self.runner_round_us.store(0, Ordering::Relaxed);
+        self.on_thread.store(true, Ordering::Release);
+        self.work.wake();
+        let level = if self.told_slow.swap(true, Ordering::Relaxed) {
+            log::Level::Debug
+        } else {
+            log::Level::Info
+        };
+        log::log!(
+            level,
+            "SYNC_FLUSH rounds took {:.1} ms on average: the rmq-group-commit thread makes them \
+             for the next {} s, so that a slow disk does not hold up an I/O thread",
+            Duration::from_micros(avg).as_secs_f64() * 1000.0,
+            THREAD_ROUNDS_FOR.as_secs()
+        );
     }
 
     /// The flushing thread's loop: write what the appenders staged, sync whatever is
     /// requested, wake the waiters, call `after_round` (the round made the staged bytes
-    /// readable: replication is woken and they are dispatched there), repeat.
+    /// readable: replication is woken and they are dispatched there), repeat. While a
+    /// runner has the rounds it stands by, making one only for a request a runner left
+    /// waiting [`STAND_BY_INTERVAL`]; after the stop it makes the last round.
     pub fn run(
         &self,
         queue: &MappedFileQueue,
         checkpoint: &StoreCheckpoint,
         after_round: impl Fn(),
     ) {
+        let mut on_thread_since = None;
         loop {
-            let stopped = self.stopped.load(Ordering::Acquire);
-            let target = self.requested.load(Ordering::Acquire);
-            if target <= self.flushed.load(Ordering::Acquire) {
-                if stopped {
-                    self.release_all();
-                    return;
+            if self.stopped.load(Ordering::Acquire) {
+                self.round(queue, checkpoint, &after_round);
+                self.release_all();
+                return;
+            }
+            if !self.on_thread.load(Ordering::Acquire) {
+                on_thread_since = None;
+                let seen = self.requested.load(Ordering::Acquire);
+                self.work.wait(STAND_BY_INTERVAL);
+                if self.flushed.load(Ordering::Acquire) < seen {
+                    self.round(queue, checkpoint, &after_round);
                 }
+                continue;
+            }
+            if self.hand_back(&mut on_thread_since) {
+                continue;
+            }
+            if self.requested.load(Ordering::Acquire) <= self.flushed.load(Ordering::Acquire) {
                 self.work.wait(Duration::from_millis(10));
                 continue;
             }
             // Let the appenders woken by the last round append before this sync starts, so
             // it covers them too (on few cores they would otherwise miss it by microseconds).
             std::thread::yield_now();
-            // Everything appended now is covered (the flush writes what is staged first), not
-            // just `target`: appenders that arrive during this sync find their bytes durable.
-            match queue.flush_to(queue.max_offset().max(target)) {
-                Ok(_) => {
-                    self.flushed
-                        .fetch_max(queue.flushed_where(), Ordering::AcqRel);
-                    let ts = queue.store_timestamp();
-                    if ts > 0 {
-                        checkpoint.set_physic_msg_timestamp(ts);
-                    }
-                }
-                Err(e) => {
-                    *self.failure.lock().unwrap_or_else(PoisonError::into_inner) = e.to_string();
-                    self.failed_upto.fetch_max(target, Ordering::AcqRel);
+            self.round(queue, checkpoint, &after_round);
+        }
+    }
+
+    /// Give the rounds back to the runner once they have been the flush thread's for
+    /// [`THREAD_ROUNDS_FOR`] after a slow one (never to a runner that is gone).
+    fn hand_back(&self, since: &mut Option<Instant>) -> bool {
+        let Some(wake) = self.runner.get() else {
+            return false;
+        };
+        if self.runner_gone.load(Ordering::Acquire)
+            || since.get_or_insert_with(Instant::now).elapsed() < THREAD_ROUNDS_FOR
+        {
+            return false;
+        }
+        self.on_thread.store(false, Ordering::Release);
+        wake();
+        true
+    }
+
+    /// Write what is staged, sync everything appended, wake the waiters covered, then
+    /// `after_round`; nothing (false) when no flush is requested beyond the durable position.
+    fn round(
+        &self,
+        queue: &MappedFileQueue,
+        checkpoint: &StoreCheckpoint,
+        after_round: &impl Fn(),
+    ) -> bool {
+        let _one = self.round.lock().unwrap_or_else(PoisonError::into_inner);
+        let target = self.requested.load(Ordering::Acquire);
+        if target <= self.flushed.load(Ordering::Acquire) {
+            return false;
+        }
+        // Everything appended now is covered (the flush writes what is staged first), not
+        // just `target`: appenders that arrive during this sync find their bytes durable.
+        match queue.flush_to(queue.max_offset().max(target)) {
+            Ok(_) => {
+                self.flushed
+                    .fetch_max(queue.flushed_where(), Ordering::AcqRel);
+                let ts = queue.store_timestamp();
+                if ts > 0 {
+                    checkpoint.set_physic_msg_timestamp(ts);
                 }
             }
-            let covered = self
-                .flushed
-                .load(Ordering::Acquire)
-                .max(self.failed_upto.load(Ordering::Acquire));
-            let wake: Vec<Waiter> = {
-                let mut w = self.waiters.lock().unwrap_or_else(PoisonError::into_inner);
-                let (done, rest): (Vec<_>, Vec<_>) = w.drain(..).partition(|(t, _)| *t <= covered);
-                *w = rest;
-                done.into_iter().map(|(_, t)| t).collect()
-            };
-            for w in wake {
-                w.wake();
-            }
-            after_round();
-            if stopped {
-                self.release_all();
-                return;
+            Err(e) => {
+                *self.failure.lock().unwrap_or_else(PoisonError::into_inner) = e.to_string();
+                self.failed_upto.fetch_max(target, Ordering::AcqRel);
             }
         }
+        let covered = self
+            .flushed
+            .load(Ordering::Acquire)
+            .max(self.failed_upto.load(Ordering::Acquire));
+        let wake: Vec<Waiter> = {
+            let mut w = self.waiters.lock().unwrap_or_else(PoisonError::into_inner);
+            let (done, rest): (Vec<_>, Vec<_>) = w.drain(..).partition(|(t, _)| *t <= covered);
+            *w = rest;
+            done.into_iter().map(|(_, t)| t).collect()
+        };
+        for w in wake {
+            w.wake();
+        }
+        after_round();
+        true
     }
 
     /// After the last round: wake everyone still waiting (they see `stopped`).
@@ -243,7 +395,7 @@ impl std::future::Future for FlushFuture {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push((self.end_offset, Waiter::Task(cx.waker().clone())));
-        gc.work.wake();
+        gc.nudge();
         // A round may have finished between the check and the registration.
         match gc.poll_flushed(self.end_offset) {
             Some(r) => Poll::Ready(r),
@@ -422,4 +574,34 @@ pub fn run_commit(
         }
     }
     flush_waker.wake();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn average_after(rounds: &[u64]) -> Vec<Duration> {
+        let mut avg = 0;
+        rounds
+            .iter()
+            .map(|&us| {
+                avg = next_round_average(avg, Duration::from_micros(us));
+                Duration::from_micros(avg)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_lone_slow_round_keeps_the_runner_and_slow_rounds_do_not() {
+        // Fast rounds with one that writes back 4 MiB of zeros among them.
+        let mut fast = vec![300; 50];
+        fast.insert(25, 6_000);
+        assert!(average_after(&fast).iter().all(|&a| a < SLOW_RUNNER_ROUND));
+        // A disk whose every sync takes 3 ms hands the rounds over within a few of them.
+        let slow = average_after(&[3_000; 20]);
+        let first = slow.iter().position(|&a| a >= SLOW_RUNNER_ROUND);
+        assert!(matches!(first, Some(i) if i < 12), "{slow:?}");
+        // One stall of a second hands them over at once.
+        assert!(average_after(&[300, 300, 1_000_000])[2] >= SLOW_RUNNER_ROUND);
+    }
 }

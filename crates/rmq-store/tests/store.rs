@@ -673,6 +673,83 @@ fn sync_flush_future_resolves_only_when_durable() {
     );
 }
 
+/// Append `n` messages to queue `q` of "T" and await each one's flush.
+async fn append_and_flush(s: Arc<MessageStore>, q: i32, n: usize) {
+    for i in 0..n {
+        let body = body_of(i);
+        let msg = MessageToStore {
+            flag: 0,
+            born_timestamp: 0,
+            born_host: "127.0.0.1:1".parse().unwrap(),
+            ..common::msg("T", q, &body, b"")
+        };
+        let end = s.append(std::slice::from_ref(&msg)).unwrap()[0].end_offset();
+        s.flush_future(end).await.unwrap();
+        assert!(s.get_flushed_phy_offset() >= end, "resolved before durable");
+    }
+}
+
+#[test]
+fn sync_flush_rounds_run_on_an_attached_runner_and_fall_back_to_the_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path(), &[("flushDiskType", "SYNC_FLUSH")]);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    // A runner as a server attaches one: woken when a round is due, it makes it.
+    let due = Arc::new(tokio::sync::Notify::new());
+    let wake = Arc::clone(&due);
+    assert!(store.attach_group_commit_runner(Box::new(move || wake.notify_one())));
+    assert!(
+        !store.attach_group_commit_runner(Box::new(|| {})),
+        "one runner per store"
+    );
+    let advanced = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (s, a) = (Arc::clone(&store), Arc::clone(&advanced));
+    let runner = rt.spawn(async move {
+        loop {
+            due.notified().await;
+            let before = s.get_flushed_phy_offset();
+            s.run_group_commit_round();
+            if s.get_flushed_phy_offset() > before {
+                a.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    });
+    rt.block_on(async {
+        let tasks: Vec<_> = (0..8)
+            .map(|q| tokio::spawn(append_and_flush(Arc::clone(&store), q, 50)))
+            .collect();
+        for t in tasks {
+            t.await.unwrap();
+        }
+    });
+    let by_runner = advanced.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(by_runner > 0, "the runner made no round");
+    // A runner that stops running rounds (a stalled runtime) loses no flush: the
+    // group-commit thread stands by and makes the rounds left waiting.
+    runner.abort();
+    let _ = rt.block_on(runner);
+    rt.block_on(async {
+        let stand_by = append_and_flush(Arc::clone(&store), 0, 5);
+        tokio::time::timeout(Duration::from_secs(5), stand_by)
+            .await
+            .expect("the group-commit thread made no round for a stalled runner");
+    });
+    assert_eq!(
+        advanced.load(std::sync::atomic::Ordering::Relaxed),
+        by_runner
+    );
+    // Detached (a server that stops), the thread makes them at once, and a blocking put
+    // too.
+    store.detach_group_commit_runner();
+    rt.block_on(append_and_flush(Arc::clone(&store), 1, 20));
+    put(&store, "T", 2, b"blocking", b"");
+    store.shutdown().unwrap();
+}
+
 #[test]
 fn expired_consume_queues_are_cleaned_and_start_again_at_zero() {
     let dir = tempfile::tempdir().unwrap();

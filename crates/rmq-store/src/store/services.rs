@@ -189,14 +189,46 @@ impl MessageStore {
     /// thread, once their senders are woken, rather than by waking the dispatch thread after
     /// every round: one thread less to wake a round (see `InlineClaim`).
     fn run_group_commit(&self, gc: &GroupCommit) {
-        let targets = self.dispatch_targets();
         gc.run(self.commit_log.queue(), &self.checkpoint, || {
-            self.wake_ha_writers();
-            let claim = self.claim_inline_dispatch();
-            if !self.reput.reput_inline(&targets, None, claim) {
-                self.data_published();
-            }
+            self.after_group_commit_round();
         });
+    }
+
+    fn after_group_commit_round(&self) {
+        self.wake_ha_writers();
+        let claim = self.claim_inline_dispatch();
+        if !self
+            .reput
+            .reput_inline(&self.dispatch_targets(), None, claim)
+        {
+            self.data_published();
+        }
+    }
+
+    /// SYNC_FLUSH: let a server's I/O runtime make the group commit's rounds (see
+    /// [`GroupCommit::attach_runner`]): `wake` wakes its runner, which then calls
+    /// [`run_group_commit_round`](Self::run_group_commit_round). False under ASYNC_FLUSH or
+    /// when a runner is attached already.
+    pub fn attach_group_commit_runner(&self, wake: Box<dyn Fn() + Send + Sync>) -> bool {
+        self.group_commit
+            .as_ref()
+            .is_some_and(|gc| gc.attach_runner(wake))
+    }
+
+    /// The attached runner's round (see [`GroupCommit::run_round`]).
+    pub fn run_group_commit_round(&self) {
+        if let Some(gc) = &self.group_commit {
+            gc.run_round(self.commit_log.queue(), &self.checkpoint, || {
+                self.after_group_commit_round();
+            });
+        }
+    }
+
+    /// The attached runner stopped: the group-commit thread makes the rounds again.
+    pub fn detach_group_commit_runner(&self) {
+        if let Some(gc) = &self.group_commit {
+            gc.detach_runner();
+        }
     }
 
     /// The append window's thread (see `append_window`).
