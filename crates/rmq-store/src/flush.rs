@@ -160,8 +160,9 @@ impl GroupCommit {
     }
 
     /// Let a server's I/O runtime make the rounds: from now on a due round calls `wake`, and
-    /// the runner it wakes calls [`run_round`](Self::run_round). False when a runner is
-    /// attached already.
+    /// the runner it wakes calls [`run_round`](Self::run_round). False when one was attached
+    /// before (a store has one runner in its life; once it is gone the thread keeps the
+    /// rounds).
     ///
     /// Why: a round made on the thread that served its sends wakes their tasks there, with
     /// no thread woken on either side (the flush thread by the put, the I/O thread by the

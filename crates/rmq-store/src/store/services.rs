@@ -208,7 +208,7 @@ impl MessageStore {
     /// SYNC_FLUSH: let a server's I/O runtime make the group commit's rounds (see
     /// [`GroupCommit::attach_runner`]): `wake` wakes its runner, which then calls
     /// [`run_group_commit_round`](Self::run_group_commit_round). False under ASYNC_FLUSH or
-    /// when a runner is attached already.
+    /// when one was attached before.
     pub fn attach_group_commit_runner(&self, wake: Box<dyn Fn() + Send + Sync>) -> bool {
         self.group_commit
             .as_ref()
