@@ -653,7 +653,8 @@ impl MappedFile {
                     .open(&self.path)
                     .map_err(|e| {
                         log::warn!(
-                            "{} cannot be opened with O_DIRECT ({e}); its append window is                              written through the page cache",
+                            "{} cannot be opened with O_DIRECT ({e}); its append window is \
+                             written through the page cache",
                             self.path.display()
                         );
                     })

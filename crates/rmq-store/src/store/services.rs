@@ -185,15 +185,16 @@ impl MessageStore {
         Ok(())
     }
 
-    /// The group commit's loop (SYNC_FLUSH). A round's records are dispatched on this
-    /// thread, once their senders are woken, rather than by waking the dispatch thread after
-    /// every round: one thread less to wake a round (see `InlineClaim`).
+    /// The group commit's thread (SYNC_FLUSH; see `GroupCommit::run`).
     fn run_group_commit(&self, gc: &GroupCommit) {
         gc.run(self.commit_log.queue(), &self.checkpoint, || {
             self.after_group_commit_round();
         });
     }
 
+    /// After a group commit's round, on the thread that made it: a round's records are
+    /// dispatched there, once their senders are woken, rather than by waking the dispatch
+    /// thread after every round: one thread less to wake a round (see `InlineClaim`).
     fn after_group_commit_round(&self) {
         self.wake_ha_writers();
         let claim = self.claim_inline_dispatch();
