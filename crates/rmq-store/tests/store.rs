@@ -638,27 +638,7 @@ fn sync_flush_future_resolves_only_when_durable() {
         .unwrap();
     rt.block_on(async {
         let tasks: Vec<_> = (0..32)
-            .map(|t| {
-                let s = Arc::clone(&store);
-                tokio::spawn(async move {
-                    for i in 0..20 {
-                        let body = body_of(i);
-                        let msg = MessageToStore {
-                            flag: 0,
-                            born_timestamp: 0,
-                            born_host: "127.0.0.1:1".parse().unwrap(),
-                            ..common::msg("T", t, &body, b"")
-                        };
-                        let end = s.append(std::slice::from_ref(&msg)).unwrap()[0].end_offset();
-                        s.flush_future(end).await.unwrap();
-                        let flushed = s.get_flushed_phy_offset();
-                        assert!(
-                            flushed >= end,
-                            "future resolved before the bytes were durable"
-                        );
-                    }
-                })
-            })
+            .map(|t| tokio::spawn(append_and_flush(Arc::clone(&store), t, 20)))
             .collect();
         for t in tasks {
             t.await.unwrap();
@@ -685,7 +665,10 @@ async fn append_and_flush(s: Arc<MessageStore>, q: i32, n: usize) {
         };
         let end = s.append(std::slice::from_ref(&msg)).unwrap()[0].end_offset();
         s.flush_future(end).await.unwrap();
-        assert!(s.get_flushed_phy_offset() >= end, "resolved before durable");
+        assert!(
+            s.get_flushed_phy_offset() >= end,
+            "future resolved before the bytes were durable"
+        );
     }
 }
 
