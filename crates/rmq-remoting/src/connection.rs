@@ -141,6 +141,8 @@ pub(crate) struct Shared {
     close_signal: watch::Sender<bool>,
     pub(crate) budget: Arc<Budget>,
     tls: bool,
+    /// Times the answers (a server's RPC latency metric).
+    timer: Option<Arc<dyn RequestTimer>>,
 }
 
 /// One end of a connection: send replies, send requests and await their responses.
@@ -240,6 +242,10 @@ impl Connection {
 
     pub(crate) fn budget(&self) -> &Arc<Budget> {
         &self.0.budget
+    }
+
+    pub(crate) fn timer(&self) -> Option<&Arc<dyn RequestTimer>> {
+        self.0.timer.as_ref()
     }
 
     /// How long since anything was read from or written to the peer.
@@ -465,7 +471,7 @@ where
         local,
         handler,
         transfer_by_heap,
-        settings,
+        mut settings,
         limits,
     } = ends;
     let (tx, rx) = mpsc::unbounded_channel();
@@ -482,6 +488,7 @@ where
         close_signal,
         budget: Arc::clone(&budget),
         tls,
+        timer: settings.timer.take(),
     }));
     handler.on_connect(&conn);
     let writer = tokio::spawn(write_loop(

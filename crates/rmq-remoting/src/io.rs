@@ -37,7 +37,7 @@ pub(crate) struct ReadSettings {
     pub(crate) frame_stall_timeout: Option<Duration>,
     /// The server shutting down.
     pub(crate) server_stop: Option<watch::Receiver<bool>>,
-    /// Times the answers (servers with an RPC latency metric).
+    /// Times the answers (servers with an RPC latency metric); the connection keeps it.
     pub(crate) timer: Option<Arc<dyn RequestTimer>>,
 }
 
@@ -98,7 +98,7 @@ pub(crate) async fn read_loop<R: AsyncRead + Unpin>(
             match codec::decode(&mut buf) {
                 Ok(Some(cmd)) => {
                     after_big = announced.is_some_and(|n| n >= BIG_FRAME);
-                    dispatch(conn, handler, cmd, settings.timer.as_ref());
+                    dispatch(conn, handler, cmd);
                 }
                 Ok(None) => break,
                 Err(e) => {
@@ -228,40 +228,66 @@ struct Timing {
     started: Instant,
 }
 
-impl Timing {
-    fn answered(&self, reply: &Reply) {
-        let elapsed = self.started.elapsed();
-        self.timer.answered(self.code, reply.code(), elapsed);
+/// The answer to a request that outlives its handler's first poll: it holds the request's
+/// place in the connection's budget (the reader stops reading while too many wait) and its
+/// timing until [`send`](Self::send). A handler that answers from elsewhere (a store's
+/// group-commit round calls back) takes one with [`Connection::reply_later`] and returns
+/// `None`; dropped unsent, it frees the place and the peer gets no answer.
+pub struct LaterReply {
+    conn: Connection,
+    slot: InFlight,
+    timing: Option<Timing>,
+    oneway: bool,
+}
+
+impl LaterReply {
+    fn new(conn: &Connection, code: i32, oneway: bool, started: Option<Instant>) -> Self {
+        let timing = conn.timer().zip(started).map(|(timer, started)| Timing {
+            timer: Arc::clone(timer),
+            code,
+            started,
+        });
+        Self {
+            conn: conn.clone(),
+            slot: conn.budget().start_request(),
+            timing,
+            oneway,
+        }
+    }
+
+    /// Queue the reply (none for a oneway request) and free the request's place.
+    pub fn send(self, reply: Reply) {
+        if let Some(t) = &self.timing {
+            t.timer.answered(t.code, reply.code(), t.started.elapsed());
+        }
+        if !self.oneway {
+            self.conn.send_reply(reply, false);
+        }
+        drop(self.slot);
     }
 }
 
-fn dispatch(
-    conn: &Connection,
-    handler: &Arc<dyn RequestHandler>,
-    cmd: RemotingCommand,
-    timer: Option<&Arc<dyn RequestTimer>>,
-) {
+impl Connection {
+    /// Answer `request` later, from outside its handling: see [`LaterReply`].
+    #[must_use]
+    pub fn reply_later(&self, request: &RemotingCommand) -> LaterReply {
+        let started = self.timer().map(|_| Instant::now());
+        LaterReply::new(self, request.code, request.is_oneway(), started)
+    }
+}
+
+fn dispatch(conn: &Connection, handler: &Arc<dyn RequestHandler>, cmd: RemotingCommand) {
     if cmd.is_response() {
         conn.complete(cmd);
         return;
     }
     let oneway = cmd.is_oneway();
-    let (code, started) = (cmd.code, timer.map(|_| Instant::now()));
-    let timing = |started: Option<Instant>| {
-        Some(Timing {
-            timer: Arc::clone(timer?),
-            code,
-            started: started?,
-        })
-    };
+    let (code, started) = (cmd.code, conn.timer().map(|_| Instant::now()));
     // Only requests that outlive this call take a budget slot: one answered inline is done
     // (and its reply charged) before the reader goes on.
     if !handler.run_inline(&cmd) {
-        let slot = conn.budget().start_request();
-        let (c, h, t) = (conn.clone(), Arc::clone(handler), timing(started));
-        tokio::spawn(async move {
-            reply_when_done(c.clone(), h.handle(c, cmd), oneway, slot, t).await;
-        });
+        let later = LaterReply::new(conn, code, oneway, started);
+        tokio::spawn(reply_when_done(handler.handle(conn.clone(), cmd), later));
         return;
     }
     let mut handling = handler.handle(conn.clone(), cmd);
@@ -270,7 +296,7 @@ fn dispatch(
         .poll(&mut Context::from_waker(Waker::noop()))
     {
         Poll::Ready(Some(reply)) => {
-            if let (Some(t), Some(started)) = (timer, started) {
+            if let (Some(t), Some(started)) = (conn.timer(), started) {
                 t.answered(code, reply.code(), started.elapsed());
             }
             if !oneway {
@@ -278,34 +304,20 @@ fn dispatch(
             }
         }
         Poll::Ready(None) => {}
-        // It has to wait (group commit, a full store queue): the rest is a task, whose first
-        // poll registers its own waker.
+        // It has to wait (a full store queue, a replica's ack): the rest is a task, whose
+        // first poll registers its own waker.
         Poll::Pending => {
-            let slot = conn.budget().start_request();
-            let t = timing(started);
-            tokio::spawn(reply_when_done(conn.clone(), handling, oneway, slot, t));
+            let later = LaterReply::new(conn, code, oneway, started);
+            tokio::spawn(reply_when_done(handling, later));
         }
     }
 }
 
-/// Await a request's handling and queue its reply (none for a oneway request); its budget
-/// slot is freed once the reply is queued.
-async fn reply_when_done(
-    conn: Connection,
-    handling: BoxFuture<Option<Reply>>,
-    oneway: bool,
-    slot: InFlight,
-    timing: Option<Timing>,
-) {
+/// Await a request's handling and send its reply, if any.
+async fn reply_when_done(handling: BoxFuture<Option<Reply>>, later: LaterReply) {
     if let Some(reply) = handling.await {
-        if let Some(t) = &timing {
-            t.answered(&reply);
-        }
-        if !oneway {
-            conn.send_reply(reply, false);
-        }
+        later.send(reply);
     }
-    drop(slot);
 }
 
 /// Bytes written in one go, per counter, released from the budget once written.

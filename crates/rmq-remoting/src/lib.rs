@@ -22,7 +22,7 @@
 //! | module | owns |
 //! |---|---|
 //! | `connection` | [`Connection`], [`Reply`], [`RequestHandler`], [`connect`] |
-//! | `io` | the reader and writer tasks of a connection |
+//! | `io` | the reader and writer tasks of a connection, [`LaterReply`] |
 //! | `server` | [`serve`], [`serve_listeners`] (several ports, one table), [`ServerConfig`], the open-connection table |
 //! | `budget` | [`ConnectionLimits`] and the per-connection accounting |
 //! | `tls` | [`tls::ServerTls`] and [`tls::ClientTls`] from RocketMQ's `tls.*` settings (rustls) |
@@ -39,4 +39,5 @@ pub use connection::{
     connect, connect_tls, BoxFuture, Connection, FileRegion, Reply, RequestHandler, RequestTimer,
 };
 pub use error::RemotingError;
+pub use io::LaterReply;
 pub use server::{serve, serve_listeners, ServerConfig, ServerHandle};

@@ -6,7 +6,9 @@
 //!   each kind, which is what makes synchronous durability affordable. A failed write or
 //!   sync wakes its waiters with the error: never with success. Rounds run on the flush
 //!   thread, or on a server's I/O runtime once it attaches a runner
-//!   ([`GroupCommit::attach_runner`]), while they stay fast.
+//!   ([`GroupCommit::attach_runner`]), while they stay fast. A waiter is a thread, a task
+//!   ([`FlushFuture`]) or a callback ([`GroupCommit::on_flushed`]), whose deadline the flush
+//!   thread keeps.
 //! * The async flush loop (ASYNC_FLUSH) syncs every `flushIntervalCommitLog` ms once
 //!   `flushCommitLogLeastPages` are dirty (stopping below the folio being filled), and
 //!   everything every `flushCommitLogThoroughInterval` ms. Puts do not wake it.
@@ -14,7 +16,7 @@
 //!   `commitIntervalCommitLog` ms, then wakes the flush loop.
 
 use std::sync::atomic::{fence, AtomicBool, AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
@@ -31,6 +33,11 @@ pub enum FlushOutcome {
     Timeout,
 }
 
+/// Told once how a SYNC_FLUSH wait ended: the callback form of the wait
+/// ([`GroupCommit::on_flushed`]), called by the round that covered it, by the check that
+/// found its deadline passed, or at shutdown.
+pub type FlushCallback = Box<dyn FnOnce(Result<FlushOutcome>) + Send>;
+
 /// Who waits for a flush (or a slave's ack): a parked thread, or an async task.
 pub(crate) enum Waiter {
     Thread(Thread),
@@ -44,6 +51,16 @@ impl Waiter {
             Self::Task(w) => w.wake(),
         }
     }
+}
+
+/// Who waits in a group commit: a thread or a task to wake (it reads the outcome itself and
+/// keeps its own deadline), or a callback to call with the outcome by its deadline.
+enum FlushWaiter {
+    Wake(Waiter),
+    Call {
+        deadline: Instant,
+        done: FlushCallback,
+    },
 }
 
 /// Group commit for SYNC_FLUSH.
@@ -61,7 +78,7 @@ pub struct GroupCommit {
     failed_upto: AtomicI64,
     failure: Mutex<String>,
     stopped: AtomicBool,
-    waiters: Mutex<Vec<(i64, Waiter)>>,
+    waiters: Mutex<Vec<(i64, FlushWaiter)>>,
     work: Waker,
     /// Wakes the runner a server attached ([`Self::attach_runner`]).
     runner: OnceLock<Box<dyn Fn() + Send + Sync>>,
@@ -129,7 +146,10 @@ impl GroupCommit {
         self.waiters
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .push((end_offset, Waiter::Thread(std::thread::current())));
+            .push((
+                end_offset,
+                FlushWaiter::Wake(Waiter::Thread(std::thread::current())),
+            ));
         self.nudge();
         loop {
             if let Some(r) = self.poll_flushed(end_offset) {
@@ -149,6 +169,51 @@ impl GroupCommit {
     pub fn request(&self, end_offset: i64) {
         self.requested.fetch_max(end_offset, Ordering::AcqRel);
         self.nudge();
+    }
+
+    /// Call `done` once everything below `end_offset` is durable (at once when it is),
+    /// with [`FlushOutcome::Timeout`] once `timeout` passes first, or with the error of the
+    /// sync that covered it (or of the shutdown). The callback runs on whoever ends the
+    /// wait: the round's thread, the flush thread's deadline check, or this caller.
+    ///
+    /// Why a callback besides [`FlushFuture`]: a server answering from the callback needs
+    /// no task and no timer per waiting send (the flush thread keeps the deadlines); under
+    /// SYNC_FLUSH those were a tenth of the broker's CPU per message (benches/RESULTS.md,
+    /// issue 18, twenty-second round).
+    pub fn on_flushed(&self, end_offset: i64, timeout: Duration, done: FlushCallback) {
+        let now = Instant::now();
+        let mut waiters = self.waiters.lock().unwrap_or_else(PoisonError::into_inner);
+        // Checked under the lock a round takes to collect its waiters after it moves the
+        // durable position (and the shutdown before its last collection): either this sees
+        // the position, or that round sees this waiter.
+        if let Some(r) = self.poll_flushed(end_offset) {
+            drop(waiters);
+            done(r.map(|()| FlushOutcome::Flushed));
+            return;
+        }
+        self.requested.fetch_max(end_offset, Ordering::AcqRel);
+        waiters.push((
+            end_offset,
+            FlushWaiter::Call {
+                deadline: now + timeout,
+                done,
+            },
+        ));
+        // The oldest waiters are first: while the flush thread is stuck in a round of its
+        // own, the puts still coming in time out the waiters the disk holds up.
+        let expired = take_expired(&mut waiters, now);
+        drop(waiters);
+        time_out(expired);
+        self.nudge();
+    }
+
+    /// Call back, with [`FlushOutcome::Timeout`], every waiter whose deadline has passed.
+    fn expire(&self, now: Instant) {
+        let expired = take_expired(
+            &mut self.waiters.lock().unwrap_or_else(PoisonError::into_inner),
+            now,
+        );
+        time_out(expired);
     }
 
     /// Tell whoever makes the rounds that a round is due.
@@ -236,18 +301,28 @@ impl GroupCommit {
         after_round: impl Fn(),
     ) {
         let mut on_thread_since = None;
+        let mut next_expiry = Instant::now();
         loop {
             if self.stopped.load(Ordering::Acquire) {
                 self.round(queue, checkpoint, &after_round);
                 self.release_all();
                 return;
             }
+            let now = Instant::now();
+            if now >= next_expiry {
+                self.expire(now);
+                next_expiry = now + STAND_BY_INTERVAL;
+            }
             if !self.on_thread.load(Ordering::Acquire) {
                 on_thread_since = None;
                 let seen = self.requested.load(Ordering::Acquire);
                 self.work.wait(STAND_BY_INTERVAL);
+                // Not behind a round the runner is making (maybe stuck in a sync): this
+                // thread keeps checking deadlines meanwhile.
                 if self.flushed.load(Ordering::Acquire) < seen {
-                    self.round(queue, checkpoint, &after_round);
+                    if let Ok(one) = self.round.try_lock() {
+                        self.round_locked(one, queue, checkpoint, &after_round);
+                    }
                 }
                 continue;
             }
@@ -289,7 +364,18 @@ impl GroupCommit {
         checkpoint: &StoreCheckpoint,
         after_round: &impl Fn(),
     ) -> bool {
-        let _one = self.round.lock().unwrap_or_else(PoisonError::into_inner);
+        let one = self.round.lock().unwrap_or_else(PoisonError::into_inner);
+        self.round_locked(one, queue, checkpoint, after_round)
+    }
+
+    /// [`round`](Self::round), its lock taken.
+    fn round_locked(
+        &self,
+        _one: MutexGuard<'_, ()>,
+        queue: &MappedFileQueue,
+        checkpoint: &StoreCheckpoint,
+        after_round: &impl Fn(),
+    ) -> bool {
         let target = self.requested.load(Ordering::Acquire);
         if target <= self.flushed.load(Ordering::Acquire) {
             return false;
@@ -314,14 +400,14 @@ impl GroupCommit {
             .flushed
             .load(Ordering::Acquire)
             .max(self.failed_upto.load(Ordering::Acquire));
-        let wake: Vec<Waiter> = {
+        let done: Vec<_> = {
             let mut w = self.waiters.lock().unwrap_or_else(PoisonError::into_inner);
             let (done, rest): (Vec<_>, Vec<_>) = w.drain(..).partition(|(t, _)| *t <= covered);
             *w = rest;
-            done.into_iter().map(|(_, t)| t).collect()
+            done
         };
-        for w in wake {
-            w.wake();
+        for (end_offset, w) in done {
+            self.finish(end_offset, w);
         }
         after_round();
         true
@@ -331,8 +417,19 @@ impl GroupCommit {
     fn release_all(&self) {
         let waiters =
             std::mem::take(&mut *self.waiters.lock().unwrap_or_else(PoisonError::into_inner));
-        for (_, w) in waiters {
-            w.wake();
+        for (end_offset, w) in waiters {
+            self.finish(end_offset, w);
+        }
+    }
+
+    /// End a wait the durable position, a failed sync or the shutdown has decided.
+    fn finish(&self, end_offset: i64, w: FlushWaiter) {
+        match w {
+            FlushWaiter::Wake(w) => w.wake(),
+            FlushWaiter::Call { done, .. } => done(match self.poll_flushed(end_offset) {
+                Some(r) => r.map(|()| FlushOutcome::Flushed),
+                None => Ok(FlushOutcome::Timeout), // not decided after all: not durable
+            }),
         }
     }
 
@@ -360,6 +457,34 @@ impl GroupCommit {
     pub fn stop(&self) {
         self.stopped.store(true, Ordering::Release);
         self.work.wake();
+    }
+}
+
+/// Take out the callbacks whose deadline is `now` or earlier. Waiters are kept in the order
+/// they came, so the first callback's deadline is the earliest (one look per put while none
+/// is due).
+fn take_expired(waiters: &mut Vec<(i64, FlushWaiter)>, now: Instant) -> Vec<FlushCallback> {
+    let earliest = waiters.iter().find_map(|(_, w)| match w {
+        FlushWaiter::Call { deadline, .. } => Some(*deadline),
+        FlushWaiter::Wake(_) => None,
+    });
+    if earliest.is_none_or(|d| d > now) {
+        return Vec::new();
+    }
+    let due = |w: &FlushWaiter| matches!(w, FlushWaiter::Call { deadline, .. } if *deadline <= now);
+    waiters
+        .extract_if(.., |(_, w)| due(w))
+        .filter_map(|(_, w)| match w {
+            FlushWaiter::Call { done, .. } => Some(done),
+            FlushWaiter::Wake(_) => None,
+        })
+        .collect()
+}
+
+/// Tell expired callbacks their bytes are stored but not (yet) durable.
+fn time_out(expired: Vec<FlushCallback>) {
+    for done in expired {
+        done(Ok(FlushOutcome::Timeout));
     }
 }
 
@@ -395,7 +520,10 @@ impl std::future::Future for FlushFuture {
         gc.waiters
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .push((self.end_offset, Waiter::Task(cx.waker().clone())));
+            .push((
+                self.end_offset,
+                FlushWaiter::Wake(Waiter::Task(cx.waker().clone())),
+            ));
         gc.nudge();
         // A round may have finished between the check and the registration.
         match gc.poll_flushed(self.end_offset) {
@@ -604,5 +732,58 @@ mod tests {
         assert!(matches!(first, Some(i) if i < 12), "{slow:?}");
         // One stall of a second hands them over at once.
         assert!(average_after(&[300, 300, 1_000_000])[2] >= SLOW_RUNNER_ROUND);
+    }
+
+    type Heard = (&'static str, std::result::Result<FlushOutcome, String>);
+
+    #[test]
+    fn flush_callbacks_hear_how_their_wait_ended_once() {
+        let gc = GroupCommit::new(100);
+        let (tx, rx) = std::sync::mpsc::channel::<Heard>();
+        let callback = |tag: &'static str| -> FlushCallback {
+            let tx = tx.clone();
+            Box::new(move |r| tx.send((tag, r.map_err(|e| e.to_string()))).unwrap())
+        };
+        // Durable already: called at once, by the caller.
+        gc.on_flushed(100, Duration::from_secs(5), callback("durable"));
+        assert_eq!(rx.try_recv(), Ok(("durable", Ok(FlushOutcome::Flushed))));
+        // Not durable: it waits, asks for a round, and the deadline check ends it with
+        // Timeout only once its deadline has passed.
+        gc.on_flushed(200, Duration::from_millis(50), callback("late"));
+        assert_eq!(gc.requested.load(Ordering::Acquire), 200);
+        gc.expire(Instant::now());
+        assert!(rx.try_recv().is_err(), "ended before its deadline");
+        gc.expire(Instant::now() + Duration::from_millis(60));
+        assert_eq!(rx.try_recv(), Ok(("late", Ok(FlushOutcome::Timeout))));
+        gc.expire(Instant::now() + Duration::from_secs(60));
+        assert!(rx.try_recv().is_err(), "called twice");
+        // A put whose deadline has passed times out the waiters before it (and itself)
+        // when no one else checks: a flush thread stuck in a sync holds up none of them.
+        gc.on_flushed(300, Duration::from_millis(1), callback("before"));
+        std::thread::sleep(Duration::from_millis(5));
+        gc.on_flushed(301, Duration::ZERO, callback("zero"));
+        assert_eq!(rx.try_recv(), Ok(("before", Ok(FlushOutcome::Timeout))));
+        assert_eq!(rx.try_recv(), Ok(("zero", Ok(FlushOutcome::Timeout))));
+        gc.on_flushed(600, Duration::from_secs(5), callback("held"));
+        // A failed sync that covered it: the error, never success.
+        gc.failed_upto.store(400, Ordering::Release);
+        *gc.failure.lock().unwrap() = "EIO".into();
+        gc.on_flushed(350, Duration::from_secs(5), callback("failed"));
+        assert_eq!(
+            rx.try_recv(),
+            Ok((
+                "failed",
+                Err(StoreError::FlushFailed("EIO".into()).to_string())
+            ))
+        );
+        // The shutdown ends the waits left with its error; later ones hear it at once.
+        gc.stop();
+        gc.release_all();
+        let (tag, r) = rx.try_recv().unwrap();
+        assert_eq!(tag, "held");
+        assert!(r.unwrap_err().contains("shut down"));
+        gc.on_flushed(700, Duration::from_secs(5), callback("after"));
+        assert!(rx.try_recv().unwrap().1.is_err());
+        assert!(gc.waiters.lock().unwrap().is_empty());
     }
 }

@@ -11,8 +11,10 @@
 //! `msgCheck` refusals, reserved topics, auto-creation, the retry → DLQ decision, the queue);
 //! [`Entries::parse`] and [`halves`] (the body or batch entries with their properties, and
 //! the half messages a transaction stores instead); [`append`] (these four are [`store`]);
-//! [`flush`] (the SYNC_FLUSH and SYNC_MASTER wait); [`ack`] (the response header). Each
-//! returns a typed error; [`process`] turns it into the response (`crate::error`).
+//! [`answer_when_flushed`] (the SYNC_FLUSH wait, answered from the group-commit round) or
+//! [`flush`] (the SYNC_MASTER wait, and a SYNC_FLUSH send that waits for none); [`ack`]
+//! (the response header). Each returns a typed error; [`process`] turns it into the
+//! response (`crate::error`).
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -24,6 +26,7 @@ use rmq_protocol::header::{SendMessageRequestHeader, SendMessageResponseHeader};
 use rmq_protocol::message_decoder::decode_batch_entries;
 use rmq_protocol::{RemotingCommand, RequestCode, ResponseCode};
 use rmq_remoting::{Connection, Reply};
+use rmq_store::flush::FlushOutcome;
 use rmq_store::{AppendResult, FlushDiskType, MessageToStore, ReplicaWait, StoreError};
 
 use super::send_msg_back::{dead_letter_topic, find_group, max_reconsume_times};
@@ -37,29 +40,39 @@ use crate::transaction::HalfMessage;
 
 /// Serve a send.
 pub async fn process(b: &BrokerState, conn: &Connection, req: &RemotingCommand) -> Option<Reply> {
-    let cmd = match send(b, conn, req).await {
-        Ok(c) => c,
-        Err(e) => error_response(req, &e),
-    };
-    reply(req, cmd)
+    match send(b, conn, req).await {
+        Ok(Some(c)) => reply(req, c),
+        Ok(None) => None, // answered when flushed
+        Err(e) => reply(req, error_response(req, &e)),
+    }
 }
 
+/// The response, or `None` when the round that makes the send durable answers it.
 async fn send(
     b: &BrokerState,
     conn: &Connection,
     req: &RemotingCommand,
-) -> Result<RemotingCommand, RequestError> {
+) -> Result<Option<RemotingCommand>, RequestError> {
     let stored = store(b, conn, req)?;
     let last = stored.results.last().ok_or(SendError::NothingStored)?;
+    if !needs_wait(b) {
+        return Ok(Some(ack(
+            b,
+            req,
+            &stored,
+            ResponseCode::SUCCESS,
+            String::new(),
+        )));
+    }
+    if stored.wait && b.store.broker_role() != rmq_store::BrokerRole::SyncMaster {
+        answer_when_flushed(b, conn, req, &stored, last.end_offset());
+        return Ok(None);
+    }
     // Only what the response needs lives across the wait: this future is part of every
     // request's boxed state, and the wait itself (timers, the replica's future) is boxed
     // apart, for the sends that wait, so the box stays in the allocator's small-size cache.
-    let (code, remark) = if needs_wait(b) {
-        Box::pin(flush(b, stored.wait, last.end_offset())).await?
-    } else {
-        (ResponseCode::SUCCESS, String::new())
-    };
-    Ok(ack(b, req, &stored, code, remark))
+    let (code, remark) = Box::pin(flush(b, stored.wait, last.end_offset())).await?;
+    Ok(Some(ack(b, req, &stored, code, remark)))
 }
 
 /// What a send stored: its queue, the records, whether the client waits for durability.
@@ -398,6 +411,46 @@ fn ack(
     resp
 }
 
+/// SYNC_FLUSH on a master that waits for no slave: the ack is made now and sent by whoever
+/// ends the wait (the group-commit round, the deadline check, the shutdown), with its code
+/// changed when the outcome is not SUCCESS. No task and no timer per send: under SYNC_FLUSH
+/// they were a tenth of the broker's CPU per message (benches/RESULTS.md, issue 18,
+/// twenty-second round).
+fn answer_when_flushed(
+    b: &BrokerState,
+    conn: &Connection,
+    req: &RemotingCommand,
+    stored: &Stored,
+    end_offset: i64,
+) {
+    let mut ack = ack(b, req, stored, ResponseCode::SUCCESS, String::new());
+    let later = conn.reply_later(req);
+    let timeout_ms = b.store.config().sync_flush_timeout;
+    b.store.on_flushed(
+        end_offset,
+        Box::new(move |outcome| {
+            match outcome {
+                Ok(FlushOutcome::Flushed) => {}
+                Ok(FlushOutcome::Timeout) => {
+                    ack.code = ResponseCode::FLUSH_DISK_TIMEOUT.0;
+                    ack.remark = Some(flush_timeout_remark(timeout_ms));
+                }
+                // The ack answers the request (its opaque and serialize type): an answer
+                // to the ack is one to the request.
+                Err(e) => ack = error_response(&ack, &e.into()),
+            }
+            later.send(Reply::Command(ack));
+        }),
+    );
+}
+
+/// FLUSH_DISK_TIMEOUT's remark.
+fn flush_timeout_remark(timeout_ms: u32) -> String {
+    format!(
+        "the message is stored but not flushed to disk within syncFlushTimeout ({timeout_ms} ms)"
+    )
+}
+
 /// Whether a send may have to wait: under SYNC_FLUSH, or on a SYNC_MASTER.
 fn needs_wait(b: &BrokerState) -> bool {
     b.store.config().flush_disk_type == FlushDiskType::SyncFlush
@@ -437,11 +490,7 @@ async fn flush(
             Ok(flushed) => flushed.map(|()| (ResponseCode::SUCCESS, String::new())),
             Err(_) => Ok((
                 ResponseCode::FLUSH_DISK_TIMEOUT,
-                format!(
-                    "the message is stored but not flushed to disk within syncFlushTimeout ({} \
-                     ms)",
-                    store_cfg.sync_flush_timeout
-                ),
+                flush_timeout_remark(store_cfg.sync_flush_timeout),
             )),
         }
     };

@@ -14,7 +14,7 @@ use crate::commit_log::AppendResult;
 use crate::config::BrokerRole;
 use crate::dispatch::{Appended, InlineClaim};
 use crate::error::{Result, StoreError};
-use crate::flush::{FlushFuture, FlushOutcome};
+use crate::flush::{FlushCallback, FlushFuture, FlushOutcome};
 use crate::format::MessageToStore;
 use crate::schedule::{self, DeliverOutcome};
 
@@ -272,6 +272,22 @@ impl MessageStore {
             let _ = self.wait_durable(end_offset);
         }
         FlushFuture::new(self.group_commit.clone(), end_offset)
+    }
+
+    /// The callback form of [`flush_future`](Self::flush_future): `done` is called once
+    /// `end_offset` is durable, with [`FlushOutcome::Timeout`] once `syncFlushTimeout` passes
+    /// first, or with the error of the sync or shutdown that ended the wait (see
+    /// [`GroupCommit::on_flushed`](crate::flush::GroupCommit::on_flushed)); at once under
+    /// ASYNC_FLUSH, after nudging the flush thread.
+    pub fn on_flushed(&self, end_offset: i64, done: FlushCallback) {
+        match &self.group_commit {
+            Some(gc) => gc.on_flushed(
+                end_offset,
+                Duration::from_millis(u64::from(self.config.sync_flush_timeout)),
+                done,
+            ),
+            None => done(self.wait_durable(end_offset).map(|_| FlushOutcome::Flushed)),
+        }
     }
 
     /// Deliver parked messages: for each ConsumeQueue unit `(commit_log_offset, size)` of
