@@ -423,25 +423,37 @@ fn answer_when_flushed(
     stored: &Stored,
     end_offset: i64,
 ) {
-    let mut ack = ack(b, req, stored, ResponseCode::SUCCESS, String::new());
+    let ack = ack(b, req, stored, ResponseCode::SUCCESS, String::new());
     let later = conn.reply_later(req);
     let timeout_ms = b.store.config().sync_flush_timeout;
     b.store.on_flushed(
         end_offset,
         Box::new(move |outcome| {
-            match outcome {
-                Ok(FlushOutcome::Flushed) => {}
-                Ok(FlushOutcome::Timeout) => {
-                    ack.code = ResponseCode::FLUSH_DISK_TIMEOUT.0;
-                    ack.remark = Some(flush_timeout_remark(timeout_ms));
-                }
-                // The ack answers the request (its opaque and serialize type): an answer
-                // to the ack is one to the request.
-                Err(e) => ack = error_response(&ack, &e.into()),
-            }
-            later.send(Reply::Command(ack));
+            later.send(Reply::Command(flushed_ack(ack, outcome, timeout_ms)));
         }),
     );
+}
+
+/// The ack made before the wait, as the wait's `outcome` leaves it: unchanged once the bytes
+/// are durable; FLUSH_DISK_TIMEOUT with the header kept after `syncFlushTimeout` (the message
+/// is stored, as in RocketMQ's `handlePutMessageResult`); the error's response when the sync
+/// failed or the store shut down.
+fn flushed_ack(
+    mut ack: RemotingCommand,
+    outcome: Result<FlushOutcome, StoreError>,
+    timeout_ms: u32,
+) -> RemotingCommand {
+    match outcome {
+        Ok(FlushOutcome::Flushed) => ack,
+        Ok(FlushOutcome::Timeout) => {
+            ack.code = ResponseCode::FLUSH_DISK_TIMEOUT.0;
+            ack.remark = Some(flush_timeout_remark(timeout_ms));
+            ack
+        }
+        // The ack answers the request (its opaque and serialize type): an answer to the ack
+        // is one to the request.
+        Err(e) => error_response(&ack, &e.into()),
+    }
 }
 
 /// FLUSH_DISK_TIMEOUT's remark.
@@ -519,4 +531,43 @@ async fn flush(
     let (disk, slave) = tokio::join!(disk, slave);
     let disk = disk?;
     Ok(slave.unwrap_or(disk))
+}
+
+#[cfg(test)]
+mod tests {
+    use rmq_protocol::ExtFields;
+
+    use super::*;
+
+    #[test]
+    fn the_ack_says_how_the_flush_wait_ended() {
+        let mut req =
+            RemotingCommand::new_request(RequestCode::SEND_MESSAGE_V2.0, ExtFields::new());
+        req.opaque = 77;
+        let mut ack = response(&req, ResponseCode::SUCCESS, "");
+        ack.ext_fields
+            .insert("msgId", "7F00000100002A9F0000000000000000");
+        let durable = flushed_ack(ack.clone(), Ok(FlushOutcome::Flushed), 5000);
+        assert_eq!(durable, ack);
+        let late = flushed_ack(ack.clone(), Ok(FlushOutcome::Timeout), 5000);
+        assert_eq!(
+            (late.code, late.opaque),
+            (ResponseCode::FLUSH_DISK_TIMEOUT.0, 77)
+        );
+        assert_eq!(
+            late.ext_fields, ack.ext_fields,
+            "the header stays: it is stored"
+        );
+        assert!(late.remark.unwrap().contains("syncFlushTimeout (5000 ms)"));
+        let failed = flushed_ack(ack, Err(StoreError::FlushFailed("EIO".into())), 5000);
+        assert_eq!(
+            (failed.code, failed.opaque),
+            (ResponseCode::SYSTEM_ERROR.0, 77)
+        );
+        assert!(
+            failed.ext_fields.get("msgId").is_none(),
+            "never a message id"
+        );
+        assert!(failed.remark.unwrap().contains("EIO"));
+    }
 }
