@@ -65,10 +65,10 @@ enum FlushWaiter {
 
 /// Group commit for SYNC_FLUSH.
 ///
-/// Waiters publish the end offset they need, register their thread, and park; they read the
-/// durable position from an atomic, so a round that wakes many of them does not funnel them
-/// through one mutex. The flush thread syncs everything readable, then unparks exactly the
-/// waiters that round covered.
+/// Waiters publish the end offset they need and register: a thread parks, a task awaits, a
+/// callback is kept with its deadline. Threads and tasks read the durable position from an
+/// atomic, so a round that wakes many of them does not funnel them through one mutex. A round
+/// syncs everything readable, then wakes or calls back exactly the waiters it covered.
 pub struct GroupCommit {
     /// Everything below is durable.
     flushed: AtomicI64,
