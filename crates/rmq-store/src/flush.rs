@@ -152,8 +152,8 @@ impl GroupCommit {
             ));
         self.nudge();
         loop {
-            if let Some(r) = self.poll_flushed(end_offset) {
-                return r.map(|()| FlushOutcome::Flushed);
+            if let Some(r) = self.decided(end_offset) {
+                return r;
             }
             let now = Instant::now();
             if now >= deadline {
@@ -186,9 +186,9 @@ impl GroupCommit {
         // Checked under the lock a round takes to collect its waiters after it moves the
         // durable position (and the shutdown before its last collection): either this sees
         // the position, or that round sees this waiter.
-        if let Some(r) = self.poll_flushed(end_offset) {
+        if let Some(r) = self.decided(end_offset) {
             drop(waiters);
-            done(r.map(|()| FlushOutcome::Flushed));
+            done(r);
             return;
         }
         self.requested.fetch_max(end_offset, Ordering::AcqRel);
@@ -426,11 +426,18 @@ impl GroupCommit {
     fn finish(&self, end_offset: i64, w: FlushWaiter) {
         match w {
             FlushWaiter::Wake(w) => w.wake(),
-            FlushWaiter::Call { done, .. } => done(match self.poll_flushed(end_offset) {
-                Some(r) => r.map(|()| FlushOutcome::Flushed),
-                None => Ok(FlushOutcome::Timeout), // not decided after all: not durable
-            }),
+            // Not decided after all: not durable.
+            FlushWaiter::Call { done, .. } => done(
+                self.decided(end_offset)
+                    .unwrap_or(Ok(FlushOutcome::Timeout)),
+            ),
         }
+    }
+
+    /// [`poll_flushed`](Self::poll_flushed) as a wait's outcome.
+    fn decided(&self, end_offset: i64) -> Option<Result<FlushOutcome>> {
+        self.poll_flushed(end_offset)
+            .map(|r| r.map(|()| FlushOutcome::Flushed))
     }
 
     fn poll_flushed(&self, end_offset: i64) -> Option<Result<()>> {

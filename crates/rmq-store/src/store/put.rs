@@ -242,8 +242,7 @@ impl MessageStore {
     /// A failed flush, or a shutdown while waiting.
     pub fn wait_durable(&self, end_offset: i64) -> Result<PutMessageStatus> {
         if let Some(gc) = &self.group_commit {
-            let timeout = Duration::from_millis(u64::from(self.config.sync_flush_timeout));
-            Ok(match gc.wait_for(end_offset, timeout)? {
+            Ok(match gc.wait_for(end_offset, self.sync_flush_timeout())? {
                 FlushOutcome::Flushed => PutMessageStatus::PutOk,
                 FlushOutcome::Timeout => PutMessageStatus::FlushDiskTimeout,
             })
@@ -261,6 +260,11 @@ impl MessageStore {
             }
             Ok(PutMessageStatus::PutOk)
         }
+    }
+
+    /// `syncFlushTimeout`: how long a SYNC_FLUSH put waits before FLUSH_DISK_TIMEOUT.
+    pub(super) fn sync_flush_timeout(&self) -> Duration {
+        Duration::from_millis(u64::from(self.config.sync_flush_timeout))
     }
 
     /// The async second half of a put: resolves once `end_offset` is durable (at once under
@@ -281,11 +285,7 @@ impl MessageStore {
     /// ASYNC_FLUSH, after nudging the flush thread.
     pub fn on_flushed(&self, end_offset: i64, done: FlushCallback) {
         match &self.group_commit {
-            Some(gc) => gc.on_flushed(
-                end_offset,
-                Duration::from_millis(u64::from(self.config.sync_flush_timeout)),
-                done,
-            ),
+            Some(gc) => gc.on_flushed(end_offset, self.sync_flush_timeout(), done),
             None => done(self.wait_durable(end_offset).map(|_| FlushOutcome::Flushed)),
         }
     }

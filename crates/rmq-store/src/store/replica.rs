@@ -196,14 +196,17 @@ impl MessageStore {
         match self.replica_future(end_offset) {
             ReplicaWait::NotNeeded => None,
             ReplicaWait::SlaveNotAvailable => Some(S::SlaveNotAvailable),
-            ReplicaWait::Wait(_) => {
-                let timeout = Duration::from_millis(u64::from(self.config.sync_flush_timeout));
-                Some(if self.ha.transfer.wait_for(end_offset, timeout) {
+            ReplicaWait::Wait(_) => Some(
+                if self
+                    .ha
+                    .transfer
+                    .wait_for(end_offset, self.sync_flush_timeout())
+                {
                     S::PutOk
                 } else {
                     S::FlushSlaveTimeout
-                })
-            }
+                },
+            ),
         }
     }
 
